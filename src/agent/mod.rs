@@ -1,0 +1,12 @@
+//! Stage 3: the agent. The loop (`run.rs`) asks a model (`model.rs`, with
+//! the wire protocols in `openai.rs` and `oracle.rs`) for its next answer and
+//! answers every tool call with the one tool, `bash` (`bash_tool.rs`).
+
+pub mod bash_tool;
+pub mod model;
+pub mod openai;
+pub mod oracle;
+pub mod run;
+
+pub use model::{ModelClient, ModelError, ModelReply, ToolCall};
+pub use run::{AgentLimits, AgentOutcome, run_agent};

@@ -1,0 +1,277 @@
+//! The OpenAI Chat Completions protocol, spoken by OpenAI and by vLLM,
+//! llama.cpp, Ollama, OpenRouter and most local servers.
+//!
+//! Owns the request (model, the whole history, the one `bash` tool), the
+//! HTTP call and the parsing of the answer into a [`ModelReply`]. One call is
+//! one attempt: what is worth retrying is said by [`ModelError::is_transient`].
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::agent::model::{ModelError, ModelReply, ToolCall};
+use crate::trajectory::Usage;
+
+/// How long one model call may take before it counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of an unparseable error body goes into a message.
+const MAX_ERROR_BODY_CHARS: usize = 500;
+
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+/// The one tool, as the model is told about it.
+pub fn bash_tool_schema() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run one bash command in a fresh shell in the root of the repository and return its output (stdout and stderr) and exit code.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The bash command to run."}
+                },
+                "required": ["command"]
+            }
+        }
+    })
+}
+
+impl OpenAiClient {
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+    ) -> Result<OpenAiClient, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("onebash/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(OpenAiClient {
+            http,
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            model: model.to_owned(),
+            api_key,
+        })
+    }
+
+    pub fn request_template(&self) -> Value {
+        json!({"url": self.url, "model": self.model, "tools": [bash_tool_schema()]})
+    }
+
+    pub async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
+        let body = json!({
+            "model": self.model,
+            "messages": messages,
+            "tools": [bash_tool_schema()],
+        });
+        let mut request = self.http.post(&self.url).json(&body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(transport_error)?;
+        let status = response.status();
+        let text = response.text().await.map_err(transport_error)?;
+        if !status.is_success() {
+            return Err(http_error(status.as_u16(), &text));
+        }
+        parse_response(&text)
+    }
+}
+
+fn transport_error(err: reqwest::Error) -> ModelError {
+    let kind = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "could not connect"
+    } else {
+        "the connection failed"
+    };
+    // reqwest's Display hides the cause; the chain says what happened.
+    let mut message = format!("{kind}: {err}");
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    ModelError::Transport(message)
+}
+
+/// An error status: the server's message when it sent the usual
+/// `{"error": {"message": ...}}`, else the start of the body.
+fn http_error(status: u16, body: &str) -> ModelError {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let message = error
+        .and_then(|e| {
+            e.get("message")
+                .and_then(Value::as_str)
+                .or_else(|| e.as_str())
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| body.chars().take(MAX_ERROR_BODY_CHARS).collect());
+    let code = error.and_then(|e| e.get("code")).and_then(Value::as_str);
+    if code == Some("context_length_exceeded") {
+        return ModelError::ContextOverflow(message);
+    }
+    ModelError::Http { status, message }
+}
+
+/// Parses a successful Chat Completions body.
+pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
+    let value: Value = serde_json::from_str(body).map_err(|err| {
+        let start: String = body.chars().take(200).collect();
+        ModelError::Malformed(format!("the body is not valid JSON ({err}): {start:?}"))
+    })?;
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|choices| choices.first())
+        .ok_or_else(|| ModelError::Malformed("the answer has no `choices[0]`".to_owned()))?;
+    let message = choice
+        .get("message")
+        .filter(|m| m.is_object())
+        .cloned()
+        .ok_or_else(|| ModelError::Malformed("`choices[0].message` is missing".to_owned()))?;
+    let tool_calls = match message.get("tool_calls") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(calls)) => calls.iter().map(parse_tool_call).collect(),
+        Some(_) => {
+            return Err(ModelError::Malformed(
+                "`tool_calls` is not a list".to_owned(),
+            ));
+        }
+    };
+    let usage = value.get("usage").map(parse_usage).unwrap_or_default();
+    Ok(ModelReply {
+        message,
+        tool_calls,
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        usage,
+        response_id: value.get("id").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+/// A tool call never fails to parse: what is missing or odd is kept as is
+/// and the bash tool answers the model with what was wrong.
+fn parse_tool_call(call: &Value) -> ToolCall {
+    let function = call.get("function");
+    let arguments = match function.and_then(|f| f.get("arguments")) {
+        Some(Value::String(s)) => s.clone(),
+        // Some servers send the arguments as an object instead of a string.
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    ToolCall {
+        id: call
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        name: function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        arguments,
+    }
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    let get = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let prompt_tokens = get("prompt_tokens");
+    let completion_tokens = get("completion_tokens");
+    let total_tokens = usage
+        .get("total_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(prompt_tokens + completion_tokens);
+    Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tool_calls_usage_and_keeps_the_message() {
+        let body = r#"{"id":"c1","choices":[{"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+            "tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}},
+                          {"id":"b","type":"function","function":{"name":"bash","arguments":{"command":"pwd"}}}]}}],
+            "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}"#;
+        let reply = parse_response(body).expect("parses");
+        assert_eq!(reply.tool_calls.len(), 2);
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"command":"ls"}"#);
+        assert_eq!(reply.tool_calls[1].arguments, r#"{"command":"pwd"}"#);
+        assert_eq!(reply.usage.total_tokens, 15);
+        assert_eq!(reply.response_id.as_deref(), Some("c1"));
+        assert_eq!(reply.message["role"], "assistant");
+        assert!(!reply.was_cut());
+    }
+
+    #[test]
+    fn missing_total_is_summed_and_missing_usage_is_zero() {
+        let body = r#"{"choices":[{"finish_reason":"length","message":{"role":"assistant","content":"x"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#;
+        let reply = parse_response(body).expect("parses");
+        assert_eq!(reply.usage.total_tokens, 7);
+        assert!(reply.was_cut());
+        let body = r#"{"choices":[{"message":{"role":"assistant","content":"x"}}]}"#;
+        assert_eq!(
+            parse_response(body).expect("parses").usage,
+            Usage::default()
+        );
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors_not_panics() {
+        for body in [
+            "",
+            "{",
+            "[]",
+            r#"{"choices":[]}"#,
+            r#"{"choices":[{"message":"x"}]}"#,
+            r#"{"choices":[{"message":{"tool_calls":5}}]}"#,
+        ] {
+            assert!(
+                matches!(parse_response(body), Err(ModelError::Malformed(_))),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn http_errors_carry_the_server_message() {
+        let err = http_error(
+            401,
+            r#"{"error":{"message":"Incorrect API key","code":"invalid_api_key"}}"#,
+        );
+        assert_eq!(
+            err.to_string(),
+            "the model API answered HTTP 401: Incorrect API key"
+        );
+        let err = http_error(502, "<html>bad gateway</html>");
+        assert!(
+            err.to_string()
+                .contains("HTTP 502: <html>bad gateway</html>")
+        );
+        assert!(err.is_transient());
+        let err = http_error(
+            400,
+            r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#,
+        );
+        assert!(matches!(err, ModelError::ContextOverflow(_)));
+    }
+}

@@ -1,0 +1,88 @@
+//! `--model oracle`: a model that applies the task's gold patch with one bash
+//! call and then stops. It checks that a task is solvable and that the
+//! harness grades a right answer as right, with no API.
+
+use serde_json::{Value, json};
+
+use crate::agent::model::{ModelError, ModelReply, ToolCall};
+use crate::task::TaskSpec;
+use crate::trajectory::Usage;
+
+/// The oracle's answer to a history: a tool call that applies the gold patch
+/// when it has not answered yet, else a final text.
+pub fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, ModelError> {
+    let answered = messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .count();
+    if answered > 0 {
+        return Ok(reply(
+            json!({"role": "assistant", "content": "Applied the gold patch."}),
+            Vec::new(),
+            "stop",
+        ));
+    }
+    let patch = task.gold_patch.as_deref().ok_or_else(|| {
+        ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
+    })?;
+    let command = apply_command(patch);
+    let call = ToolCall {
+        id: "oracle-1".to_owned(),
+        name: "bash".to_owned(),
+        arguments: json!({"command": command}).to_string(),
+    };
+    let message = json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }],
+    });
+    Ok(reply(message, vec![call], "tool_calls"))
+}
+
+fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> ModelReply {
+    ModelReply {
+        message,
+        tool_calls,
+        finish_reason: Some(finish_reason.to_owned()),
+        usage: Usage::default(),
+        response_id: None,
+    }
+}
+
+/// `git apply` fed by a quoted heredoc, whose delimiter is chosen so it
+/// cannot occur in the patch.
+fn apply_command(patch: &str) -> String {
+    let mut delimiter = "ONEBASH_GOLD_PATCH".to_owned();
+    while patch.lines().any(|line| line == delimiter) {
+        delimiter.push('_');
+    }
+    let newline = if patch.ends_with('\n') { "" } else { "\n" };
+    format!("git apply --whitespace=nowarn <<'{delimiter}'\n{patch}{newline}{delimiter}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::parse_tasks;
+    use std::path::Path;
+
+    #[test]
+    fn applies_then_stops() {
+        let line = r#"{"id":"t","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","gold_patch":"diff\nONEBASH_GOLD_PATCH\n"}"#;
+        let task = parse_tasks(line, "f", Path::new("/"))
+            .expect("valid")
+            .remove(0);
+        let first = complete(&task, &[]).expect("reply");
+        assert_eq!(first.tool_calls.len(), 1);
+        let args: Value = serde_json::from_str(&first.tool_calls[0].arguments).expect("json");
+        let command = args["command"].as_str().expect("command");
+        assert!(command.starts_with("git apply --whitespace=nowarn <<'ONEBASH_GOLD_PATCH_'\n"));
+        assert!(command.ends_with("\nONEBASH_GOLD_PATCH_"));
+        let second = complete(&task, &[first.message]).expect("reply");
+        assert!(second.tool_calls.is_empty());
+    }
+}

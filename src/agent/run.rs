@@ -1,0 +1,231 @@
+//! The agent loop: the model has one tool, `bash`.
+//!
+//! The whole history is sent on every turn; the assistant message is kept as
+//! received; every tool call is answered, in order, with its `tool_call_id`
+//! before the next model call; several calls in one answer run one after
+//! another; an answer without a tool call ends the loop. Caps (turns, tokens)
+//! are checked before each model call, the task timeout and Ctrl-C around the
+//! whole loop. Every step goes to the trajectory as it happens.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::agent::bash_tool::{self, ToolAnswer};
+use crate::agent::model::{ModelClient, ModelError};
+use crate::events::{Cancel, EventSink, Phase};
+use crate::exec::CommandEnv;
+use crate::prompt::RenderedPrompt;
+use crate::results::ExitReason;
+use crate::task::TaskSpec;
+use crate::trajectory::{Event, TrajectoryWriter, Usage};
+
+/// The caps of one task's agent phase.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentLimits {
+    pub max_turns: u32,
+    pub max_tokens: Option<u64>,
+    pub command_timeout: Duration,
+    pub task_timeout: Duration,
+}
+
+/// How the agent phase ended.
+#[derive(Debug, Clone)]
+pub struct AgentOutcome {
+    pub exit_reason: ExitReason,
+    /// Model calls made (a failed call counts).
+    pub turns: u32,
+    /// Tool calls the model asked for.
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub duration: Duration,
+    pub error: Option<String>,
+}
+
+/// What the loop needs; borrowed for the length of one task.
+pub struct AgentContext<'a> {
+    pub client: &'a ModelClient,
+    pub task: &'a TaskSpec,
+    pub epoch: u32,
+    pub prompt: &'a RenderedPrompt,
+    pub workdir: &'a Path,
+    pub env: &'a CommandEnv,
+    pub limits: AgentLimits,
+    pub events: &'a EventSink,
+    pub cancel: &'a Cancel,
+}
+
+/// Counters the loop updates as it goes, readable after it was stopped from
+/// outside (timeout, Ctrl-C).
+#[derive(Default)]
+struct Progress {
+    turns: u32,
+    tool_calls: u32,
+    usage: Usage,
+}
+
+/// Why the conversation itself ended (the outer ends are timeout and Ctrl-C).
+struct Ended {
+    reason: ExitReason,
+    error: Option<String>,
+}
+
+pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter) -> AgentOutcome {
+    let started = Instant::now();
+    let mut progress = Progress::default();
+    let deadline = tokio::time::Instant::from_std(started + ctx.limits.task_timeout);
+    let ended = {
+        let conversation = converse(ctx, trajectory, &mut progress, deadline);
+        tokio::select! {
+            ended = tokio::time::timeout_at(deadline, conversation) => match ended {
+                Ok(ended) => ended,
+                Err(_) => Ended {
+                    reason: ExitReason::TaskTimeout,
+                    error: None,
+                },
+            },
+            () = ctx.cancel.cancelled() => Ended {
+                reason: ExitReason::Interrupted,
+                error: Some("interrupted by the user".to_owned()),
+            },
+        }
+    };
+    let outcome = AgentOutcome {
+        exit_reason: ended.reason,
+        turns: progress.turns,
+        tool_calls: progress.tool_calls,
+        usage: progress.usage,
+        duration: started.elapsed(),
+        error: ended.error,
+    };
+    trajectory.write(&Event::AgentEnd {
+        exit_reason: outcome.exit_reason,
+        turns: outcome.turns,
+        tool_calls: outcome.tool_calls,
+        usage: outcome.usage,
+        duration_s: outcome.duration.as_secs_f64(),
+        error: outcome.error.clone(),
+    });
+    outcome
+}
+
+async fn converse(
+    ctx: &AgentContext<'_>,
+    trajectory: &mut TrajectoryWriter,
+    progress: &mut Progress,
+    deadline: tokio::time::Instant,
+) -> Ended {
+    let mut messages: Vec<Value> = ctx.client.initial_messages(ctx.prompt);
+    for message in &messages {
+        trajectory.write(&Event::Message {
+            turn: 0,
+            message: message.clone(),
+        });
+    }
+    loop {
+        if progress.turns >= ctx.limits.max_turns {
+            return Ended {
+                reason: ExitReason::MaxTurns,
+                error: None,
+            };
+        }
+        if let Some(max) = ctx.limits.max_tokens
+            && progress.usage.total_tokens >= max
+        {
+            return Ended {
+                reason: ExitReason::MaxTokens,
+                error: None,
+            };
+        }
+        progress.turns += 1;
+        let turn = progress.turns;
+        ctx.events
+            .phase(&ctx.task.id, ctx.epoch, Phase::Model { turn });
+        let asked = Instant::now();
+        let reply = match ctx.client.complete(ctx.task, &messages).await {
+            Ok(reply) => reply,
+            Err(err) => {
+                trajectory.write(&Event::ModelError {
+                    turn,
+                    latency_s: asked.elapsed().as_secs_f64(),
+                    error: err.to_string(),
+                });
+                let reason = match err {
+                    ModelError::ContextOverflow(_) => ExitReason::ContextOverflow,
+                    _ => ExitReason::ApiError,
+                };
+                return Ended {
+                    reason,
+                    error: Some(err.to_string()),
+                };
+            }
+        };
+        progress.usage += reply.usage;
+        trajectory.write(&Event::ModelCall {
+            turn,
+            latency_s: asked.elapsed().as_secs_f64(),
+            usage: reply.usage,
+            finish_reason: reply.finish_reason.clone(),
+            response_id: reply.response_id.clone(),
+        });
+        trajectory.write(&Event::Message {
+            turn,
+            message: reply.message.clone(),
+        });
+        messages.push(reply.message.clone());
+        if reply.tool_calls.is_empty() {
+            let reason = if reply.was_cut() {
+                ExitReason::Length
+            } else {
+                ExitReason::Completed
+            };
+            return Ended {
+                reason,
+                error: None,
+            };
+        }
+        // Whatever finish_reason says, tool calls are run, in order.
+        for call in &reply.tool_calls {
+            progress.tool_calls += 1;
+            ctx.events.phase(
+                &ctx.task.id,
+                ctx.epoch,
+                Phase::Command {
+                    turn,
+                    command: call.arguments.clone(),
+                },
+            );
+            // A command never outlives the task's own deadline.
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let timeout = ctx
+                .limits
+                .command_timeout
+                .min(remaining.max(Duration::from_millis(1)));
+            let answer = bash_tool::answer(call, ctx.workdir, ctx.env, timeout).await;
+            match &answer {
+                ToolAnswer::Ran {
+                    record,
+                    shown_chars,
+                    ..
+                } => trajectory.write(&Event::Command {
+                    turn,
+                    tool_call_id: call.id.clone(),
+                    record: record.clone(),
+                    shown_chars: *shown_chars,
+                }),
+                ToolAnswer::Rejected { content } => trajectory.write(&Event::ToolError {
+                    turn,
+                    tool_call_id: call.id.clone(),
+                    error: content.clone(),
+                }),
+            }
+            let message = ctx.client.tool_result(&call.id, answer.content());
+            trajectory.write(&Event::Message {
+                turn,
+                message: message.clone(),
+            });
+            messages.push(message);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The command line, as clap types only. Validation and defaults that need
+//! the environment or the file system live in `config.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "onebash",
+    version,
+    about = "Batch evaluation of LLM coding agents that have one tool: bash",
+    long_about = "Batch evaluation of LLM coding agents that have one tool: bash.\n\n\
+        Reads tasks (repo, commit, problem statement, test command) from a JSONL file, \
+        checks each repo out, lets the model work with a single bash tool, runs the \
+        task's tests and writes one CSV row per task.",
+    after_help = "Example:\n  onebash run tasks/demo/tasks.jsonl --model oracle"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every task of a task file and write a run folder.
+    #[command(
+        after_help = "Examples:\n  onebash run tasks/demo/tasks.jsonl --model oracle\n  \
+            OPENAI_API_KEY=... onebash run tasks.jsonl -m gpt-4.1 -j 8 -o results/gpt41"
+    )]
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task file (JSONL, one task per line).
+    pub tasks: PathBuf,
+
+    /// Model name sent to the API; or `oracle` (applies each task's gold_patch, no API).
+    #[arg(short, long)]
+    pub model: String,
+
+    /// Base URL of the OpenAI-compatible API [default: $OPENAI_BASE_URL, else https://api.openai.com/v1].
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// The environment variable the API key is read from.
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+
+    /// Prompt variant: a TOML file with `system` and `instance` templates [default: built-in prompts/default.toml].
+    #[arg(long, value_name = "FILE")]
+    pub prompt: Option<PathBuf>,
+
+    /// Tasks run at once.
+    #[arg(short, long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: u32,
+
+    /// Model calls per task.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+
+    /// Prompt + completion tokens per task; no new model call once reached [default: none].
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+
+    /// Seconds one bash command may run before its process group is killed.
+    #[arg(long, value_name = "S", default_value_t = 120.0)]
+    pub command_timeout: f64,
+
+    /// Seconds the whole agent phase of one task may take.
+    #[arg(long, value_name = "S", default_value_t = 3600.0)]
+    pub task_timeout: f64,
+
+    /// Seconds the test phase of one task may take (a task's test_timeout_s overrides it).
+    #[arg(long, value_name = "S", default_value_t = 1800.0)]
+    pub test_timeout: f64,
+
+    /// Run every task K times (epochs 1..K).
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+
+    /// Run only tasks whose 0-based index i in the file has i mod N == K-1.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+
+    /// Run only tasks whose id matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+
+    /// Take the first N tasks after filtering and sharding.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Run folder; an existing non-empty one is refused [default: results/<UTC time>_<model>_<prompt>].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Where bare mirrors of the repos are kept [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Keep each task's working copy (under the run folder's workdirs/) instead of deleting it.
+    #[arg(long)]
+    pub keep_workdirs: bool,
+}

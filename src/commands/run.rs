@@ -1,0 +1,202 @@
+//! `onebash run`: wires the pieces of a run together. Builds the model
+//! client and the run folder, starts the runner, feeds its events to the
+//! progress display and the results writer, handles Ctrl-C, and prints the
+//! summary. Returns the exit code CONTRACT.md promises.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::agent::ModelClient;
+use crate::agent::openai::OpenAiClient;
+use crate::checkout::RepoCache;
+use crate::config::{ModelChoice, RunConfig};
+use crate::events::{Cancel, EventSink, RunEvent};
+use crate::progress::ProgressDisplay;
+use crate::results::{ResultRow, ResultsWriter, RunFolder, Status};
+use crate::runner::{RunContext, run_tasks};
+
+/// Exit codes of CONTRACT.md.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_TASK_ERRORS: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
+    let client = match &config.model {
+        ModelChoice::Oracle => ModelClient::Oracle,
+        ModelChoice::OpenAi {
+            name,
+            base_url,
+            api_key,
+            ..
+        } => ModelClient::OpenAi(OpenAiClient::new(base_url, name, api_key.clone())?),
+    };
+    let folder = RunFolder::create(&config.out_dir).map_err(|err| {
+        anyhow::anyhow!(
+            "failed to create the run folder {}: {err}",
+            config.out_dir.display()
+        )
+    })?;
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let mut run_json = json!({
+        "onebash_version": env!("CARGO_PKG_VERSION"),
+        "started_at": started_at,
+        "settings": &config,
+    });
+    folder.write_run_json(&run_json)?;
+    let mut results = ResultsWriter::open(&folder.results_csv())?;
+
+    let (events, mut received) = EventSink::channel();
+    let (cancel_handle, cancel) = Cancel::new();
+    let ctx = Arc::new(RunContext {
+        cache: RepoCache::new(config.cache_dir.clone()),
+        config,
+        client,
+        folder: folder.clone(),
+        events,
+        cancel,
+    });
+
+    // Ctrl-C once: start nothing new, end running tasks as interrupted.
+    // Twice: leave at once (rows already written are complete).
+    let interrupts = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        cancel_handle.cancel();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+    });
+
+    let mut runner = tokio::spawn(run_tasks(Arc::clone(&ctx)));
+    let mut display = ProgressDisplay::new();
+    let mut rows: Vec<ResultRow> = Vec::new();
+    let mut write_error = None;
+    let mut handle = |event: RunEvent, display: &mut ProgressDisplay| {
+        if let RunEvent::TaskFinished { row } = &event {
+            if let Err(err) = results.append(row)
+                && write_error.is_none()
+            {
+                write_error = Some(format!(
+                    "failed to write {}: {err}",
+                    folder.results_csv().display()
+                ));
+            }
+            rows.push((**row).clone());
+        }
+        display.handle(&event);
+    };
+    let mut warned = false;
+    loop {
+        tokio::select! {
+            Some(event) = received.recv() => handle(event, &mut display),
+            _ = &mut runner => break,
+            () = ctx.cancel.cancelled(), if !warned => {
+                warned = true;
+                display.handle(&RunEvent::Warning(
+                    "interrupted: no new task starts, running ones end as `interrupted`; Ctrl-C again quits at once".to_owned(),
+                ));
+            }
+        }
+    }
+    // Every task emitted its row before the runner ended: take what is queued.
+    while let Ok(event) = received.try_recv() {
+        handle(event, &mut display);
+    }
+    interrupts.abort();
+    display.finish();
+
+    let interrupted = ctx.cancel.is_cancelled();
+    let summary = Summary::of(&rows);
+    run_json["finished_at"] =
+        json!(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+    run_json["interrupted"] = json!(interrupted);
+    run_json["summary"] = summary.to_json();
+    folder.write_run_json(&run_json)?;
+
+    println!(
+        "{}",
+        summary.render(ctx.config.task_count * ctx.config.runs as usize)
+    );
+    println!("run folder: {}", folder.root().display());
+    if let Some(err) = write_error {
+        anyhow::bail!(err);
+    }
+    Ok(if interrupted {
+        EXIT_INTERRUPTED
+    } else if summary.errors > 0 {
+        EXIT_TASK_ERRORS
+    } else {
+        EXIT_OK
+    })
+}
+
+#[derive(Debug, Default)]
+struct Summary {
+    rows: usize,
+    passed: usize,
+    failed: usize,
+    errors: usize,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+}
+
+impl Summary {
+    fn of(rows: &[ResultRow]) -> Summary {
+        let mut summary = Summary {
+            rows: rows.len(),
+            ..Summary::default()
+        };
+        for row in rows {
+            match row.status {
+                Status::Passed => summary.passed += 1,
+                Status::Failed => summary.failed += 1,
+                Status::Error => summary.errors += 1,
+            }
+            summary.prompt_tokens += row.prompt_tokens;
+            summary.completion_tokens += row.completion_tokens;
+            summary.total_tokens += row.total_tokens;
+        }
+        summary
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "rows": self.rows,
+            "passed": self.passed,
+            "failed": self.failed,
+            "error": self.errors,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        })
+    }
+
+    fn render(&self, selected: usize) -> String {
+        let graded = self.passed + self.failed;
+        let rate = if graded == 0 {
+            "n/a".to_owned()
+        } else {
+            format!("{:.1}%", 100.0 * self.passed as f64 / graded as f64)
+        };
+        let mut text = format!(
+            "{} of {selected} runs finished: {} passed, {} failed, {} error\npass rate {rate} ({}/{} with a verdict)\ntokens: {} prompt + {} completion = {} total",
+            self.rows,
+            self.passed,
+            self.failed,
+            self.errors,
+            self.passed,
+            graded,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.total_tokens,
+        );
+        if self.rows < selected {
+            text.push_str(&format!("\n{} runs did not start", selected - self.rows));
+        }
+        text
+    }
+}

@@ -1,0 +1,478 @@
+//! The only place a child process is spawned: agent commands, setup commands
+//! and test commands all go through [`run_command`].
+//!
+//! Owns the child's environment (cleared to an allowlist: the API key never
+//! reaches a command), its process group, the combined stdout+stderr pipe read
+//! into a capped buffer while waiting, the timeout, and the clean-up of
+//! processes a task leaves behind. It does not decide what the model sees of
+//! the output (that is the bash tool's job) nor what a command means.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+/// After the shell exits, how long a background process holding the output
+/// pipe may keep the command waiting (`sleep 600 & echo started`).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+/// After a timeout kill, how long to keep reading what is left in the pipe.
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(1);
+/// Output kept per command: this much from the start and this much from the
+/// end (1 MiB in all); the middle is counted, not kept.
+pub const KEEP_HEAD_BYTES: usize = 512 * 1024;
+pub const KEEP_TAIL_BYTES: usize = 512 * 1024;
+
+/// The variable that marks every process a task starts, so the processes it
+/// leaves behind can be found even after they left its process group.
+pub const TASK_MARK_VAR: &str = "ONEBASH_TASK";
+
+/// The environment a command starts from: nothing of the harness's own
+/// environment but a short allowlist, plus fixed settings that keep tools
+/// non-interactive.
+#[derive(Debug, Clone)]
+pub struct CommandEnv {
+    vars: Vec<(String, String)>,
+}
+
+/// Variables copied from the harness's environment when set.
+const PASSED_THROUGH: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "PYENV_ROOT",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+];
+
+/// Fixed settings: no pager, no colour codes from progress bars, no prompts.
+const FIXED: &[(&str, &str)] = &[
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("LESS", "-R"),
+    ("PIP_PROGRESS_BAR", "off"),
+    ("TQDM_DISABLE", "1"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
+
+impl CommandEnv {
+    /// The allowlisted environment for one task, marked with `task_mark`.
+    pub fn for_task(task_mark: &str) -> CommandEnv {
+        let mut vars: Vec<(String, String)> = PASSED_THROUGH
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v)))
+            .collect();
+        if !vars.iter().any(|(k, _)| k == "PATH") {
+            vars.push((
+                "PATH".to_owned(),
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
+            ));
+        }
+        if !vars.iter().any(|(k, _)| k == "LANG") {
+            vars.push(("LANG".to_owned(), "C.UTF-8".to_owned()));
+        }
+        vars.extend(
+            FIXED
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        vars.push((TASK_MARK_VAR.to_owned(), task_mark.to_owned()));
+        CommandEnv { vars }
+    }
+
+    pub fn vars(&self) -> &[(String, String)] {
+        &self.vars
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec<'a> {
+    pub command: &'a str,
+    pub cwd: &'a Path,
+    pub timeout: Duration,
+    pub env: &'a CommandEnv,
+}
+
+/// How a command ended.
+#[derive(Debug)]
+pub struct CommandOutcome {
+    /// The exit code as a shell reports it: the code, or 128 + signal when the
+    /// process was killed by a signal.
+    pub exit_code: i32,
+    /// The signal that killed the shell, if one did.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration: Duration,
+    /// stdout and stderr, interleaved as written.
+    pub output: CapturedOutput,
+}
+
+/// The command could not be started at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("failed to create the output pipe: {0}")]
+    Pipe(std::io::Error),
+    #[error("failed to start bash in {cwd}: {source}")]
+    Spawn { cwd: String, source: std::io::Error },
+}
+
+/// Runs `bash -c COMMAND` in its own process group with stdin from /dev/null
+/// and the given environment, reading its output while waiting. At the
+/// timeout the whole group is killed; a process that escaped the group and
+/// still holds the pipe delays the return by at most [`DRAIN_AFTER_KILL`].
+pub async fn run_command(spec: CommandSpec<'_>) -> Result<CommandOutcome, ExecError> {
+    let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
+    let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(spec.command)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(OwnedFd::from(writer)))
+        .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
+        .process_group(0)
+        .kill_on_drop(true);
+    let start = Instant::now();
+    let spawned = cmd.spawn();
+    // The command holds our copies of the pipe's write end: drop it so the
+    // pipe reaches end-of-file once the child's copies are closed.
+    drop(cmd);
+    let mut child = spawned.map_err(|source| ExecError::Spawn {
+        cwd: spec.cwd.display().to_string(),
+        source,
+    })?;
+    let pgid = child.id();
+    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+        .map_err(ExecError::Pipe)?;
+
+    let mut output = CapturedOutput::new(KEEP_HEAD_BYTES, KEEP_TAIL_BYTES);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let deadline = tokio::time::Instant::from_std(start + spec.timeout);
+    let mut status = None;
+    let mut timed_out = false;
+    let mut eof = false;
+    // Until the shell exits: read, wait, or kill at the deadline.
+    while status.is_none() {
+        tokio::select! {
+            read = pipe.read(&mut chunk), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => output.push(&chunk[..n]),
+            },
+            waited = child.wait() => status = Some(waited),
+            _ = tokio::time::sleep_until(deadline), if !timed_out => {
+                timed_out = true;
+                kill_group(pgid);
+            }
+        }
+    }
+    // The shell is gone; a background child may still hold the pipe open.
+    let drain = if timed_out {
+        DRAIN_AFTER_KILL
+    } else {
+        DRAIN_AFTER_EXIT
+    };
+    let drain_deadline = tokio::time::Instant::now() + drain;
+    while !eof {
+        tokio::select! {
+            read = pipe.read(&mut chunk) => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => output.push(&chunk[..n]),
+            },
+            _ = tokio::time::sleep_until(drain_deadline) => break,
+        }
+    }
+    let duration = start.elapsed();
+    let (exit_code, signal) = match status {
+        Some(Ok(status)) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (status.code(), status.signal()) {
+                (Some(code), _) => (code, None),
+                (None, Some(sig)) => (128 + sig, Some(sig)),
+                (None, None) => (-1, None),
+            }
+        }
+        // Waiting failed: the child is unknown to us; report it as killed.
+        _ => (-1, None),
+    };
+    Ok(CommandOutcome {
+        exit_code,
+        signal,
+        timed_out,
+        duration,
+        output,
+    })
+}
+
+/// SIGKILL to a whole process group. A group that is already gone is fine.
+pub fn kill_group(pgid: Option<u32>) {
+    let Some(pgid) = pgid.and_then(|p| libc::pid_t::try_from(p).ok()) else {
+        return;
+    };
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: killpg has no memory-safety preconditions; a stale group id
+    // fails with ESRCH, which is what we want to ignore.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// Kills every process that carries `TASK_MARK_VAR=task_mark` in its
+/// environment: what a task's commands left running, including daemons that
+/// called setsid. Repeats a few rounds so a process forked during the scan is
+/// caught too. Returns how many processes were signalled.
+pub fn kill_marked_processes(task_mark: &str) -> usize {
+    let needle = format!("{TASK_MARK_VAR}={task_mark}\0").into_bytes();
+    let own_pid = std::process::id();
+    let mut killed = 0;
+    for _round in 0..5 {
+        let mut found = 0;
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return killed;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == own_pid {
+                continue;
+            }
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if environ
+                .windows(needle.len())
+                .any(|w| w == needle.as_slice())
+                && let Ok(pid) = libc::pid_t::try_from(pid)
+            {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                found += 1;
+            }
+        }
+        killed += found;
+        if found == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    killed
+}
+
+/// A command's output, bounded: the first `head_cap` bytes, the last
+/// `tail_cap` bytes, and counts of everything.
+#[derive(Debug, Clone)]
+pub struct CapturedOutput {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    total_bytes: u64,
+    total_lines: u64,
+}
+
+impl CapturedOutput {
+    pub fn new(head_cap: usize, tail_cap: usize) -> CapturedOutput {
+        CapturedOutput {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap,
+            total_bytes: 0,
+            total_lines: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        self.total_bytes += bytes.len() as u64;
+        self.total_lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+        let head_room = self.head_cap - self.head.len();
+        if head_room > 0 {
+            let take = head_room.min(bytes.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.len() >= self.tail_cap {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - self.tail_cap..]);
+            return;
+        }
+        let overflow = (self.tail.len() + bytes.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..overflow);
+        self.tail.extend(bytes);
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    pub fn total_lines(&self) -> u64 {
+        self.total_lines
+    }
+
+    /// Bytes received but not kept (the middle of a long output).
+    pub fn omitted_bytes(&self) -> u64 {
+        self.total_bytes - (self.head.len() + self.tail.len()) as u64
+    }
+
+    /// The kept head and tail, decoded lossily (invalid UTF-8 becomes U+FFFD).
+    pub fn head_text(&self) -> String {
+        String::from_utf8_lossy(&self.head).into_owned()
+    }
+
+    pub fn tail_text(&self) -> String {
+        let (a, b) = self.tail.as_slices();
+        let mut bytes = Vec::with_capacity(a.len() + b.len());
+        bytes.extend_from_slice(a);
+        bytes.extend_from_slice(b);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Everything kept, as one text, with a marker where bytes were omitted.
+    pub fn to_text(&self) -> String {
+        let omitted = self.omitted_bytes();
+        if omitted == 0 {
+            // Nothing dropped: decode head and tail together so a character
+            // split between them stays whole.
+            let mut bytes = self.head.clone();
+            bytes.extend(self.tail.iter());
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+        format!(
+            "{}\n[onebash: {omitted} bytes omitted]\n{}",
+            self.head_text(),
+            self.tail_text()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captured_output_keeps_head_and_tail_and_counts_the_rest() {
+        let mut out = CapturedOutput::new(4, 4);
+        out.push(b"abc");
+        out.push(b"defgh\n");
+        out.push(b"ijklmnop");
+        assert_eq!(out.total_bytes(), 17);
+        assert_eq!(out.total_lines(), 1);
+        assert_eq!(out.head_text(), "abcd");
+        assert_eq!(out.tail_text(), "mnop");
+        assert_eq!(out.omitted_bytes(), 9);
+        assert_eq!(out.to_text(), "abcd\n[onebash: 9 bytes omitted]\nmnop");
+    }
+
+    #[test]
+    fn captured_output_small_is_exact() {
+        let mut out = CapturedOutput::new(4, 4);
+        out.push("héllo".as_bytes());
+        assert_eq!(out.omitted_bytes(), 0);
+        assert_eq!(out.to_text(), "héllo");
+    }
+
+    #[test]
+    fn env_is_an_allowlist() {
+        let env = CommandEnv::for_task("mark");
+        let names: Vec<&str> = env.vars().iter().map(|(k, _)| k.as_str()).collect();
+        assert!(names.contains(&"PATH"));
+        assert!(names.contains(&TASK_MARK_VAR));
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("KEY") || n.contains("TOKEN"))
+        );
+    }
+
+    fn spec<'a>(command: &'a str, env: &'a CommandEnv, timeout: Duration) -> CommandSpec<'a> {
+        CommandSpec {
+            command,
+            cwd: Path::new("/"),
+            timeout,
+            env,
+        }
+    }
+
+    #[tokio::test]
+    async fn exit_code_and_interleaved_output() {
+        let env = CommandEnv::for_task("t-exit");
+        let out = run_command(spec(
+            "echo out; echo err >&2; exit 3",
+            &env,
+            Duration::from_secs(10),
+        ))
+        .await
+        .expect("runs");
+        assert_eq!(out.exit_code, 3);
+        assert!(!out.timed_out);
+        assert_eq!(out.output.to_text(), "out\nerr\n");
+    }
+
+    #[tokio::test]
+    async fn stdin_is_empty_and_invalid_utf8_is_lossy() {
+        let env = CommandEnv::for_task("t-stdin");
+        let out = run_command(spec("cat; printf 'a\\xffb'", &env, Duration::from_secs(10)))
+            .await
+            .expect("runs");
+        assert_eq!(out.output.to_text(), "a\u{fffd}b");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_group() {
+        let env = CommandEnv::for_task("t-timeout");
+        let out = run_command(spec(
+            "echo before; sleep 30; echo after",
+            &env,
+            Duration::from_millis(300),
+        ))
+        .await
+        .expect("runs");
+        assert!(out.timed_out);
+        assert_eq!(out.signal, Some(libc::SIGKILL));
+        assert_eq!(out.output.to_text(), "before\n");
+        assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
+    }
+
+    #[tokio::test]
+    async fn background_child_holding_the_pipe_does_not_hold_the_command() {
+        let mark = "t-background-child";
+        let env = CommandEnv::for_task(mark);
+        let out = run_command(spec(
+            "sleep 600 & echo started",
+            &env,
+            Duration::from_secs(10),
+        ))
+        .await
+        .expect("runs");
+        assert_eq!(out.exit_code, 0);
+        assert_eq!(out.output.to_text(), "started\n");
+        assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
+        assert!(
+            kill_marked_processes(mark) >= 1,
+            "the sleep was left behind and found"
+        );
+        assert_eq!(kill_marked_processes(mark), 0);
+    }
+}

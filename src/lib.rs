@@ -1,0 +1,32 @@
+//! onebash: batch evaluation of LLM coding agents that have one tool, bash.
+//!
+//! A task goes through five stages, one module each, called in order by
+//! [`runner::run_task`]:
+//!
+//! 1. [`task`]: the task file is read and checked whole before anything runs;
+//! 2. [`checkout`]: the repo is mirrored once into a cache and each task gets
+//!    a working copy at its base commit;
+//! 3. [`agent`]: the model works in the checkout with one tool, `bash`; every
+//!    command goes through [`exec`], the only place a process is spawned;
+//! 4. [`grade`]: the hidden tests are applied and the test command decides;
+//! 5. [`results`]: one CSV row per (task, epoch).
+//!
+//! Around them: [`config`] turns the command line ([`cli`]) into checked
+//! settings; [`runner`] runs many tasks at once and emits [`events`], which
+//! [`progress`] shows and `commands::run` writes to results.csv; every step
+//! of a task is recorded by [`trajectory`].
+
+pub mod agent;
+pub mod checkout;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod events;
+pub mod exec;
+pub mod grade;
+pub mod progress;
+pub mod prompt;
+pub mod results;
+pub mod runner;
+pub mod task;
+pub mod trajectory;

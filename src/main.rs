@@ -1,0 +1,50 @@
+//! The onebash binary: parses the command line, dispatches to a subcommand
+//! and turns the outcome into an exit code (CONTRACT.md): 0 every task got a
+//! verdict, 1 some task ended in error, 2 bad usage or input, 130 interrupted.
+
+use clap::Parser;
+
+use onebash::cli::{Cli, Command};
+use onebash::commands::run::{EXIT_TASK_ERRORS, EXIT_USAGE};
+use onebash::config::RunConfig;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = err.print();
+            std::process::exit(code);
+        }
+    };
+    let code = match cli.command {
+        Command::Run(args) => match RunConfig::from_args(&args) {
+            Ok(config) => run_async(onebash::commands::run::run(config)),
+            Err(err) => {
+                eprintln!("error: {err}");
+                EXIT_USAGE
+            }
+        },
+    };
+    std::process::exit(code);
+}
+
+fn run_async(future: impl std::future::Future<Output = anyhow::Result<i32>>) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: failed to start the async runtime: {err}");
+            return EXIT_TASK_ERRORS;
+        }
+    };
+    match runtime.block_on(future) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            EXIT_TASK_ERRORS
+        }
+    }
+}

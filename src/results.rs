@@ -1,0 +1,287 @@
+//! Stage 5: outcomes, the CSV row and the run folder.
+//!
+//! Owns [`Status`] and [`ExitReason`] (serialized as CONTRACT.md's words),
+//! [`ResultRow`] with the CSV columns in order, the append-only
+//! `results.csv` writer (one `write` per row, so a row is whole or absent),
+//! `run.json`, and where each (task, epoch)'s files go.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::task::TaskId;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    Failed,
+    /// The harness, the API or the task's own setup failed: no verdict.
+    Error,
+}
+
+/// Why the agent phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    Completed,
+    MaxTurns,
+    MaxTokens,
+    MaxCost,
+    TaskTimeout,
+    Length,
+    ContextOverflow,
+    ApiError,
+    CheckoutError,
+    SetupError,
+    Interrupted,
+}
+
+impl ExitReason {
+    /// Whether the agent's work can be graded: the phase ended for a reason
+    /// that says something about the model, not about the harness or API.
+    pub fn is_gradable(self) -> bool {
+        !matches!(
+            self,
+            ExitReason::ApiError
+                | ExitReason::CheckoutError
+                | ExitReason::SetupError
+                | ExitReason::Interrupted
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Completed => "completed",
+            ExitReason::MaxTurns => "max_turns",
+            ExitReason::MaxTokens => "max_tokens",
+            ExitReason::MaxCost => "max_cost",
+            ExitReason::TaskTimeout => "task_timeout",
+            ExitReason::Length => "length",
+            ExitReason::ContextOverflow => "context_overflow",
+            ExitReason::ApiError => "api_error",
+            ExitReason::CheckoutError => "checkout_error",
+            ExitReason::SetupError => "setup_error",
+            ExitReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One row of results.csv; fields in CONTRACT.md's column order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultRow {
+    pub task_id: TaskId,
+    pub epoch: u32,
+    pub model: String,
+    pub prompt: String,
+    pub status: Status,
+    pub exit_reason: ExitReason,
+    pub passed: bool,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub agent_seconds: f64,
+    pub test_seconds: Option<f64>,
+    pub wall_seconds: f64,
+    pub test_exit_code: Option<i32>,
+    pub error: String,
+}
+
+/// Rounds seconds to milliseconds for the CSV.
+pub fn round_seconds(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
+/// Makes an error message fit one CSV cell on one line.
+pub fn one_line(message: &str) -> String {
+    let joined = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() > 1000 {
+        let cut: String = joined.chars().take(1000).collect();
+        format!("{cut}...")
+    } else {
+        joined
+    }
+}
+
+/// The run folder's layout.
+#[derive(Debug, Clone)]
+pub struct RunFolder {
+    root: PathBuf,
+}
+
+impl RunFolder {
+    pub fn create(root: &Path) -> std::io::Result<RunFolder> {
+        std::fs::create_dir_all(root)?;
+        Ok(RunFolder {
+            root: root.to_owned(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn results_csv(&self) -> PathBuf {
+        self.root.join("results.csv")
+    }
+
+    pub fn run_json(&self) -> PathBuf {
+        self.root.join("run.json")
+    }
+
+    /// `tasks/<id>/epoch-<k>/`: trajectory, diff and test log of one (task, epoch).
+    pub fn task_dir(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.root
+            .join("tasks")
+            .join(task.as_str())
+            .join(format!("epoch-{epoch}"))
+    }
+
+    /// Where a working copy goes while its task runs.
+    pub fn workdir(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.root
+            .join("workdirs")
+            .join(format!("{}.epoch-{epoch}", task.as_str()))
+    }
+
+    /// Writes `run.json` whole, through a temporary file and a rename.
+    pub fn write_run_json(&self, value: &serde_json::Value) -> std::io::Result<()> {
+        let tmp = self.root.join("run.json.tmp");
+        let mut text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, self.run_json())
+    }
+}
+
+/// Appends rows to results.csv, the header first when the file is new.
+pub struct ResultsWriter {
+    file: File,
+}
+
+impl ResultsWriter {
+    pub fn open(path: &Path) -> std::io::Result<ResultsWriter> {
+        let mut file = File::options().create(true).append(true).open(path)?;
+        if file.metadata()?.len() == 0 {
+            let mut header = csv::Writer::from_writer(Vec::new());
+            header
+                .write_record(COLUMNS)
+                .map_err(std::io::Error::other)?;
+            file.write_all(
+                &header
+                    .into_inner()
+                    .map_err(|e| std::io::Error::other(e.to_string()))?,
+            )?;
+        }
+        Ok(ResultsWriter { file })
+    }
+
+    /// Writes one row with a single `write` and syncs it to disk.
+    pub fn append(&mut self, row: &ResultRow) -> std::io::Result<()> {
+        let mut writer = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(Vec::new());
+        writer.serialize(row).map_err(std::io::Error::other)?;
+        let bytes = writer
+            .into_inner()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.file.write_all(&bytes)?;
+        self.file.sync_data()
+    }
+}
+
+/// The CSV header, in CONTRACT.md's order.
+pub const COLUMNS: &[&str] = &[
+    "task_id",
+    "epoch",
+    "model",
+    "prompt",
+    "status",
+    "exit_reason",
+    "passed",
+    "turns",
+    "tool_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost_usd",
+    "agent_seconds",
+    "test_seconds",
+    "wall_seconds",
+    "test_exit_code",
+    "error",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> ResultRow {
+        ResultRow {
+            task_id: TaskId::parse("t1").expect("id"),
+            epoch: 1,
+            model: "m".into(),
+            prompt: "default@abc".into(),
+            status: Status::Error,
+            exit_reason: ExitReason::CheckoutError,
+            passed: false,
+            turns: 0,
+            tool_calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            total_tokens: 0,
+            cost_usd: None,
+            agent_seconds: 0.0,
+            test_seconds: None,
+            wall_seconds: 1.25,
+            test_exit_code: None,
+            error: "failed to fetch x: \"quoted\", comma".into(),
+        }
+    }
+
+    #[test]
+    fn rows_follow_the_contract_columns() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("results.csv");
+        let mut writer = ResultsWriter::open(&path).expect("open");
+        writer.append(&row()).expect("append");
+        drop(writer);
+        // Reopening appends without a second header.
+        ResultsWriter::open(&path)
+            .expect("reopen")
+            .append(&row())
+            .expect("append");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], COLUMNS.join(","));
+        assert_eq!(
+            lines[1],
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\""
+        );
+    }
+
+    #[test]
+    fn serde_words_match_as_str() {
+        for reason in [
+            ExitReason::Completed,
+            ExitReason::MaxTurns,
+            ExitReason::ContextOverflow,
+            ExitReason::Interrupted,
+        ] {
+            let json = serde_json::to_string(&reason).expect("serialize");
+            assert_eq!(json, format!("\"{}\"", reason.as_str()));
+        }
+    }
+
+    #[test]
+    fn one_line_flattens_whitespace() {
+        assert_eq!(one_line("a\n  b\tc "), "a b c");
+        assert_eq!(one_line(&"x".repeat(2000)).len(), 1003);
+    }
+}

@@ -1,0 +1,494 @@
+//! Stage 1: the task spec and the task file.
+//!
+//! Owns [`TaskSpec`], [`TaskId`] and [`load_tasks`], which reads a JSONL task
+//! file and checks every line before anything runs. It does not know how a task
+//! is checked out, run or graded.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// How many bad lines are listed before the rest are only counted.
+const MAX_LISTED_ERRORS: usize = 20;
+
+/// A task id: `[A-Za-z0-9._-]`, 1..128 characters, never `.` or `..`, so it can
+/// name a folder without escaping it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub struct TaskId(String);
+
+impl TryFrom<String> for TaskId {
+    type Error = String;
+    fn try_from(raw: String) -> Result<TaskId, String> {
+        TaskId::parse(&raw)
+    }
+}
+
+impl From<TaskId> for String {
+    fn from(id: TaskId) -> String {
+        id.0
+    }
+}
+
+impl TaskId {
+    pub fn parse(raw: &str) -> Result<TaskId, String> {
+        if raw.is_empty() || raw.len() > 128 {
+            return Err(format!(
+                "`id` must be 1 to 128 characters long, got {}",
+                raw.len()
+            ));
+        }
+        if let Some(bad) = raw
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        {
+            return Err(format!(
+                "`id` {raw:?} contains {bad:?}; only letters, digits, `.`, `_` and `-` are allowed"
+            ));
+        }
+        if raw == "." || raw == ".." {
+            return Err(format!(
+                "`id` {raw:?} would name a parent or current folder"
+            ));
+        }
+        Ok(TaskId(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One task, validated. Field meanings are those of CONTRACT.md.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskSpec {
+    pub id: TaskId,
+    /// The repo as written in the task file.
+    pub repo: String,
+    /// Where to fetch from: the URL as written, or a relative path resolved
+    /// against the task file's folder.
+    pub repo_location: String,
+    pub base_commit: String,
+    pub problem_statement: String,
+    pub test_command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fail_to_pass: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_to_pass: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_timeout_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Fields this version does not know: kept for the trajectory.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+    /// 1-based line number in the task file, for messages.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// Why a task file could not be used. `Display` gives the full report.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskFileError {
+    #[error("failed to read task file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}", render_line_errors(.0))]
+    Invalid(Vec<String>),
+}
+
+fn render_line_errors(errors: &[String]) -> String {
+    let mut out = errors
+        .iter()
+        .take(MAX_LISTED_ERRORS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if errors.len() > MAX_LISTED_ERRORS {
+        out.push_str(&format!(
+            "\n... and {} more bad lines",
+            errors.len() - MAX_LISTED_ERRORS
+        ));
+    }
+    out
+}
+
+/// Reads and checks a whole task file. Every bad line is reported as
+/// `FILE:LINE: what is wrong`; nothing is returned unless all lines are good.
+pub fn load_tasks(path: &Path) -> Result<Vec<TaskSpec>, TaskFileError> {
+    let text = std::fs::read(path).map_err(|source| TaskFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = String::from_utf8_lossy(&text);
+    let base_dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    parse_tasks(&text, &path.display().to_string(), &base_dir)
+}
+
+/// The parsing half of [`load_tasks`], separate so it can be tested on strings.
+pub fn parse_tasks(
+    text: &str,
+    file_name: &str,
+    base_dir: &Path,
+) -> Result<Vec<TaskSpec>, TaskFileError> {
+    let mut tasks = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(line, line_no, base_dir) {
+            Ok(task) => {
+                if !seen.insert(task.id.as_str().to_owned()) {
+                    errors.push(format!(
+                        "{file_name}:{line_no}: duplicate id {:?} (ids must be unique in the file)",
+                        task.id.as_str()
+                    ));
+                } else {
+                    tasks.push(task);
+                }
+            }
+            Err(message) => errors.push(format!("{file_name}:{line_no}: {message}")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(TaskFileError::Invalid(errors));
+    }
+    if tasks.is_empty() {
+        return Err(TaskFileError::Invalid(vec![format!(
+            "{file_name}: the file holds no task"
+        )]));
+    }
+    Ok(tasks)
+}
+
+fn parse_line(line: &str, line_no: usize, base_dir: &Path) -> Result<TaskSpec, String> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|err| format!("not valid JSON: {err}"))?;
+    let Value::Object(mut fields) = value else {
+        return Err("expected a JSON object".to_owned());
+    };
+    if fields.contains_key("instance_id") && !fields.contains_key("id") {
+        return Err("this looks like a SWE-bench instance, which this version cannot read yet; \
+             hint: give onebash's own fields (id, repo, base_commit, problem_statement, test_command)"
+            .to_owned());
+    }
+    let mut problems = Vec::new();
+    let id = take_string(&mut fields, "id", true, &mut problems);
+    let repo = take_string(&mut fields, "repo", true, &mut problems);
+    let base_commit = take_string(&mut fields, "base_commit", true, &mut problems);
+    let problem_statement = take_string(&mut fields, "problem_statement", true, &mut problems);
+    let test_command = take_string(&mut fields, "test_command", true, &mut problems);
+    let setup_command = take_string(&mut fields, "setup_command", false, &mut problems);
+    let test_patch = take_string(&mut fields, "test_patch", false, &mut problems);
+    let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
+    let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
+    let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
+    let test_timeout_s = match fields.remove("test_timeout_s") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if s > 0.0 && s.is_finite() => Some(s),
+            _ => {
+                problems.push(format!(
+                    "`test_timeout_s` must be a positive number, got {n}"
+                ));
+                None
+            }
+        },
+        Some(other) => {
+            problems.push(format!(
+                "`test_timeout_s` must be a number, got {}",
+                kind_of(&other)
+            ));
+            None
+        }
+    };
+    let metadata = match fields.remove("metadata") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => Some(map),
+        Some(other) => {
+            problems.push(format!(
+                "`metadata` must be an object, got {}",
+                kind_of(&other)
+            ));
+            None
+        }
+    };
+    let id = match id.map(|raw| TaskId::parse(&raw)) {
+        Some(Ok(id)) => Some(id),
+        Some(Err(message)) => {
+            problems.push(message);
+            None
+        }
+        None => None,
+    };
+    for (name, value) in [
+        ("repo", &repo),
+        ("base_commit", &base_commit),
+        ("test_command", &test_command),
+    ] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            problems.push(format!("`{name}` must not be empty"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    // Every required field is present here: a missing one added a problem above.
+    let (Some(id), Some(repo), Some(base_commit), Some(problem_statement), Some(test_command)) =
+        (id, repo, base_commit, problem_statement, test_command)
+    else {
+        return Err("internal error: a required field went missing".to_owned());
+    };
+    let repo_location = resolve_repo(&repo, base_dir);
+    Ok(TaskSpec {
+        id,
+        repo,
+        repo_location,
+        base_commit,
+        problem_statement,
+        test_command,
+        setup_command,
+        test_patch,
+        gold_patch,
+        fail_to_pass,
+        pass_to_pass,
+        test_timeout_s,
+        metadata,
+        extra: fields,
+        line: line_no,
+    })
+}
+
+/// A URL stays as written; a path is made absolute against the task file's folder.
+fn resolve_repo(repo: &str, base_dir: &Path) -> String {
+    let is_url = repo.contains("://") || looks_like_scp_url(repo);
+    if is_url {
+        return repo.to_owned();
+    }
+    let path = Path::new(repo);
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base_dir.join(path)
+    };
+    // Canonicalizing gives stable cache keys; a path that does not exist yet is
+    // kept as joined and fails later, at checkout, with a message naming it.
+    std::fs::canonicalize(&joined)
+        .unwrap_or(joined)
+        .display()
+        .to_string()
+}
+
+/// `git@host:owner/name.git`: scp-like ssh syntax, which has a colon before any slash.
+fn looks_like_scp_url(repo: &str) -> bool {
+    match (repo.find(':'), repo.find('/')) {
+        (Some(colon), Some(slash)) => colon < slash && repo[..colon].contains('@'),
+        (Some(_), None) => repo.contains('@'),
+        _ => false,
+    }
+}
+
+fn take_string(
+    fields: &mut Map<String, Value>,
+    name: &str,
+    required: bool,
+    problems: &mut Vec<String>,
+) -> Option<String> {
+    match fields.remove(name) {
+        Some(Value::String(s)) => Some(s),
+        None | Some(Value::Null) => {
+            if required {
+                problems.push(format!("missing required field `{name}`"));
+            }
+            None
+        }
+        Some(other) => {
+            problems.push(format!(
+                "`{name}` must be a string, got {}",
+                kind_of(&other)
+            ));
+            None
+        }
+    }
+}
+
+fn take_string_list(
+    fields: &mut Map<String, Value>,
+    name: &str,
+    problems: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    match fields.remove(name) {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Value::String(s) => out.push(s),
+                    other => {
+                        problems.push(format!(
+                            "`{name}` must be a list of strings, found {}",
+                            kind_of(&other)
+                        ));
+                        return None;
+                    }
+                }
+            }
+            Some(out)
+        }
+        Some(other) => {
+            problems.push(format!(
+                "`{name}` must be a list of strings, got {}",
+                kind_of(&other)
+            ));
+            None
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"id":"t1","repo":"https://example.com/r.git","base_commit":"abc","problem_statement":"fix it","test_command":"true"}"#;
+
+    fn parse(text: &str) -> Result<Vec<TaskSpec>, Vec<String>> {
+        parse_tasks(text, "tasks.jsonl", Path::new("/base")).map_err(|err| match err {
+            TaskFileError::Invalid(lines) => lines,
+            other => vec![other.to_string()],
+        })
+    }
+
+    #[test]
+    fn good_line_parses_and_keeps_unknown_fields() {
+        let line = GOOD.replace(
+            "}",
+            r#","metadata":{"k":1},"extra_field":[1],"test_timeout_s":5}"#,
+        );
+        let tasks = parse(&format!("\n{line}\n\n")).expect("valid");
+        assert_eq!(tasks.len(), 1);
+        let task = &tasks[0];
+        assert_eq!(task.id.as_str(), "t1");
+        assert_eq!(task.line, 2);
+        assert_eq!(task.test_timeout_s, Some(5.0));
+        assert!(task.extra.contains_key("extra_field"));
+        assert_eq!(task.repo_location, "https://example.com/r.git");
+    }
+
+    #[test]
+    fn every_bad_line_is_reported_with_file_and_line() {
+        let cases = [
+            ("not json", "tasks.jsonl:1: not valid JSON"),
+            ("[1,2]", "tasks.jsonl:1: expected a JSON object"),
+            (
+                r#"{"id":"x","repo":"r","base_commit":"c","problem_statement":"p"}"#,
+                "tasks.jsonl:1: missing required field `test_command`",
+            ),
+            (
+                r#"{"id":5,"repo":"r","base_commit":"c","problem_statement":"p","test_command":"t"}"#,
+                "tasks.jsonl:1: `id` must be a string, got a number",
+            ),
+            (
+                r#"{"id":"../x","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t"}"#,
+                "contains '/'",
+            ),
+            (
+                r#"{"id":"..","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t"}"#,
+                "would name a parent",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","fail_to_pass":"x"}"#,
+                "`fail_to_pass` must be a list of strings",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","test_timeout_s":-1}"#,
+                "`test_timeout_s` must be a positive number",
+            ),
+            (
+                r#"{"id":"a","repo":"","base_commit":"c","problem_statement":"p","test_command":"t"}"#,
+                "`repo` must not be empty",
+            ),
+            (
+                r#"{"instance_id":"django__django-1"}"#,
+                "SWE-bench instance",
+            ),
+        ];
+        for (line, expected) in cases {
+            let errors = parse(line).expect_err(line);
+            assert_eq!(errors.len(), 1, "{line}: {errors:?}");
+            assert!(errors[0].contains(expected), "{line}: {errors:?}");
+            assert!(errors[0].starts_with("tasks.jsonl:1:"), "{errors:?}");
+        }
+    }
+
+    #[test]
+    fn duplicate_ids_are_caught() {
+        let errors = parse(&format!("{GOOD}\n{GOOD}\n")).expect_err("duplicate");
+        assert_eq!(
+            errors,
+            vec!["tasks.jsonl:2: duplicate id \"t1\" (ids must be unique in the file)"]
+        );
+    }
+
+    #[test]
+    fn long_error_lists_are_cut_at_twenty() {
+        let text = "x\n".repeat(25);
+        let err = parse_tasks(&text, "f", Path::new(".")).expect_err("bad");
+        let rendered = err.to_string();
+        assert_eq!(rendered.lines().count(), 21);
+        assert!(rendered.ends_with("... and 5 more bad lines"));
+    }
+
+    #[test]
+    fn empty_file_is_an_error() {
+        assert!(parse("\n\n").is_err());
+    }
+
+    #[test]
+    fn relative_repo_paths_resolve_against_the_task_file() {
+        let line = GOOD.replace("https://example.com/r.git", "repos/r.git");
+        let tasks = parse(&line).expect("valid");
+        assert_eq!(tasks[0].repo_location, "/base/repos/r.git");
+        assert_eq!(tasks[0].repo, "repos/r.git");
+    }
+
+    #[test]
+    fn scp_like_urls_are_not_paths() {
+        assert!(looks_like_scp_url("git@github.com:owner/name.git"));
+        assert!(!looks_like_scp_url("repos/a:b"));
+        assert!(!looks_like_scp_url("relative/path"));
+    }
+}

@@ -1,0 +1,267 @@
+//! The trajectory: one JSONL event log per (task, epoch).
+//!
+//! Owns the event types and the writer, which writes each event as one line
+//! with one `write` call as it happens, so a crash loses at most the line in
+//! flight. The format is documented in docs/trajectory.md; bump
+//! [`FORMAT_VERSION`] when it changes incompatibly. It does not decide what
+//! happens, only records it.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::exec::CommandOutcome;
+use crate::results::{ExitReason, Status};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Token counts of one model call, or summed over a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+/// A command's record: what ran and how it ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub command: String,
+    pub exit_code: i32,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration_s: f64,
+    /// The output as kept (up to 1 MiB: head and tail, with a marker where
+    /// bytes were omitted), stdout and stderr interleaved.
+    pub output: String,
+    pub output_bytes: u64,
+    pub output_lines: u64,
+}
+
+impl CommandRecord {
+    pub fn new(command: &str, outcome: &CommandOutcome) -> CommandRecord {
+        CommandRecord {
+            command: command.to_owned(),
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            timed_out: outcome.timed_out,
+            duration_s: outcome.duration.as_secs_f64(),
+            output: outcome.output.to_text(),
+            output_bytes: outcome.output.total_bytes(),
+            output_lines: outcome.output.total_lines(),
+        }
+    }
+}
+
+/// One line of the trajectory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// Always first.
+    Header {
+        format_version: u32,
+        onebash_version: String,
+        task: Value,
+        epoch: u32,
+        model: String,
+        provider: String,
+        prompt: PromptInfo,
+        repo: String,
+        base_commit: String,
+        /// The request's fields other than `messages`: with the message
+        /// events, enough to rebuild every request.
+        request_template: Value,
+        settings: Value,
+    },
+    Checkout {
+        commit: String,
+        duration_s: f64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        warning: Option<String>,
+    },
+    Setup(CommandRecord),
+    /// A message appended to the conversation, exactly as sent or received.
+    /// `turn` 0 is the initial system and user messages.
+    Message {
+        turn: u32,
+        message: Value,
+    },
+    /// A completed model call.
+    ModelCall {
+        turn: u32,
+        latency_s: f64,
+        usage: Usage,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        finish_reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        response_id: Option<String>,
+    },
+    /// A model call that failed.
+    ModelError {
+        turn: u32,
+        latency_s: f64,
+        error: String,
+    },
+    /// A tool call that was run as a command.
+    Command {
+        turn: u32,
+        tool_call_id: String,
+        #[serde(flatten)]
+        record: CommandRecord,
+        /// How many characters of the output the model was shown.
+        shown_chars: usize,
+    },
+    /// A tool call that could not be run (bad arguments, unknown tool); the
+    /// model was answered with `error`.
+    ToolError {
+        turn: u32,
+        tool_call_id: String,
+        error: String,
+    },
+    AgentEnd {
+        exit_reason: ExitReason,
+        turns: u32,
+        tool_calls: u32,
+        usage: Usage,
+        duration_s: f64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        error: Option<String>,
+    },
+    /// The agent's change against the base commit, saved as a file.
+    Diff {
+        path: String,
+        bytes: usize,
+    },
+    Test {
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        test_patch_files: Option<Vec<String>>,
+        #[serde(flatten)]
+        record: CommandRecord,
+        log_path: String,
+    },
+    End {
+        status: Status,
+        passed: bool,
+        exit_reason: ExitReason,
+        wall_s: f64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        error: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PromptInfo {
+    pub name: String,
+    pub sha256: String,
+}
+
+/// A line as written: the event plus the time it was written.
+#[derive(Serialize)]
+struct Line<'a> {
+    /// Seconds since the Unix epoch.
+    ts: f64,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+/// Appends events to a trajectory file. A failed write is remembered, not
+/// fatal: the task goes on and reports it at its end.
+pub struct TrajectoryWriter {
+    file: File,
+    path: PathBuf,
+    first_error: Option<String>,
+}
+
+impl TrajectoryWriter {
+    pub fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
+        let file = File::options().create(true).append(true).open(path)?;
+        Ok(TrajectoryWriter {
+            file,
+            path: path.to_owned(),
+            first_error: None,
+        })
+    }
+
+    pub fn write(&mut self, event: &Event) {
+        let ts = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_default();
+        let result = serde_json::to_vec(&Line { ts, event })
+            .map_err(std::io::Error::other)
+            .and_then(|mut line| {
+                line.push(b'\n');
+                // One write per line: a crash leaves whole lines behind.
+                self.file.write_all(&line)
+            });
+        if let Err(err) = result
+            && self.first_error.is_none()
+        {
+            self.first_error = Some(format!(
+                "failed to write the trajectory {}: {err}",
+                self.path.display()
+            ));
+        }
+    }
+
+    /// The first write error, if any happened.
+    pub fn error(&self) -> Option<&str> {
+        self.first_error.as_deref()
+    }
+}
+
+/// Reads a trajectory back as raw JSON events (one per line), skipping a
+/// torn last line.
+pub fn read_events(path: &Path) -> std::io::Result<Vec<Value>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_tagged_lines_with_timestamps() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.jsonl");
+        let mut writer = TrajectoryWriter::create(&path).expect("create");
+        writer.write(&Event::Message {
+            turn: 1,
+            message: serde_json::json!({"role": "user", "content": "hi"}),
+        });
+        writer.write(&Event::AgentEnd {
+            exit_reason: ExitReason::MaxTurns,
+            turns: 3,
+            tool_calls: 2,
+            usage: Usage::default(),
+            duration_s: 1.5,
+            error: None,
+        });
+        assert!(writer.error().is_none());
+        let events = read_events(&path).expect("read");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0]["event"], "message");
+        assert_eq!(events[0]["message"]["content"], "hi");
+        assert!(events[0]["ts"].as_f64().is_some_and(|ts| ts > 1.6e9));
+        assert_eq!(events[1]["exit_reason"], "max_turns");
+        let parsed: Event = serde_json::from_value(events[1].clone()).expect("round trip");
+        assert!(matches!(parsed, Event::AgentEnd { turns: 3, .. }));
+    }
+}

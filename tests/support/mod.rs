@@ -1,0 +1,5 @@
+//! Shared helpers for the integration tests. Each test binary includes this
+//! module with `mod support;` and uses only part of it, hence the allow.
+#![allow(dead_code)]
+
+pub mod server;
