@@ -72,6 +72,8 @@ pub struct Checkout {
     pub dir: PathBuf,
     /// The full sha `base_commit` resolved to.
     pub commit: String,
+    /// Whether this checkout fetched from the repo (at most once per repo per run).
+    pub fetched: bool,
     /// Set when the mirror could not be refreshed but already held the commit.
     pub warning: Option<String>,
 }
@@ -121,7 +123,7 @@ impl RepoCache {
             Arc::clone(repos.entry(location.to_owned()).or_default())
         };
         let mirror = self.mirror_path(location);
-        let (commit, warning) = {
+        let (commit, fetched_now, warning) = {
             let mut fetched = state.lock().await;
             let already_fetched = *fetched;
             let (location_c, rev_c, mirror_c) =
@@ -137,7 +139,7 @@ impl RepoCache {
                 })
             })?;
             *fetched = *fetched || result.fetched;
-            (result.commit, result.warning)
+            (result.commit, result.fetched, result.warning)
         };
         let (mirror_c, dest_c, commit_c) = (mirror.clone(), dest.to_owned(), commit);
         let made = tokio::task::spawn_blocking(move || {
@@ -148,6 +150,7 @@ impl RepoCache {
             Ok(Ok(commit)) => Ok(Checkout {
                 dir: dest.to_owned(),
                 commit: commit.to_string(),
+                fetched: fetched_now,
                 warning,
             }),
             Ok(Err(err)) => Err(CheckoutError::WorkingCopy {

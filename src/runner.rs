@@ -174,6 +174,7 @@ async fn run_stages(
     trajectory.write(&Event::Checkout {
         commit: checkout.commit.clone(),
         duration_s: checkout_started.elapsed().as_secs_f64(),
+        fetched: checkout.fetched,
         warning: checkout.warning.clone(),
     });
     if let Some(warning) = &checkout.warning {

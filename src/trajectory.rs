@@ -89,6 +89,8 @@ pub enum Event {
     Checkout {
         commit: String,
         duration_s: f64,
+        /// Whether this task fetched the repo (the first of the run to need it).
+        fetched: bool,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         warning: Option<String>,
     },

@@ -114,6 +114,7 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
         json!(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
     run_json["interrupted"] = json!(interrupted);
     run_json["summary"] = summary.to_json();
+    run_json["peak_rss_bytes"] = json!(peak_rss_bytes());
     folder.write_run_json(&run_json)?;
 
     println!(
@@ -199,4 +200,12 @@ impl Summary {
         }
         text
     }
+}
+
+/// The process's peak resident memory (VmHWM), where /proc tells it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -2,4 +2,5 @@
 //! module with `mod support;` and uses only part of it, hence the allow.
 #![allow(dead_code)]
 
+pub mod harness;
 pub mod server;

@@ -1,0 +1,80 @@
+//! The demo task set: the oracle passes every task, a model that changes
+//! nothing fails every task, and the run folder holds what CONTRACT.md says.
+
+use serde_json::Value;
+
+use crate::support::harness::{Fixture, onebash};
+use crate::support::server::{ScriptedServer, text_reply};
+
+fn demo_tasks() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks/demo/tasks.jsonl")
+}
+
+#[test]
+fn oracle_passes_every_demo_task() {
+    let fixture = Fixture::new();
+    let run = fixture.run(&demo_tasks(), &["--model", "oracle", "-j", "3"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let rows = run.rows();
+    assert!(rows.len() >= 5);
+    for row in &rows {
+        assert_eq!(row["status"], "passed", "{row:?}");
+        assert_eq!(row["exit_reason"], "completed");
+        assert_eq!(row["passed"], "true");
+        assert_eq!(row["turns"], "2");
+        assert_eq!(row["tool_calls"], "1");
+        assert_eq!(row["test_exit_code"], "0");
+        let dir = run.task_dir(&row["task_id"]);
+        let diff = std::fs::read_to_string(dir.join("patch.diff")).expect("patch.diff");
+        assert!(diff.starts_with("diff --git"), "{diff}");
+        assert!(dir.join("test.log").exists());
+    }
+    assert!(run.stdout.contains("passed"), "{}", run.stdout);
+    let run_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_eq!(run_json["onebash_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        run_json["summary"]["passed"].as_u64(),
+        Some(rows.len() as u64)
+    );
+    // Working copies are deleted when their task ends.
+    let workdirs = run.out.join("workdirs");
+    assert!(!workdirs.exists() || std::fs::read_dir(&workdirs).expect("read").next().is_none());
+}
+
+#[test]
+fn a_model_that_changes_nothing_fails_every_demo_task() {
+    let server =
+        ScriptedServer::start_with(|_| text_reply("I will not change anything.", "stop", 10, 2));
+    let fixture = Fixture::new();
+    let run = fixture.run(
+        &demo_tasks(),
+        &["--model", "lazy", "--base-url", &server.base_url()],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    for row in run.rows() {
+        assert_eq!(row["status"], "failed", "{row:?}");
+        assert_eq!(row["exit_reason"], "completed");
+        assert_eq!(row["turns"], "1");
+        assert_eq!(row["total_tokens"], "12");
+        assert_ne!(row["test_exit_code"], "0");
+    }
+}
+
+#[test]
+fn help_explains_run_with_an_example() {
+    let output = onebash().args(["run", "--help"]).output().expect("help");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    for flag in [
+        "--model",
+        "--jobs",
+        "--max-turns",
+        "--command-timeout",
+        "--out",
+        "Example",
+    ] {
+        assert!(text.contains(flag), "{flag} missing from:\n{text}");
+    }
+}

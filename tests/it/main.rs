@@ -1,0 +1,6 @@
+//! Integration tests: one binary that drives the real `onebash` against real
+//! git repos and a scripted OpenAI-compatible server on 127.0.0.1.
+
+mod support;
+
+mod demo;

@@ -1,0 +1,176 @@
+//! Drives the real `onebash` binary: local git repos made by the test, task
+//! files, a run folder and cache per test, and readers for what a run wrote.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+/// A temporary world for one test: repos, task file, run folder, cache.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+}
+
+/// What one `onebash run` did.
+pub struct RunOutput {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub out: PathBuf,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        Fixture {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// A git repo at `name` with one commit holding `files`; returns its
+    /// path and the commit's sha.
+    pub fn repo(&self, name: &str, files: &[(&str, &str)]) -> (PathBuf, String) {
+        let repo = self.path(name);
+        std::fs::create_dir_all(&repo).expect("mkdir repo");
+        git(&repo, &["init", "-q", "-b", "main"]);
+        for (path, content) in files {
+            let file = repo.join(path);
+            std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&file, content).expect("write file");
+        }
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "initial"]);
+        let sha = git(&repo, &["rev-parse", "HEAD"]);
+        (repo, sha)
+    }
+
+    /// Writes `tasks.jsonl` from JSON values, one per line.
+    pub fn tasks(&self, tasks: &[Value]) -> PathBuf {
+        let path = self.path("tasks.jsonl");
+        let text: String = tasks.iter().map(|t| format!("{t}\n")).collect();
+        std::fs::write(&path, text).expect("write tasks");
+        path
+    }
+
+    /// Runs `onebash run TASKS -o <fixture>/out --cache-dir <fixture>/cache ARGS`.
+    pub fn run(&self, tasks: &Path, args: &[&str]) -> RunOutput {
+        self.run_with_env(tasks, args, &[])
+    }
+
+    pub fn run_with_env(&self, tasks: &Path, args: &[&str], env: &[(&str, &str)]) -> RunOutput {
+        let out = self.path("out");
+        let output = onebash()
+            .arg("run")
+            .arg(tasks)
+            .arg("-o")
+            .arg(&out)
+            .arg("--cache-dir")
+            .arg(self.path("cache"))
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .expect("run onebash");
+        RunOutput {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            out,
+        }
+    }
+}
+
+/// The binary under test, with a clean environment of its own.
+pub fn onebash() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_onebash"));
+    cmd.env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// Runs git in `dir` with a fixed identity; returns trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// A task over `repo` at `commit` with `test_command`; `extra` fields are merged in.
+pub fn task(id: &str, repo: &Path, commit: &str, test_command: &str, extra: Value) -> Value {
+    let mut task = json!({
+        "id": id,
+        "repo": repo.display().to_string(),
+        "base_commit": commit,
+        "problem_statement": format!("Problem of task {id}."),
+        "test_command": test_command,
+    });
+    if let (Some(map), Value::Object(extra)) = (task.as_object_mut(), extra) {
+        map.extend(extra);
+    }
+    task
+}
+
+impl RunOutput {
+    /// results.csv as maps from column to value, in file order.
+    pub fn rows(&self) -> Vec<HashMap<String, String>> {
+        let mut reader = csv::Reader::from_path(self.out.join("results.csv")).expect("results.csv");
+        let headers = reader.headers().expect("headers").clone();
+        reader
+            .records()
+            .map(|record| {
+                let record = record.expect("record");
+                headers
+                    .iter()
+                    .zip(record.iter())
+                    .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The row of one task (epoch 1).
+    pub fn row(&self, task: &str) -> HashMap<String, String> {
+        self.rows()
+            .into_iter()
+            .find(|row| row["task_id"] == task && row["epoch"] == "1")
+            .unwrap_or_else(|| panic!("no row for {task}; stderr:\n{}", self.stderr))
+    }
+
+    /// The events of one task's trajectory (epoch 1).
+    pub fn trajectory(&self, task: &str) -> Vec<Value> {
+        let path = self.task_dir(task).join("trajectory.jsonl");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("trajectory line is JSON"))
+            .collect()
+    }
+
+    pub fn task_dir(&self, task: &str) -> PathBuf {
+        self.out.join("tasks").join(task).join("epoch-1")
+    }
+
+    /// Every event of a kind, in order.
+    pub fn events(&self, task: &str, kind: &str) -> Vec<Value> {
+        self.trajectory(task)
+            .into_iter()
+            .filter(|e| e["event"] == kind)
+            .collect()
+    }
+}
