@@ -37,6 +37,8 @@ pub enum ExitReason {
     CheckoutError,
     SetupError,
     Interrupted,
+    /// onebash itself failed (a bug): the row says so rather than vanish.
+    InternalError,
 }
 
 impl ExitReason {
@@ -49,6 +51,7 @@ impl ExitReason {
                 | ExitReason::CheckoutError
                 | ExitReason::SetupError
                 | ExitReason::Interrupted
+                | ExitReason::InternalError
         )
     }
 
@@ -65,6 +68,7 @@ impl ExitReason {
             ExitReason::CheckoutError => "checkout_error",
             ExitReason::SetupError => "setup_error",
             ExitReason::Interrupted => "interrupted",
+            ExitReason::InternalError => "internal_error",
         }
     }
 }

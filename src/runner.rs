@@ -7,10 +7,10 @@
 //! writes each task's trajectory and files and emits [`RunEvent`]s, whose
 //! consumers show progress and append rows to results.csv.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -73,7 +73,7 @@ pub async fn run_tasks(ctx: Arc<RunContext>) {
             && let Some(&(index, epoch)) = started.get(&err.id())
         {
             let task = &ctx.config.tasks[index];
-            let mut row = error_row(&ctx, task, epoch, ExitReason::ApiError, Duration::ZERO);
+            let mut row = blank_row(&ctx, task, epoch, ExitReason::InternalError);
             row.error = one_line(&format!("internal error: the task's worker failed: {err}"));
             ctx.events
                 .emit(RunEvent::TaskFinished { row: Box::new(row) });
@@ -81,48 +81,62 @@ pub async fn run_tasks(ctx: Arc<RunContext>) {
     }
 }
 
-/// A mark unique to one (task, epoch) of one process, put in the
-/// environment of every command it runs.
-fn task_mark(task: &TaskSpec, epoch: u32) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        task.id,
-        epoch
-    )
+/// One (task, epoch) while it runs: what every stage needs.
+struct TaskRun<'a> {
+    ctx: &'a RunContext,
+    task: &'a TaskSpec,
+    epoch: u32,
+    /// `tasks/<id>/epoch-<k>/` in the run folder.
+    dir: PathBuf,
+    /// Put in the environment of every command of this task, so the
+    /// processes it leaves behind can be found and killed.
+    mark: String,
+    env: CommandEnv,
+    wall: Instant,
 }
 
-/// The pipeline of one (task, epoch). Never fails: what goes wrong becomes
-/// the row's status and error.
+/// The pipeline of one (task, epoch): checkout, setup, agent, diff, tests.
+/// Never fails: what goes wrong becomes the row's status and error.
 pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRow {
-    let wall = Instant::now();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mark = format!(
+        "{}-{}-{}-{epoch}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        task.id
+    );
+    let run = TaskRun {
+        ctx,
+        task,
+        epoch,
+        dir: ctx.folder.task_dir(&task.id, epoch),
+        env: CommandEnv::for_task(&mark),
+        mark,
+        wall: Instant::now(),
+    };
     ctx.events.emit(RunEvent::TaskStarted {
         task: task.id.clone(),
         epoch,
     });
-    let dir = ctx.folder.task_dir(&task.id, epoch);
-    let trajectory = std::fs::create_dir_all(&dir)
-        .and_then(|()| TrajectoryWriter::create(&dir.join("trajectory.jsonl")));
+    let trajectory = std::fs::create_dir_all(&run.dir)
+        .and_then(|()| TrajectoryWriter::create(&run.dir.join("trajectory.jsonl")));
     let mut trajectory = match trajectory {
         Ok(writer) => writer,
         Err(err) => {
-            let mut row = error_row(ctx, task, epoch, ExitReason::CheckoutError, wall.elapsed());
-            row.error = one_line(&format!(
-                "failed to create the task folder {}: {err}",
-                dir.display()
-            ));
-            return row;
+            return run.error_row(
+                ExitReason::CheckoutError,
+                &format!(
+                    "failed to create the task folder {}: {err}",
+                    run.dir.display()
+                ),
+            );
         }
     };
-    trajectory.write(&header(ctx, task, epoch));
+    trajectory.write(&run.header());
 
-    let mark = task_mark(task, epoch);
-    let env = CommandEnv::for_task(&mark);
-    let mut row = run_stages(ctx, task, epoch, &dir, &env, &mut trajectory, wall).await;
+    let mut row = run.stages(&mut trajectory).await;
     // Whatever the task's commands left running dies with the task.
-    let _ = tokio::task::spawn_blocking(move || kill_marked_processes(&mark)).await;
+    run.kill_left_behind().await;
 
     if let Some(err) = trajectory.error() {
         row.error = one_line(&if row.error.is_empty() {
@@ -131,7 +145,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
             format!("{}; {err}", row.error)
         });
     }
-    row.wall_seconds = round_seconds(wall.elapsed().as_secs_f64());
+    row.wall_seconds = round_seconds(run.wall.elapsed().as_secs_f64());
     trajectory.write(&Event::End {
         status: row.status,
         passed: row.passed,
@@ -142,208 +156,255 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     row
 }
 
-async fn run_stages(
-    ctx: &RunContext,
-    task: &TaskSpec,
-    epoch: u32,
-    dir: &Path,
-    env: &CommandEnv,
-    trajectory: &mut TrajectoryWriter,
-    wall: Instant,
-) -> ResultRow {
-    let config = &ctx.config;
-    ctx.events.phase(&task.id, epoch, Phase::Checkout);
-    let checkout_started = Instant::now();
-    let workdir = ctx.folder.workdir(&task.id, epoch);
-    let checkout = tokio::select! {
-        checkout = ctx.cache.checkout(&task.repo_location, &task.base_commit, &workdir) => checkout,
-        () = ctx.cancel.cancelled() => {
-            let _ = std::fs::remove_dir_all(&workdir);
-            return interrupted_row(ctx, task, epoch, wall);
-        }
-    };
-    let checkout = match checkout {
-        Ok(checkout) => checkout,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(&workdir);
-            let mut row = error_row(ctx, task, epoch, ExitReason::CheckoutError, wall.elapsed());
-            row.error = one_line(&err.to_string());
-            return row;
-        }
-    };
-    trajectory.write(&Event::Checkout {
-        commit: checkout.commit.clone(),
-        duration_s: checkout_started.elapsed().as_secs_f64(),
-        fetched: checkout.fetched,
-        warning: checkout.warning.clone(),
-    });
-    if let Some(warning) = &checkout.warning {
-        ctx.events
-            .emit(RunEvent::Warning(format!("{}: {warning}", task.id)));
-    }
-
-    let row = after_checkout(ctx, task, epoch, dir, env, trajectory, wall, &checkout).await;
-    if !config.keep_workdirs
-        && let Err(err) = checkout.remove()
-    {
-        ctx.events.emit(RunEvent::Warning(format!(
-            "failed to delete the working copy {}: {err}",
-            checkout.dir.display()
-        )));
-    }
-    row
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn after_checkout(
-    ctx: &RunContext,
-    task: &TaskSpec,
-    epoch: u32,
-    dir: &Path,
-    env: &CommandEnv,
-    trajectory: &mut TrajectoryWriter,
-    wall: Instant,
-    checkout: &Checkout,
-) -> ResultRow {
-    let config = &ctx.config;
-    let test_timeout = test_timeout(task, config.test_timeout);
-    if let Some(setup) = &task.setup_command {
-        ctx.events.phase(&task.id, epoch, Phase::Setup);
-        let spec = CommandSpec {
-            command: setup,
-            cwd: &checkout.dir,
-            timeout: test_timeout,
-            env,
+impl TaskRun<'_> {
+    /// Checkout, then the rest; the working copy is deleted at the end
+    /// unless `--keep-workdirs`.
+    async fn stages(&self, trajectory: &mut TrajectoryWriter) -> ResultRow {
+        let ctx = self.ctx;
+        ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
+        let started = Instant::now();
+        let workdir = ctx.folder.workdir(&self.task.id, self.epoch);
+        let checkout = tokio::select! {
+            checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, &workdir) => checkout,
+            () = ctx.cancel.cancelled() => {
+                let _ = std::fs::remove_dir_all(&workdir);
+                return self.error_row(ExitReason::Interrupted, INTERRUPTED);
+            }
         };
-        let failure = tokio::select! {
-            outcome = run_command(spec) => match outcome {
-                Ok(outcome) => {
-                    let record = CommandRecord::new(setup, &outcome);
-                    trajectory.write(&Event::Setup(record.clone()));
-                    (record.exit_code != 0 || record.timed_out).then(|| setup_failure(&record))
-                }
-                Err(err) => Some(err.to_string()),
-            },
-            () = ctx.cancel.cancelled() => return interrupted_row(ctx, task, epoch, wall),
+        let checkout = match checkout {
+            Ok(checkout) => checkout,
+            Err(err) => {
+                let _ = std::fs::remove_dir_all(&workdir);
+                return self.error_row(ExitReason::CheckoutError, &err.to_string());
+            }
         };
-        if let Some(message) = failure {
-            let mut row = error_row(ctx, task, epoch, ExitReason::SetupError, wall.elapsed());
-            row.error = one_line(&format!("setup_command failed: {message}"));
-            return row;
+        trajectory.write(&Event::Checkout {
+            commit: checkout.commit.clone(),
+            duration_s: started.elapsed().as_secs_f64(),
+            fetched: checkout.fetched,
+            warning: checkout.warning.clone(),
+        });
+        if let Some(warning) = &checkout.warning {
+            ctx.events
+                .emit(RunEvent::Warning(format!("{}: {warning}", self.task.id)));
         }
+
+        let row = self.in_checkout(trajectory, &checkout).await;
+        if !ctx.config.keep_workdirs
+            && let Err(err) = checkout.remove()
+        {
+            ctx.events.emit(RunEvent::Warning(format!(
+                "failed to delete the working copy {}: {err}",
+                checkout.dir.display()
+            )));
+        }
+        row
     }
 
-    // The prompt rendered once at start-up; it cannot fail here unless the
-    // task changed, which it cannot.
-    let prompt = match config.prompt.render(task, config.max_turns) {
-        Ok(prompt) => prompt,
-        Err(err) => {
-            let mut row = error_row(ctx, task, epoch, ExitReason::ApiError, wall.elapsed());
-            row.error = one_line(&err.to_string());
-            return row;
-        }
-    };
-    let agent_ctx = AgentContext {
-        client: &ctx.client,
-        task,
-        epoch,
-        prompt: &prompt,
-        workdir: &checkout.dir,
-        env,
-        limits: AgentLimits {
-            max_turns: config.max_turns,
-            max_tokens: config.max_tokens,
-            command_timeout: config.command_timeout,
-            task_timeout: config.task_timeout,
-        },
-        events: &ctx.events,
-        cancel: &ctx.cancel,
-    };
-    let agent = run_agent(&agent_ctx, trajectory).await;
-    let mut row = agent_row(ctx, task, epoch, &agent);
-
-    // The agent's change, saved before the tests touch the working copy.
-    let diff = {
-        let checkout = checkout.clone();
-        tokio::task::spawn_blocking(move || checkout.diff()).await
-    };
-    match diff {
-        Ok(Ok(diff)) => {
-            let path = dir.join("patch.diff");
-            match std::fs::write(&path, &diff) {
-                Ok(()) => trajectory.write(&Event::Diff {
-                    path: "patch.diff".to_owned(),
-                    bytes: diff.len(),
-                }),
-                Err(err) => row.error = one_line(&format!("failed to save the diff: {err}")),
+    /// Setup, agent, diff, tests.
+    async fn in_checkout(
+        &self,
+        trajectory: &mut TrajectoryWriter,
+        checkout: &Checkout,
+    ) -> ResultRow {
+        let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
+        let test_timeout = test_timeout(task, config.test_timeout);
+        if let Some(setup) = &task.setup_command {
+            ctx.events.phase(&task.id, self.epoch, Phase::Setup);
+            let spec = CommandSpec {
+                command: setup,
+                cwd: &checkout.dir,
+                timeout: test_timeout,
+                env: &self.env,
+            };
+            let failure = tokio::select! {
+                outcome = run_command(spec) => match outcome {
+                    Ok(outcome) => {
+                        let record = CommandRecord::new(setup, &outcome);
+                        trajectory.write(&Event::Setup(record.clone()));
+                        (record.exit_code != 0 || record.timed_out).then(|| setup_failure(&record))
+                    }
+                    Err(err) => Some(err.to_string()),
+                },
+                () = ctx.cancel.cancelled() => return self.error_row(ExitReason::Interrupted, INTERRUPTED),
+            };
+            if let Some(message) = failure {
+                return self.error_row(
+                    ExitReason::SetupError,
+                    &format!("setup_command failed: {message}"),
+                );
             }
         }
-        Ok(Err(err)) => row.error = one_line(&format!("failed to compute the agent's diff: {err}")),
-        Err(err) => row.error = one_line(&format!("failed to compute the agent's diff: {err}")),
-    }
 
-    if !agent.exit_reason.is_gradable() || ctx.cancel.is_cancelled() {
+        // Rendering was checked for every task before the run started, so
+        // this fails only if the prompt itself is broken.
+        let prompt = match config.prompt.render(task, config.max_turns) {
+            Ok(prompt) => prompt,
+            Err(err) => return self.error_row(ExitReason::ApiError, &err.to_string()),
+        };
+        let agent_ctx = AgentContext {
+            client: &ctx.client,
+            task,
+            epoch: self.epoch,
+            prompt: &prompt,
+            workdir: &checkout.dir,
+            env: &self.env,
+            limits: AgentLimits {
+                max_turns: config.max_turns,
+                max_tokens: config.max_tokens,
+                command_timeout: config.command_timeout,
+                task_timeout: config.task_timeout,
+            },
+            events: &ctx.events,
+            cancel: &ctx.cancel,
+        };
+        let agent = run_agent(&agent_ctx, trajectory).await;
+        let mut row = self.agent_row(&agent);
+        // Processes the agent left behind must not touch the diff or the tests.
+        self.kill_left_behind().await;
+
+        // The agent's change, saved before the tests touch the working copy.
+        if let Err(err) = self.save_diff(trajectory, checkout).await {
+            row.error = one_line(&err);
+        }
+
         if ctx.cancel.is_cancelled() {
             row.exit_reason = ExitReason::Interrupted;
-            row.error = "interrupted by the user".to_owned();
+            row.error = INTERRUPTED.to_owned();
         }
-        row.status = Status::Error;
-        return row;
-    }
-
-    // Processes the agent left behind must not interfere with the tests.
-    let mark = env
-        .vars()
-        .iter()
-        .find(|(k, _)| k == crate::exec::TASK_MARK_VAR)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    let _ = tokio::task::spawn_blocking(move || kill_marked_processes(&mark)).await;
-
-    ctx.events.phase(&task.id, epoch, Phase::Test);
-    let test_started = Instant::now();
-    let tested = tokio::select! {
-        tested = run_tests(task, checkout, env, test_timeout) => tested,
-        () = ctx.cancel.cancelled() => {
+        if !row.exit_reason.is_gradable() {
             row.status = Status::Error;
-            row.exit_reason = ExitReason::Interrupted;
-            row.error = "interrupted by the user during the tests".to_owned();
             return row;
         }
-    };
-    row.test_seconds = Some(round_seconds(test_started.elapsed().as_secs_f64()));
-    match tested {
-        Ok(outcome) => {
-            let log = dir.join("test.log");
-            if let Err(err) = std::fs::write(&log, &outcome.record.output) {
-                row.error = one_line(&format!("failed to save the test log: {err}"));
+
+        ctx.events.phase(&task.id, self.epoch, Phase::Test);
+        let started = Instant::now();
+        let tested = tokio::select! {
+            tested = run_tests(task, checkout, &self.env, test_timeout) => tested,
+            () = ctx.cancel.cancelled() => {
+                row.status = Status::Error;
+                row.exit_reason = ExitReason::Interrupted;
+                row.error = INTERRUPTED.to_owned();
+                return row;
             }
-            row.test_exit_code = Some(outcome.record.exit_code);
-            row.passed = outcome.passed;
-            row.status = if outcome.passed {
-                Status::Passed
-            } else {
-                Status::Failed
-            };
-            if outcome.record.timed_out {
-                row.error = one_line(&format!(
-                    "the test command timed out after {} s",
-                    test_timeout.as_secs_f64()
-                ));
+        };
+        row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
+        match tested {
+            Ok(outcome) => {
+                if let Err(err) = std::fs::write(self.dir.join("test.log"), &outcome.record.output)
+                {
+                    row.error = one_line(&format!("failed to save the test log: {err}"));
+                }
+                row.test_exit_code = Some(outcome.record.exit_code);
+                row.passed = outcome.passed;
+                row.status = if outcome.passed {
+                    Status::Passed
+                } else {
+                    Status::Failed
+                };
+                if outcome.record.timed_out {
+                    row.error = one_line(&format!(
+                        "the test command timed out after {} s",
+                        test_timeout.as_secs_f64()
+                    ));
+                }
+                trajectory.write(&Event::Test {
+                    test_patch_files: outcome.test_patch_files,
+                    record: outcome.record,
+                    log_path: "test.log".to_owned(),
+                });
             }
-            trajectory.write(&Event::Test {
-                test_patch_files: outcome.test_patch_files,
-                record: outcome.record,
-                log_path: "test.log".to_owned(),
-            });
+            Err(err) => {
+                row.status = Status::Error;
+                row.error = one_line(&err.to_string());
+            }
         }
-        Err(err) => {
-            row.status = Status::Error;
-            row.error = one_line(&err.to_string());
+        row
+    }
+
+    async fn save_diff(
+        &self,
+        trajectory: &mut TrajectoryWriter,
+        checkout: &Checkout,
+    ) -> Result<(), String> {
+        let owned = checkout.clone();
+        let diff = tokio::task::spawn_blocking(move || owned.diff())
+            .await
+            .map_err(|err| err.to_string())
+            .and_then(|diff| diff.map_err(|err| err.to_string()))
+            .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
+        std::fs::write(self.dir.join("patch.diff"), &diff)
+            .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
+        trajectory.write(&Event::Diff {
+            path: "patch.diff".to_owned(),
+            bytes: diff.len(),
+        });
+        Ok(())
+    }
+
+    async fn kill_left_behind(&self) {
+        let mark = self.mark.clone();
+        let _ = tokio::task::spawn_blocking(move || kill_marked_processes(&mark)).await;
+    }
+
+    fn header(&self) -> Event {
+        let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
+        let mut task_value = serde_json::to_value(task).unwrap_or_default();
+        // Unknown fields go back to the top level, as they were in the task file.
+        if let serde_json::Value::Object(map) = &mut task_value
+            && let Some(serde_json::Value::Object(extra)) = map.remove("extra")
+        {
+            map.extend(extra);
+        }
+        Event::Header {
+            format_version: FORMAT_VERSION,
+            onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
+            task: task_value,
+            epoch: self.epoch,
+            model: config.model.name().to_owned(),
+            provider: ctx.client.provider().to_owned(),
+            prompt: PromptInfo {
+                name: config.prompt.name.clone(),
+                sha256: config.prompt.sha256.clone(),
+            },
+            repo: task.repo.clone(),
+            base_commit: task.base_commit.clone(),
+            request_template: ctx.client.request_template(),
+            settings: serde_json::json!({
+                "max_turns": config.max_turns,
+                "max_tokens": config.max_tokens,
+                "command_timeout_s": config.command_timeout.as_secs_f64(),
+                "task_timeout_s": config.task_timeout.as_secs_f64(),
+                "test_timeout_s": test_timeout(task, config.test_timeout).as_secs_f64(),
+            }),
         }
     }
-    row
+
+    /// A row with no verdict.
+    fn error_row(&self, exit_reason: ExitReason, error: &str) -> ResultRow {
+        let mut row = blank_row(self.ctx, self.task, self.epoch, exit_reason);
+        row.error = one_line(error);
+        row.wall_seconds = round_seconds(self.wall.elapsed().as_secs_f64());
+        row
+    }
+
+    /// The row after the agent phase; status is decided by the tests.
+    fn agent_row(&self, agent: &AgentOutcome) -> ResultRow {
+        let mut row = blank_row(self.ctx, self.task, self.epoch, agent.exit_reason);
+        row.turns = agent.turns;
+        row.tool_calls = agent.tool_calls;
+        row.prompt_tokens = agent.usage.prompt_tokens;
+        row.completion_tokens = agent.usage.completion_tokens;
+        row.total_tokens = agent.usage.total_tokens;
+        // The oracle costs nothing; API prices are not known to this version.
+        row.cost_usd = matches!(self.ctx.client, ModelClient::Oracle).then_some(0.0);
+        row.agent_seconds = round_seconds(agent.duration.as_secs_f64());
+        row.error = agent.error.as_deref().map(one_line).unwrap_or_default();
+        row
+    }
 }
+
+const INTERRUPTED: &str = "interrupted by the user";
 
 fn setup_failure(record: &CommandRecord) -> String {
     let last_line = record
@@ -362,47 +423,8 @@ fn setup_failure(record: &CommandRecord) -> String {
     }
 }
 
-fn header(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> Event {
-    let config = &ctx.config;
-    let mut task_value = serde_json::to_value(task).unwrap_or_default();
-    // Unknown fields are kept at the top level, as they were in the task file.
-    if let serde_json::Value::Object(map) = &mut task_value
-        && let Some(serde_json::Value::Object(extra)) = map.remove("extra")
-    {
-        map.extend(extra);
-    }
-    Event::Header {
-        format_version: FORMAT_VERSION,
-        onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
-        task: task_value,
-        epoch,
-        model: config.model.name().to_owned(),
-        provider: ctx.client.provider().to_owned(),
-        prompt: PromptInfo {
-            name: config.prompt.name.clone(),
-            sha256: config.prompt.sha256.clone(),
-        },
-        repo: task.repo.clone(),
-        base_commit: task.base_commit.clone(),
-        request_template: ctx.client.request_template(),
-        settings: serde_json::json!({
-            "max_turns": config.max_turns,
-            "max_tokens": config.max_tokens,
-            "command_timeout_s": config.command_timeout.as_secs_f64(),
-            "task_timeout_s": config.task_timeout.as_secs_f64(),
-            "test_timeout_s": test_timeout(task, config.test_timeout).as_secs_f64(),
-        }),
-    }
-}
-
-/// A row with no verdict, for a task that ended before its agent ran.
-fn error_row(
-    ctx: &RunContext,
-    task: &TaskSpec,
-    epoch: u32,
-    exit_reason: ExitReason,
-    elapsed: Duration,
-) -> ResultRow {
+/// A row with nothing measured yet: status `error`, no verdict.
+fn blank_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, exit_reason: ExitReason) -> ResultRow {
     ResultRow {
         task_id: task.id.clone(),
         epoch,
@@ -419,29 +441,8 @@ fn error_row(
         cost_usd: None,
         agent_seconds: 0.0,
         test_seconds: None,
-        wall_seconds: round_seconds(elapsed.as_secs_f64()),
+        wall_seconds: 0.0,
         test_exit_code: None,
         error: String::new(),
     }
-}
-
-fn interrupted_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, wall: Instant) -> ResultRow {
-    let mut row = error_row(ctx, task, epoch, ExitReason::Interrupted, wall.elapsed());
-    row.error = "interrupted by the user".to_owned();
-    row
-}
-
-/// The row after the agent phase, before the tests: status is decided later.
-fn agent_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, agent: &AgentOutcome) -> ResultRow {
-    let mut row = error_row(ctx, task, epoch, agent.exit_reason, Duration::ZERO);
-    row.turns = agent.turns;
-    row.tool_calls = agent.tool_calls;
-    row.prompt_tokens = agent.usage.prompt_tokens;
-    row.completion_tokens = agent.usage.completion_tokens;
-    row.total_tokens = agent.usage.total_tokens;
-    // The oracle costs nothing; API prices are not known to this version.
-    row.cost_usd = matches!(ctx.client, ModelClient::Oracle).then_some(0.0);
-    row.agent_seconds = round_seconds(agent.duration.as_secs_f64());
-    row.error = agent.error.as_deref().map(one_line).unwrap_or_default();
-    row
 }

@@ -107,6 +107,9 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     }
     interrupts.abort();
     display.finish();
+    // Working copies live under workdirs/ while their tasks run; drop the
+    // folder when none was kept (remove_dir only removes an empty folder).
+    let _ = std::fs::remove_dir(folder.root().join("workdirs"));
 
     let interrupted = ctx.cancel.is_cancelled();
     let summary = Summary::of(&rows);
