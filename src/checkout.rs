@@ -20,9 +20,13 @@ use sha2::{Digest, Sha256};
 /// Why a checkout failed. The message names the repo and commit.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckoutError {
-    #[error("failed to fetch {repo}: {message}")]
-    Fetch { repo: String, message: String },
-    #[error("failed to find commit {rev} in {repo}: {message}")]
+    #[error("failed to check out {repo}@{rev}: the fetch failed: {message}")]
+    Fetch {
+        repo: String,
+        rev: String,
+        message: String,
+    },
+    #[error("failed to check out {repo}@{rev}: no such commit in the repo ({message})")]
     Resolve {
         repo: String,
         rev: String,
@@ -135,6 +139,7 @@ impl RepoCache {
             .unwrap_or_else(|join| {
                 Err(CheckoutError::Fetch {
                     repo: location.to_owned(),
+                    rev: rev.to_owned(),
                     message: format!("the fetch thread failed: {join}"),
                 })
             })?;
@@ -223,6 +228,7 @@ fn ensure_commit(
                 if resolve(&repo, rev).is_err() {
                     return Err(CheckoutError::Fetch {
                         repo: location.to_owned(),
+                        rev: rev.to_owned(),
                         message,
                     });
                 }

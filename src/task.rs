@@ -491,4 +491,52 @@ mod tests {
         assert!(!looks_like_scp_url("repos/a:b"));
         assert!(!looks_like_scp_url("relative/path"));
     }
+
+    /// No input makes the parser panic: random lines built from JSON-ish
+    /// pieces, with a fixed seed so a failure reproduces.
+    #[test]
+    fn random_lines_never_panic() {
+        const PIECES: &[&str] = &[
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"id\"",
+            "\"repo\"",
+            "\"base_commit\"",
+            "\"problem_statement\"",
+            "\"test_command\"",
+            "\"metadata\"",
+            "\"test_timeout_s\"",
+            "\"fail_to_pass\"",
+            "\"x\"",
+            "\"../a\"",
+            "\"\"",
+            "1",
+            "-1",
+            "1e999",
+            "null",
+            "true",
+            "\"\\u0000\"",
+            "\"é\"",
+            " ",
+            "\n",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2000 {
+            let len = next() % 40;
+            let line: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let _ = parse_tasks(&line, "f", Path::new("/"));
+        }
+    }
 }
