@@ -3,4 +3,7 @@
 
 mod support;
 
+mod agent_protocol;
 mod demo;
+mod exec_safety;
+mod pipeline;

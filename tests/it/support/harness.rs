@@ -174,3 +174,109 @@ impl RunOutput {
             .collect()
     }
 }
+
+impl Fixture {
+    /// Like [`Fixture::run_with_env`], but into the run folder `out`, so one
+    /// test can make several runs that share the fixture's cache.
+    pub fn run_into(
+        &self,
+        out: &Path,
+        tasks: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> RunOutput {
+        let output = onebash()
+            .arg("run")
+            .arg(tasks)
+            .arg("-o")
+            .arg(out)
+            .arg("--cache-dir")
+            .arg(self.path("cache"))
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .expect("run onebash");
+        RunOutput {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            out: out.to_owned(),
+        }
+    }
+}
+
+/// A unified diff (as `git diff` writes it) that turns `repo`'s HEAD into
+/// HEAD plus `changes` (path, new content); the repo is left as it was.
+pub fn diff_of(repo: &Path, changes: &[(&str, &str)]) -> String {
+    for (path, content) in changes {
+        let file = repo.join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, content).expect("write file");
+    }
+    git(repo, &["add", "-A"]);
+    let output = Command::new("git")
+        .args(["diff", "--cached"])
+        .current_dir(repo)
+        .output()
+        .expect("git diff");
+    git(repo, &["reset", "-q", "--hard"]);
+    String::from_utf8(output.stdout).expect("diff is UTF-8")
+}
+
+/// A scripted model for tasks made with [`task`], safe with `-j N`: a request
+/// belongs to the task whose problem statement it holds, and the task's k-th
+/// request is answered with one `bash` call running `plan[task][k]`, or, once
+/// the commands are used up, with a final text.
+pub fn scripted_agent(plan: &[(&str, &[&str])]) -> super::server::ScriptedServer {
+    let plan: Vec<(String, Vec<String>)> = plan
+        .iter()
+        .map(|(id, commands)| {
+            (
+                format!("Problem of task {id}."),
+                commands.iter().map(|c| (*c).to_owned()).collect(),
+            )
+        })
+        .collect();
+    super::server::ScriptedServer::start_with(move |request| {
+        let messages = request.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let user = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let commands = plan
+            .iter()
+            .find(|(marker, _)| user.contains(marker.as_str()))
+            .map(|(_, commands)| commands.as_slice())
+            .unwrap_or(&[]);
+        match commands.get(answered) {
+            Some(command) => {
+                super::server::tool_calls_reply(&[(&format!("call-{answered}"), command)], 10, 5)
+            }
+            None => super::server::text_reply("Done.", "stop", 10, 2),
+        }
+    })
+}
+
+/// The tool messages the model was sent for `task`, in order, read from the
+/// last request of that task the server received.
+pub fn tool_answers(server: &super::server::ScriptedServer, task: &str) -> Vec<String> {
+    let marker = format!("Problem of task {task}.");
+    let last = server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.raw_body.contains(&marker))
+        .unwrap_or_else(|| panic!("no request for task {task}"));
+    last.body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().expect("tool content").to_owned())
+        .collect()
+}

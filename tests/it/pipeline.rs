@@ -1,0 +1,670 @@
+//! The pipeline around the agent, through the real binary: the task file is
+//! checked before anything runs, checkout errors stay with their task, the
+//! repo is fetched once, hidden tests cannot be tampered with, the diff holds
+//! every change, setup runs first, working copies are kept or deleted, task
+//! selection, the run folder guard and Ctrl-C.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::harness::{
+    Fixture, RunOutput, diff_of, git, onebash, scripted_agent, task, tool_answers,
+};
+use crate::support::server::{Reply, ScriptedServer, text_reply};
+
+/// Runs `tasks` into `<fixture>/<out>` against `server`.
+fn run_against(
+    fixture: &Fixture,
+    out: &str,
+    tasks: &Path,
+    server: &ScriptedServer,
+    extra: &[&str],
+) -> RunOutput {
+    let base_url = server.base_url();
+    let mut args = vec!["--model", "scripted", "--base-url", &base_url];
+    args.extend_from_slice(extra);
+    fixture.run_into(&fixture.path(out), tasks, &args, &[])
+}
+
+/// The (task_id, epoch) pairs of results.csv, sorted.
+fn selected(run: &RunOutput) -> BTreeSet<(String, String)> {
+    run.rows()
+        .into_iter()
+        .map(|row| (row["task_id"].clone(), row["epoch"].clone()))
+        .collect()
+}
+
+fn ids(run: &RunOutput) -> Vec<String> {
+    let mut ids: Vec<String> = run
+        .rows()
+        .into_iter()
+        .map(|r| r["task_id"].clone())
+        .collect();
+    ids.sort();
+    ids
+}
+
+// ---------------------------------------------------------------------------
+// 1. The task file is checked before anything runs.
+// ---------------------------------------------------------------------------
+
+fn good_line() -> Value {
+    json!({
+        "id": "good",
+        "repo": "repo",
+        "base_commit": "HEAD",
+        "problem_statement": "p",
+        "test_command": "true",
+    })
+}
+
+const BAD_LINES: &[(&str, &str)] = &[
+    (
+        r#"{"id":"good","repo":"repo","base_commit":"HEAD","problem_statement":"p","test_command":"true"}"#,
+        "duplicate id \"good\"",
+    ),
+    (
+        r#"{"id":"m","repo":"repo","base_commit":"HEAD","problem_statement":"p"}"#,
+        "missing required field `test_command`",
+    ),
+    (
+        r#"{"id":7,"repo":"repo","base_commit":"HEAD","problem_statement":"p","test_command":"true"}"#,
+        "`id` must be a string, got a number",
+    ),
+    (
+        r#"{"id":"w","repo":"repo","base_commit":"HEAD","problem_statement":["p"],"test_command":"true"}"#,
+        "`problem_statement` must be a string, got a list",
+    ),
+    (
+        r#"{"id":"../x","repo":"repo","base_commit":"HEAD","problem_statement":"p","test_command":"true"}"#,
+        "`id` \"../x\" contains '/'",
+    ),
+    (r#"{"id":"j","repo":"repo""#, "not valid JSON"),
+];
+
+fn assert_nothing_ran(run: &RunOutput, server: &ScriptedServer) {
+    assert_eq!(run.code, 2, "stderr:\n{}", run.stderr);
+    assert!(!run.out.exists(), "the run folder was created");
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn each_bad_task_line_is_reported_with_file_and_line_and_nothing_runs() {
+    let server = scripted_agent(&[]);
+    for (bad, expected) in BAD_LINES {
+        let fixture = Fixture::new();
+        let path = fixture.path("tasks.jsonl");
+        std::fs::write(&path, format!("{}\n{bad}\n", good_line())).expect("write");
+        let run = run_against(&fixture, "out", &path, &server, &[]);
+        assert_nothing_ran(&run, &server);
+        let wanted = format!("{}:2: {expected}", path.display());
+        assert!(
+            run.stderr.contains(&wanted),
+            "{wanted:?} missing from:\n{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains(":1:"), "{}", run.stderr);
+    }
+}
+
+#[test]
+fn every_bad_line_of_a_task_file_is_listed_at_once() {
+    let server = scripted_agent(&[]);
+    let fixture = Fixture::new();
+    let path = fixture.path("tasks.jsonl");
+    // Line 2 is blank: it is skipped but still counted.
+    let mut text = format!("{}\n\n", good_line());
+    for (bad, _) in BAD_LINES {
+        text.push_str(bad);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).expect("write");
+    let run = run_against(&fixture, "out", &path, &server, &[]);
+    assert_nothing_ran(&run, &server);
+    for (i, (_, expected)) in BAD_LINES.iter().enumerate() {
+        let wanted = format!("{}:{}: {expected}", path.display(), i + 3);
+        assert!(
+            run.stderr.contains(&wanted),
+            "{wanted:?} missing from:\n{}",
+            run.stderr
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2. A checkout error is the task's, not the run's.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn bad_repo_or_commit_is_a_checkout_error_of_that_task_only() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let missing_repo = fixture.path("no-such-repo");
+    let missing_sha = "deadbeef".repeat(5);
+    let tasks = fixture.tasks(&[
+        task("good", &repo, &sha, "true", json!({})),
+        task("bad-repo", &missing_repo, &sha, "true", json!({})),
+        task("bad-commit", &repo, &missing_sha, "true", json!({})),
+        task("bad-rev", &repo, "no-such-branch", "true", json!({})),
+        task("good-too", &repo, &sha, "true", json!({})),
+    ]);
+    let server = scripted_agent(&[]);
+    let run = run_against(&fixture, "out", &tasks, &server, &["-j", "2"]);
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    assert_eq!(run.rows().len(), 5);
+    for good in ["good", "good-too"] {
+        assert_eq!(run.row(good)["status"], "passed", "{:?}", run.row(good));
+    }
+    let cases = [
+        ("bad-repo", missing_repo.display().to_string(), sha.clone()),
+        (
+            "bad-commit",
+            repo.display().to_string(),
+            missing_sha.clone(),
+        ),
+        (
+            "bad-rev",
+            repo.display().to_string(),
+            "no-such-branch".to_owned(),
+        ),
+    ];
+    for (id, repo_named, commit) in &cases {
+        let row = run.row(id);
+        assert_eq!(row["status"], "error", "{row:?}");
+        assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
+        assert_eq!(row["passed"], "false");
+        assert_eq!(row["turns"], "0");
+        assert!(row["error"].contains(repo_named.as_str()), "{row:?}");
+        assert!(row["error"].contains(commit.as_str()), "{row:?}");
+        let end = run.events(id, "end");
+        assert_eq!(end.len(), 1);
+        assert_eq!(end[0]["exit_reason"], "checkout_error");
+    }
+    // The model was never asked about a task that could not be checked out.
+    for request in server.requests() {
+        assert!(!request.raw_body.contains("Problem of task bad-"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 3. One fetch per repo per run; none when the cache holds a pinned commit.
+// ---------------------------------------------------------------------------
+
+fn fetched_flags(run: &RunOutput, ids: &[String]) -> Vec<bool> {
+    ids.iter()
+        .map(|id| {
+            let checkout = run.events(id, "checkout");
+            assert_eq!(checkout.len(), 1, "{id}: {checkout:?}");
+            checkout[0]["fetched"].as_bool().expect("fetched")
+        })
+        .collect()
+}
+
+#[test]
+fn repo_is_fetched_once_per_run_and_not_again_from_the_cache() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let gold = diff_of(&repo, &[("fixed.txt", "fixed\n")]);
+    let ids: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+    let tasks: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            task(
+                id,
+                &repo,
+                &sha,
+                "test -f fixed.txt",
+                json!({"gold_patch": gold}),
+            )
+        })
+        .collect();
+    let tasks = fixture.tasks(&tasks);
+
+    let first = fixture.run_into(
+        &fixture.path("out1"),
+        &tasks,
+        &["--model", "oracle", "-j", "4"],
+        &[],
+    );
+    assert_eq!(first.code, 0, "stderr:\n{}", first.stderr);
+    assert!(first.rows().iter().all(|r| r["status"] == "passed"));
+    let flags = fetched_flags(&first, &ids);
+    assert_eq!(flags.iter().filter(|f| **f).count(), 1, "{flags:?}");
+
+    let second = fixture.run_into(
+        &fixture.path("out2"),
+        &tasks,
+        &["--model", "oracle", "-j", "4"],
+        &[],
+    );
+    assert_eq!(second.code, 0, "stderr:\n{}", second.stderr);
+    assert!(second.rows().iter().all(|r| r["status"] == "passed"));
+    let flags = fetched_flags(&second, &ids);
+    assert!(flags.iter().all(|f| !f), "{flags:?}");
+}
+
+// ---------------------------------------------------------------------------
+// 4. The hidden tests: restored, applied, run, logged.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn test_patch_undoes_tampering_with_the_tests_and_adds_new_test_files() {
+    let fixture = Fixture::new();
+    let check = "test \"$(cat value.txt)\" = 2\n";
+    let (repo, sha) = fixture.repo("repo", &[("value.txt", "1\n"), ("tests/check.sh", check)]);
+    let edit_patch = diff_of(
+        &repo,
+        &[("tests/check.sh", &format!("# hidden test\n{check}"))],
+    );
+    let new_file_patch = diff_of(
+        &repo,
+        &[("tests/new_test.sh", "test \"$(cat value.txt)\" = 1\n")],
+    );
+    let tamper = "printf 'exit 0\\n' > tests/check.sh";
+    let tamper_and_fix = "printf 'exit 0\\n' > tests/check.sh; echo 2 > value.txt";
+    let squat = "mkdir -p tests && printf 'exit 1\\n' > tests/new_test.sh";
+    let tasks = fixture.tasks(&[
+        task(
+            "tamper",
+            &repo,
+            &sha,
+            "bash tests/check.sh",
+            json!({"test_patch": edit_patch}),
+        ),
+        task(
+            "tamper-and-fix",
+            &repo,
+            &sha,
+            "bash tests/check.sh",
+            json!({"test_patch": edit_patch}),
+        ),
+        task(
+            "new-file",
+            &repo,
+            &sha,
+            "bash tests/new_test.sh && echo new test ran",
+            json!({"test_patch": new_file_patch}),
+        ),
+    ]);
+    let server = scripted_agent(&[
+        ("tamper", &[tamper]),
+        ("tamper-and-fix", &[tamper_and_fix]),
+        ("new-file", &[squat]),
+    ]);
+    let run = run_against(&fixture, "out", &tasks, &server, &["-j", "3"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+
+    let row = run.row("tamper");
+    assert_eq!(row["status"], "failed", "{row:?}");
+    assert_eq!(row["exit_reason"], "completed");
+    assert_eq!(row["test_exit_code"], "1");
+    let test = &run.events("tamper", "test")[0];
+    assert_eq!(test["test_patch_files"], json!(["tests/check.sh"]));
+    assert_eq!(test["exit_code"], 1);
+    assert!(run.task_dir("tamper").join("test.log").is_file());
+    // The agent's diff still shows what it did to the tests.
+    let diff = std::fs::read_to_string(run.task_dir("tamper").join("patch.diff")).expect("diff");
+    assert!(diff.contains("+exit 0"), "{diff}");
+
+    let row = run.row("tamper-and-fix");
+    assert_eq!(row["status"], "passed", "{row:?}");
+    assert_eq!(row["test_exit_code"], "0");
+
+    let row = run.row("new-file");
+    assert_eq!(
+        row["status"],
+        "passed",
+        "{row:?}\n{:?}",
+        run.events("new-file", "test")
+    );
+    assert_eq!(row["test_exit_code"], "0");
+    let test = &run.events("new-file", "test")[0];
+    assert_eq!(test["test_patch_files"], json!(["tests/new_test.sh"]));
+    assert_eq!(test["log_path"], "test.log");
+    let log = std::fs::read_to_string(run.task_dir("new-file").join("test.log")).expect("log");
+    assert_eq!(log, "new test ran\n");
+    assert!(
+        Path::new("/dev/null").exists() && !Path::new("/dev/null").is_file(),
+        "restoring the files of a patch touched /dev/null"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 5. The agent's diff holds every change.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn agent_diff_holds_modified_new_and_deleted_files_and_applies_to_the_base() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo(
+        "repo",
+        &[
+            ("README.md", "hello\n"),
+            ("src/gone.txt", "bye\n"),
+            ("src/kept.txt", "same\n"),
+        ],
+    );
+    let change = "echo changed >> README.md && mkdir -p newdir/deeper \
+                  && printf 'no newline' > newdir/deeper/new.txt \
+                  && echo top > top.txt && rm src/gone.txt";
+    let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
+    let server = scripted_agent(&[("t", &[change])]);
+    let run = run_against(&fixture, "out", &tasks, &server, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+
+    let diff_path = run.task_dir("t").join("patch.diff");
+    let diff = std::fs::read_to_string(&diff_path).expect("patch.diff");
+    for needle in [
+        "diff --git a/README.md b/README.md",
+        "+changed",
+        "b/newdir/deeper/new.txt",
+        "+no newline",
+        "b/top.txt",
+        "+top",
+        "a/src/gone.txt",
+        "-bye",
+    ] {
+        assert!(diff.contains(needle), "{needle:?} missing from:\n{diff}");
+    }
+    assert!(!diff.contains("kept.txt"), "{diff}");
+    let diff_event = &run.events("t", "diff")[0];
+    assert_eq!(diff_event["bytes"].as_u64(), Some(diff.len() as u64));
+
+    // The diff rebuilds the agent's tree from the base commit.
+    let copy = fixture.path("copy");
+    git(
+        fixture.dir.path(),
+        &["clone", "-q", &repo.display().to_string(), "copy"],
+    );
+    git(&copy, &["checkout", "-q", &sha]);
+    git(&copy, &["apply", &diff_path.display().to_string()]);
+    let read = |rel: &str| std::fs::read_to_string(copy.join(rel)).expect("read");
+    assert_eq!(read("README.md"), "hello\nchanged\n");
+    assert_eq!(read("newdir/deeper/new.txt"), "no newline");
+    assert_eq!(read("top.txt"), "top\n");
+    assert!(!copy.join("src/gone.txt").exists());
+}
+
+// ---------------------------------------------------------------------------
+// 6. setup_command runs before the agent; its failure is the task's error.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn setup_command_runs_first_and_its_failure_is_a_setup_error() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[
+        task(
+            "setup-ok",
+            &repo,
+            &sha,
+            "test -f marker.txt",
+            json!({"setup_command": "echo ready > marker.txt"}),
+        ),
+        task(
+            "setup-fails",
+            &repo,
+            &sha,
+            "true",
+            json!({"setup_command": "echo preparing; echo broken >&2; exit 3"}),
+        ),
+    ]);
+    let server = scripted_agent(&[("setup-ok", &["cat marker.txt"])]);
+    let run = run_against(&fixture, "out", &tasks, &server, &[]);
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+
+    let row = run.row("setup-ok");
+    assert_eq!(row["status"], "passed", "{row:?}");
+    assert_eq!(
+        tool_answers(&server, "setup-ok"),
+        vec!["ready\n[exit code: 0]".to_owned()]
+    );
+    let kinds: Vec<String> = run
+        .trajectory("setup-ok")
+        .iter()
+        .map(|e| e["event"].as_str().expect("event").to_owned())
+        .collect();
+    let setup_at = kinds
+        .iter()
+        .position(|k| k == "setup")
+        .expect("setup event");
+    let first_message = kinds.iter().position(|k| k == "message").expect("message");
+    assert!(setup_at < first_message, "{kinds:?}");
+
+    let row = run.row("setup-fails");
+    assert_eq!(row["status"], "error", "{row:?}");
+    assert_eq!(row["exit_reason"], "setup_error");
+    assert_eq!(row["turns"], "0");
+    assert!(row["error"].contains("setup_command failed"), "{row:?}");
+    assert!(row["error"].contains("exit code 3"), "{row:?}");
+    assert!(row["error"].contains("broken"), "{row:?}");
+    let setup = &run.events("setup-fails", "setup")[0];
+    assert_eq!(setup["exit_code"], 3);
+    assert_eq!(setup["output"], "preparing\nbroken\n");
+    for request in server.requests() {
+        assert!(!request.raw_body.contains("Problem of task setup-fails."));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 7. Working copies: deleted unless --keep-workdirs.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn working_copy_is_kept_only_with_keep_workdirs() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
+    let server = scripted_agent(&[("t", &["echo kept > kept.txt"])]);
+
+    let kept = run_against(&fixture, "kept", &tasks, &server, &["--keep-workdirs"]);
+    assert_eq!(kept.code, 0, "stderr:\n{}", kept.stderr);
+    let workdir = kept.out.join("workdirs").join("t.epoch-1");
+    assert_eq!(
+        std::fs::read_to_string(workdir.join("README.md")).expect("README"),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workdir.join("kept.txt")).expect("kept.txt"),
+        "kept\n"
+    );
+    assert!(workdir.join(".git").is_dir());
+
+    let deleted = run_against(&fixture, "deleted", &tasks, &server, &[]);
+    assert_eq!(deleted.code, 0, "stderr:\n{}", deleted.stderr);
+    assert!(!deleted.out.join("workdirs").join("t.epoch-1").exists());
+}
+
+// ---------------------------------------------------------------------------
+// 8. Which tasks run: --runs, --shard, --filter, --limit.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn runs_shard_filter_and_limit_select_the_right_tasks() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    // The index in the file is in each id.
+    let all = ["a0", "b1", "a2", "b3", "b4", "a5", "b6"];
+    let tasks: Vec<Value> = all
+        .iter()
+        .map(|id| task(id, &repo, &sha, "true", json!({})))
+        .collect();
+    let tasks = fixture.tasks(&tasks);
+    let server = scripted_agent(&[]);
+    let mut n = 0;
+    let mut run = |args: &[&str]| {
+        n += 1;
+        let run = run_against(&fixture, &format!("out{n}"), &tasks, &server, args);
+        assert_eq!(run.code, 0, "{args:?} stderr:\n{}", run.stderr);
+        run
+    };
+
+    let epochs = run(&["--runs", "2", "--filter", "^a", "--limit", "2"]);
+    let expected: BTreeSet<(String, String)> = [("a0", "1"), ("a0", "2"), ("a2", "1"), ("a2", "2")]
+        .iter()
+        .map(|(t, e)| ((*t).to_owned(), (*e).to_owned()))
+        .collect();
+    assert_eq!(selected(&epochs), expected);
+    let second = epochs.out.join("tasks/a2/epoch-2/trajectory.jsonl");
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&second)
+            .expect("epoch 2 trajectory")
+            .lines()
+            .next()
+            .expect("header"),
+    )
+    .expect("JSON");
+    assert_eq!(header["event"], "header");
+    assert_eq!(header["epoch"], 2);
+
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--shard", "1/3"], &["a0", "b3", "b6"]),
+        (&["--shard", "2/3"], &["b1", "b4"]),
+        (&["--shard", "3/3"], &["a2", "a5"]),
+        (&["--filter", "^b"], &["b1", "b3", "b4", "b6"]),
+        (&["--filter", "^b", "--limit", "2"], &["b1", "b3"]),
+        (&["--limit", "3"], &["a0", "a2", "b1"]),
+        // The shard is taken by index in the file, before the filter.
+        (&["--shard", "1/2", "--filter", "^b"], &["b4", "b6"]),
+    ];
+    for (args, want) in cases {
+        let got = ids(&run(args));
+        assert_eq!(got, *want, "{args:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 9. The run folder is never overwritten.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn existing_non_empty_run_folder_is_refused() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
+    let server = scripted_agent(&[]);
+
+    let out = fixture.path("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("results.csv"), "precious\n").expect("write");
+    let run = run_against(&fixture, "out", &tasks, &server, &[]);
+    assert_eq!(run.code, 2, "stderr:\n{}", run.stderr);
+    assert!(run.stderr.contains("not empty"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv")).expect("read"),
+        "precious\n"
+    );
+    assert_eq!(std::fs::read_dir(&out).expect("read_dir").count(), 1);
+    assert!(server.requests().is_empty());
+
+    // An empty folder is fine.
+    std::fs::create_dir_all(fixture.path("empty")).expect("mkdir");
+    let run = run_against(&fixture, "empty", &tasks, &server, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.rows().len(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// 10. Ctrl-C.
+// ---------------------------------------------------------------------------
+
+/// Kills the child if the test ends early, so no onebash outlives it.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+#[test]
+fn ctrl_c_ends_the_running_task_as_interrupted_and_starts_no_other() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[
+        task("t1", &repo, &sha, "true", json!({})),
+        task("t2", &repo, &sha, "true", json!({})),
+        task("t3", &repo, &sha, "true", json!({})),
+    ]);
+    let server = ScriptedServer::start_with(|_| {
+        Reply::Delay(
+            Duration::from_secs(30),
+            Box::new(text_reply("Too late.", "stop", 1, 1)),
+        )
+    });
+    let out = fixture.path("out");
+    let log = |name: &str| -> Stdio {
+        Stdio::from(std::fs::File::create(fixture.path(name)).expect("log file"))
+    };
+    let child = onebash()
+        .arg("run")
+        .arg(&tasks)
+        .args(["--model", "scripted", "--base-url", &server.base_url()])
+        .args(["-j", "1", "-o"])
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(fixture.path("cache"))
+        .stdin(Stdio::null())
+        .stdout(log("stdout.txt"))
+        .stderr(log("stderr.txt"))
+        .spawn()
+        .expect("spawn onebash");
+    let mut child = KillOnDrop(child);
+
+    let trajectory: PathBuf = out.join("tasks/t1/epoch-1/trajectory.jsonl");
+    wait_until("t1 to ask the model", Duration::from_secs(30), || {
+        trajectory.exists() && !server.requests().is_empty()
+    });
+    let pid = libc::pid_t::try_from(child.0.id()).expect("pid");
+    // SAFETY: kill has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let interrupted = Instant::now();
+    let mut status = None;
+    wait_until("onebash to exit", Duration::from_secs(10), || {
+        status = child.0.try_wait().expect("try_wait");
+        status.is_some()
+    });
+    let stderr = std::fs::read_to_string(fixture.path("stderr.txt")).unwrap_or_default();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(130),
+        "stderr:\n{stderr}"
+    );
+    assert!(interrupted.elapsed() < Duration::from_secs(5));
+
+    let run = RunOutput {
+        code: 130,
+        stdout: std::fs::read_to_string(fixture.path("stdout.txt")).unwrap_or_default(),
+        stderr,
+        out,
+    };
+    let rows = run.rows();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = run.row("t1");
+    assert_eq!(row["status"], "error", "{row:?}");
+    assert_eq!(row["exit_reason"], "interrupted", "{row:?}");
+    assert_eq!(row["passed"], "false");
+    let end = run.events("t1", "end");
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0]["exit_reason"], "interrupted");
+    assert!(!run.out.join("tasks/t2").exists());
+    assert!(!run.out.join("tasks/t3").exists());
+    assert_eq!(server.requests().len(), 1);
+    let run_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
+            .expect("JSON");
+    assert_eq!(run_json["interrupted"], true);
+}
