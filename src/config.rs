@@ -17,6 +17,9 @@ use crate::task::{TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// Variables that hold API keys, erased from the process at start-up.
+const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
 /// Which model answers.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -229,6 +232,12 @@ impl RunConfig {
 }
 
 fn model_choice(args: &RunArgs) -> Result<ModelChoice, ConfigError> {
+    // Every key variable is erased from the process, used or not, so that
+    // no command can read one back from the harness's /proc/PID/environ.
+    let api_key = take_secret_env(&args.api_key_env);
+    for other in KEY_VARIABLES {
+        take_secret_env(other);
+    }
     if args.model == "oracle" {
         return Ok(ModelChoice::Oracle);
     }
@@ -251,9 +260,6 @@ fn model_choice(args: &RunArgs) -> Result<ModelChoice, ConfigError> {
             "--base-url {base_url:?} must start with http:// or https://"
         )));
     }
-    let api_key = std::env::var(&args.api_key_env)
-        .ok()
-        .filter(|v| !v.is_empty());
     // OpenAI's own service needs a key; a local server (vLLM, llama.cpp,
     // Ollama) usually does not, so a missing key is only an error there.
     if api_key.is_none() && base_url.starts_with(DEFAULT_OPENAI_BASE_URL) {
@@ -307,6 +313,39 @@ fn check_out_dir(dir: &Path) -> Result<(), ConfigError> {
             dir.display()
         ))),
     }
+}
+
+/// Reads a secret from the environment and erases it from the process: the
+/// bytes of `NAME=value` that /proc/<pid>/environ shows (the block the
+/// process started with) are overwritten, then the variable is removed.
+/// A child could otherwise read the key back from its parent's environ.
+///
+/// Must run while the process has one thread: config is built in `main`
+/// before the async runtime starts.
+fn take_secret_env(name: &str) -> Option<String> {
+    let value = std::env::var(name).ok().filter(|v| !v.is_empty());
+    let prefix = format!("{name}=");
+    unsafe extern "C" {
+        static mut environ: *mut *mut std::ffi::c_char;
+    }
+    // SAFETY: single-threaded (see above), so nothing reads or changes the
+    // environment meanwhile. `environ` is a null-terminated array of
+    // pointers to NUL-terminated strings owned by the process; we only
+    // overwrite bytes inside those strings, never past their terminator.
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry);
+            let len = text.to_bytes().len();
+            if text.to_bytes().starts_with(prefix.as_bytes()) {
+                let start = (*entry).cast::<u8>().add(prefix.len());
+                std::ptr::write_bytes(start, b'x', len - prefix.len());
+            }
+            entry = entry.add(1);
+        }
+        std::env::remove_var(name);
+    }
+    value
 }
 
 fn default_cache_dir() -> PathBuf {

@@ -9,6 +9,12 @@ use onebash::commands::run::{EXIT_TASK_ERRORS, EXIT_USAGE};
 use onebash::config::RunConfig;
 
 fn main() {
+    // Not dumpable: a process of the same user (an agent's command) cannot
+    // attach to onebash or read its memory, where the API key lives.
+    // SAFETY: prctl with these arguments has no memory-safety preconditions.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

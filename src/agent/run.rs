@@ -65,10 +65,58 @@ struct Progress {
     usage: Usage,
 }
 
-/// Why the conversation itself ended (the outer ends are timeout and Ctrl-C).
+/// How long past the task deadline (or Ctrl-C) the conversation may take
+/// to record what it was doing before it is dropped.
+const BACKSTOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the conversation ended.
 struct Ended {
     reason: ExitReason,
     error: Option<String>,
+}
+
+/// What can end the conversation from outside.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    Deadline,
+    Cancel,
+}
+
+impl Cut {
+    fn describe(self) -> &'static str {
+        match self {
+            Cut::Deadline => "cut by the task timeout",
+            Cut::Cancel => "interrupted by the user",
+        }
+    }
+}
+
+impl Ended {
+    fn by(cut: Cut) -> Ended {
+        match cut {
+            Cut::Deadline => Ended {
+                reason: ExitReason::TaskTimeout,
+                error: None,
+            },
+            Cut::Cancel => Ended {
+                reason: ExitReason::Interrupted,
+                error: Some(Cut::Cancel.describe().to_owned()),
+            },
+        }
+    }
+}
+
+/// Runs `future` unless the deadline passes or Ctrl-C comes first.
+async fn unless_cut<F: std::future::Future>(
+    future: F,
+    deadline: tokio::time::Instant,
+    cancel: &Cancel,
+) -> Result<F::Output, Cut> {
+    tokio::select! {
+        output = future => Ok(output),
+        () = tokio::time::sleep_until(deadline) => Err(Cut::Deadline),
+        () = cancel.cancelled() => Err(Cut::Cancel),
+    }
 }
 
 pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter) -> AgentOutcome {
@@ -77,18 +125,19 @@ pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter
     let deadline = tokio::time::Instant::from_std(started + ctx.limits.task_timeout);
     let ended = {
         let conversation = converse(ctx, trajectory, &mut progress, deadline);
+        // The conversation watches the deadline and Ctrl-C itself, so that
+        // what was in flight is recorded; this is the backstop in case it
+        // does not return in time.
         tokio::select! {
-            ended = tokio::time::timeout_at(deadline, conversation) => match ended {
+            biased;
+            ended = tokio::time::timeout_at(deadline + BACKSTOP_GRACE, conversation) => match ended {
                 Ok(ended) => ended,
-                Err(_) => Ended {
-                    reason: ExitReason::TaskTimeout,
-                    error: None,
-                },
+                Err(_) => Ended::by(Cut::Deadline),
             },
-            () = ctx.cancel.cancelled() => Ended {
-                reason: ExitReason::Interrupted,
-                error: Some("interrupted by the user".to_owned()),
-            },
+            () = async {
+                ctx.cancel.cancelled().await;
+                tokio::time::sleep(BACKSTOP_GRACE).await;
+            } => Ended::by(Cut::Cancel),
         }
     };
     let outcome = AgentOutcome {
@@ -143,9 +192,23 @@ async fn converse(
         ctx.events
             .phase(&ctx.task.id, ctx.epoch, Phase::Model { turn });
         let asked = Instant::now();
-        let reply = match ctx.client.complete(ctx.task, &messages).await {
-            Ok(reply) => reply,
-            Err(err) => {
+        let answered = unless_cut(
+            ctx.client.complete(ctx.task, &messages),
+            deadline,
+            ctx.cancel,
+        )
+        .await;
+        let reply = match answered {
+            Ok(Ok(reply)) => reply,
+            Err(cut) => {
+                trajectory.write(&Event::ModelError {
+                    turn,
+                    latency_s: asked.elapsed().as_secs_f64(),
+                    error: format!("the model call was {}", cut.describe()),
+                });
+                return Ended::by(cut);
+            }
+            Ok(Err(err)) => {
                 trajectory.write(&Event::ModelError {
                     turn,
                     latency_s: asked.elapsed().as_secs_f64(),
@@ -196,13 +259,25 @@ async fn converse(
                     command: call.arguments.clone(),
                 },
             );
-            // A command never outlives the task's own deadline.
+            // A command never outlives the task's own deadline: its timeout
+            // is clipped to it, so it ends by itself and is recorded.
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let timeout = ctx
-                .limits
-                .command_timeout
-                .min(remaining.max(Duration::from_millis(1)));
-            let answer = bash_tool::answer(call, ctx.workdir, ctx.env, timeout).await;
+            if remaining.is_zero() {
+                return Ended::by(Cut::Deadline);
+            }
+            let timeout = ctx.limits.command_timeout.min(remaining);
+            let ran = tokio::select! {
+                answer = bash_tool::answer(call, ctx.workdir, ctx.env, timeout) => Some(answer),
+                () = ctx.cancel.cancelled() => None,
+            };
+            let Some(answer) = ran else {
+                trajectory.write(&Event::ToolError {
+                    turn,
+                    tool_call_id: call.id.clone(),
+                    error: format!("the command was {}", Cut::Cancel.describe()),
+                });
+                return Ended::by(Cut::Cancel);
+            };
             match &answer {
                 ToolAnswer::Ran {
                     record,
@@ -226,6 +301,9 @@ async fn converse(
                 message: message.clone(),
             });
             messages.push(message);
+            if tokio::time::Instant::now() >= deadline {
+                return Ended::by(Cut::Deadline);
+            }
         }
     }
 }

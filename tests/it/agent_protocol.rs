@@ -795,7 +795,6 @@ fn task_timeout_ends_a_hung_model_call_or_a_long_command_promptly() {
 }
 
 #[test]
-#[ignore = "bug: the task timeout drops the running command before its record is written (src/agent/run.rs, run_agent's timeout_at)"]
 fn a_command_cut_by_the_task_timeout_is_still_in_the_trajectory() {
     let w = world();
     let replies = vec![
@@ -818,7 +817,6 @@ fn a_command_cut_by_the_task_timeout_is_still_in_the_trajectory() {
 }
 
 #[test]
-#[ignore = "bug: a model call cut by the task timeout counts as a turn but leaves no event (src/agent/run.rs, run_agent's timeout_at)"]
 fn a_model_call_cut_by_the_task_timeout_is_still_in_the_trajectory() {
     let w = world();
     let server = ScriptedServer::start(vec![Reply::Delay(

@@ -250,7 +250,6 @@ fn api_key_is_sent_to_the_api_but_never_reaches_a_command_or_a_file() {
 /// A command can read its parent's environment through /proc unless the
 /// harness hides it; the key must not be found there either.
 #[test]
-#[ignore = "bug: the agent reads the key from /proc/$PPID/environ of the onebash process (no sandbox)"]
 fn api_key_cannot_be_read_from_the_harness_process() {
     let fixture = Fixture::new();
     let (run, server) = run_commands(
