@@ -130,6 +130,25 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
         let start: String = body.chars().take(200).collect();
         ModelError::Malformed(format!("the body is not valid JSON ({err}): {start:?}"))
     })?;
+    // Some gateways (OpenRouter among them) answer 200 with an error body.
+    if value.get("choices").is_none()
+        && let Some(error) = value.get("error")
+    {
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| error.to_string());
+        let status = error
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(|code| u16::try_from(code).ok())
+            .filter(|code| (400..600).contains(code));
+        return Err(match status {
+            Some(status) => ModelError::Http { status, message },
+            None => ModelError::Malformed(format!("the answer holds an error: {message}")),
+        });
+    }
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
@@ -250,6 +269,19 @@ mod tests {
                 "{body}"
             );
         }
+    }
+
+    #[test]
+    fn an_error_body_with_status_200_keeps_its_message() {
+        let err = parse_response(r#"{"error":{"message":"Rate limit exceeded","code":429}}"#)
+            .expect_err("error body");
+        assert!(
+            matches!(err, ModelError::Http { status: 429, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("Rate limit exceeded"));
+        let err = parse_response(r#"{"error":"boom"}"#).expect_err("error body");
+        assert!(err.to_string().contains("boom"), "{err}");
     }
 
     #[test]
