@@ -247,6 +247,58 @@ fn repo_is_fetched_once_per_run_and_not_again_from_the_cache() {
     assert!(flags.iter().all(|f| !f), "{flags:?}");
 }
 
+#[test]
+fn two_processes_can_share_a_fresh_cache() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let gold = diff_of(&repo, &[("fixed.txt", "fixed\n")]);
+    let tasks: Vec<Value> = (0..6)
+        .map(|i| {
+            task(
+                &format!("t{i}"),
+                &repo,
+                &sha,
+                "test -f fixed.txt",
+                json!({"gold_patch": gold}),
+            )
+        })
+        .collect();
+    let tasks = fixture.tasks(&tasks);
+    // Both start on an empty cache at once: the file lock makes one create
+    // and fetch the mirror while the other waits, then finds the commit.
+    let spawn = |out: &str| {
+        onebash()
+            .arg("run")
+            .arg(&tasks)
+            .args(["--model", "oracle", "-j", "3", "-o"])
+            .arg(fixture.path(out))
+            .arg("--cache-dir")
+            .arg(fixture.path("cache"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn onebash")
+    };
+    let (a, b) = (spawn("out-a"), spawn("out-b"));
+    for (child, name) in [(a, "out-a"), (b, "out-b")] {
+        let output = child.wait_with_output().expect("wait");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = std::fs::read_to_string(fixture.path(name).join("results.csv")).expect("csv");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.contains(",passed,completed,true,"))
+                .count(),
+            6,
+            "{text}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 4. The hidden tests: restored, applied, run, logged.
 // ---------------------------------------------------------------------------
