@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::sandbox::SandboxMode;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "onebash",
@@ -99,6 +101,26 @@ pub struct RunArgs {
     /// Where bare mirrors of the repos are kept [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+
+    /// Sandbox for agent and test commands: `auto` = bwrap when it is installed and works, else none with a warning.
+    #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
+    pub sandbox: SandboxMode,
+
+    /// Let agent commands reach the network (inside the sandbox). Test commands never do.
+    #[arg(long)]
+    pub allow_network: bool,
+
+    /// Processes one task may run at once (cgroup pids.max; RLIMIT_NPROC where no cgroup can be made).
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(8..))]
+    pub max_processes: u64,
+
+    /// Memory of one task in MiB (cgroup; RLIMIT_DATA per process where no cgroup can be made).
+    #[arg(long, value_name = "MIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..))]
+    pub max_memory: u64,
+
+    /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
+    #[arg(long, value_name = "MIB", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_file_size: u64,
 
     /// Keep each task's working copy (under the run folder's workdirs/) instead of deleting it.
     #[arg(long)]

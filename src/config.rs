@@ -12,6 +12,8 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::cli::RunArgs;
+use crate::limits::{Enforcement, LimitPlan, Limits};
+use crate::sandbox::{Sandbox, SandboxMode};
 use crate::prompt::{PromptError, PromptVariant};
 use crate::task::{TaskFileError, TaskSpec, load_tasks};
 
@@ -75,6 +77,20 @@ pub struct RunConfig {
     pub out_dir: PathBuf,
     pub cache_dir: PathBuf,
     pub keep_workdirs: bool,
+    pub sandbox_mode: SandboxMode,
+    #[serde(skip)]
+    pub sandbox: Sandbox,
+    /// The sandbox in use: `bwrap` or `none`.
+    pub sandbox_used: &'static str,
+    pub allow_network: bool,
+    pub limits: Limits,
+    #[serde(skip)]
+    pub limit_plan: LimitPlan,
+    /// How each limit is enforced here.
+    pub limits_enforced: Enforcement,
+    /// What the user should know before the run starts (no sandbox, no cgroup).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -206,6 +222,32 @@ impl RunConfig {
         check_out_dir(&out_dir)?;
         let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
 
+        // The agent must not read the task file (gold patches, hidden tests)
+        // or the run folder (other tasks' trajectories); the cache must stay
+        // readable, since working copies borrow its objects.
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+        let (sandbox, sandbox_warning) = Sandbox::choose(
+            args.sandbox,
+            &[absolute(&args.tasks), absolute(&out_dir)],
+            &[absolute(&cache_dir)],
+        )
+        .map_err(ConfigError::Usage)?;
+        let mut warnings: Vec<String> = sandbox_warning.into_iter().collect();
+        const MIB: u64 = 1024 * 1024;
+        let limits = Limits {
+            max_processes: args.max_processes,
+            max_memory_bytes: args.max_memory * MIB,
+            max_file_size_bytes: args.max_file_size * MIB,
+        };
+        let limit_plan = LimitPlan::new(limits);
+        let limits_enforced = limit_plan.enforcement();
+        if limits_enforced.processes.starts_with("not enforced") {
+            warnings.push(format!(
+                "the process limit is not enforced: {}",
+                limit_plan.cgroup_problem.as_deref().unwrap_or("no cgroup could be made")
+            ));
+        }
+
         Ok(RunConfig {
             task_file: args.tasks.clone(),
             task_count: tasks.len(),
@@ -227,6 +269,14 @@ impl RunConfig {
             out_dir,
             cache_dir,
             keep_workdirs: args.keep_workdirs,
+            sandbox_mode: args.sandbox,
+            sandbox_used: sandbox.name(),
+            sandbox,
+            allow_network: args.allow_network,
+            limits,
+            limit_plan,
+            limits_enforced,
+            warnings,
         })
     }
 }

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
+use crate::limits::ChildSetup;
+use crate::sandbox::Confinement;
+
 /// After the shell exits, how long a background process holding the output
 /// pipe may keep the command waiting (`sleep 600 & echo started`).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
@@ -54,6 +57,31 @@ const PASSED_THROUGH: &[&str] = &[
     "RUSTUP_HOME",
 ];
 
+/// Where certificate bundles are: configuration, not secrets, and needed by
+/// tools that reach the network in some environments.
+const CA_SETTINGS: &[&str] = &[
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    "PIP_CERT",
+];
+
+/// Proxy settings, which may carry credentials: given only to commands
+/// that have the network (setup_command, --allow-network).
+const PROXY_SETTINGS: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+];
+
 /// Fixed settings: no pager, no colour codes from progress bars, no prompts.
 const FIXED: &[(&str, &str)] = &[
     ("TERM", "dumb"),
@@ -71,6 +99,7 @@ impl CommandEnv {
     pub fn for_task(task_mark: &str) -> CommandEnv {
         let mut vars: Vec<(String, String)> = PASSED_THROUGH
             .iter()
+            .chain(CA_SETTINGS)
             .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v)))
             .collect();
         if !vars.iter().any(|(k, _)| k == "PATH") {
@@ -91,18 +120,41 @@ impl CommandEnv {
         CommandEnv { vars }
     }
 
+    /// The same environment plus the proxy settings, for a command that
+    /// has the network.
+    pub fn with_network(&self) -> CommandEnv {
+        let mut vars = self.vars.clone();
+        vars.extend(
+            PROXY_SETTINGS
+                .iter()
+                .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v))),
+        );
+        CommandEnv { vars }
+    }
+
     pub fn vars(&self) -> &[(String, String)] {
         &self.vars
     }
+}
+
+/// Where and how a task's commands run: everything but the command itself
+/// and its timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandContext<'a> {
+    pub cwd: &'a Path,
+    pub env: &'a CommandEnv,
+    /// The sandbox, the writable folder, the network.
+    pub confinement: Confinement<'a>,
+    /// Limits the child sets on itself before exec (rlimits, cgroup).
+    pub child: &'a ChildSetup,
 }
 
 /// What to run.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandSpec<'a> {
     pub command: &'a str,
-    pub cwd: &'a Path,
     pub timeout: Duration,
-    pub env: &'a CommandEnv,
+    pub context: CommandContext<'a>,
 }
 
 /// How a command ended.
@@ -128,31 +180,38 @@ pub enum ExecError {
     Spawn { cwd: String, source: std::io::Error },
 }
 
-/// Runs `bash -c COMMAND` in its own process group with stdin from /dev/null
+/// Runs `bash -c COMMAND` (in the sandbox, if any) in its own process group with stdin from /dev/null
 /// and the given environment, reading its output while waiting. At the
 /// timeout the whole group is killed; a process that escaped the group and
 /// still holds the pipe delays the return by at most [`DRAIN_AFTER_KILL`].
 pub async fn run_command(spec: CommandSpec<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
+    let context = spec.context;
+    let (program, args) = context.confinement.command_line(spec.command, context.cwd);
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(context.cwd)
         .env_clear()
-        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
+        .envs(context.env.vars().iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
         .process_group(0)
         .kill_on_drop(true);
+    let child_setup = context.child.clone();
+    // SAFETY: `apply` makes only async-signal-safe calls (open, write,
+    // close, setrlimit) on data prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || child_setup.apply());
+    }
     let start = Instant::now();
     let spawned = cmd.spawn();
     // The command holds our copies of the pipe's write end: drop it so the
     // pipe reaches end-of-file once the child's copies are closed.
     drop(cmd);
     let mut child = spawned.map_err(|source| ExecError::Spawn {
-        cwd: spec.cwd.display().to_string(),
+        cwd: context.cwd.display().to_string(),
         source,
     })?;
     let pgid = child.id();
@@ -215,6 +274,32 @@ pub async fn run_command(spec: CommandSpec<'_>) -> Result<CommandOutcome, ExecEr
         duration,
         output,
     })
+}
+
+/// Runs a short program to completion with an empty environment and no
+/// input, for start-up probes (is bwrap usable?). Synchronous: it runs
+/// before the async runtime starts.
+pub fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), String> {
+    let output = std::process::Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|err| format!("failed to start {}: {err}", program.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(format!(
+            "{} exited with {}: {}",
+            program.display(),
+            output.status,
+            stderr.trim()
+        ))
+    }
 }
 
 /// SIGKILL to a whole process group. A group that is already gone is fine.
@@ -370,6 +455,7 @@ impl CapturedOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::Sandbox;
 
     #[test]
     fn captured_output_keeps_head_and_tail_and_counts_the_rest() {
@@ -406,12 +492,23 @@ mod tests {
         );
     }
 
+    static NO_SANDBOX: Sandbox = Sandbox::None;
+
     fn spec<'a>(command: &'a str, env: &'a CommandEnv, timeout: Duration) -> CommandSpec<'a> {
+        static NO_LIMITS: std::sync::OnceLock<ChildSetup> = std::sync::OnceLock::new();
         CommandSpec {
             command,
-            cwd: Path::new("/"),
             timeout,
-            env,
+            context: CommandContext {
+                cwd: Path::new("/"),
+                env,
+                confinement: Confinement {
+                    sandbox: &NO_SANDBOX,
+                    writable: Path::new("/"),
+                    network: false,
+                },
+                child: NO_LIMITS.get_or_init(ChildSetup::none),
+            },
         }
     }
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::checkout::Checkout;
-use crate::exec::{CommandEnv, CommandSpec, run_command};
+use crate::exec::{CommandContext, CommandSpec, run_command};
 use crate::task::TaskSpec;
 use crate::trajectory::CommandRecord;
 
@@ -39,7 +39,7 @@ pub fn test_timeout(task: &TaskSpec, default: Duration) -> Duration {
 pub async fn run_tests(
     task: &TaskSpec,
     checkout: &Checkout,
-    env: &CommandEnv,
+    context: CommandContext<'_>,
     timeout: Duration,
 ) -> Result<TestOutcome, GradeError> {
     let test_patch_files = match &task.test_patch {
@@ -56,9 +56,8 @@ pub async fn run_tests(
     };
     let spec = CommandSpec {
         command: &task.test_command,
-        cwd: &checkout.dir,
         timeout,
-        env,
+        context,
     };
     let outcome = run_command(spec)
         .await

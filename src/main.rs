@@ -25,7 +25,12 @@ fn main() {
     };
     let code = match cli.command {
         Command::Run(args) => match RunConfig::from_args(&args) {
-            Ok(config) => run_async(onebash::commands::run::run(config)),
+            Ok(config) => {
+                for warning in &config.warnings {
+                    eprintln!("warning: {warning}");
+                }
+                run_async(onebash::commands::run::run(config))
+            }
             Err(err) => {
                 eprintln!("error: {err}");
                 EXIT_USAGE

@@ -20,7 +20,9 @@ use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
-use crate::exec::{CommandEnv, CommandSpec, kill_marked_processes, run_command};
+use crate::exec::{CommandContext, CommandEnv, CommandSpec, kill_marked_processes, run_command};
+use crate::limits::TaskLimits;
+use crate::sandbox::{Confinement, Sandbox};
 use crate::grade::{run_tests, test_timeout};
 use crate::results::{ExitReason, ResultRow, RunFolder, Status, one_line, round_seconds};
 use crate::task::TaskSpec;
@@ -92,6 +94,8 @@ struct TaskRun<'a> {
     /// processes it leaves behind can be found and killed.
     mark: String,
     env: CommandEnv,
+    /// The task's cgroup, if one could be made, and the child's rlimits.
+    limits: TaskLimits,
     wall: Instant,
 }
 
@@ -111,6 +115,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
         epoch,
         dir: ctx.folder.task_dir(&task.id, epoch),
         env: CommandEnv::for_task(&mark),
+        limits: ctx.config.limit_plan.for_task(&mark),
         mark,
         wall: Instant::now(),
     };
@@ -211,11 +216,22 @@ impl TaskRun<'_> {
         let test_timeout = test_timeout(task, config.test_timeout);
         if let Some(setup) = &task.setup_command {
             ctx.events.phase(&task.id, self.epoch, Phase::Setup);
+            // setup_command is the task author's, not the model's: it runs
+            // outside the sandbox, with the network, in the cleared environment.
+            let env = self.env.with_network();
             let spec = CommandSpec {
                 command: setup,
-                cwd: &checkout.dir,
                 timeout: test_timeout,
-                env: &self.env,
+                context: CommandContext {
+                    cwd: &checkout.dir,
+                    env: &env,
+                    confinement: Confinement {
+                        sandbox: &NO_SANDBOX,
+                        writable: &checkout.dir,
+                        network: true,
+                    },
+                    child: &self.limits.child,
+                },
             };
             let failure = tokio::select! {
                 outcome = run_command(spec) => match outcome {
@@ -247,8 +263,7 @@ impl TaskRun<'_> {
             task,
             epoch: self.epoch,
             prompt: &prompt,
-            workdir: &checkout.dir,
-            env: &self.env,
+            commands: self.sandboxed(checkout, config.allow_network),
             limits: AgentLimits {
                 max_turns: config.max_turns,
                 max_tokens: config.max_tokens,
@@ -280,7 +295,7 @@ impl TaskRun<'_> {
         ctx.events.phase(&task.id, self.epoch, Phase::Test);
         let started = Instant::now();
         let tested = tokio::select! {
-            tested = run_tests(task, checkout, &self.env, test_timeout) => tested,
+            tested = run_tests(task, checkout, self.sandboxed(checkout, false), test_timeout) => tested,
             () = ctx.cancel.cancelled() => {
                 row.status = Status::Error;
                 row.exit_reason = ExitReason::Interrupted;
@@ -342,7 +357,25 @@ impl TaskRun<'_> {
         Ok(())
     }
 
+    /// How the model's commands and the tests run: in the run's sandbox,
+    /// writing only the checkout.
+    fn sandboxed<'b>(&'b self, checkout: &'b Checkout, network: bool) -> CommandContext<'b> {
+        CommandContext {
+            cwd: &checkout.dir,
+            env: &self.env,
+            confinement: Confinement {
+                sandbox: &self.ctx.config.sandbox,
+                writable: &checkout.dir,
+                network,
+            },
+            child: &self.limits.child,
+        }
+    }
+
+    /// Kills what the task's commands left running: everything in its
+    /// cgroup, and every process carrying its mark.
     async fn kill_left_behind(&self) {
+        self.limits.kill_all();
         let mark = self.mark.clone();
         let _ = tokio::task::spawn_blocking(move || kill_marked_processes(&mark)).await;
     }
@@ -405,6 +438,9 @@ impl TaskRun<'_> {
 }
 
 const INTERRUPTED: &str = "interrupted by the user";
+
+/// For commands that run outside the sandbox (setup_command).
+static NO_SANDBOX: Sandbox = Sandbox::None;
 
 fn setup_failure(record: &CommandRecord) -> String {
     let last_line = record

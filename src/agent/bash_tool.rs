@@ -2,13 +2,12 @@
 //! executor and writes what the model reads. It never fails: a bad call or a
 //! command that cannot start becomes a text the model reads.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::agent::model::ToolCall;
-use crate::exec::{CommandEnv, CommandOutcome, CommandSpec, run_command};
+use crate::exec::{CommandContext, CommandOutcome, CommandSpec, run_command};
 use crate::trajectory::CommandRecord;
 
 /// About how many characters of output the model sees: half from the start,
@@ -36,21 +35,15 @@ impl ToolAnswer {
 }
 
 /// Checks the call and runs it.
-pub async fn answer(
-    call: &ToolCall,
-    cwd: &Path,
-    env: &CommandEnv,
-    timeout: Duration,
-) -> ToolAnswer {
+pub async fn answer(call: &ToolCall, context: CommandContext<'_>, timeout: Duration) -> ToolAnswer {
     let command = match command_of(call) {
         Ok(command) => command,
         Err(content) => return ToolAnswer::Rejected { content },
     };
     let spec = CommandSpec {
         command: &command,
-        cwd,
         timeout,
-        env,
+        context,
     };
     match run_command(spec).await {
         Ok(outcome) => {

@@ -7,7 +7,6 @@
 //! are checked before each model call, the task timeout and Ctrl-C around the
 //! whole loop. Every step goes to the trajectory as it happens.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -15,7 +14,7 @@ use serde_json::Value;
 use crate::agent::bash_tool::{self, ToolAnswer};
 use crate::agent::model::{ModelClient, ModelError};
 use crate::events::{Cancel, EventSink, Phase};
-use crate::exec::CommandEnv;
+use crate::exec::CommandContext;
 use crate::prompt::RenderedPrompt;
 use crate::results::ExitReason;
 use crate::task::TaskSpec;
@@ -49,8 +48,8 @@ pub struct AgentContext<'a> {
     pub task: &'a TaskSpec,
     pub epoch: u32,
     pub prompt: &'a RenderedPrompt,
-    pub workdir: &'a Path,
-    pub env: &'a CommandEnv,
+    /// Where and how the agent's commands run.
+    pub commands: CommandContext<'a>,
     pub limits: AgentLimits,
     pub events: &'a EventSink,
     pub cancel: &'a Cancel,
@@ -267,7 +266,7 @@ async fn converse(
             }
             let timeout = ctx.limits.command_timeout.min(remaining);
             let ran = tokio::select! {
-                answer = bash_tool::answer(call, ctx.workdir, ctx.env, timeout) => Some(answer),
+                answer = bash_tool::answer(call, ctx.commands, timeout) => Some(answer),
                 () = ctx.cancel.cancelled() => None,
             };
             let Some(answer) = ran else {

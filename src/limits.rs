@@ -1,0 +1,367 @@
+//! Resource limits of the commands a task runs.
+//!
+//! Two mechanisms, used where the machine allows them:
+//! - a cgroup per task (v1 `pids` and `memory` hierarchies, or v2 when
+//!   onebash may enable controllers), which bounds the task's processes and
+//!   memory as a whole, and lists every process the task started so all can
+//!   be killed when it ends; it needs write access to the cgroup file
+//!   system, which root usually has;
+//! - setrlimit on every command: file size and core dumps always; data
+//!   segment size instead of the memory cgroup, and the process count
+//!   instead of the pids cgroup when onebash is not root (root is exempt
+//!   from RLIMIT_NPROC, which is why the cgroup is tried first).
+//!
+//! [`LimitPlan`] is decided once per run; [`TaskLimits`] is one task's
+//! cgroup and the settings a child applies between fork and exec.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Limits {
+    pub max_processes: u64,
+    pub max_memory_bytes: u64,
+    pub max_file_size_bytes: u64,
+}
+
+/// How each limit is enforced on this machine, for run.json and the README.
+#[derive(Debug, Clone, Serialize)]
+pub struct Enforcement {
+    pub processes: &'static str,
+    pub memory: &'static str,
+    pub file_size: &'static str,
+}
+
+/// Where task cgroups can be made, found once per run.
+#[derive(Debug, Clone)]
+enum CgroupRoot {
+    /// v1: the `onebash` folder in the pids hierarchy, and in the memory
+    /// hierarchy when that one is writable too.
+    V1 {
+        pids: PathBuf,
+        memory: Option<PathBuf>,
+    },
+    /// v2: a folder whose subtree has the pids and memory controllers on.
+    V2 { parent: PathBuf },
+}
+
+/// The run's choice of mechanisms.
+#[derive(Debug, Clone)]
+pub struct LimitPlan {
+    limits: Limits,
+    cgroups: Option<CgroupRoot>,
+    /// Why no cgroup could be used, when none could.
+    pub cgroup_problem: Option<String>,
+    is_root: bool,
+}
+
+impl LimitPlan {
+    /// Looks at the machine once: can onebash make cgroups here?
+    pub fn new(limits: Limits) -> LimitPlan {
+        // SAFETY: geteuid has no preconditions.
+        let is_root = unsafe { libc::geteuid() } == 0;
+        let (cgroups, cgroup_problem) = match find_cgroup_root() {
+            Ok(root) => (Some(root), None),
+            Err(problem) => (None, Some(problem)),
+        };
+        LimitPlan {
+            limits,
+            cgroups,
+            cgroup_problem,
+            is_root,
+        }
+    }
+
+    pub fn enforcement(&self) -> Enforcement {
+        let (processes, memory) = match &self.cgroups {
+            Some(CgroupRoot::V1 { memory, .. }) => (
+                "cgroup v1 pids.max, per task",
+                if memory.is_some() {
+                    "cgroup v1 memory.limit_in_bytes, per task"
+                } else {
+                    "RLIMIT_DATA, per process"
+                },
+            ),
+            Some(CgroupRoot::V2 { .. }) => (
+                "cgroup v2 pids.max, per task",
+                "cgroup v2 memory.max, per task",
+            ),
+            None if self.is_root => (
+                "not enforced (root is exempt from RLIMIT_NPROC and no cgroup could be made)",
+                "RLIMIT_DATA, per process",
+            ),
+            None => (
+                "RLIMIT_NPROC, per user (counts the user's other processes too)",
+                "RLIMIT_DATA, per process",
+            ),
+        };
+        Enforcement {
+            processes,
+            memory,
+            file_size: "RLIMIT_FSIZE, per process",
+        }
+    }
+
+    /// The limits of one task: its cgroup (made now) and rlimits.
+    pub fn for_task(&self, name: &str) -> TaskLimits {
+        let cgroup = self
+            .cgroups
+            .as_ref()
+            .and_then(|root| TaskCgroup::create(root, name, &self.limits).ok());
+        let has_memory_cgroup = match (&cgroup, &self.cgroups) {
+            (Some(_), Some(CgroupRoot::V1 { memory, .. })) => memory.is_some(),
+            (Some(_), Some(CgroupRoot::V2 { .. })) => true,
+            _ => false,
+        };
+        let mut rlimits = vec![
+            (libc::RLIMIT_FSIZE, self.limits.max_file_size_bytes),
+            (libc::RLIMIT_CORE, 0),
+        ];
+        if !has_memory_cgroup {
+            rlimits.push((libc::RLIMIT_DATA, self.limits.max_memory_bytes));
+        }
+        if cgroup.is_none() && !self.is_root {
+            let own = count_own_processes();
+            rlimits.push((libc::RLIMIT_NPROC, own + self.limits.max_processes));
+        }
+        let procs_files = cgroup
+            .as_ref()
+            .map(|c| {
+                c.dirs
+                    .iter()
+                    .filter_map(|d| CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        TaskLimits {
+            child: ChildSetup {
+                rlimits,
+                procs_files,
+            },
+            cgroup,
+        }
+    }
+}
+
+/// One task's limits. Dropping it kills what is left in its cgroup and
+/// removes the cgroup.
+#[derive(Debug)]
+pub struct TaskLimits {
+    pub child: ChildSetup,
+    cgroup: Option<TaskCgroup>,
+}
+
+impl TaskLimits {
+    /// Kills every process in the task's cgroup; returns how many.
+    pub fn kill_all(&self) -> usize {
+        self.cgroup.as_ref().map_or(0, TaskCgroup::kill_all)
+    }
+}
+
+/// What a child does between fork and exec: only async-signal-safe calls,
+/// on data prepared before the fork.
+#[derive(Debug, Clone)]
+pub struct ChildSetup {
+    rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
+    procs_files: Vec<CString>,
+}
+
+impl ChildSetup {
+    /// No limits at all.
+    pub fn none() -> ChildSetup {
+        ChildSetup {
+            rlimits: Vec::new(),
+            procs_files: Vec::new(),
+        }
+    }
+
+    /// Runs in the child after fork: joins the task's cgroups (writing "0"
+    /// to `cgroup.procs` moves the writer) and sets the rlimits.
+    pub fn apply(&self) -> std::io::Result<()> {
+        for file in &self.procs_files {
+            // SAFETY: open/write/close are async-signal-safe; the path is a
+            // valid NUL-terminated string made before the fork.
+            unsafe {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if written != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        for &(resource, value) in &self.rlimits {
+            let limit = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            // SAFETY: setrlimit is async-signal-safe and reads `limit` only.
+            if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct TaskCgroup {
+    dirs: Vec<PathBuf>,
+}
+
+impl TaskCgroup {
+    fn create(root: &CgroupRoot, name: &str, limits: &Limits) -> std::io::Result<TaskCgroup> {
+        let mut made = TaskCgroup { dirs: Vec::new() };
+        match root {
+            CgroupRoot::V1 { pids, memory } => {
+                let dir = pids.join(name);
+                std::fs::create_dir(&dir)?;
+                made.dirs.push(dir.clone());
+                std::fs::write(dir.join("pids.max"), limits.max_processes.to_string())?;
+                if let Some(memory) = memory {
+                    let dir = memory.join(name);
+                    std::fs::create_dir(&dir)?;
+                    made.dirs.push(dir.clone());
+                    std::fs::write(
+                        dir.join("memory.limit_in_bytes"),
+                        limits.max_memory_bytes.to_string(),
+                    )?;
+                }
+            }
+            CgroupRoot::V2 { parent } => {
+                let dir = parent.join(name);
+                std::fs::create_dir(&dir)?;
+                made.dirs.push(dir.clone());
+                std::fs::write(dir.join("pids.max"), limits.max_processes.to_string())?;
+                std::fs::write(dir.join("memory.max"), limits.max_memory_bytes.to_string())?;
+                let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+            }
+        }
+        Ok(made)
+    }
+
+    fn kill_all(&self) -> usize {
+        let mut killed = 0;
+        // A process may fork while we read: go round until the cgroup is
+        // empty, a bounded number of times.
+        for _round in 0..20 {
+            let mut found = 0;
+            for dir in &self.dirs {
+                let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+                    continue;
+                };
+                for pid in text.lines().filter_map(|l| l.trim().parse::<libc::pid_t>().ok()) {
+                    // SAFETY: kill has no memory-safety preconditions.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                    found += 1;
+                }
+            }
+            killed += found;
+            if found == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        killed
+    }
+}
+
+impl Drop for TaskCgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+        for dir in &self.dirs {
+            // A cgroup can be removed once its processes are gone; they may
+            // take a moment to be reaped.
+            for _attempt in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+const CGROUP_MOUNT: &str = "/sys/fs/cgroup";
+
+fn find_cgroup_root() -> Result<CgroupRoot, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|err| format!("cannot read /proc/self/cgroup: {err}"))?;
+    let mount = Path::new(CGROUP_MOUNT);
+    if mount.join("cgroup.controllers").exists() {
+        return v2_root(mount, &own);
+    }
+    let path_of = |controller: &str| -> Option<PathBuf> {
+        own.lines().find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == controller)
+                .then(|| mount.join(controller).join(path.trim_start_matches('/')))
+        })
+    };
+    let pids = path_of("pids").ok_or("no cgroup v1 pids hierarchy")?;
+    let pids = usable_parent(&pids).map_err(|err| format!("cannot make cgroups in {}: {err}", pids.display()))?;
+    let memory = path_of("memory").and_then(|m| usable_parent(&m).ok());
+    Ok(CgroupRoot::V1 { pids, memory })
+}
+
+/// `<dir>/onebash`, made if needed, after checking that a child cgroup can
+/// be made and removed in it.
+fn usable_parent(dir: &Path) -> std::io::Result<PathBuf> {
+    let parent = dir.join("onebash");
+    match std::fs::create_dir(&parent) {
+        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
+        _ => {}
+    }
+    let probe = parent.join(format!("probe-{}", std::process::id()));
+    std::fs::create_dir(&probe)?;
+    std::fs::remove_dir(&probe)?;
+    Ok(parent)
+}
+
+/// v2 works when onebash's own cgroup is the root of the tree it sees
+/// (controllers can be enabled below it) and it may write there.
+fn v2_root(mount: &Path, own: &str) -> Result<CgroupRoot, String> {
+    let path = own
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .ok_or("no cgroup v2 entry in /proc/self/cgroup")?;
+    if path != "/" {
+        return Err(format!(
+            "onebash runs in cgroup {path}, where cgroup v2 does not let it make limited children"
+        ));
+    }
+    std::fs::write(mount.join("cgroup.subtree_control"), "+pids +memory")
+        .map_err(|err| format!("cannot enable the pids and memory controllers: {err}"))?;
+    let parent = usable_parent(mount).map_err(|err| err.to_string())?;
+    std::fs::write(parent.join("cgroup.subtree_control"), "+pids +memory")
+        .map_err(|err| format!("cannot enable the pids and memory controllers: {err}"))?;
+    Ok(CgroupRoot::V2 { parent })
+}
+
+/// How many processes this user runs now (for RLIMIT_NPROC, which counts them all).
+fn count_own_processes() -> u64 {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| {
+            use std::os::unix::fs::MetadataExt;
+            e.metadata().is_ok_and(|m| m.uid() == uid)
+        })
+        .count() as u64
+}

@@ -1,0 +1,276 @@
+//! The sandbox for agent and test commands: bubblewrap (`bwrap`), or none.
+//!
+//! Owns the choice (`--sandbox auto|bwrap|none`, probed once at start) and
+//! the bwrap command line of one command: a user namespace with no
+//! capabilities, its own PID, IPC, UTS and (unless `--allow-network` or the
+//! command is the trusted `setup_command`) network namespace; the whole
+//! file system read-only but the checkout; private /tmp, /dev/shm and /run;
+//! the task file, the run folder and the usual secret folders of $HOME
+//! hidden. Killing bwrap kills every process inside (`--die-with-parent`
+//! and the PID namespace), including daemons that called setsid.
+//! It does not spawn anything itself: exec.rs does.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// bwrap when it is installed and works, else none with a warning.
+    Auto,
+    /// bwrap, or refuse to run.
+    Bwrap,
+    /// No sandbox: commands run as you, with your files and network.
+    None,
+}
+
+/// The sandbox a run uses, decided once.
+#[derive(Debug, Clone)]
+pub enum Sandbox {
+    None,
+    Bwrap(Bwrap),
+}
+
+/// What every bwrap command of a run shares.
+#[derive(Debug, Clone)]
+pub struct Bwrap {
+    program: PathBuf,
+    /// Files and folders the agent must not see (task file, run folder,
+    /// secrets in $HOME), hidden behind /dev/null or an empty tmpfs.
+    hidden: Vec<PathBuf>,
+    /// Folders to show read-only again inside hidden ones (the repo cache,
+    /// which working copies borrow their objects from).
+    shown: Vec<PathBuf>,
+}
+
+/// Secrets commonly kept in a home folder.
+const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".config/gcloud",
+    ".config/gh",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+];
+
+/// The per-command part: where the command may write and whether it may
+/// reach the network.
+#[derive(Debug, Clone, Copy)]
+pub struct Confinement<'a> {
+    pub sandbox: &'a Sandbox,
+    /// The only folder the command may write (besides private /tmp).
+    pub writable: &'a Path,
+    /// The command may use the network (setup_command; --allow-network).
+    pub network: bool,
+}
+
+impl Sandbox {
+    /// Decides the run's sandbox. `hidden` and `shown` are paths of this
+    /// run (task file and run folder; cache folder). Returns the sandbox
+    /// and, for `auto` without a working bwrap, a warning.
+    pub fn choose(
+        mode: SandboxMode,
+        hidden: &[PathBuf],
+        shown: &[PathBuf],
+    ) -> Result<(Sandbox, Option<String>), String> {
+        if mode == SandboxMode::None {
+            return Ok((Sandbox::None, None));
+        }
+        let probed = find_bwrap().and_then(|program| {
+            let bwrap = Bwrap::new(program, hidden, shown);
+            bwrap.probe().map(|()| bwrap)
+        });
+        match (probed, mode) {
+            (Ok(bwrap), _) => Ok((Sandbox::Bwrap(bwrap), None)),
+            (Err(problem), SandboxMode::Bwrap) => Err(format!(
+                "--sandbox bwrap: {problem}\nhint: install bubblewrap (apt-get install bubblewrap), or choose --sandbox none"
+            )),
+            (Err(problem), _) => Ok((
+                Sandbox::None,
+                Some(format!(
+                    "no sandbox ({problem}): agent commands run as you, can read and write your files and reach the network; install bubblewrap, or pass --sandbox none to silence this"
+                )),
+            )),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Sandbox::None => "none",
+            Sandbox::Bwrap(_) => "bwrap",
+        }
+    }
+}
+
+impl Confinement<'_> {
+    /// The program and arguments that run `bash -c command` in `cwd`.
+    pub fn command_line(&self, command: &str, cwd: &Path) -> (OsString, Vec<OsString>) {
+        let bash = || vec![OsString::from("bash"), "-c".into(), command.into()];
+        match self.sandbox {
+            Sandbox::None => (OsString::from("bash"), bash()[1..].to_vec()),
+            Sandbox::Bwrap(bwrap) => {
+                let mut args = bwrap.arguments(self.writable, cwd, self.network);
+                args.push("--".into());
+                args.extend(bash());
+                (bwrap.program.clone().into_os_string(), args)
+            }
+        }
+    }
+}
+
+fn find_bwrap() -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| "bwrap is not on PATH".to_owned())
+}
+
+impl Bwrap {
+    fn new(program: PathBuf, hidden: &[PathBuf], shown: &[PathBuf]) -> Bwrap {
+        let mut all_hidden: Vec<PathBuf> = hidden.to_vec();
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            all_hidden.extend(HOME_SECRETS.iter().map(|rel| home.join(rel)));
+        }
+        Bwrap {
+            program,
+            hidden: all_hidden,
+            shown: shown.to_vec(),
+        }
+    }
+
+    /// Runs `true` in a sandbox like the real ones, to learn at start
+    /// whether bwrap works here (user namespaces may be forbidden).
+    fn probe(&self) -> Result<(), String> {
+        let dir = std::env::temp_dir();
+        let mut args = self.arguments(&dir, &dir, false);
+        args.extend(["--".into(), "true".into()]);
+        crate::exec::probe(&self.program, &args)
+            .map_err(|err| format!("bwrap does not work here: {err}"))
+    }
+
+    fn arguments(&self, writable: &Path, cwd: &Path, network: bool) -> Vec<OsString> {
+        let mut args: Vec<OsString> = Vec::with_capacity(64);
+        let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
+        push(&[
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+        ]);
+        // The same ids inside as outside, so files written in the checkout
+        // belong to the user who runs onebash.
+        // SAFETY: geteuid and getegid have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        push(&["--uid", &uid.to_string(), "--gid", &gid.to_string()]);
+        if !network {
+            push(&["--unshare-net"]);
+        }
+        push(&[
+            "--ro-bind", "/", "/",
+            "--dev", "/dev",
+            "--proc", "/proc",
+            "--tmpfs", "/tmp",
+            "--tmpfs", "/dev/shm",
+            "--tmpfs", "/run",
+        ]);
+        // With /run hidden, name resolution must still find its files when
+        // the network is on (systemd-resolved keeps resolv.conf in /run).
+        if network && let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
+            && target.starts_with("/run")
+        {
+            args.extend(["--ro-bind".into(), target.clone().into(), target.into()]);
+        }
+        for path in &self.hidden {
+            match std::fs::metadata(path) {
+                Ok(meta) if meta.is_dir() => {
+                    args.extend(["--tmpfs".into(), path.clone().into_os_string()]);
+                }
+                Ok(_) => {
+                    args.extend(["--ro-bind".into(), "/dev/null".into(), path.clone().into_os_string()]);
+                }
+                Err(_) => {}
+            }
+        }
+        for path in &self.shown {
+            if path.is_dir() {
+                args.extend([
+                    "--ro-bind".into(),
+                    path.clone().into_os_string(),
+                    path.clone().into_os_string(),
+                ]);
+            }
+        }
+        args.extend([
+            "--bind".into(),
+            writable.as_os_str().to_owned(),
+            writable.as_os_str().to_owned(),
+            "--chdir".into(),
+            cwd.as_os_str().to_owned(),
+            // Tools that write caches to $HOME (read-only here) can use /tmp.
+            "--setenv".into(),
+            "XDG_CACHE_HOME".into(),
+            "/tmp/.cache".into(),
+        ]);
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args_of(bwrap: &Bwrap, network: bool) -> Vec<String> {
+        bwrap
+            .arguments(Path::new("/w/checkout"), Path::new("/w/checkout"), network)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn network_is_cut_unless_asked_for() {
+        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[], &[]);
+        assert!(args_of(&bwrap, false).contains(&"--unshare-net".to_owned()));
+        assert!(!args_of(&bwrap, true).contains(&"--unshare-net".to_owned()));
+    }
+
+    #[test]
+    fn tmp_comes_before_the_checkout_bind() {
+        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[], &[]);
+        let args = args_of(&bwrap, false);
+        let tmp = args.iter().position(|a| a == "/tmp").expect("tmpfs /tmp");
+        let bind = args.iter().position(|a| a == "--bind").expect("bind");
+        assert!(tmp < bind);
+        assert_eq!(args[bind + 1], "/w/checkout");
+    }
+
+    #[test]
+    fn none_runs_bash_directly() {
+        let sandbox = Sandbox::None;
+        let confinement = Confinement {
+            sandbox: &sandbox,
+            writable: Path::new("/w"),
+            network: false,
+        };
+        let (program, args) = confinement.command_line("echo hi", Path::new("/w"));
+        assert_eq!(program, "bash");
+        assert_eq!(args, vec![OsString::from("-c"), OsString::from("echo hi")]);
+    }
+}
