@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::cli::RunArgs;
 use crate::limits::{Enforcement, LimitPlan, Limits};
-use crate::sandbox::{Sandbox, SandboxMode};
 use crate::prompt::{PromptError, PromptVariant};
+use crate::sandbox::{Sandbox, SandboxMode};
 use crate::task::{TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -244,7 +244,10 @@ impl RunConfig {
         if limits_enforced.processes.starts_with("not enforced") {
             warnings.push(format!(
                 "the process limit is not enforced: {}",
-                limit_plan.cgroup_problem.as_deref().unwrap_or("no cgroup could be made")
+                limit_plan
+                    .cgroup_problem
+                    .as_deref()
+                    .unwrap_or("no cgroup could be made")
             ));
         }
 

@@ -132,7 +132,10 @@ impl LimitPlan {
             .map(|c| {
                 c.dirs
                     .iter()
-                    .filter_map(|d| CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()).ok())
+                    .filter_map(|d| {
+                        CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes())
+                            .ok()
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -256,7 +259,10 @@ impl TaskCgroup {
                 let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
                     continue;
                 };
-                for pid in text.lines().filter_map(|l| l.trim().parse::<libc::pid_t>().ok()) {
+                for pid in text
+                    .lines()
+                    .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+                {
                     // SAFETY: kill has no memory-safety preconditions.
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
@@ -310,7 +316,8 @@ fn find_cgroup_root() -> Result<CgroupRoot, String> {
         })
     };
     let pids = path_of("pids").ok_or("no cgroup v1 pids hierarchy")?;
-    let pids = usable_parent(&pids).map_err(|err| format!("cannot make cgroups in {}: {err}", pids.display()))?;
+    let pids = usable_parent(&pids)
+        .map_err(|err| format!("cannot make cgroups in {}: {err}", pids.display()))?;
     let memory = path_of("memory").and_then(|m| usable_parent(&m).ok());
     Ok(CgroupRoot::V1 { pids, memory })
 }
@@ -358,7 +365,11 @@ fn count_own_processes() -> u64 {
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
         .filter(|e| {
             use std::os::unix::fs::MetadataExt;
             e.metadata().is_ok_and(|m| m.uid() == uid)

@@ -21,10 +21,10 @@ use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
 use crate::exec::{CommandContext, CommandEnv, CommandSpec, kill_marked_processes, run_command};
-use crate::limits::TaskLimits;
-use crate::sandbox::{Confinement, Sandbox};
 use crate::grade::{run_tests, test_timeout};
+use crate::limits::TaskLimits;
 use crate::results::{ExitReason, ResultRow, RunFolder, Status, one_line, round_seconds};
+use crate::sandbox::{Confinement, Sandbox};
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
 

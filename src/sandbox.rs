@@ -183,16 +183,24 @@ impl Bwrap {
             push(&["--unshare-net"]);
         }
         push(&[
-            "--ro-bind", "/", "/",
-            "--dev", "/dev",
-            "--proc", "/proc",
-            "--tmpfs", "/tmp",
-            "--tmpfs", "/dev/shm",
-            "--tmpfs", "/run",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--tmpfs",
+            "/dev/shm",
+            "--tmpfs",
+            "/run",
         ]);
         // With /run hidden, name resolution must still find its files when
         // the network is on (systemd-resolved keeps resolv.conf in /run).
-        if network && let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
+        if network
+            && let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
             && target.starts_with("/run")
         {
             args.extend(["--ro-bind".into(), target.clone().into(), target.into()]);
@@ -203,7 +211,11 @@ impl Bwrap {
                     args.extend(["--tmpfs".into(), path.clone().into_os_string()]);
                 }
                 Ok(_) => {
-                    args.extend(["--ro-bind".into(), "/dev/null".into(), path.clone().into_os_string()]);
+                    args.extend([
+                        "--ro-bind".into(),
+                        "/dev/null".into(),
+                        path.clone().into_os_string(),
+                    ]);
                 }
                 Err(_) => {}
             }

@@ -26,7 +26,9 @@ fn run_commands(
     );
     let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
     let server = scripted_agent(&[("t", commands)]);
-    let mut all_args = vec!["--model", "scripted", "--base-url"];
+    // These are the guarantees that hold without a sandbox: the sandbox
+    // suite (sandbox.rs) repeats the dangerous ones under bwrap.
+    let mut all_args = vec!["--sandbox", "none", "--model", "scripted", "--base-url"];
     let base_url = server.base_url();
     all_args.push(&base_url);
     all_args.extend_from_slice(args);
@@ -377,7 +379,14 @@ fn setup_and_test_commands_leave_no_process_behind() {
     let run = fixture.run_into(
         &fixture.path("out"),
         &tasks,
-        &["--model", "scripted", "--base-url", &server.base_url()],
+        &[
+            "--sandbox",
+            "none",
+            "--model",
+            "scripted",
+            "--base-url",
+            &server.base_url(),
+        ],
         &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
@@ -400,7 +409,14 @@ fn ctrl_c_during_a_command_kills_its_processes() {
     let mut child = onebash()
         .arg("run")
         .arg(&tasks)
-        .args(["--model", "scripted", "--base-url", &server.base_url()])
+        .args([
+            "--sandbox",
+            "none",
+            "--model",
+            "scripted",
+            "--base-url",
+            &server.base_url(),
+        ])
         .arg("-o")
         .arg(fixture.path("out"))
         .arg("--cache-dir")
