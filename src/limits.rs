@@ -323,17 +323,41 @@ fn find_cgroup_root() -> Result<CgroupRoot, String> {
 }
 
 /// `<dir>/onebash`, made if needed, after checking that a child cgroup can
-/// be made and removed in it.
+/// be made and removed in it. Task cgroups left by onebash processes that
+/// died (kill -9) are emptied and removed on the way.
 fn usable_parent(dir: &Path) -> std::io::Result<PathBuf> {
     let parent = dir.join("onebash");
     match std::fs::create_dir(&parent) {
         Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
         _ => {}
     }
+    reap_stale(&parent);
     let probe = parent.join(format!("probe-{}", std::process::id()));
     std::fs::create_dir(&probe)?;
     std::fs::remove_dir(&probe)?;
     Ok(parent)
+}
+
+/// Task cgroups are named `<pid>-...` after the onebash process that made
+/// them; those whose process is gone are emptied and removed.
+fn reap_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        if path.is_dir() && !Path::new(&format!("/proc/{pid}")).exists() {
+            drop(TaskCgroup { dirs: vec![path] });
+        }
+    }
 }
 
 /// v2 works when onebash's own cgroup is the root of the tree it sees
@@ -375,4 +399,44 @@ fn count_own_processes() -> u64 {
             e.metadata().is_ok_and(|m| m.uid() == uid)
         })
         .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_task_cgroups_of_dead_processes_are_removed() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        // A pid above the kernel's maximum (4194304) is never alive.
+        let dead = parent.path().join("4194999-0-task-1");
+        let alive = parent
+            .path()
+            .join(format!("{}-0-task-1", std::process::id()));
+        let other = parent.path().join("not-a-task");
+        for dir in [&dead, &alive, &other] {
+            std::fs::create_dir(dir).expect("mkdir");
+        }
+        reap_stale(parent.path());
+        assert!(!dead.exists());
+        assert!(alive.exists());
+        assert!(other.exists());
+    }
+
+    #[test]
+    fn child_setup_without_limits_does_nothing() {
+        assert!(ChildSetup::none().apply().is_ok());
+    }
+
+    #[test]
+    fn enforcement_names_a_mechanism_for_every_limit() {
+        let plan = LimitPlan::new(Limits {
+            max_processes: 64,
+            max_memory_bytes: 1 << 30,
+            max_file_size_bytes: 1 << 20,
+        });
+        let enforced = plan.enforcement();
+        assert!(enforced.file_size.contains("RLIMIT_FSIZE"));
+        assert!(!enforced.memory.is_empty() && !enforced.processes.is_empty());
+    }
 }
