@@ -7,6 +7,14 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::sandbox::SandboxMode;
 
+/// `--provider`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Openai,
+    Anthropic,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "onebash",
@@ -42,13 +50,57 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub model: String,
 
-    /// Base URL of the OpenAI-compatible API [default: $OPENAI_BASE_URL, else https://api.openai.com/v1].
+    /// Wire protocol: `openai` (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter...) or `anthropic` (Messages).
+    #[arg(long, value_enum, default_value_t = Provider::Openai)]
+    pub provider: Provider,
+
+    /// Base URL of the API [default: $OPENAI_BASE_URL or https://api.openai.com/v1; for anthropic $ANTHROPIC_BASE_URL or https://api.anthropic.com].
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// The environment variable the API key is read from.
-    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
+    /// The environment variable the API key is read from [default: OPENAI_API_KEY; ANTHROPIC_API_KEY for anthropic].
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+
+    /// Tries after a failed model call (429, 5xx, lost connection, timeout, garbled answer) before the task ends as api_error.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_retries: u32,
+
+    /// Model calls in flight at once for the whole run [default: --jobs].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+
+    /// Seconds one model call may take before it counts as failed (and is retried).
+    #[arg(long, value_name = "S", default_value_t = 600.0)]
+    pub request_timeout: f64,
+
+    /// Sampling temperature sent to the model [default: the server's].
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+
+    /// Nucleus sampling top_p sent to the model [default: the server's].
+    #[arg(long, value_name = "P")]
+    pub top_p: Option<f64>,
+
+    /// Sampling seed sent to the model, where the protocol has one (OpenAI) [default: none].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<i64>,
+
+    /// Output tokens per model answer (max_completion_tokens; max_tokens for anthropic) [default: the server's; 8192 for anthropic].
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u64>,
+
+    /// Extra request field, passed as-is: KEY=JSON (a value that is not JSON is sent as a string). Repeatable.
+    #[arg(long = "model-arg", value_name = "KEY=JSON")]
+    pub model_args: Vec<String>,
+
+    /// Price in USD per million tokens, INPUT,OUTPUT: sets or overrides the built-in table.
+    #[arg(long, value_name = "IN,OUT")]
+    pub price: Option<String>,
+
+    /// USD per task; no new model call once reached. Needs a known price.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
 
     /// Prompt variant: a TOML file with `system` and `instance` templates [default: built-in prompts/default.toml].
     #[arg(long, value_name = "FILE")]

@@ -11,13 +11,16 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::cli::RunArgs;
+use crate::agent::model::RequestSettings;
+use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
+use crate::cli::{Provider, RunArgs};
 use crate::limits::{Enforcement, LimitPlan, Limits};
 use crate::prompt::{PromptError, PromptVariant};
 use crate::sandbox::{Sandbox, SandboxMode};
 use crate::task::{TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Variables that hold API keys, erased from the process at start-up.
 const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
@@ -28,15 +31,27 @@ const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 pub enum ModelChoice {
     /// Applies each task's gold patch; no API.
     Oracle,
-    /// An OpenAI-compatible Chat Completions endpoint.
-    OpenAi {
-        name: String,
-        base_url: String,
-        /// The variable the key came from; the key itself is never serialized.
-        api_key_env: String,
-        #[serde(skip)]
-        api_key: Option<String>,
-    },
+    /// A model behind an API.
+    Api(Box<ApiModel>),
+}
+
+/// A model behind an API, and how to reach it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiModel {
+    pub provider: Provider,
+    pub name: String,
+    pub base_url: String,
+    /// The variable the key came from; the key itself is never serialized.
+    pub api_key_env: String,
+    #[serde(skip)]
+    pub api_key: Option<String>,
+    pub request: RequestSettings,
+    pub max_retries: u32,
+    pub max_connections: usize,
+    /// USD per million tokens, when known.
+    pub price: Option<Price>,
+    /// Where the price came from.
+    pub price_source: String,
 }
 
 impl ModelChoice {
@@ -44,7 +59,7 @@ impl ModelChoice {
     pub fn name(&self) -> &str {
         match self {
             ModelChoice::Oracle => "oracle",
-            ModelChoice::OpenAi { name, .. } => name,
+            ModelChoice::Api(api) => &api.name,
         }
     }
 }
@@ -64,6 +79,7 @@ pub struct RunConfig {
     pub jobs: usize,
     pub max_turns: u32,
     pub max_tokens: Option<u64>,
+    pub max_cost: Option<f64>,
     #[serde(serialize_with = "seconds")]
     pub command_timeout: Duration,
     #[serde(serialize_with = "seconds")]
@@ -181,7 +197,8 @@ impl RunConfig {
             ));
         }
 
-        let model = model_choice(args)?;
+        let mut warnings = Vec::new();
+        let model = model_choice(args, &mut warnings)?;
         if matches!(model, ModelChoice::Oracle) {
             let missing: Vec<&str> = tasks
                 .iter()
@@ -206,15 +223,6 @@ impl RunConfig {
             prompt.render(task, args.max_turns)?;
         }
 
-        let timeout = |flag: &str, value: f64| {
-            if value.is_finite() && value > 0.0 {
-                Ok(Duration::from_secs_f64(value))
-            } else {
-                Err(ConfigError::Usage(format!(
-                    "{flag} must be a positive number of seconds, got {value}"
-                )))
-            }
-        };
         let out_dir = match &args.out {
             Some(dir) => dir.clone(),
             None => default_out_dir(model.name(), &prompt.name),
@@ -232,7 +240,7 @@ impl RunConfig {
             &[absolute(&cache_dir)],
         )
         .map_err(ConfigError::Usage)?;
-        let mut warnings: Vec<String> = sandbox_warning.into_iter().collect();
+        warnings.extend(sandbox_warning);
         const MIB: u64 = 1024 * 1024;
         let limits = Limits {
             max_processes: args.max_processes,
@@ -262,9 +270,10 @@ impl RunConfig {
             jobs: args.jobs as usize,
             max_turns: args.max_turns,
             max_tokens: args.max_tokens,
-            command_timeout: timeout("--command-timeout", args.command_timeout)?,
-            task_timeout: timeout("--task-timeout", args.task_timeout)?,
-            test_timeout: timeout("--test-timeout", args.test_timeout)?,
+            max_cost: args.max_cost,
+            command_timeout: positive_seconds("--command-timeout", args.command_timeout)?,
+            task_timeout: positive_seconds("--task-timeout", args.task_timeout)?,
+            test_timeout: positive_seconds("--test-timeout", args.test_timeout)?,
             runs: args.runs,
             shard,
             filter: args.filter.clone(),
@@ -284,12 +293,32 @@ impl RunConfig {
     }
 }
 
-fn model_choice(args: &RunArgs) -> Result<ModelChoice, ConfigError> {
+fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoice, ConfigError> {
+    let (url_env, default_url, default_key_env) = match args.provider {
+        Provider::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY"),
+        Provider::Anthropic => (
+            "ANTHROPIC_BASE_URL",
+            DEFAULT_ANTHROPIC_BASE_URL,
+            "ANTHROPIC_API_KEY",
+        ),
+    };
+    let api_key_env = args
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| default_key_env.to_owned());
     // Every key variable is erased from the process, used or not, so that
     // no command can read one back from the harness's /proc/PID/environ.
-    let api_key = take_secret_env(&args.api_key_env);
+    let api_key = take_secret_env(&api_key_env);
     for other in KEY_VARIABLES {
         take_secret_env(other);
+    }
+    if args
+        .max_cost
+        .is_some_and(|max| !(max.is_finite() && max > 0.0))
+    {
+        return Err(ConfigError::Usage(
+            "--max-cost must be a positive number of USD".to_owned(),
+        ));
     }
     if args.model == "oracle" {
         return Ok(ModelChoice::Oracle);
@@ -302,31 +331,93 @@ fn model_choice(args: &RunArgs) -> Result<ModelChoice, ConfigError> {
     let base_url = args
         .base_url
         .clone()
-        .or_else(|| {
-            std::env::var("OPENAI_BASE_URL")
-                .ok()
-                .filter(|v| !v.is_empty())
-        })
-        .unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.to_owned());
+        .or_else(|| std::env::var(url_env).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| default_url.to_owned());
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(ConfigError::Usage(format!(
             "--base-url {base_url:?} must start with http:// or https://"
         )));
     }
-    // OpenAI's own service needs a key; a local server (vLLM, llama.cpp,
-    // Ollama) usually does not, so a missing key is only an error there.
-    if api_key.is_none() && base_url.starts_with(DEFAULT_OPENAI_BASE_URL) {
+    // The providers' own services need a key; a local server (vLLM,
+    // llama.cpp, Ollama) usually does not, so a missing key is only an
+    // error there.
+    if api_key.is_none() && base_url.starts_with(default_url) {
         return Err(ConfigError::Usage(format!(
-            "${} is not set, and {base_url} needs an API key\nhint: export {}=..., or point --base-url at a server that needs none",
-            args.api_key_env, args.api_key_env
+            "${api_key_env} is not set, and {base_url} needs an API key\nhint: export {api_key_env}=..., or point --base-url at a server that needs none"
         )));
     }
-    Ok(ModelChoice::OpenAi {
+    let request = RequestSettings {
+        temperature: args.temperature,
+        top_p: args.top_p,
+        seed: args.seed,
+        max_output_tokens: args.max_output_tokens,
+        extra: parse_model_args(&args.model_args)?,
+        request_timeout: positive_seconds("--request-timeout", args.request_timeout)?,
+    };
+    if args.provider == Provider::Anthropic && args.seed.is_some() {
+        warnings.push("--seed is not sent: the Anthropic Messages API has no seed".to_owned());
+    }
+    let (price, price_source) = match args.price.as_deref() {
+        Some(raw) => (
+            Some(Price::parse(raw).map_err(ConfigError::Usage)?),
+            "--price".to_owned(),
+        ),
+        None => match builtin_price(&args.model) {
+            Some(price) => (Some(price), format!("built-in table of {PRICES_TAKEN}")),
+            None => (None, "unknown".to_owned()),
+        },
+    };
+    if args.max_cost.is_some() && price.is_none() {
+        return Err(ConfigError::Usage(format!(
+            "--max-cost needs the price of {}, which onebash does not know\nhint: give it with --price INPUT,OUTPUT (USD per million tokens)",
+            args.model
+        )));
+    }
+    Ok(ModelChoice::Api(Box::new(ApiModel {
+        provider: args.provider,
         name: args.model.clone(),
         base_url: base_url.trim_end_matches('/').to_owned(),
-        api_key_env: args.api_key_env.clone(),
+        api_key_env,
         api_key,
-    })
+        request,
+        max_retries: args.max_retries,
+        max_connections: args.max_connections.unwrap_or(args.jobs) as usize,
+        price,
+        price_source,
+    })))
+}
+
+/// `--model-arg KEY=JSON`, each into the request body as given.
+fn parse_model_args(
+    raw: &[String],
+) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
+    let mut extra = serde_json::Map::new();
+    for arg in raw {
+        let (key, value) = arg.split_once('=').ok_or_else(|| {
+            ConfigError::Usage(format!(
+                "--model-arg {arg:?} is not KEY=JSON (for example reasoning_effort=\"high\")"
+            ))
+        })?;
+        if key.is_empty() {
+            return Err(ConfigError::Usage(format!(
+                "--model-arg {arg:?} has an empty key"
+            )));
+        }
+        let value = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
+        extra.insert(key.to_owned(), value);
+    }
+    Ok(extra)
+}
+
+fn positive_seconds(flag: &str, value: f64) -> Result<Duration, ConfigError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(ConfigError::Usage(format!(
+            "{flag} must be a positive number of seconds, got {value}"
+        )))
+    }
 }
 
 /// `results/<UTC time>_<model>_<prompt>`, with characters that do not belong

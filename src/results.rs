@@ -94,6 +94,10 @@ pub struct ResultRow {
     pub wall_seconds: f64,
     pub test_exit_code: Option<i32>,
     pub error: String,
+    /// Model calls retried (429, 5xx, lost connections...).
+    pub model_retries: u32,
+    /// Seconds spent waiting before those retries.
+    pub retry_wait_seconds: f64,
 }
 
 /// Rounds seconds to milliseconds for the CSV.
@@ -219,6 +223,8 @@ pub const COLUMNS: &[&str] = &[
     "wall_seconds",
     "test_exit_code",
     "error",
+    "model_retries",
+    "retry_wait_seconds",
 ];
 
 #[cfg(test)]
@@ -245,6 +251,8 @@ mod tests {
             wall_seconds: 1.25,
             test_exit_code: None,
             error: "failed to fetch x: \"quoted\", comma".into(),
+            model_retries: 2,
+            retry_wait_seconds: 1.5,
         }
     }
 
@@ -266,7 +274,7 @@ mod tests {
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\""
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5"
         );
     }
 

@@ -267,6 +267,7 @@ impl TaskRun<'_> {
             limits: AgentLimits {
                 max_turns: config.max_turns,
                 max_tokens: config.max_tokens,
+                max_cost: config.max_cost,
                 command_timeout: config.command_timeout,
                 task_timeout: config.task_timeout,
             },
@@ -429,8 +430,9 @@ impl TaskRun<'_> {
         row.prompt_tokens = agent.usage.prompt_tokens;
         row.completion_tokens = agent.usage.completion_tokens;
         row.total_tokens = agent.usage.total_tokens;
-        // The oracle costs nothing; API prices are not known to this version.
-        row.cost_usd = matches!(self.ctx.client, ModelClient::Oracle).then_some(0.0);
+        row.cost_usd = agent.cost_usd.map(|cost| (cost * 1e6).round() / 1e6);
+        row.model_retries = agent.retries;
+        row.retry_wait_seconds = round_seconds(agent.retry_wait.as_secs_f64());
         row.agent_seconds = round_seconds(agent.duration.as_secs_f64());
         row.error = agent.error.as_deref().map(one_line).unwrap_or_default();
         row
@@ -480,5 +482,7 @@ fn blank_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, exit_reason: ExitRea
         wall_seconds: 0.0,
         test_exit_code: None,
         error: String::new(),
+        model_retries: 0,
+        retry_wait_seconds: 0.0,
     }
 }

@@ -22,9 +22,20 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Token counts of one model call, or summed over a task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every input token, cached reads and cache writes included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl std::ops::AddAssign for Usage {
@@ -32,6 +43,8 @@ impl std::ops::AddAssign for Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.total_tokens += other.total_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 
@@ -111,6 +124,21 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         response_id: Option<String>,
     },
+    /// The system prompt, for protocols that send it apart from the
+    /// messages (Anthropic); written before the turn-0 messages.
+    System {
+        content: String,
+    },
+    /// A model call failed in a way worth retrying; the retry follows
+    /// after `wait_s`.
+    ModelRetry {
+        turn: u32,
+        retry: u32,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        status: Option<u16>,
+        error: String,
+        wait_s: f64,
+    },
     /// A model call that failed.
     ModelError {
         turn: u32,
@@ -138,6 +166,10 @@ pub enum Event {
         turns: u32,
         tool_calls: u32,
         usage: Usage,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        cost_usd: Option<f64>,
+        retries: u32,
+        retry_wait_s: f64,
         duration_s: f64,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         error: Option<String>,
@@ -253,6 +285,9 @@ mod tests {
             turns: 3,
             tool_calls: 2,
             usage: Usage::default(),
+            cost_usd: None,
+            retries: 0,
+            retry_wait_s: 0.0,
             duration_s: 1.5,
             error: None,
         });

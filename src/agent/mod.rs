@@ -1,11 +1,15 @@
 //! Stage 3: the agent. The loop (`run.rs`) asks a model (`model.rs`, with
-//! the wire protocols in `openai.rs` and `oracle.rs`) for its next answer and
+//! the wire protocols in `openai.rs`, `anthropic.rs` and `oracle.rs`,
+//! retries in `retry.rs` and prices in `pricing.rs`) for its next answer and
 //! answers every tool call with the one tool, `bash` (`bash_tool.rs`).
 
+pub mod anthropic;
 pub mod bash_tool;
 pub mod model;
 pub mod openai;
 pub mod oracle;
+pub mod pricing;
+pub mod retry;
 pub mod run;
 
 pub use model::{ModelClient, ModelError, ModelReply, ToolCall};

@@ -1,14 +1,21 @@
-//! What the loop needs from a model: the first messages, one answer per
-//! call, and the shape of a tool result, whatever the wire protocol.
+//! What the loop needs from a model, whatever the wire protocol: the first
+//! messages, the answer to a conversation, the shape of tool results, and
+//! what a call cost.
 //!
-//! Owns [`ModelClient`] (one variant per protocol, dispatched by `match`),
-//! [`ModelReply`] and [`ModelError`]. Each protocol keeps its native message
-//! format in the history: the loop treats messages as opaque JSON.
+//! Owns [`ModelClient`] (a protocol, the run's retry policy and gate, the
+//! price), [`ModelReply`] and [`ModelError`]. Each protocol keeps its native
+//! message format in the history: the loop treats messages as opaque JSON.
 
-use serde_json::Value;
+use std::time::Duration;
 
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::agent::anthropic::AnthropicClient;
 use crate::agent::openai::OpenAiClient;
 use crate::agent::oracle;
+use crate::agent::pricing::Price;
+use crate::agent::retry::{Gate, RetryPolicy};
 use crate::prompt::RenderedPrompt;
 use crate::task::TaskSpec;
 use crate::trajectory::Usage;
@@ -27,17 +34,13 @@ pub struct ModelReply {
     /// The assistant message exactly as received, to append to the history.
     pub message: Value,
     pub tool_calls: Vec<ToolCall>,
-    /// `stop`, `length`, `tool_calls`... as the server said it.
+    /// Why the model stopped, as the server said it (`stop`, `length`,
+    /// `tool_calls`; Anthropic's `end_turn`, `max_tokens`, `tool_use`).
     pub finish_reason: Option<String>,
+    /// The answer was cut by the output-token limit.
+    pub cut: bool,
     pub usage: Usage,
     pub response_id: Option<String>,
-}
-
-impl ModelReply {
-    /// The answer was cut by the output-token limit.
-    pub fn was_cut(&self) -> bool {
-        self.finish_reason.as_deref() == Some("length")
-    }
 }
 
 /// A model call that gave no usable answer.
@@ -45,7 +48,12 @@ impl ModelReply {
 pub enum ModelError {
     /// The server answered with an error status.
     #[error("the model API answered HTTP {status}: {message}")]
-    Http { status: u16, message: String },
+    Http {
+        status: u16,
+        message: String,
+        /// The server's `Retry-After`, when it sent one.
+        retry_after: Option<Duration>,
+    },
     /// No answer: connection refused or dropped, timeout.
     #[error("failed to reach the model API: {0}")]
     Transport(String),
@@ -58,63 +66,257 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// Whether trying the same request again may succeed. Not used for
-    /// retries yet; the retrying layer will ask this.
-    pub fn is_transient(&self) -> bool {
+    pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
-            ModelError::Transport(_) => true,
-            ModelError::Malformed(_) | ModelError::ContextOverflow(_) => false,
+            ModelError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ModelError::Http { status, .. } => Some(*status),
+            _ => None,
         }
     }
 }
 
-/// A model, by protocol.
-pub enum ModelClient {
+/// Whether an error answer says the conversation is too long for the
+/// model, in the words of OpenAI, vLLM, llama.cpp, Ollama or Anthropic.
+pub fn is_context_overflow(status: u16, code: Option<&str>, message: &str) -> bool {
+    if !matches!(status, 400 | 413 | 422) {
+        return false;
+    }
+    if matches!(
+        code,
+        Some("context_length_exceeded" | "exceed_context_size_error")
+    ) {
+        return true;
+    }
+    let message = message.to_ascii_lowercase();
+    [
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "exceeds the available context size",
+        "exceed context limit",
+        "longer than the maximum model length",
+        "prompt is too long",
+        "context window",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle))
+}
+
+/// Sampling and request settings sent with every call, recorded in run.json.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RequestSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// `--model-arg KEY=JSON`: added to the request body as given.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+    #[serde(serialize_with = "seconds")]
+    pub request_timeout: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// A retry about to happen, for the trajectory.
+#[derive(Debug, Clone)]
+pub struct RetryNote {
+    /// 1 for the first retry.
+    pub retry: u32,
+    pub status: Option<u16>,
+    pub error: String,
+    pub wait: Duration,
+}
+
+/// The wire protocol of a model.
+pub enum Protocol {
     OpenAi(OpenAiClient),
+    Anthropic(AnthropicClient),
     Oracle,
 }
 
+/// A model: a protocol, and how the run reaches it.
+pub struct ModelClient {
+    protocol: Protocol,
+    retry: RetryPolicy,
+    gate: Gate,
+    price: Option<Price>,
+}
+
 impl ModelClient {
-    /// `openai` or `oracle`: recorded in the trajectory header.
-    pub fn provider(&self) -> &'static str {
-        match self {
-            ModelClient::OpenAi(_) => "openai",
-            ModelClient::Oracle => "oracle",
+    pub fn new(
+        protocol: Protocol,
+        retry: RetryPolicy,
+        gate: Gate,
+        price: Option<Price>,
+    ) -> ModelClient {
+        ModelClient {
+            protocol,
+            retry,
+            gate,
+            price,
         }
+    }
+
+    pub fn oracle() -> ModelClient {
+        ModelClient::new(
+            Protocol::Oracle,
+            RetryPolicy::new(0),
+            Gate::new(1),
+            Some(Price::FREE),
+        )
+    }
+
+    /// `openai`, `anthropic` or `oracle`: recorded in the trajectory header.
+    pub fn provider(&self) -> &'static str {
+        match self.protocol {
+            Protocol::OpenAi(_) => "openai",
+            Protocol::Anthropic(_) => "anthropic",
+            Protocol::Oracle => "oracle",
+        }
+    }
+
+    /// Whether the system prompt travels apart from the messages (Anthropic).
+    pub fn system_apart(&self) -> bool {
+        matches!(self.protocol, Protocol::Anthropic(_))
     }
 
     /// The first messages of a task, in the protocol's format.
     pub fn initial_messages(&self, prompt: &RenderedPrompt) -> Vec<Value> {
-        // Both protocols here speak the Chat Completions format.
-        vec![
-            serde_json::json!({"role": "system", "content": prompt.system}),
-            serde_json::json!({"role": "user", "content": prompt.instance}),
-        ]
-    }
-
-    /// The answer to one tool call, in the protocol's format.
-    pub fn tool_result(&self, tool_call_id: &str, content: &str) -> Value {
-        serde_json::json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
-    }
-
-    /// The request's fields other than `messages`, for the trajectory.
-    pub fn request_template(&self) -> Value {
-        match self {
-            ModelClient::OpenAi(client) => client.request_template(),
-            ModelClient::Oracle => serde_json::json!({}),
+        match self.protocol {
+            Protocol::Anthropic(_) => anthropic_user(&prompt.instance),
+            Protocol::OpenAi(_) | Protocol::Oracle => vec![
+                serde_json::json!({"role": "system", "content": prompt.system}),
+                serde_json::json!({"role": "user", "content": prompt.instance}),
+            ],
         }
     }
 
-    /// Asks for the next answer given the whole history.
+    /// The answers to one reply's tool calls, in order, as the messages the
+    /// protocol wants: one `tool` message per call (OpenAI), or one user
+    /// message of `tool_result` blocks (Anthropic).
+    pub fn tool_results(&self, results: &[(String, String)]) -> Vec<Value> {
+        match self.protocol {
+            Protocol::Anthropic(_) => AnthropicClient::tool_results(results),
+            Protocol::OpenAi(_) | Protocol::Oracle => results
+                .iter()
+                .map(|(id, content)| {
+                    serde_json::json!({"role": "tool", "tool_call_id": id, "content": content})
+                })
+                .collect(),
+        }
+    }
+
+    /// The request's fields other than `messages` (and `system`), for the
+    /// trajectory.
+    pub fn request_template(&self) -> Value {
+        match &self.protocol {
+            Protocol::OpenAi(client) => client.request_template(),
+            Protocol::Anthropic(client) => client.request_template(),
+            Protocol::Oracle => serde_json::json!({}),
+        }
+    }
+
+    /// What `usage` cost in USD, when the price is known.
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.price.map(|price| price.cost(usage))
+    }
+
+    /// Asks for the next answer given the whole history, retrying what is
+    /// worth retrying; `on_retry` hears of each retry before its wait.
     pub async fn complete(
         &self,
         task: &TaskSpec,
+        system: &str,
         messages: &[Value],
+        on_retry: &mut (dyn FnMut(&RetryNote) + Send),
     ) -> Result<ModelReply, ModelError> {
-        match self {
-            ModelClient::OpenAi(client) => client.complete(messages).await,
-            ModelClient::Oracle => oracle::complete(task, messages),
+        let mut retry = 0;
+        loop {
+            let result = {
+                let _slot = self.gate.enter().await;
+                match &self.protocol {
+                    Protocol::OpenAi(client) => client.complete(messages).await,
+                    Protocol::Anthropic(client) => client.complete(system, messages).await,
+                    Protocol::Oracle => return oracle::complete(task, messages),
+                }
+            };
+            let err = match result {
+                Ok(reply) => return Ok(reply),
+                Err(err) if err.is_retryable() && retry < self.retry.max_retries => err,
+                Err(err) => return Err(err),
+            };
+            retry += 1;
+            let wait = self.retry.delay(retry, &err);
+            // A rate limit is about the whole run: every task waits.
+            if matches!(err.status(), Some(429)) {
+                self.gate.pause_all(wait).await;
+            }
+            on_retry(&RetryNote {
+                retry,
+                status: err.status(),
+                error: err.to_string(),
+                wait,
+            });
+            tokio::time::sleep(wait).await;
         }
+    }
+}
+
+fn anthropic_user(text: &str) -> Vec<Value> {
+    vec![serde_json::json!({"role": "user", "content": text})]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_overflow_in_every_dialect() {
+        let cases = [
+            (400, Some("context_length_exceeded"), "anything"),
+            (
+                400,
+                None,
+                "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens",
+            ),
+            (
+                400,
+                None,
+                "The decoder prompt (length 9000) is longer than the maximum model length of 8192.",
+            ),
+            (
+                400,
+                Some("exceed_context_size_error"),
+                "the request exceeds the available context size, try increasing it",
+            ),
+            (
+                400,
+                None,
+                "prompt is too long: 208310 tokens > 200000 maximum",
+            ),
+            (
+                400,
+                None,
+                "input length and `max_tokens` exceed context limit: 199000 + 8192 > 200000",
+            ),
+        ];
+        for (status, code, message) in cases {
+            assert!(is_context_overflow(status, code, message), "{message}");
+        }
+        assert!(!is_context_overflow(400, None, "invalid model"));
+        assert!(!is_context_overflow(500, None, "maximum context length"));
     }
 }

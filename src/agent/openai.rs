@@ -3,17 +3,16 @@
 //!
 //! Owns the request (model, the whole history, the one `bash` tool), the
 //! HTTP call and the parsing of the answer into a [`ModelReply`]. One call is
-//! one attempt: what is worth retrying is said by [`ModelError::is_transient`].
+//! one attempt: retries are `ModelClient::complete`'s.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::agent::model::{ModelError, ModelReply, ToolCall};
+use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall, is_context_overflow};
+use crate::agent::retry::parse_retry_after;
 use crate::trajectory::Usage;
 
-/// How long one model call may take before it counts as failed.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an unparseable error body goes into a message.
 const MAX_ERROR_BODY_CHARS: usize = 500;
@@ -23,6 +22,7 @@ pub struct OpenAiClient {
     url: String,
     model: String,
     api_key: Option<String>,
+    settings: RequestSettings,
 }
 
 /// The one tool, as the model is told about it.
@@ -48,9 +48,10 @@ impl OpenAiClient {
         base_url: &str,
         model: &str,
         api_key: Option<String>,
+        settings: RequestSettings,
     ) -> Result<OpenAiClient, reqwest::Error> {
         let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(settings.request_timeout)
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("onebash/", env!("CARGO_PKG_VERSION")))
             .build()?;
@@ -59,34 +60,66 @@ impl OpenAiClient {
             url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             model: model.to_owned(),
             api_key,
+            settings,
         })
     }
 
+    /// The request body without `messages`.
+    fn body_template(&self) -> serde_json::Map<String, Value> {
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert("tools".into(), json!([bash_tool_schema()]));
+        let s = &self.settings;
+        let optional = [
+            ("temperature", s.temperature.map(|v| json!(v))),
+            ("top_p", s.top_p.map(|v| json!(v))),
+            ("seed", s.seed.map(|v| json!(v))),
+            (
+                "max_completion_tokens",
+                s.max_output_tokens.map(|v| json!(v)),
+            ),
+        ];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                body.insert(key.into(), value);
+            }
+        }
+        // --model-arg goes in last: it may override anything above.
+        body.extend(s.extra.clone());
+        body
+    }
+
     pub fn request_template(&self) -> Value {
-        json!({"url": self.url, "model": self.model, "tools": [bash_tool_schema()]})
+        let mut template = self.body_template();
+        template.insert("url".into(), json!(self.url));
+        Value::Object(template)
     }
 
     pub async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
-        let body = json!({
-            "model": self.model,
-            "messages": messages,
-            "tools": [bash_tool_schema()],
-        });
+        let mut body = self.body_template();
+        body.insert("messages".into(), json!(messages));
         let mut request = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
         let response = request.send().await.map_err(transport_error)?;
         let status = response.status();
+        let retry_after = retry_after(response.headers());
         let text = response.text().await.map_err(transport_error)?;
         if !status.is_success() {
-            return Err(http_error(status.as_u16(), &text));
+            return Err(http_error(status.as_u16(), &text, retry_after));
         }
         parse_response(&text)
     }
 }
 
-fn transport_error(err: reqwest::Error) -> ModelError {
+/// The `Retry-After` header, as seconds or an HTTP date.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    parse_retry_after(value, std::time::SystemTime::now())
+}
+
+pub fn transport_error(err: reqwest::Error) -> ModelError {
     let kind = if err.is_timeout() {
         "timed out"
     } else if err.is_connect() {
@@ -106,7 +139,7 @@ fn transport_error(err: reqwest::Error) -> ModelError {
 
 /// An error status: the server's message when it sent the usual
 /// `{"error": {"message": ...}}`, else the start of the body.
-fn http_error(status: u16, body: &str) -> ModelError {
+pub fn http_error(status: u16, body: &str, retry_after: Option<Duration>) -> ModelError {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let message = error
@@ -117,11 +150,22 @@ fn http_error(status: u16, body: &str) -> ModelError {
         })
         .map(str::to_owned)
         .unwrap_or_else(|| body.chars().take(MAX_ERROR_BODY_CHARS).collect());
-    let code = error.and_then(|e| e.get("code")).and_then(Value::as_str);
-    if code == Some("context_length_exceeded") {
+    // OpenAI names the error in `code`, llama.cpp and Anthropic in `type`.
+    let code = error
+        .and_then(|e| {
+            e.get("code")
+                .filter(|c| c.is_string())
+                .or_else(|| e.get("type"))
+        })
+        .and_then(Value::as_str);
+    if is_context_overflow(status, code, &message) {
         return ModelError::ContextOverflow(message);
     }
-    ModelError::Http { status, message }
+    ModelError::Http {
+        status,
+        message,
+        retry_after,
+    }
 }
 
 /// Parses a successful Chat Completions body.
@@ -145,7 +189,11 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
             .and_then(|code| u16::try_from(code).ok())
             .filter(|code| (400..600).contains(code));
         return Err(match status {
-            Some(status) => ModelError::Http { status, message },
+            Some(status) => ModelError::Http {
+                status,
+                message,
+                retry_after: None,
+            },
             None => ModelError::Malformed(format!("the answer holds an error: {message}")),
         });
     }
@@ -169,13 +217,15 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
         }
     };
     let usage = value.get("usage").map(parse_usage).unwrap_or_default();
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Ok(ModelReply {
         message,
         tool_calls,
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        cut: finish_reason.as_deref() == Some("length"),
+        finish_reason,
         usage,
         response_id: value.get("id").and_then(Value::as_str).map(str::to_owned),
     })
@@ -214,10 +264,16 @@ fn parse_usage(usage: &Value) -> Usage {
         .get("total_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(prompt_tokens + completion_tokens);
+    let cached_tokens = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     Usage {
         prompt_tokens,
         completion_tokens,
         total_tokens,
+        cached_tokens,
+        cache_write_tokens: 0,
     }
 }
 
@@ -238,7 +294,7 @@ mod tests {
         assert_eq!(reply.usage.total_tokens, 15);
         assert_eq!(reply.response_id.as_deref(), Some("c1"));
         assert_eq!(reply.message["role"], "assistant");
-        assert!(!reply.was_cut());
+        assert!(!reply.cut);
     }
 
     #[test]
@@ -246,7 +302,7 @@ mod tests {
         let body = r#"{"choices":[{"finish_reason":"length","message":{"role":"assistant","content":"x"}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#;
         let reply = parse_response(body).expect("parses");
         assert_eq!(reply.usage.total_tokens, 7);
-        assert!(reply.was_cut());
+        assert!(reply.cut);
         let body = r#"{"choices":[{"message":{"role":"assistant","content":"x"}}]}"#;
         assert_eq!(
             parse_response(body).expect("parses").usage,
@@ -289,20 +345,27 @@ mod tests {
         let err = http_error(
             401,
             r#"{"error":{"message":"Incorrect API key","code":"invalid_api_key"}}"#,
+            None,
         );
         assert_eq!(
             err.to_string(),
             "the model API answered HTTP 401: Incorrect API key"
         );
-        let err = http_error(502, "<html>bad gateway</html>");
+        let err = http_error(
+            502,
+            "<html>bad gateway</html>",
+            Some(Duration::from_secs(2)),
+        );
         assert!(
             err.to_string()
                 .contains("HTTP 502: <html>bad gateway</html>")
         );
-        assert!(err.is_transient());
+        assert!(err.is_retryable());
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(2)));
         let err = http_error(
             400,
             r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#,
+            None,
         );
         assert!(matches!(err, ModelError::ContextOverflow(_)));
     }

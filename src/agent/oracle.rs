@@ -47,6 +47,7 @@ fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> Mode
     ModelReply {
         message,
         tool_calls,
+        cut: false,
         finish_reason: Some(finish_reason.to_owned()),
         usage: Usage::default(),
         response_id: None,

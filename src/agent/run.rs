@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::agent::bash_tool::{self, ToolAnswer};
-use crate::agent::model::{ModelClient, ModelError};
+use crate::agent::model::{ModelClient, ModelError, RetryNote, ToolCall};
 use crate::events::{Cancel, EventSink, Phase};
 use crate::exec::CommandContext;
 use crate::prompt::RenderedPrompt;
@@ -25,6 +25,8 @@ use crate::trajectory::{Event, TrajectoryWriter, Usage};
 pub struct AgentLimits {
     pub max_turns: u32,
     pub max_tokens: Option<u64>,
+    /// USD per task; checked only where the price is known.
+    pub max_cost: Option<f64>,
     pub command_timeout: Duration,
     pub task_timeout: Duration,
 }
@@ -38,6 +40,11 @@ pub struct AgentOutcome {
     /// Tool calls the model asked for.
     pub tool_calls: u32,
     pub usage: Usage,
+    /// What the usage cost, where the price is known.
+    pub cost_usd: Option<f64>,
+    /// Model calls retried, and the time spent waiting before retries.
+    pub retries: u32,
+    pub retry_wait: Duration,
     pub duration: Duration,
     pub error: Option<String>,
 }
@@ -62,6 +69,8 @@ struct Progress {
     turns: u32,
     tool_calls: u32,
     usage: Usage,
+    retries: u32,
+    retry_wait: Duration,
 }
 
 /// How long past the task deadline (or Ctrl-C) the conversation may take
@@ -144,6 +153,9 @@ pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter
         turns: progress.turns,
         tool_calls: progress.tool_calls,
         usage: progress.usage,
+        cost_usd: ctx.client.cost(&progress.usage),
+        retries: progress.retries,
+        retry_wait: progress.retry_wait,
         duration: started.elapsed(),
         error: ended.error,
     };
@@ -152,6 +164,9 @@ pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter
         turns: outcome.turns,
         tool_calls: outcome.tool_calls,
         usage: outcome.usage,
+        cost_usd: outcome.cost_usd,
+        retries: outcome.retries,
+        retry_wait_s: outcome.retry_wait.as_secs_f64(),
         duration_s: outcome.duration.as_secs_f64(),
         error: outcome.error.clone(),
     });
@@ -164,6 +179,11 @@ async fn converse(
     progress: &mut Progress,
     deadline: tokio::time::Instant,
 ) -> Ended {
+    if ctx.client.system_apart() {
+        trajectory.write(&Event::System {
+            content: ctx.prompt.system.clone(),
+        });
+    }
     let mut messages: Vec<Value> = ctx.client.initial_messages(ctx.prompt);
     for message in &messages {
         trajectory.write(&Event::Message {
@@ -172,17 +192,9 @@ async fn converse(
         });
     }
     loop {
-        if progress.turns >= ctx.limits.max_turns {
+        if let Some(reason) = cap_reached(ctx, progress) {
             return Ended {
-                reason: ExitReason::MaxTurns,
-                error: None,
-            };
-        }
-        if let Some(max) = ctx.limits.max_tokens
-            && progress.usage.total_tokens >= max
-        {
-            return Ended {
-                reason: ExitReason::MaxTokens,
+                reason,
                 error: None,
             };
         }
@@ -191,12 +203,23 @@ async fn converse(
         ctx.events
             .phase(&ctx.task.id, ctx.epoch, Phase::Model { turn });
         let asked = Instant::now();
-        let answered = unless_cut(
-            ctx.client.complete(ctx.task, &messages),
-            deadline,
-            ctx.cancel,
-        )
-        .await;
+        let answered = {
+            let mut on_retry = |note: &RetryNote| {
+                progress.retries += 1;
+                progress.retry_wait += note.wait;
+                trajectory.write(&Event::ModelRetry {
+                    turn,
+                    retry: note.retry,
+                    status: note.status,
+                    error: note.error.clone(),
+                    wait_s: note.wait.as_secs_f64(),
+                });
+            };
+            let call = ctx
+                .client
+                .complete(ctx.task, &ctx.prompt.system, &messages, &mut on_retry);
+            unless_cut(call, deadline, ctx.cancel).await
+        };
         let reply = match answered {
             Ok(Ok(reply)) => reply,
             Err(cut) => {
@@ -237,7 +260,7 @@ async fn converse(
         });
         messages.push(reply.message.clone());
         if reply.tool_calls.is_empty() {
-            let reason = if reply.was_cut() {
+            let reason = if reply.cut {
                 ExitReason::Length
             } else {
                 ExitReason::Completed
@@ -247,62 +270,109 @@ async fn converse(
                 error: None,
             };
         }
-        // Whatever finish_reason says, tool calls are run, in order.
+        // Whatever finish_reason says, tool calls are run, in order; the
+        // answers go back together, as the protocol wants them.
+        progress.tool_calls += reply.tool_calls.len() as u32;
+        let mut results: Vec<(String, String)> = Vec::with_capacity(reply.tool_calls.len());
+        let mut cut = None;
         for call in &reply.tool_calls {
-            progress.tool_calls += 1;
-            ctx.events.phase(
-                &ctx.task.id,
-                ctx.epoch,
-                Phase::Command {
-                    turn,
-                    command: call.arguments.clone(),
-                },
-            );
-            // A command never outlives the task's own deadline: its timeout
-            // is clipped to it, so it ends by itself and is recorded.
-            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if remaining.is_zero() {
-                return Ended::by(Cut::Deadline);
+            match run_tool_call(ctx, trajectory, turn, call, deadline).await {
+                Ok(content) => results.push((call.id.clone(), content)),
+                Err(why) => {
+                    cut = Some(why);
+                    break;
+                }
             }
-            let timeout = ctx.limits.command_timeout.min(remaining);
-            let ran = tokio::select! {
-                answer = bash_tool::answer(call, ctx.commands, timeout) => Some(answer),
-                () = ctx.cancel.cancelled() => None,
-            };
-            let Some(answer) = ran else {
-                trajectory.write(&Event::ToolError {
-                    turn,
-                    tool_call_id: call.id.clone(),
-                    error: format!("the command was {}", Cut::Cancel.describe()),
-                });
-                return Ended::by(Cut::Cancel);
-            };
-            match &answer {
-                ToolAnswer::Ran {
-                    record,
-                    shown_chars,
-                    ..
-                } => trajectory.write(&Event::Command {
-                    turn,
-                    tool_call_id: call.id.clone(),
-                    record: record.clone(),
-                    shown_chars: *shown_chars,
-                }),
-                ToolAnswer::Rejected { content } => trajectory.write(&Event::ToolError {
-                    turn,
-                    tool_call_id: call.id.clone(),
-                    error: content.clone(),
-                }),
+            if tokio::time::Instant::now() >= deadline {
+                cut = Some(Cut::Deadline);
+                break;
             }
-            let message = ctx.client.tool_result(&call.id, answer.content());
+        }
+        for message in ctx.client.tool_results(&results) {
             trajectory.write(&Event::Message {
                 turn,
                 message: message.clone(),
             });
             messages.push(message);
-            if tokio::time::Instant::now() >= deadline {
-                return Ended::by(Cut::Deadline);
-            }
+        }
+        if let Some(cut) = cut {
+            return Ended::by(cut);
         }
     }
+}
+
+/// The cap that stops the next model call, if one is reached.
+fn cap_reached(ctx: &AgentContext<'_>, progress: &Progress) -> Option<ExitReason> {
+    if progress.turns >= ctx.limits.max_turns {
+        return Some(ExitReason::MaxTurns);
+    }
+    if ctx
+        .limits
+        .max_tokens
+        .is_some_and(|max| progress.usage.total_tokens >= max)
+    {
+        return Some(ExitReason::MaxTokens);
+    }
+    if let (Some(max), Some(cost)) = (ctx.limits.max_cost, ctx.client.cost(&progress.usage))
+        && cost >= max
+    {
+        return Some(ExitReason::MaxCost);
+    }
+    None
+}
+
+/// Runs one tool call and records it; returns what the model reads, or
+/// why it could not finish.
+async fn run_tool_call(
+    ctx: &AgentContext<'_>,
+    trajectory: &mut TrajectoryWriter,
+    turn: u32,
+    call: &ToolCall,
+    deadline: tokio::time::Instant,
+) -> Result<String, Cut> {
+    ctx.events.phase(
+        &ctx.task.id,
+        ctx.epoch,
+        Phase::Command {
+            turn,
+            command: call.arguments.clone(),
+        },
+    );
+    // A command never outlives the task's own deadline: its timeout is
+    // clipped to it, so it ends by itself and is recorded.
+    let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+    if remaining.is_zero() {
+        return Err(Cut::Deadline);
+    }
+    let timeout = ctx.limits.command_timeout.min(remaining);
+    let ran = tokio::select! {
+        answer = bash_tool::answer(call, ctx.commands, timeout) => Some(answer),
+        () = ctx.cancel.cancelled() => None,
+    };
+    let Some(answer) = ran else {
+        trajectory.write(&Event::ToolError {
+            turn,
+            tool_call_id: call.id.clone(),
+            error: format!("the command was {}", Cut::Cancel.describe()),
+        });
+        return Err(Cut::Cancel);
+    };
+    match &answer {
+        ToolAnswer::Ran {
+            record,
+            shown_chars,
+            ..
+        } => trajectory.write(&Event::Command {
+            turn,
+            tool_call_id: call.id.clone(),
+            record: record.clone(),
+            shown_chars: *shown_chars,
+        }),
+        ToolAnswer::Rejected { content } => trajectory.write(&Event::ToolError {
+            turn,
+            tool_call_id: call.id.clone(),
+            error: content.clone(),
+        }),
+    }
+    Ok(answer.content().to_owned())
 }

@@ -8,8 +8,12 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::agent::ModelClient;
+use crate::agent::anthropic::AnthropicClient;
+use crate::agent::model::Protocol;
 use crate::agent::openai::OpenAiClient;
+use crate::agent::retry::{Gate, RetryPolicy};
 use crate::checkout::RepoCache;
+use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, EventSink, RunEvent};
 use crate::progress::ProgressDisplay;
@@ -24,13 +28,27 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 
 pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     let client = match &config.model {
-        ModelChoice::Oracle => ModelClient::Oracle,
-        ModelChoice::OpenAi {
-            name,
-            base_url,
-            api_key,
-            ..
-        } => ModelClient::OpenAi(OpenAiClient::new(base_url, name, api_key.clone())?),
+        ModelChoice::Oracle => ModelClient::oracle(),
+        ModelChoice::Api(api) => {
+            let (url, name, key, request) = (
+                &api.base_url,
+                &api.name,
+                api.api_key.clone(),
+                api.request.clone(),
+            );
+            let protocol = match api.provider {
+                Provider::Openai => Protocol::OpenAi(OpenAiClient::new(url, name, key, request)?),
+                Provider::Anthropic => {
+                    Protocol::Anthropic(AnthropicClient::new(url, name, key, request)?)
+                }
+            };
+            ModelClient::new(
+                protocol,
+                RetryPolicy::new(api.max_retries),
+                Gate::new(api.max_connections),
+                api.price,
+            )
+        }
     };
     let folder = RunFolder::create(&config.out_dir).map_err(|err| {
         anyhow::anyhow!(

@@ -642,8 +642,9 @@ fn api_errors_end_their_task_with_the_status_and_message_and_other_tasks_go_on()
         ),
     ]);
     let ids = ["unauthorized", "server_error", "not_json", "dropped", "ok"];
-    // One at a time: the good task runs after every failed one.
-    let run = w.run(&ids, &server, &["-j", "1"]);
+    // One at a time: the good task runs after every failed one. No
+    // retries: what a failure does when retries are used up.
+    let run = w.run(&ids, &server, &["-j", "1", "--max-retries", "0"]);
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     assert_eq!(run.rows().len(), 5);
 
@@ -930,9 +931,11 @@ fn the_trajectory_records_every_step_and_rebuilds_the_last_request() {
         "message",
         "model_call",
         "message",
+        // The answers to one reply's calls are sent together, after the
+        // calls ran (Anthropic wants them in one message).
         "command",
-        "message",
         "tool_error",
+        "message",
         "message",
         "model_call",
         "message",

@@ -1,0 +1,282 @@
+//! The Anthropic Messages protocol: the system prompt apart from the
+//! messages, `tool_use` blocks in the assistant's content answered by
+//! `tool_result` blocks in one user message, `stop_reason`, and usage with
+//! prompt-cache tokens. Same loop, same CSV; the trajectory keeps these
+//! native messages.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall};
+use crate::agent::openai::{http_error, retry_after, transport_error};
+use crate::trajectory::Usage;
+
+const API_VERSION: &str = "2023-06-01";
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The Messages API requires `max_tokens`; this is used when
+/// `--max-output-tokens` is not given.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
+
+pub struct AnthropicClient {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    api_key: Option<String>,
+    settings: RequestSettings,
+}
+
+/// The one tool, in Anthropic's shape.
+fn bash_tool() -> Value {
+    json!({
+        "name": "bash",
+        "description": "Run one bash command in a fresh shell in the root of the repository and return its output (stdout and stderr) and exit code.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The bash command to run."}
+            },
+            "required": ["command"]
+        }
+    })
+}
+
+/// `https://api.anthropic.com`, with or without `/v1`, to the messages URL.
+pub fn messages_url(base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    let base = base.strip_suffix("/v1").unwrap_or(base);
+    format!("{base}/v1/messages")
+}
+
+impl AnthropicClient {
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+        settings: RequestSettings,
+    ) -> Result<AnthropicClient, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(settings.request_timeout)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("onebash/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(AnthropicClient {
+            http,
+            url: messages_url(base_url),
+            model: model.to_owned(),
+            api_key,
+            settings,
+        })
+    }
+
+    /// The request body without `system` and `messages`.
+    fn body_template(&self) -> serde_json::Map<String, Value> {
+        let s = &self.settings;
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert(
+            "max_tokens".into(),
+            json!(s.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)),
+        );
+        body.insert("tools".into(), json!([bash_tool()]));
+        if let Some(t) = s.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(p) = s.top_p {
+            body.insert("top_p".into(), json!(p));
+        }
+        // The Messages API has no seed; config.rs warns when one is given.
+        body.extend(s.extra.clone());
+        body
+    }
+
+    pub fn request_template(&self) -> Value {
+        let mut template = self.body_template();
+        template.insert("url".into(), json!(self.url));
+        Value::Object(template)
+    }
+
+    pub async fn complete(
+        &self,
+        system: &str,
+        messages: &[Value],
+    ) -> Result<ModelReply, ModelError> {
+        let mut body = self.body_template();
+        body.insert("system".into(), json!(system));
+        body.insert("messages".into(), json!(messages));
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("anthropic-version", API_VERSION)
+            .json(&body);
+        if let Some(key) = &self.api_key {
+            request = request.header("x-api-key", key);
+        }
+        let response = request.send().await.map_err(transport_error)?;
+        let status = response.status();
+        let wait = retry_after(response.headers());
+        let text = response.text().await.map_err(transport_error)?;
+        if !status.is_success() {
+            return Err(http_error(status.as_u16(), &text, wait));
+        }
+        parse_response(&text)
+    }
+
+    /// All answers to one reply's tool calls, as one user message.
+    pub fn tool_results(results: &[(String, String)]) -> Vec<Value> {
+        let blocks: Vec<Value> = results
+            .iter()
+            .map(|(id, content)| json!({"type": "tool_result", "tool_use_id": id, "content": content}))
+            .collect();
+        vec![json!({"role": "user", "content": blocks})]
+    }
+}
+
+/// Parses a successful Messages API body.
+pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
+    let value: Value = serde_json::from_str(body).map_err(|err| {
+        let start: String = body.chars().take(200).collect();
+        ModelError::Malformed(format!("the body is not valid JSON ({err}): {start:?}"))
+    })?;
+    if value.get("type").and_then(Value::as_str) == Some("error") {
+        let message = value
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("an error without a message");
+        return Err(ModelError::Malformed(format!(
+            "the answer holds an error: {message}"
+        )));
+    }
+    let content = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ModelError::Malformed("the answer has no `content` list".to_owned()))?;
+    let tool_calls = content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .map(|block| ToolCall {
+            id: block
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            name: block
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
+        })
+        .collect();
+    let stop_reason = value
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let usage = value.get("usage").map(parse_usage).unwrap_or_default();
+    Ok(ModelReply {
+        // The history keeps the assistant's content exactly as received.
+        message: json!({"role": "assistant", "content": content}),
+        tool_calls,
+        cut: stop_reason.as_deref() == Some("max_tokens"),
+        finish_reason: stop_reason,
+        usage,
+        response_id: value.get("id").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+/// Anthropic's `input_tokens` excludes cache reads and writes; onebash's
+/// `prompt_tokens` counts every input token.
+fn parse_usage(usage: &Value) -> Usage {
+    let get = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cached_tokens = get("cache_read_input_tokens");
+    let cache_write_tokens = get("cache_creation_input_tokens");
+    let prompt_tokens = get("input_tokens") + cached_tokens + cache_write_tokens;
+    let completion_tokens = get("output_tokens");
+    Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: prompt_tokens + completion_tokens,
+        cached_tokens,
+        cache_write_tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_with_or_without_v1() {
+        for base in [
+            "https://api.anthropic.com",
+            "https://api.anthropic.com/",
+            "https://api.anthropic.com/v1",
+            "https://api.anthropic.com/v1/",
+        ] {
+            assert_eq!(
+                messages_url(base),
+                "https://api.anthropic.com/v1/messages",
+                "{base}"
+            );
+        }
+    }
+
+    #[test]
+    fn parses_tool_use_blocks_stop_reason_and_cache_usage() {
+        let body = r#"{"id":"msg_1","type":"message","role":"assistant","stop_reason":"tool_use",
+            "content":[{"type":"text","text":"Let me look."},
+                       {"type":"tool_use","id":"toolu_1","name":"bash","input":{"command":"ls"}}],
+            "usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":20}}"#;
+        let reply = parse_response(body).expect("parses");
+        assert_eq!(
+            reply.tool_calls,
+            vec![ToolCall {
+                id: "toolu_1".into(),
+                name: "bash".into(),
+                arguments: r#"{"command":"ls"}"#.into()
+            }]
+        );
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_use"));
+        assert!(!reply.cut);
+        assert_eq!(reply.usage.prompt_tokens, 130);
+        assert_eq!(reply.usage.cached_tokens, 100);
+        assert_eq!(reply.usage.cache_write_tokens, 20);
+        assert_eq!(reply.usage.total_tokens, 135);
+        assert_eq!(reply.message["content"][0]["text"], "Let me look.");
+        let cut = parse_response(
+            r#"{"content":[{"type":"text","text":"x"}],"stop_reason":"max_tokens"}"#,
+        )
+        .expect("parses");
+        assert!(cut.cut);
+    }
+
+    #[test]
+    fn tool_results_share_one_user_message() {
+        let messages = AnthropicClient::tool_results(&[
+            ("a".into(), "one".into()),
+            ("b".into(), "two".into()),
+        ]);
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0]["role"], "user");
+        assert_eq!(messages[0]["content"][1]["tool_use_id"], "b");
+        assert_eq!(messages[0]["content"][1]["type"], "tool_result");
+    }
+
+    #[test]
+    fn errors_and_overflow_in_anthropic_words() {
+        let err = http_error(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            None,
+        );
+        assert!(err.is_retryable(), "{err:?}");
+        assert!(err.to_string().contains("Overloaded"));
+        let err = http_error(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#,
+            None,
+        );
+        assert!(matches!(err, ModelError::ContextOverflow(_)), "{err:?}");
+        assert!(parse_response("{}").is_err());
+    }
+}

@@ -1,0 +1,182 @@
+//! What model calls cost: a small built-in price table for widely used
+//! models, `--price INPUT,OUTPUT` to set or override it, and the cost of a
+//! call's usage, cached input priced apart where the usage reports it.
+
+use serde::Serialize;
+
+use crate::trajectory::Usage;
+
+/// When the built-in prices were taken from the providers' price pages.
+/// Prices change: `--price` overrides them.
+pub const PRICES_TAKEN: &str = "2025-11-15";
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Input read from the provider's prompt cache.
+    pub cached_input: f64,
+    /// Input written to the prompt cache (Anthropic charges extra).
+    pub cache_write: f64,
+}
+
+impl Price {
+    pub const FREE: Price = Price {
+        input: 0.0,
+        output: 0.0,
+        cached_input: 0.0,
+        cache_write: 0.0,
+    };
+
+    /// A price with cached input at the full input price (for `--price`,
+    /// which gives only input and output).
+    pub fn flat(input: f64, output: f64) -> Price {
+        Price {
+            input,
+            output,
+            cached_input: input,
+            cache_write: input,
+        }
+    }
+
+    /// Cost in USD. `prompt_tokens` includes cached reads and cache writes,
+    /// which are priced at their own rates.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let plain_input = usage
+            .prompt_tokens
+            .saturating_sub(usage.cached_tokens)
+            .saturating_sub(usage.cache_write_tokens);
+        (plain_input as f64 * self.input
+            + usage.cached_tokens as f64 * self.cached_input
+            + usage.cache_write_tokens as f64 * self.cache_write
+            + usage.completion_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+
+    /// Parses `--price INPUT,OUTPUT` (USD per million tokens).
+    pub fn parse(raw: &str) -> Result<Price, String> {
+        let (input, output) = raw.split_once(',').ok_or_else(|| {
+            format!(
+                "--price {raw:?} is not INPUT,OUTPUT (USD per million tokens, for example 2.5,10)"
+            )
+        })?;
+        let number = |s: &str| -> Result<f64, String> {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| format!("--price {raw:?}: {s:?} is not a price"))
+        };
+        Ok(Price::flat(number(input)?, number(output)?))
+    }
+}
+
+/// (model name prefix, input, output, cached input, cache write), USD per
+/// million tokens, as published on PRICES_TAKEN.
+const TABLE: &[(&str, f64, f64, f64, f64)] = &[
+    ("gpt-5-nano", 0.05, 0.40, 0.005, 0.05),
+    ("gpt-5-mini", 0.25, 2.00, 0.025, 0.25),
+    ("gpt-5", 1.25, 10.00, 0.125, 1.25),
+    ("gpt-4.1-nano", 0.10, 0.40, 0.025, 0.10),
+    ("gpt-4.1-mini", 0.40, 1.60, 0.10, 0.40),
+    ("gpt-4.1", 2.00, 8.00, 0.50, 2.00),
+    ("gpt-4o-mini", 0.15, 0.60, 0.075, 0.15),
+    ("gpt-4o", 2.50, 10.00, 1.25, 2.50),
+    ("o4-mini", 1.10, 4.40, 0.275, 1.10),
+    ("o3-mini", 1.10, 4.40, 0.55, 1.10),
+    ("o3", 2.00, 8.00, 0.50, 2.00),
+    ("claude-opus-4-5", 5.00, 25.00, 0.50, 6.25),
+    ("claude-opus-4", 15.00, 75.00, 1.50, 18.75),
+    ("claude-sonnet-4", 3.00, 15.00, 0.30, 3.75),
+    ("claude-3-7-sonnet", 3.00, 15.00, 0.30, 3.75),
+    ("claude-haiku-4-5", 1.00, 5.00, 0.10, 1.25),
+    ("claude-3-5-haiku", 0.80, 4.00, 0.08, 1.00),
+];
+
+/// The built-in price of a model: the longest table prefix of its name,
+/// after any `provider/` part (OpenRouter names such as `openai/gpt-4o`).
+pub fn builtin_price(model: &str) -> Option<Price> {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    TABLE
+        .iter()
+        .filter(|(prefix, ..)| {
+            name.strip_prefix(prefix).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with('-') || rest.starts_with('@')
+            })
+        })
+        .max_by_key(|(prefix, ..)| prefix.len())
+        .map(|&(_, input, output, cached_input, cache_write)| Price {
+            input,
+            output,
+            cached_input,
+            cache_write,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins_and_dated_names_match() {
+        assert_eq!(builtin_price("gpt-4o").map(|p| p.input), Some(2.50));
+        assert_eq!(builtin_price("gpt-4o-mini").map(|p| p.input), Some(0.15));
+        assert_eq!(
+            builtin_price("gpt-4o-2024-08-06").map(|p| p.input),
+            Some(2.50)
+        );
+        assert_eq!(
+            builtin_price("openai/gpt-4.1-mini").map(|p| p.output),
+            Some(1.60)
+        );
+        assert_eq!(
+            builtin_price("claude-sonnet-4-5-20250929").map(|p| p.input),
+            Some(3.00)
+        );
+        assert_eq!(
+            builtin_price("claude-opus-4-1").map(|p| p.input),
+            Some(15.00)
+        );
+        assert_eq!(
+            builtin_price("claude-opus-4-5").map(|p| p.input),
+            Some(5.00)
+        );
+        // Not a prefix at a word boundary: unknown, not gpt-4o's price.
+        assert_eq!(builtin_price("gpt-4omega"), None);
+        assert_eq!(builtin_price("my-local-model"), None);
+    }
+
+    #[test]
+    fn cost_prices_cached_input_apart() {
+        let price = Price {
+            input: 2.0,
+            output: 8.0,
+            cached_input: 0.5,
+            cache_write: 2.5,
+        };
+        let usage = Usage {
+            prompt_tokens: 1_000_000,
+            completion_tokens: 100_000,
+            total_tokens: 1_100_000,
+            cached_tokens: 400_000,
+            cache_write_tokens: 100_000,
+        };
+        // 500k plain at 2, 400k cached at 0.5, 100k written at 2.5, 100k out at 8.
+        let expected =
+            (500_000.0 * 2.0 + 400_000.0 * 0.5 + 100_000.0 * 2.5 + 100_000.0 * 8.0) / 1e6;
+        assert!((price.cost(&usage) - expected).abs() < 1e-12);
+    }
+
+    #[test]
+    fn price_flag_parses() {
+        assert_eq!(Price::parse("2.5,10"), Ok(Price::flat(2.5, 10.0)));
+        for bad in ["2.5", "a,b", "-1,2", "1,inf"] {
+            assert!(Price::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Retries of model calls, and the gate all tasks of a run pass through to
+//! reach the model API.
+//!
+//! Owns the backoff (exponential with jitter, or the server's
+//! `Retry-After`), which errors are worth another try, and [`Gate`]: at
+//! most `--max-connections` calls at once for the whole run, and a shared
+//! pause when the server says 429, so the run slows down as one instead of
+//! every task hammering the API on its own.
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::{Mutex, Semaphore, SemaphorePermit};
+use tokio::time::Instant;
+
+use crate::agent::model::ModelError;
+
+/// How a run retries model calls.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Tries after the first; `--max-retries`.
+    pub max_retries: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    pub fn new(max_retries: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_retries,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+
+    /// How long to wait before try number `retry` (1-based): the server's
+    /// `Retry-After` when it gave one (capped at ten minutes), else
+    /// `base * 2^(retry-1)` capped at `max_delay`, with jitter taking it down
+    /// to as little as half, so that tasks that failed together do not come
+    /// back together.
+    pub fn delay(&self, retry: u32, error: &ModelError) -> Duration {
+        if let Some(after) = error.retry_after() {
+            return after.min(Duration::from_secs(600));
+        }
+        let exponential = self
+            .base_delay
+            .saturating_mul(1u32 << (retry.saturating_sub(1)).min(16))
+            .min(self.max_delay);
+        exponential.mul_f64(0.5 + 0.5 * random_unit())
+    }
+}
+
+impl ModelError {
+    /// Whether the same request may succeed if sent again: rate limits,
+    /// server errors, lost connections, timeouts, garbled answers. Never a
+    /// client error (400, 401, 403, 404...): the answer would be the same.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Http { status, .. } => {
+                matches!(*status, 408 | 409 | 425 | 429) || (*status >= 500 && *status != 501)
+            }
+            ModelError::Transport(_) | ModelError::Malformed(_) => true,
+            ModelError::ContextOverflow(_) => false,
+        }
+    }
+}
+
+/// A uniform random number in [0, 1), from the standard library's randomly
+/// seeded hasher: jitter needs no better randomness than that.
+fn random_unit() -> f64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Parses a `Retry-After` value: seconds, or an HTTP date (RFC 9110
+/// IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    // "Sun, 06 Nov 1994 08:49:37 GMT"
+    let rest = value.split_once(", ")?.1;
+    let mut parts = rest.split_whitespace();
+    let day: i64 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut clock = parts.next()?.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
+    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let seconds = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s;
+    let seconds = u64::try_from(seconds).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// What every model call of a run passes through.
+#[derive(Debug)]
+pub struct Gate {
+    slots: Semaphore,
+    /// No call starts before this instant: set by rate limits.
+    paused_until: Mutex<Option<Instant>>,
+}
+
+impl Gate {
+    pub fn new(max_connections: usize) -> Gate {
+        Gate {
+            slots: Semaphore::new(max_connections.max(1)),
+            paused_until: Mutex::new(None),
+        }
+    }
+
+    /// Waits for a free connection and for any shared pause to end.
+    pub async fn enter(&self) -> Option<SemaphorePermit<'_>> {
+        loop {
+            let pause = *self.paused_until.lock().await;
+            if let Some(until) = pause
+                && until > Instant::now()
+            {
+                tokio::time::sleep_until(until).await;
+                continue;
+            }
+            let permit = self.slots.acquire().await.ok()?;
+            // A pause may have begun while we waited for the slot.
+            let pause = *self.paused_until.lock().await;
+            if pause.is_some_and(|until| until > Instant::now()) {
+                drop(permit);
+                continue;
+            }
+            return Some(permit);
+        }
+    }
+
+    /// Holds every task's next call until `wait` from now (rate limited).
+    pub async fn pause_all(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        let mut paused = self.paused_until.lock().await;
+        if paused.is_none_or(|current| current < until) {
+            *paused = Some(until);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_770);
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after(" 0.5 ", now),
+            Some(Duration::from_millis(500))
+        );
+        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        // A date in the past means now.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        for bad in [
+            "",
+            "-1",
+            "soon",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:00:00 GMT",
+        ] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn which_errors_are_retried() {
+        let http = |status| ModelError::Http {
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        for status in [429, 500, 502, 503, 504, 529, 408] {
+            assert!(http(status).is_retryable(), "{status}");
+        }
+        for status in [400, 401, 403, 404, 422, 501] {
+            assert!(!http(status).is_retryable(), "{status}");
+        }
+        assert!(ModelError::Transport("reset".into()).is_retryable());
+        assert!(ModelError::Malformed("not json".into()).is_retryable());
+        assert!(!ModelError::ContextOverflow("too long".into()).is_retryable());
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_honours_retry_after() {
+        let policy = RetryPolicy::new(10);
+        let plain = ModelError::Transport("x".into());
+        for retry in 1..=8 {
+            let full = Duration::from_secs(1 << (retry - 1)).min(Duration::from_secs(60));
+            let delay = policy.delay(retry, &plain);
+            assert!(delay >= full / 2 && delay <= full, "{retry}: {delay:?}");
+        }
+        let limited = ModelError::Http {
+            status: 429,
+            message: String::new(),
+            retry_after: Some(Duration::from_secs(3)),
+        };
+        assert_eq!(policy.delay(1, &limited), Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn a_pause_holds_every_caller() {
+        let gate = Gate::new(2);
+        gate.pause_all(Duration::from_millis(200)).await;
+        let started = std::time::Instant::now();
+        let permit = gate.enter().await;
+        assert!(permit.is_some());
+        assert!(
+            started.elapsed() >= Duration::from_millis(190),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
