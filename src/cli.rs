@@ -66,6 +66,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_retries: u32,
 
+    /// Seconds before the first retry of a model call; each next wait doubles, up to 60 s, with jitter. A server's Retry-After wins.
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub retry_delay: f64,
+
     /// Model calls in flight at once for the whole run [default: --jobs].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,

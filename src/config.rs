@@ -47,6 +47,8 @@ pub struct ApiModel {
     pub api_key: Option<String>,
     pub request: RequestSettings,
     pub max_retries: u32,
+    #[serde(serialize_with = "seconds")]
+    pub retry_delay: Duration,
     pub max_connections: usize,
     /// USD per million tokens, when known.
     pub price: Option<Price>,
@@ -381,6 +383,7 @@ fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoic
         api_key,
         request,
         max_retries: args.max_retries,
+        retry_delay: positive_seconds("--retry-delay", args.retry_delay)?,
         max_connections: args.max_connections.unwrap_or(args.jobs) as usize,
         price,
         price_source,

@@ -173,7 +173,7 @@ impl ModelClient {
     pub fn oracle() -> ModelClient {
         ModelClient::new(
             Protocol::Oracle,
-            RetryPolicy::new(0),
+            RetryPolicy::new(0, Duration::ZERO),
             Gate::new(1),
             Some(Price::FREE),
         )

@@ -25,11 +25,11 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn new(max_retries: u32) -> RetryPolicy {
+    pub fn new(max_retries: u32, base_delay: Duration) -> RetryPolicy {
         RetryPolicy {
             max_retries,
-            base_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(60),
+            base_delay,
+            max_delay: Duration::from_secs(60).max(base_delay),
         }
     }
 
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn backoff_grows_with_jitter_and_honours_retry_after() {
-        let policy = RetryPolicy::new(10);
+        let policy = RetryPolicy::new(10, Duration::from_secs(1));
         let plain = ModelError::Transport("x".into());
         for retry in 1..=8 {
             let full = Duration::from_secs(1 << (retry - 1)).min(Duration::from_secs(60));

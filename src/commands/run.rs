@@ -44,7 +44,7 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
             };
             ModelClient::new(
                 protocol,
-                RetryPolicy::new(api.max_retries),
+                RetryPolicy::new(api.max_retries, api.retry_delay),
                 Gate::new(api.max_connections),
                 api.price,
             )
