@@ -205,10 +205,15 @@ impl Bwrap {
         {
             args.extend(["--ro-bind".into(), target.clone().into(), target.into()]);
         }
+        // Hidden folders become empty tmpfs mounts, made read-only once the
+        // binds inside them are in place, so a write there fails as it does
+        // anywhere else outside the checkout.
+        let mut hidden_dirs: Vec<&Path> = Vec::new();
         for path in &self.hidden {
             match std::fs::metadata(path) {
                 Ok(meta) if meta.is_dir() => {
                     args.extend(["--tmpfs".into(), path.clone().into_os_string()]);
+                    hidden_dirs.push(path);
                 }
                 Ok(_) => {
                     args.extend([
@@ -233,6 +238,11 @@ impl Bwrap {
             "--bind".into(),
             writable.as_os_str().to_owned(),
             writable.as_os_str().to_owned(),
+        ]);
+        for dir in hidden_dirs {
+            args.extend(["--remount-ro".into(), dir.as_os_str().to_owned()]);
+        }
+        args.extend([
             "--chdir".into(),
             cwd.as_os_str().to_owned(),
             // Tools that write caches to $HOME (read-only here) can use /tmp.

@@ -7,3 +7,4 @@ mod agent_protocol;
 mod demo;
 mod exec_safety;
 mod pipeline;
+mod sandbox;
