@@ -27,18 +27,18 @@ printf '{"id":"bench","repo":"%s","base_commit":"%s","problem_statement":"bench"
 
 # Runs one task of $turns turns; prints "agent_seconds server_seconds requests".
 measure() {
-    local sandbox=$1 out=$work/out-$1
-    coproc SERVER { python3 scripts/bench_server.py "$turns" true; }
-    local port
-    read -r port <&"${SERVER[0]}"
-    "$bin" run "$work/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$port/v1" \
+    local sandbox=$1 out=$work/out-$1-$RANDOM
+    rm -f "$work/port" "$work/stats"
+    python3 scripts/bench_server.py "$turns" true "$work/port" "$work/stats" &
+    local server=$!
+    while [ ! -s "$work/port" ]; do sleep 0.05; done
+    "$bin" run "$work/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$(cat "$work/port")/v1" \
         --sandbox "$sandbox" --max-turns $((turns + 1)) -o "$out" --cache-dir "$work/cache" \
         >/dev/null 2>&1
-    exec {SERVER[1]}>&-
-    local requests server_seconds
-    read -r requests server_seconds <&"${SERVER[0]}"
-    wait "$SERVER_PID" 2>/dev/null || true
-    local agent_seconds
+    kill -TERM "$server"
+    wait "$server" 2>/dev/null || true
+    local requests server_seconds agent_seconds
+    read -r requests server_seconds < "$work/stats"
     agent_seconds=$(python3 -c 'import csv,sys; print(next(csv.DictReader(open(sys.argv[1])))["agent_seconds"])' "$out/results.csv")
     echo "$agent_seconds $server_seconds $requests"
 }

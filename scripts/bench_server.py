@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """A scripted OpenAI-compatible server for benchmarks (stdlib only).
 
-Every request is answered at once with one `bash` tool call running
-COMMAND, until the conversation holds TURNS assistant answers; then with a
-final text. Prints its port on the first line of stdout, and on exit (stdin
-closed) the number of requests and the seconds spent handling them, so the
-bench can subtract the server's own time from what it measures.
+Usage: bench_server.py TURNS COMMAND PORT_FILE STATS_FILE [LATENCY_S]
+
+Every request is answered with one `bash` tool call running COMMAND, until
+the conversation holds TURNS assistant answers; then with a final text.
+Writes its port to PORT_FILE once listening; on SIGTERM writes "REQUESTS
+SECONDS" to STATS_FILE (the time spent handling requests, latency aside),
+so the bench can subtract the server's own time from what it measures.
 """
 import json
+import signal
 import sys
 import threading
 import time
@@ -15,13 +18,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TURNS = int(sys.argv[1])
 COMMAND = sys.argv[2]
-LATENCY = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+PORT_FILE, STATS_FILE = sys.argv[3], sys.argv[4]
+LATENCY = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
 stats = {"requests": 0, "seconds": 0.0}
 lock = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: without this, Nagle and
+    # delayed ACKs add ~40 ms to every answer, which is not onebash's time.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -61,8 +68,17 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(reply)
 
 
+def stop(*_):
+    with lock:
+        with open(STATS_FILE, "w") as f:
+            f.write(f"{stats['requests']} {stats['seconds']:.6f}\n")
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-sys.stdin.read()
-print(stats["requests"], round(stats["seconds"], 4), flush=True)
+with open(PORT_FILE + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+import os  # noqa: E402  (only needed here)
+os.replace(PORT_FILE + ".tmp", PORT_FILE)
+server.serve_forever()
