@@ -178,6 +178,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "MIB", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_file_size: u64,
 
+    /// Continue the run in --out: skip (task, epoch) pairs that have a row, redo the rest. Refused if the settings differ.
+    #[arg(long)]
+    pub resume: bool,
+
+    /// With --resume, also redo the pairs whose row has status `error` (their old rows and files are kept aside).
+    #[arg(long, requires = "resume")]
+    pub retry_errors: bool,
+
     /// Keep each task's working copy (under the run folder's workdirs/) instead of deleting it.
     #[arg(long)]
     pub keep_workdirs: bool,

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use regex::Regex;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::agent::model::RequestSettings;
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
@@ -95,6 +96,10 @@ pub struct RunConfig {
     pub out_dir: PathBuf,
     pub cache_dir: PathBuf,
     pub keep_workdirs: bool,
+    pub resume: bool,
+    pub retry_errors: bool,
+    /// sha256 of the task file's bytes.
+    pub task_file_sha256: String,
     pub sandbox_mode: SandboxMode,
     #[serde(skip)]
     pub sandbox: Sandbox,
@@ -160,8 +165,43 @@ pub enum ConfigError {
 }
 
 impl RunConfig {
+    /// The settings that decide outcomes. A resumed run and the shards of a
+    /// merge must agree on every one; how many tasks run at once, which
+    /// tasks are selected and where the cache is may differ.
+    pub fn fingerprint(&self) -> serde_json::Value {
+        let (provider, request) = match &self.model {
+            ModelChoice::Oracle => (None, None),
+            ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
+        };
+        serde_json::json!({
+            "task_file_sha256": self.task_file_sha256,
+            "model": self.model.name(),
+            "provider": provider,
+            "request": request.map(|r| serde_json::json!({
+                "temperature": r.temperature,
+                "top_p": r.top_p,
+                "seed": r.seed,
+                "max_output_tokens": r.max_output_tokens,
+                "model_args": r.extra,
+            })),
+            "prompt": format!("{}@{}", self.prompt_name, self.prompt_sha256),
+            "max_turns": self.max_turns,
+            "max_tokens": self.max_tokens,
+            "max_cost": self.max_cost,
+            "command_timeout_s": self.command_timeout.as_secs_f64(),
+            "task_timeout_s": self.task_timeout.as_secs_f64(),
+            "test_timeout_s": self.test_timeout.as_secs_f64(),
+            "sandbox": self.sandbox_used,
+            "allow_network": self.allow_network,
+            "limits": self.limits,
+        })
+    }
+
     pub fn from_args(args: &RunArgs) -> Result<RunConfig, ConfigError> {
         let all_tasks = load_tasks(&args.tasks)?;
+        let task_file_sha256 = std::fs::read(&args.tasks)
+            .map(|bytes| crate::prompt::hex(&Sha256::digest(bytes)))
+            .unwrap_or_default();
         let shard = args
             .shard
             .as_deref()
@@ -229,7 +269,7 @@ impl RunConfig {
             Some(dir) => dir.clone(),
             None => default_out_dir(model.name(), &prompt.name),
         };
-        check_out_dir(&out_dir)?;
+        check_out_dir(&out_dir, args.resume)?;
         let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
 
         // The agent must not read the task file (gold patches, hidden tests)
@@ -283,6 +323,9 @@ impl RunConfig {
             out_dir,
             cache_dir,
             keep_workdirs: args.keep_workdirs,
+            resume: args.resume,
+            retry_errors: args.retry_errors,
+            task_file_sha256,
             sandbox_mode: args.sandbox,
             sandbox_used: sandbox.name(),
             sandbox,
@@ -443,12 +486,21 @@ fn default_out_dir(model: &str, prompt: &str) -> PathBuf {
     Path::new("results").join(format!("{time}_{}_{}", clean(model), clean(prompt)))
 }
 
-fn check_out_dir(dir: &Path) -> Result<(), ConfigError> {
+fn check_out_dir(dir: &Path, resume: bool) -> Result<(), ConfigError> {
+    if resume {
+        if dir.join("run.json").is_file() {
+            return Ok(());
+        }
+        return Err(ConfigError::Usage(format!(
+            "nothing to resume: {} holds no run.json\nhint: --resume continues a run folder given with --out",
+            dir.display()
+        )));
+    }
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
                 return Err(ConfigError::Usage(format!(
-                    "the run folder {} exists and is not empty\nhint: choose another --out",
+                    "the run folder {} exists and is not empty\nhint: choose another --out, or continue it with --resume",
                     dir.display()
                 )));
             }

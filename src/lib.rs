@@ -28,6 +28,7 @@ pub mod limits;
 pub mod progress;
 pub mod prompt;
 pub mod results;
+pub mod resume;
 pub mod runner;
 pub mod sandbox;
 pub mod task;

@@ -173,6 +173,11 @@ pub struct ResultsWriter {
 }
 
 impl ResultsWriter {
+    fn open_truncated(path: &Path) -> std::io::Result<ResultsWriter> {
+        File::create(path)?;
+        ResultsWriter::open(path)
+    }
+
     pub fn open(path: &Path) -> std::io::Result<ResultsWriter> {
         let mut file = File::options().create(true).append(true).open(path)?;
         if file.metadata()?.len() == 0 {
@@ -201,6 +206,52 @@ impl ResultsWriter {
         self.file.write_all(&bytes)?;
         self.file.sync_data()
     }
+}
+
+/// Reads results.csv back. A last line without its newline is a row torn
+/// by a crash: it is not returned, and `torn_at` says where it starts so
+/// the caller can cut it off.
+pub fn read_rows(path: &Path) -> Result<RowsRead, String> {
+    let bytes =
+        std::fs::read(path).map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let torn_at = (whole < bytes.len()).then_some(whole as u64);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(&bytes[..whole]);
+    let mut rows = Vec::new();
+    for (index, record) in reader.deserialize::<ResultRow>().enumerate() {
+        let row = record.map_err(|err| {
+            format!(
+                "{}: row {} cannot be read: {err}",
+                path.display(),
+                index + 1
+            )
+        })?;
+        rows.push(row);
+    }
+    Ok(RowsRead { rows, torn_at })
+}
+
+/// What [`read_rows`] found.
+#[derive(Debug)]
+pub struct RowsRead {
+    pub rows: Vec<ResultRow>,
+    /// Byte offset of a torn last line, if there is one.
+    pub torn_at: Option<u64>,
+}
+
+/// Writes a whole results.csv (header and rows) through a temporary file
+/// and a rename: the file is complete before and after, never half.
+pub fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> std::io::Result<()> {
+    let tmp = path.with_extension("csv.tmp");
+    {
+        let mut writer = ResultsWriter::open_truncated(&tmp)?;
+        for row in rows {
+            writer.append(row)?;
+        }
+    }
+    std::fs::rename(&tmp, path)
 }
 
 /// The CSV header, in CONTRACT.md's order.
@@ -276,6 +327,35 @@ mod tests {
             lines[1],
             "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5"
         );
+    }
+
+    #[test]
+    fn rows_read_back_and_a_torn_last_line_is_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("results.csv");
+        let mut writer = ResultsWriter::open(&path).expect("open");
+        writer.append(&row()).expect("append");
+        let mut second = row();
+        second.task_id = TaskId::parse("t2").expect("id");
+        second.cost_usd = Some(0.25);
+        second.test_seconds = Some(2.0);
+        writer.append(&second).expect("append");
+        drop(writer);
+        let whole = std::fs::metadata(&path).expect("meta").len();
+        let read = read_rows(&path).expect("read");
+        assert_eq!(read.rows.len(), 2);
+        assert_eq!(read.rows[1].task_id.as_str(), "t2");
+        assert_eq!(read.rows[1].cost_usd, Some(0.25));
+        assert_eq!(read.rows[0].cost_usd, None);
+        assert_eq!(read.torn_at, None);
+        // A crash in the middle of a row leaves a line without its newline.
+        let mut file = File::options().append(true).open(&path).expect("open");
+        file.write_all(b"t3,1,m,default@abc,pass").expect("write");
+        let read = read_rows(&path).expect("read");
+        assert_eq!(read.rows.len(), 2);
+        assert_eq!(read.torn_at, Some(whole));
+        write_rows_atomically(&path, &read.rows[..1]).expect("rewrite");
+        assert_eq!(read_rows(&path).expect("read").rows.len(), 1);
     }
 
     #[test]

@@ -38,12 +38,10 @@ pub struct RunContext {
     pub cancel: Cancel,
 }
 
-/// Runs every selected (task, epoch) and emits a `TaskFinished` for each
-/// that started. Returns when all started tasks have ended.
-pub async fn run_tasks(ctx: Arc<RunContext>) {
-    let work: Vec<(usize, u32)> = (1..=ctx.config.runs)
-        .flat_map(|epoch| (0..ctx.config.tasks.len()).map(move |i| (i, epoch)))
-        .collect();
+/// Runs the given (task index, epoch) pairs, in order, `-j` at a time, and
+/// emits a `TaskFinished` for each that started. Returns when all started
+/// tasks have ended.
+pub async fn run_tasks(ctx: Arc<RunContext>, work: Vec<(usize, u32)>) {
     ctx.events.emit(RunEvent::RunStarted { total: work.len() });
     let slots = Arc::new(Semaphore::new(ctx.config.jobs));
     let mut running = JoinSet::new();

@@ -153,11 +153,15 @@ impl Bwrap {
     /// Runs `true` in a sandbox like the real ones, to learn at start
     /// whether bwrap works here (user namespaces may be forbidden).
     fn probe(&self) -> Result<(), String> {
-        let dir = std::env::temp_dir();
+        // A folder of its own to bind writable, as a checkout would be.
+        let dir = std::env::temp_dir().join(format!("onebash-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
         let mut args = self.arguments(&dir, &dir, false);
         args.extend(["--".into(), "true".into()]);
-        crate::exec::probe(&self.program, &args)
-            .map_err(|err| format!("bwrap does not work here: {err}"))
+        let probed = crate::exec::probe(&self.program, &args);
+        let _ = std::fs::remove_dir(&dir);
+        probed.map_err(|err| format!("bwrap does not work here: {err}"))
     }
 
     fn arguments(&self, writable: &Path, cwd: &Path, network: bool) -> Vec<OsString> {
@@ -211,10 +215,13 @@ impl Bwrap {
         let mut hidden_dirs: Vec<&Path> = Vec::new();
         for path in &self.hidden {
             match std::fs::metadata(path) {
-                Ok(meta) if meta.is_dir() => {
+                // A hidden folder inside the writable one would be
+                // covered by the bind anyway.
+                Ok(meta) if meta.is_dir() && !path.starts_with(writable) => {
                     args.extend(["--tmpfs".into(), path.clone().into_os_string()]);
                     hidden_dirs.push(path);
                 }
+                Ok(meta) if meta.is_dir() => {}
                 Ok(_) => {
                     args.extend([
                         "--ro-bind".into(),

@@ -18,7 +18,9 @@ use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, EventSink, RunEvent};
 use crate::progress::ProgressDisplay;
 use crate::results::{ResultRow, ResultsWriter, RunFolder, Status};
+use crate::resume;
 use crate::runner::{RunContext, run_tasks};
+use crate::task::TaskId;
 
 /// Exit codes of CONTRACT.md.
 pub const EXIT_OK: i32 = 0;
@@ -56,12 +58,56 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
             config.out_dir.display()
         )
     })?;
-    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let now = || humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // Every (task, epoch), epoch by epoch, in the order of the task file.
+    let all_work: Vec<(usize, u32)> = (1..=config.runs)
+        .flat_map(|epoch| (0..config.tasks.len()).map(move |i| (i, epoch)))
+        .collect();
     let mut run_json = json!({
         "onebash_version": env!("CARGO_PKG_VERSION"),
-        "started_at": started_at,
+        "started_at": now(),
         "settings": &config,
+        "fingerprint": config.fingerprint(),
     });
+    let mut rows: Vec<ResultRow> = Vec::new();
+    let mut work = all_work.clone();
+    if config.resume {
+        let ids: Vec<(TaskId, u32)> = all_work
+            .iter()
+            .map(|&(i, epoch)| (config.tasks[i].id.clone(), epoch))
+            .collect();
+        let plan = match resume::prepare(&folder, &config, &ids) {
+            Ok(plan) => plan,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return Ok(EXIT_USAGE);
+            }
+        };
+        work.retain(|&(i, epoch)| !plan.is_done(&config.tasks[i].id, epoch));
+        eprintln!(
+            "resuming {}: {} rows kept, {} dropped to redo, {} unfinished attempts set aside, {} runs to go",
+            folder.root().display(),
+            plan.kept.len(),
+            plan.dropped,
+            plan.set_aside,
+            work.len()
+        );
+        // The first start stays the run's start; each resume is noted.
+        let before: serde_json::Value = std::fs::read_to_string(folder.run_json())
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
+        if let Some(started) = before.get("started_at") {
+            run_json["started_at"] = started.clone();
+        }
+        let mut resumed = before
+            .get("resumed_at")
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default();
+        resumed.push(json!(now()));
+        run_json["resumed_at"] = json!(resumed);
+        rows = plan.kept;
+    }
     folder.write_run_json(&run_json)?;
     let mut results = ResultsWriter::open(&folder.results_csv())?;
 
@@ -88,9 +134,8 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
         }
     });
 
-    let mut runner = tokio::spawn(run_tasks(Arc::clone(&ctx)));
+    let mut runner = tokio::spawn(run_tasks(Arc::clone(&ctx), work));
     let mut display = ProgressDisplay::new();
-    let mut rows: Vec<ResultRow> = Vec::new();
     let mut write_error = None;
     let mut handle = |event: RunEvent, display: &mut ProgressDisplay| {
         if let RunEvent::TaskFinished { row } = &event {
@@ -131,8 +176,7 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
 
     let interrupted = ctx.cancel.is_cancelled();
     let summary = Summary::of(&rows);
-    run_json["finished_at"] =
-        json!(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+    run_json["finished_at"] = json!(now());
     run_json["interrupted"] = json!(interrupted);
     run_json["summary"] = summary.to_json();
     run_json["peak_rss_bytes"] = json!(peak_rss_bytes());

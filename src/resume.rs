@@ -1,0 +1,188 @@
+//! `--resume`: continuing a run folder after a crash, a Ctrl-C or a
+//! `--retry-errors`.
+//!
+//! Owns the plan: which (task, epoch) pairs already have a row and are
+//! skipped, which rows are dropped to be redone (`interrupted` always,
+//! `error` with `--retry-errors`), the refusal when settings differ, and
+//! setting aside the files of unfinished or redone pairs, so a pair's
+//! folder only ever holds one attempt. results.csv is compacted here, once,
+//! through a rename: whole before, whole after.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::RunConfig;
+use crate::results::{ExitReason, ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
+use crate::task::TaskId;
+
+/// What a resumed run does.
+#[derive(Debug, Default)]
+pub struct ResumePlan {
+    /// Rows kept from before: their pairs are not run again.
+    pub kept: Vec<ResultRow>,
+    /// Rows dropped to be redone.
+    pub dropped: usize,
+    /// Folders of unfinished or redone pairs moved aside.
+    pub set_aside: usize,
+}
+
+impl ResumePlan {
+    pub fn is_done(&self, task: &TaskId, epoch: u32) -> bool {
+        self.kept
+            .iter()
+            .any(|row| &row.task_id == task && row.epoch == epoch)
+    }
+}
+
+/// Checks the earlier run's settings, reads its rows and prepares the
+/// folder. `work` is every (task id, epoch) this run selects.
+pub fn prepare(
+    folder: &RunFolder,
+    config: &RunConfig,
+    work: &[(TaskId, u32)],
+) -> Result<ResumePlan, String> {
+    let run_json = std::fs::read_to_string(folder.run_json())
+        .map_err(|err| format!("failed to read {}: {err}", folder.run_json().display()))?;
+    let before: Value = serde_json::from_str(&run_json)
+        .map_err(|err| format!("failed to read {}: {err}", folder.run_json().display()))?;
+    let differences = compare_fingerprints(&before["fingerprint"], &config.fingerprint());
+    if !differences.is_empty() {
+        return Err(format!(
+            "refusing to resume {}: its settings differ from this run's:\n{}\nhint: resume with the same settings, or start a new run folder",
+            folder.root().display(),
+            differences.join("\n")
+        ));
+    }
+
+    let csv = folder.results_csv();
+    let (rows, torn_at) = if csv.exists() {
+        let read = read_rows(&csv)?;
+        (read.rows, read.torn_at)
+    } else {
+        (Vec::new(), None)
+    };
+    let redo = |row: &ResultRow| {
+        row.exit_reason == ExitReason::Interrupted
+            || (config.retry_errors && row.status == Status::Error)
+    };
+    let mut plan = ResumePlan::default();
+    let mut seen: HashSet<(TaskId, u32)> = HashSet::new();
+    let mut dropped_rows = Vec::new();
+    for row in rows {
+        if !seen.insert((row.task_id.clone(), row.epoch)) {
+            return Err(format!(
+                "{} holds two rows for {} epoch {}; it was not written by onebash alone",
+                csv.display(),
+                row.task_id,
+                row.epoch
+            ));
+        }
+        if redo(&row) {
+            dropped_rows.push(row);
+        } else {
+            plan.kept.push(row);
+        }
+    }
+    plan.dropped = dropped_rows.len();
+    if !dropped_rows.is_empty() || torn_at.is_some() {
+        write_rows_atomically(&csv, &plan.kept)
+            .map_err(|err| format!("failed to rewrite {}: {err}", csv.display()))?;
+    }
+
+    for (task, epoch) in work {
+        if plan.is_done(task, *epoch) {
+            continue;
+        }
+        let dir = folder.task_dir(task, *epoch);
+        if !dir.exists() {
+            continue;
+        }
+        let old_row = dropped_rows
+            .iter()
+            .find(|row| &row.task_id == task && row.epoch == *epoch);
+        set_aside(&dir, old_row)?;
+        plan.set_aside += 1;
+    }
+    Ok(plan)
+}
+
+/// Moves `tasks/<id>/epoch-<k>` to `tasks/<id>/epoch-<k>.attempt-<n>` (the
+/// first free n), with the old row beside it when there was one.
+fn set_aside(dir: &Path, old_row: Option<&ResultRow>) -> Result<PathBuf, String> {
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("epoch")
+        .to_owned();
+    let target = (1..)
+        .map(|n| dir.with_file_name(format!("{name}.attempt-{n}")))
+        .find(|candidate| !candidate.exists())
+        .unwrap_or_else(|| dir.with_file_name(format!("{name}.attempt")));
+    std::fs::rename(dir, &target).map_err(|err| {
+        format!(
+            "failed to set aside {} as {}: {err}",
+            dir.display(),
+            target.display()
+        )
+    })?;
+    if let Some(row) = old_row {
+        let text = serde_json::to_string_pretty(row).unwrap_or_default();
+        std::fs::write(target.join("row.json"), text)
+            .map_err(|err| format!("failed to keep the old row in {}: {err}", target.display()))?;
+    }
+    Ok(target)
+}
+
+/// `key: was A, now B` for every setting that differs.
+pub fn compare_fingerprints(before: &Value, now: &Value) -> Vec<String> {
+    let (Some(before), Some(now)) = (before.as_object(), now.as_object()) else {
+        return vec!["the earlier run.json has no settings fingerprint".to_owned()];
+    };
+    let mut keys: Vec<&String> = before.keys().chain(now.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|key| before.get(*key) != now.get(*key))
+        .map(|key| {
+            let show = |v: Option<&Value>| v.map_or("(absent)".to_owned(), Value::to_string);
+            format!(
+                "  {key}: was {}, now {}",
+                show(before.get(key)),
+                show(now.get(key))
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_differences_name_the_setting() {
+        let before = serde_json::json!({"model": "a", "max_turns": 50, "prompt": "p@1"});
+        let now = serde_json::json!({"model": "b", "max_turns": 50, "prompt": "p@1", "extra": 1});
+        assert_eq!(
+            compare_fingerprints(&before, &now),
+            vec![
+                "  extra: was (absent), now 1",
+                "  model: was \"a\", now \"b\""
+            ]
+        );
+        assert!(compare_fingerprints(&before, &before).is_empty());
+        assert_eq!(compare_fingerprints(&Value::Null, &now).len(), 1);
+    }
+
+    #[test]
+    fn set_aside_finds_a_free_name_and_keeps_the_row() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("epoch-1");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::create_dir(root.path().join("epoch-1.attempt-1")).expect("mkdir");
+        let target = set_aside(&dir, None).expect("set aside");
+        assert_eq!(target, root.path().join("epoch-1.attempt-2"));
+        assert!(!dir.exists());
+    }
+}
