@@ -39,6 +39,20 @@ pub enum Command {
             OPENAI_API_KEY=... onebash run tasks.jsonl -m gpt-4.1 -j 8 -o results/gpt41"
     )]
     Run(RunArgs),
+    /// Join the run folders of shards (`run --shard K/N`) into one.
+    #[command(
+        after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
+    )]
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The merged run folder to create (new or empty).
+    pub out: PathBuf,
+    /// The run folders to join; their settings must match and their (task, epoch) pairs must not overlap.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

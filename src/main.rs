@@ -36,6 +36,20 @@ fn main() {
                 EXIT_USAGE
             }
         },
+        Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
+            Ok(rows) => {
+                println!(
+                    "merged {} runs: {rows} rows in {}",
+                    args.runs.len(),
+                    args.out.display()
+                );
+                0
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                EXIT_USAGE
+            }
+        },
     };
     std::process::exit(code);
 }
