@@ -39,11 +39,23 @@ pub enum Command {
             OPENAI_API_KEY=... onebash run tasks.jsonl -m gpt-4.1 -j 8 -o results/gpt41"
     )]
     Run(RunArgs),
+    /// What a run found: pass rate with its 95% interval, outcomes, tokens, turns, cost, time, pass@k.
+    #[command(after_help = "Example:\n  onebash report results/gpt41 --format markdown")]
+    Report(ReportArgs),
     /// Join the run folders of shards (`run --shard K/N`) into one.
     #[command(
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
     )]
     Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run folder.
+    pub run: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
+    pub format: crate::commands::report::Format,
 }
 
 #[derive(Debug, Args)]

@@ -31,5 +31,6 @@ pub mod results;
 pub mod resume;
 pub mod runner;
 pub mod sandbox;
+pub mod stats;
 pub mod task;
 pub mod trajectory;

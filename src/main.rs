@@ -36,6 +36,16 @@ fn main() {
                 EXIT_USAGE
             }
         },
+        Command::Report(args) => match onebash::commands::report::report(&args.run, args.format) {
+            Ok(text) => {
+                print!("{text}");
+                0
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                EXIT_USAGE
+            }
+        },
         Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
             Ok(rows) => {
                 println!(

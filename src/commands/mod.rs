@@ -1,4 +1,5 @@
 //! The subcommands, one file each.
 
 pub mod merge;
+pub mod report;
 pub mod run;

@@ -78,3 +78,40 @@ fn help_explains_run_with_an_example() {
         assert!(text.contains(flag), "{flag} missing from:\n{text}");
     }
 }
+
+#[test]
+fn report_shows_pass_at_k_for_a_three_epoch_run() {
+    let fixture = Fixture::new();
+    let run = fixture.run(
+        &demo_tasks(),
+        &["--model", "oracle", "--runs", "3", "--filter", "^calc-"],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let output = onebash()
+        .arg("report")
+        .arg(&run.out)
+        .output()
+        .expect("report");
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("rows: 12 (4 tasks x 3 epochs)"), "{text}");
+    assert!(
+        text.contains("pass rate: 100.0% (12/12 rows with a verdict)"),
+        "{text}"
+    );
+    for k in 1..=3 {
+        assert!(
+            text.contains(&format!("\n{k}  100.0%  100.0%      4\n")),
+            "k={k}:\n{text}"
+        );
+    }
+    let json = onebash()
+        .arg("report")
+        .arg(&run.out)
+        .args(["--format", "json"])
+        .output()
+        .expect("report");
+    let value: Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(value["pass_at_k"].as_array().map(Vec::len), Some(3));
+    assert_eq!(value["epochs"], 3);
+}

@@ -1,0 +1,450 @@
+//! `onebash report RUN_DIR [--format text|markdown|json]`: what a run
+//! found. Totals, the pass rate with its Wilson 95% interval, counts by
+//! status and exit reason, tokens, turns, cost and time (total, per row,
+//! per passed row), and pass@k / pass^k when there are several epochs.
+//! Plain synchronous code over results.csv and run.json.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::results::{ResultRow, Status, read_rows};
+use crate::stats::{pass_at_k, pass_hat_k, wilson95};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+}
+
+/// Everything the report says, also its JSON form.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub run: String,
+    pub model: Option<String>,
+    pub prompt: Option<String>,
+    pub rows: usize,
+    pub tasks: usize,
+    pub epochs: u32,
+    pub passed: usize,
+    pub failed: usize,
+    pub error: usize,
+    /// passed / (passed + failed): rows with a verdict.
+    pub pass_rate: Option<f64>,
+    pub pass_rate_ci95: (f64, f64),
+    pub exit_reasons: BTreeMap<String, usize>,
+    pub totals: Measures,
+    pub per_row: Measures,
+    pub per_passed_row: Option<Measures>,
+    /// Rows with an unknown price are left out of cost sums.
+    pub rows_without_cost: usize,
+    pub pass_at_k: Vec<PassAtK>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct Measures {
+    pub prompt_tokens: f64,
+    pub completion_tokens: f64,
+    pub total_tokens: f64,
+    pub turns: f64,
+    pub tool_calls: f64,
+    pub cost_usd: f64,
+    pub agent_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PassAtK {
+    pub k: u32,
+    /// Mean over tasks with at least k verdicts of the unbiased estimator.
+    pub pass_at_k: f64,
+    pub pass_hat_k: f64,
+    pub tasks: usize,
+}
+
+pub fn report(run: &Path, format: Format) -> Result<String, String> {
+    let read = read_rows(&run.join("results.csv"))?;
+    let run_json: Value = std::fs::read_to_string(run.join("run.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let report = build(run, &read.rows, &run_json);
+    Ok(match format {
+        Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        Format::Text => render(&report, false),
+        Format::Markdown => render(&report, true),
+    })
+}
+
+pub fn build(run: &Path, rows: &[ResultRow], run_json: &Value) -> Report {
+    let count = |status: Status| rows.iter().filter(|r| r.status == status).count();
+    let (passed, failed, error) = (
+        count(Status::Passed),
+        count(Status::Failed),
+        count(Status::Error),
+    );
+    let graded = passed + failed;
+    let mut exit_reasons = BTreeMap::new();
+    for row in rows {
+        *exit_reasons
+            .entry(row.exit_reason.as_str().to_owned())
+            .or_insert(0) += 1;
+    }
+    let sum = |rows: &[&ResultRow]| {
+        let mut m = Measures::default();
+        for r in rows {
+            m.prompt_tokens += r.prompt_tokens as f64;
+            m.completion_tokens += r.completion_tokens as f64;
+            m.total_tokens += r.total_tokens as f64;
+            m.turns += f64::from(r.turns);
+            m.tool_calls += f64::from(r.tool_calls);
+            m.cost_usd += r.cost_usd.unwrap_or(0.0);
+            m.agent_seconds += r.agent_seconds;
+            m.wall_seconds += r.wall_seconds;
+        }
+        m
+    };
+    let mean = |m: Measures, n: usize| {
+        let n = n.max(1) as f64;
+        Measures {
+            prompt_tokens: m.prompt_tokens / n,
+            completion_tokens: m.completion_tokens / n,
+            total_tokens: m.total_tokens / n,
+            turns: m.turns / n,
+            tool_calls: m.tool_calls / n,
+            cost_usd: m.cost_usd / n,
+            agent_seconds: m.agent_seconds / n,
+            wall_seconds: m.wall_seconds / n,
+        }
+    };
+    let all: Vec<&ResultRow> = rows.iter().collect();
+    let passed_rows: Vec<&ResultRow> = rows.iter().filter(|r| r.status == Status::Passed).collect();
+    let totals = sum(&all);
+
+    // Per task: verdicts and passes over its epochs (errors have no verdict).
+    let mut per_task: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.status != Status::Error) {
+        let entry = per_task.entry(row.task_id.as_str()).or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(row.passed);
+    }
+    let epochs = rows.iter().map(|r| r.epoch).max().unwrap_or(0);
+    let pass_at_k = if epochs > 1 {
+        (1..=epochs)
+            .filter_map(|k| {
+                let estimates: Vec<(f64, f64)> = per_task
+                    .values()
+                    .filter_map(|&(n, c)| {
+                        Some((
+                            pass_at_k(n, c, u64::from(k))?,
+                            pass_hat_k(n, c, u64::from(k))?,
+                        ))
+                    })
+                    .collect();
+                (!estimates.is_empty()).then(|| PassAtK {
+                    k,
+                    pass_at_k: estimates.iter().map(|e| e.0).sum::<f64>() / estimates.len() as f64,
+                    pass_hat_k: estimates.iter().map(|e| e.1).sum::<f64>() / estimates.len() as f64,
+                    tasks: estimates.len(),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let tasks = rows
+        .iter()
+        .map(|r| r.task_id.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    Report {
+        run: run.display().to_string(),
+        model: rows.first().map(|r| r.model.clone()),
+        prompt: rows.first().map(|r| r.prompt.clone()),
+        rows: rows.len(),
+        tasks,
+        epochs,
+        passed,
+        failed,
+        error,
+        pass_rate: (graded > 0).then(|| passed as f64 / graded as f64),
+        pass_rate_ci95: wilson95(passed as u64, graded as u64),
+        exit_reasons,
+        totals,
+        per_row: mean(totals, rows.len()),
+        per_passed_row: (!passed_rows.is_empty())
+            .then(|| mean(sum(&passed_rows), passed_rows.len())),
+        rows_without_cost: rows.iter().filter(|r| r.cost_usd.is_none()).count(),
+        pass_at_k,
+    }
+    .with_run_json(run_json)
+}
+
+impl Report {
+    /// Fills what the rows lack (an empty run) from run.json.
+    fn with_run_json(mut self, run_json: &Value) -> Report {
+        if self.model.is_none() {
+            self.model = run_json
+                .pointer("/settings/model/name")
+                .or_else(|| run_json.pointer("/fingerprint/model"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        self
+    }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn render(r: &Report, markdown: bool) -> String {
+    let mut out = String::new();
+    let line = |out: &mut String, text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    if markdown {
+        line(&mut out, format!("# onebash report: `{}`\n", r.run));
+    } else {
+        line(&mut out, format!("run: {}", r.run));
+    }
+    line(
+        &mut out,
+        format!(
+            "model: {}   prompt: {}",
+            r.model.as_deref().unwrap_or("?"),
+            r.prompt.as_deref().unwrap_or("?")
+        ),
+    );
+    line(
+        &mut out,
+        format!("rows: {} ({} tasks x {} epochs)", r.rows, r.tasks, r.epochs),
+    );
+    line(
+        &mut out,
+        format!(
+            "status: {} passed, {} failed, {} error",
+            r.passed, r.failed, r.error
+        ),
+    );
+    match r.pass_rate {
+        Some(rate) => line(
+            &mut out,
+            format!(
+                "pass rate: {} ({}/{} rows with a verdict), 95% CI [{}, {}] (Wilson)",
+                percent(rate),
+                r.passed,
+                r.passed + r.failed,
+                percent(r.pass_rate_ci95.0),
+                percent(r.pass_rate_ci95.1)
+            ),
+        ),
+        None => line(&mut out, "pass rate: n/a (no row has a verdict)".to_owned()),
+    }
+    if r.error > 0 {
+        line(
+            &mut out,
+            format!(
+                "{} rows with status error have no verdict and are left out of the pass rate; redo them with `onebash run ... --resume --retry-errors`",
+                r.error
+            ),
+        );
+    }
+    let reasons: Vec<String> = r
+        .exit_reasons
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    line(&mut out, format!("exit reasons: {}", reasons.join(", ")));
+    line(&mut out, String::new());
+
+    let columns = ["", "total", "per row", "per passed row"];
+    let measures: [(&str, fn(&Measures) -> f64, usize); 6] = [
+        ("tokens", |m| m.total_tokens, 0),
+        ("prompt tokens", |m| m.prompt_tokens, 0),
+        ("completion tokens", |m| m.completion_tokens, 0),
+        ("turns", |m| m.turns, 1),
+        ("agent seconds", |m| m.agent_seconds, 1),
+        ("cost USD", |m| m.cost_usd, 4),
+    ];
+    let mut table: Vec<Vec<String>> = Vec::new();
+    for (name, get, decimals) in measures {
+        let cell =
+            |m: Option<&Measures>| m.map_or("-".to_owned(), |m| format!("{:.*}", decimals, get(m)));
+        table.push(vec![
+            name.to_owned(),
+            cell(Some(&r.totals)),
+            cell(Some(&r.per_row)),
+            cell(r.per_passed_row.as_ref()),
+        ]);
+    }
+    out.push_str(&render_table(&columns, &table, markdown));
+    if r.rows_without_cost > 0 {
+        line(
+            &mut out,
+            format!(
+                "cost leaves out {} rows whose price is unknown",
+                r.rows_without_cost
+            ),
+        );
+    }
+    if !r.pass_at_k.is_empty() {
+        line(&mut out, String::new());
+        line(
+            &mut out,
+            "pass@k (unbiased estimator, Chen et al. 2021) and pass^k (all k pass), mean over tasks:".to_owned(),
+        );
+        let rows: Vec<Vec<String>> = r
+            .pass_at_k
+            .iter()
+            .map(|p| {
+                vec![
+                    p.k.to_string(),
+                    percent(p.pass_at_k),
+                    percent(p.pass_hat_k),
+                    p.tasks.to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&render_table(
+            &["k", "pass@k", "pass^k", "tasks"],
+            &rows,
+            markdown,
+        ));
+    }
+    out
+}
+
+fn render_table(header: &[&str], rows: &[Vec<String>], markdown: bool) -> String {
+    let mut out = String::new();
+    if markdown {
+        out.push_str(&format!("| {} |\n", header.join(" | ")));
+        out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        for row in rows {
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+        return out;
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let format_row = |cells: Vec<&str>| -> String {
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i == 0 {
+                line.push_str(&format!("{cell:<w$}", w = widths[i]));
+            } else {
+                line.push_str(&format!("  {cell:>w$}", w = widths[i]));
+            }
+        }
+        line.trim_end().to_owned() + "\n"
+    };
+    out.push_str(&format_row(header.to_vec()));
+    for row in rows {
+        out.push_str(&format_row(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::ExitReason;
+    use crate::task::TaskId;
+
+    fn row(task: &str, epoch: u32, status: Status) -> ResultRow {
+        ResultRow {
+            task_id: TaskId::parse(task).expect("id"),
+            epoch,
+            model: "m".into(),
+            prompt: "p@1".into(),
+            status,
+            exit_reason: if status == Status::Error {
+                ExitReason::ApiError
+            } else {
+                ExitReason::Completed
+            },
+            passed: status == Status::Passed,
+            turns: 4,
+            tool_calls: 3,
+            prompt_tokens: 100,
+            completion_tokens: 10,
+            total_tokens: 110,
+            cost_usd: Some(0.01),
+            agent_seconds: 2.0,
+            test_seconds: Some(1.0),
+            wall_seconds: 3.0,
+            test_exit_code: Some(0),
+            error: String::new(),
+            model_retries: 0,
+            retry_wait_seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn three_epochs_give_pass_at_k_and_pass_hat_k() {
+        use Status::*;
+        // Task a passes 1 of 3, task b 3 of 3, task c 2 of 3 with an error row
+        // that has no verdict (so n = 2 for c at k <= 2).
+        let rows = vec![
+            row("a", 1, Passed),
+            row("a", 2, Failed),
+            row("a", 3, Failed),
+            row("b", 1, Passed),
+            row("b", 2, Passed),
+            row("b", 3, Passed),
+            row("c", 1, Passed),
+            row("c", 2, Error),
+            row("c", 3, Passed),
+        ];
+        let report = build(Path::new("run"), &rows, &Value::Null);
+        assert_eq!((report.passed, report.failed, report.error), (6, 2, 1));
+        assert_eq!(report.epochs, 3);
+        assert_eq!(report.pass_rate, Some(0.75));
+        let k1 = &report.pass_at_k[0];
+        // pass@1: (1/3 + 1 + 1) / 3.
+        assert!((k1.pass_at_k - (1.0 / 3.0 + 2.0) / 3.0).abs() < 1e-12);
+        let k2 = &report.pass_at_k[1];
+        // pass@2: a 2/3, b 1, c 1; pass^2: a 0, b 1, c 1.
+        assert!((k2.pass_at_k - (2.0 / 3.0 + 2.0) / 3.0).abs() < 1e-12);
+        assert!((k2.pass_hat_k - 2.0 / 3.0).abs() < 1e-12);
+        // k = 3: c has only 2 verdicts and is left out.
+        let k3 = &report.pass_at_k[2];
+        assert_eq!(k3.tasks, 2);
+        assert!((k3.pass_hat_k - 0.5).abs() < 1e-12);
+        let text = render(&report, false);
+        assert!(
+            text.contains("pass rate: 75.0% (6/8 rows with a verdict)"),
+            "{text}"
+        );
+        assert!(text.contains("pass@k"), "{text}");
+        let markdown = render(&report, true);
+        assert!(
+            markdown.contains("| k | pass@k | pass^k | tasks |"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
+    fn one_epoch_has_no_pass_at_k_and_an_empty_run_reports() {
+        let report = build(
+            Path::new("run"),
+            &[row("a", 1, Status::Passed)],
+            &Value::Null,
+        );
+        assert!(report.pass_at_k.is_empty());
+        let empty = build(Path::new("run"), &[], &Value::Null);
+        assert_eq!(empty.pass_rate, None);
+        assert!(render(&empty, false).contains("pass rate: n/a"));
+    }
+}
