@@ -42,6 +42,9 @@ pub enum Command {
     /// What a run found: pass rate with its 95% interval, outcomes, tokens, turns, cost, time, pass@k.
     #[command(after_help = "Example:\n  onebash report results/gpt41 --format markdown")]
     Report(ReportArgs),
+    /// Two runs paired by (task, epoch): 2x2 table, exact McNemar p, pass-rate difference with a paired 95% interval.
+    #[command(after_help = "Example:\n  onebash compare results/gpt41 results/gpt41-terse-prompt")]
+    Compare(CompareArgs),
     /// Join the run folders of shards (`run --shard K/N`) into one.
     #[command(
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
@@ -53,6 +56,17 @@ pub enum Command {
 pub struct ReportArgs {
     /// The run folder.
     pub run: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
+    pub format: crate::commands::report::Format,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A (the baseline).
+    pub run_a: PathBuf,
+    /// Run B (differences are B - A).
+    pub run_b: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
     pub format: crate::commands::report::Format,

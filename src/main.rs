@@ -46,6 +46,18 @@ fn main() {
                 EXIT_USAGE
             }
         },
+        Command::Compare(args) => {
+            match onebash::commands::compare::compare(&args.run_a, &args.run_b, args.format) {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    EXIT_USAGE
+                }
+            }
+        }
         Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
             Ok(rows) => {
                 println!(

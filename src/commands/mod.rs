@@ -1,5 +1,6 @@
 //! The subcommands, one file each.
 
+pub mod compare;
 pub mod merge;
 pub mod report;
 pub mod run;

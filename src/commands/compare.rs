@@ -1,0 +1,414 @@
+//! `onebash compare RUN_A RUN_B [--format text|markdown|json]`: two runs
+//! (models, prompt variants, or the same setup a month apart) paired by
+//! (task, epoch). The 2x2 table, the exact McNemar p-value, the difference
+//! in pass rate with Newcombe's paired 95% interval, per-pair differences in
+//! tokens, turns, time and cost, and the tasks that flipped each way.
+//! Plain synchronous code over the two results.csv files.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::commands::report::Format;
+use crate::results::{ResultRow, Status, read_rows};
+use crate::stats::{mcnemar_exact, median, newcombe_paired_diff95};
+
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub run_a: String,
+    pub run_b: String,
+    pub label_a: String,
+    pub label_b: String,
+    /// Pairs with a verdict in both runs.
+    pub pairs: usize,
+    pub only_in_a: usize,
+    pub only_in_b: usize,
+    /// Pairs left out because a row has status error (no verdict).
+    pub pairs_with_error: usize,
+    pub both_passed: usize,
+    pub only_a_passed: usize,
+    pub only_b_passed: usize,
+    pub neither_passed: usize,
+    pub pass_rate_a: Option<f64>,
+    pub pass_rate_b: Option<f64>,
+    /// pass rate of B minus pass rate of A.
+    pub difference: Option<f64>,
+    pub difference_ci95: (f64, f64),
+    pub ci_method: &'static str,
+    pub mcnemar_p: f64,
+    /// B minus A, per pair.
+    pub deltas: Vec<Delta>,
+    /// (task, epoch) that passed in A but not in B.
+    pub regressions: Vec<(String, u32)>,
+    /// (task, epoch) that passed in B but not in A.
+    pub improvements: Vec<(String, u32)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Delta {
+    pub measure: &'static str,
+    pub mean: f64,
+    pub median: f64,
+    pub pairs: usize,
+}
+
+pub fn compare(run_a: &Path, run_b: &Path, format: Format) -> Result<String, String> {
+    let a = read_rows(&run_a.join("results.csv"))?.rows;
+    let b = read_rows(&run_b.join("results.csv"))?.rows;
+    let comparison = build(run_a, &a, run_b, &b);
+    Ok(match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&comparison).map_err(|e| e.to_string())? + "\n"
+        }
+        Format::Text => render(&comparison, false),
+        Format::Markdown => render(&comparison, true),
+    })
+}
+
+fn label(rows: &[ResultRow], run: &Path) -> String {
+    rows.first()
+        .map(|r| format!("{} {}", r.model, r.prompt))
+        .unwrap_or_else(|| run.display().to_string())
+}
+
+pub fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Comparison {
+    let index: HashMap<(&str, u32), &ResultRow> = b
+        .iter()
+        .map(|r| ((r.task_id.as_str(), r.epoch), r))
+        .collect();
+    let keys_a: std::collections::HashSet<(&str, u32)> =
+        a.iter().map(|r| (r.task_id.as_str(), r.epoch)).collect();
+    let mut pairs: Vec<(&ResultRow, &ResultRow)> = Vec::new();
+    let mut pairs_with_error = 0;
+    for row_a in a {
+        let Some(row_b) = index.get(&(row_a.task_id.as_str(), row_a.epoch)) else {
+            continue;
+        };
+        if row_a.status == Status::Error || row_b.status == Status::Error {
+            pairs_with_error += 1;
+        } else {
+            pairs.push((row_a, row_b));
+        }
+    }
+    let only_in_a = a.len() - pairs.len() - pairs_with_error;
+    let only_in_b = b
+        .iter()
+        .filter(|r| !keys_a.contains(&(r.task_id.as_str(), r.epoch)))
+        .count();
+    let cell = |pa: bool, pb: bool| {
+        pairs
+            .iter()
+            .filter(|(x, y)| x.passed == pa && y.passed == pb)
+            .count()
+    };
+    let (both, only_a, only_b, neither) = (
+        cell(true, true),
+        cell(true, false),
+        cell(false, true),
+        cell(false, false),
+    );
+    let n = pairs.len();
+    let rate = |passes: usize| (n > 0).then(|| passes as f64 / n as f64);
+    let flipped = |pa: bool| {
+        let mut list: Vec<(String, u32)> = pairs
+            .iter()
+            .filter(|(x, y)| x.passed == pa && y.passed != pa)
+            .map(|(x, _)| (x.task_id.to_string(), x.epoch))
+            .collect();
+        list.sort();
+        list
+    };
+    let measures: [(&'static str, fn(&ResultRow) -> Option<f64>); 6] = [
+        ("total_tokens", |r| Some(r.total_tokens as f64)),
+        ("turns", |r| Some(f64::from(r.turns))),
+        ("tool_calls", |r| Some(f64::from(r.tool_calls))),
+        ("agent_seconds", |r| Some(r.agent_seconds)),
+        ("wall_seconds", |r| Some(r.wall_seconds)),
+        ("cost_usd", |r| r.cost_usd),
+    ];
+    let deltas = measures
+        .iter()
+        .filter_map(|(measure, get)| {
+            let values: Vec<f64> = pairs
+                .iter()
+                .filter_map(|(x, y)| Some(get(y)? - get(x)?))
+                .collect();
+            Some(Delta {
+                measure,
+                mean: values.iter().sum::<f64>() / values.len().max(1) as f64,
+                median: median(&values)?,
+                pairs: values.len(),
+            })
+        })
+        .collect();
+    Comparison {
+        run_a: run_a.display().to_string(),
+        run_b: run_b.display().to_string(),
+        label_a: label(a, run_a),
+        label_b: label(b, run_b),
+        pairs: n,
+        only_in_a,
+        only_in_b,
+        pairs_with_error,
+        both_passed: both,
+        only_a_passed: only_a,
+        only_b_passed: only_b,
+        neither_passed: neither,
+        pass_rate_a: rate(both + only_a),
+        pass_rate_b: rate(both + only_b),
+        difference: rate(both + only_b)
+            .zip(rate(both + only_a))
+            .map(|(pb, pa)| pb - pa),
+        difference_ci95: newcombe_paired_diff95(
+            both as u64,
+            only_a as u64,
+            only_b as u64,
+            neither as u64,
+        ),
+        ci_method: "Newcombe's hybrid score interval for paired proportions (1998, method 10)",
+        mcnemar_p: mcnemar_exact(only_a as u64, only_b as u64),
+        deltas,
+        regressions: flipped(true),
+        improvements: flipped(false),
+    }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn signed_percent_points(x: f64) -> String {
+    format!("{:+.1} pp", 100.0 * x)
+}
+
+fn render(c: &Comparison, markdown: bool) -> String {
+    let mut out = String::new();
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    if markdown {
+        line(format!(
+            "# onebash compare\n\nA: `{}` ({})  \nB: `{}` ({})\n",
+            c.run_a, c.label_a, c.run_b, c.label_b
+        ));
+    } else {
+        line(format!("A: {} ({})", c.run_a, c.label_a));
+        line(format!("B: {} ({})", c.run_b, c.label_b));
+    }
+    line(format!(
+        "paired by (task, epoch): {} pairs with a verdict in both",
+        c.pairs
+    ));
+    if c.only_in_a + c.only_in_b > 0 {
+        line(format!(
+            "the runs differ in tasks: compared on the intersection; {} only in A, {} only in B",
+            c.only_in_a, c.only_in_b
+        ));
+    }
+    if c.pairs_with_error > 0 {
+        line(format!(
+            "{} pairs left out: a row has status error (no verdict)",
+            c.pairs_with_error
+        ));
+    }
+    line(String::new());
+    let table = [
+        ["", "B passed", "B failed"],
+        [
+            "A passed",
+            &c.both_passed.to_string(),
+            &c.only_a_passed.to_string(),
+        ],
+        [
+            "A failed",
+            &c.only_b_passed.to_string(),
+            &c.neither_passed.to_string(),
+        ],
+    ];
+    if markdown {
+        line(format!("| {} |", table[0].join(" | ")));
+        line("|---|---|---|".to_owned());
+        for row in &table[1..] {
+            line(format!("| {} |", row.join(" | ")));
+        }
+    } else {
+        for row in &table {
+            line(format!("{:<10}{:>10}{:>10}", row[0], row[1], row[2]));
+        }
+    }
+    line(String::new());
+    if let (Some(pa), Some(pb), Some(diff)) = (c.pass_rate_a, c.pass_rate_b, c.difference) {
+        line(format!("pass rate: A {}, B {}", percent(pa), percent(pb)));
+        line(format!(
+            "difference B - A: {}, 95% CI [{}, {}] ({})",
+            signed_percent_points(diff),
+            signed_percent_points(c.difference_ci95.0),
+            signed_percent_points(c.difference_ci95.1),
+            c.ci_method
+        ));
+    } else {
+        line("pass rate: n/a (no pair has a verdict in both runs)".to_owned());
+    }
+    line(format!(
+        "exact McNemar test on the {} discordant pairs: p = {}",
+        c.only_a_passed + c.only_b_passed,
+        format_p(c.mcnemar_p)
+    ));
+    line(String::new());
+    if !c.deltas.is_empty() {
+        line("per pair, B - A:".to_owned());
+        if markdown {
+            line("| measure | mean | median | pairs |\n|---|---|---|---|".to_owned());
+        }
+        for d in &c.deltas {
+            if markdown {
+                line(format!(
+                    "| {} | {:+.3} | {:+.3} | {} |",
+                    d.measure, d.mean, d.median, d.pairs
+                ));
+            } else {
+                line(format!(
+                    "  {:<14} mean {:+12.3}  median {:+12.3}  ({} pairs)",
+                    d.measure, d.mean, d.median, d.pairs
+                ));
+            }
+        }
+        line(String::new());
+    }
+    let list = |pairs: &[(String, u32)]| -> String {
+        if pairs.is_empty() {
+            "none".to_owned()
+        } else {
+            pairs
+                .iter()
+                .map(|(task, epoch)| {
+                    if *epoch == 1 {
+                        task.clone()
+                    } else {
+                        format!("{task}#{epoch}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    line(format!(
+        "passed only in A ({}): {}",
+        c.regressions.len(),
+        list(&c.regressions)
+    ));
+    line(format!(
+        "passed only in B ({}): {}",
+        c.improvements.len(),
+        list(&c.improvements)
+    ));
+    out
+}
+
+/// Exact small p-values, without rounding them to zero.
+fn format_p(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{}", (p * 1e7).round() / 1e7)
+    } else {
+        format!("{p:.3e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::ExitReason;
+    use crate::task::TaskId;
+
+    fn row(task: &str, passed: Option<bool>, tokens: u64) -> ResultRow {
+        ResultRow {
+            task_id: TaskId::parse(task).expect("id"),
+            epoch: 1,
+            model: "m".into(),
+            prompt: "p@1".into(),
+            status: match passed {
+                Some(true) => Status::Passed,
+                Some(false) => Status::Failed,
+                None => Status::Error,
+            },
+            exit_reason: ExitReason::Completed,
+            passed: passed == Some(true),
+            turns: 2,
+            tool_calls: 1,
+            prompt_tokens: tokens,
+            completion_tokens: 0,
+            total_tokens: tokens,
+            cost_usd: None,
+            agent_seconds: 1.0,
+            test_seconds: None,
+            wall_seconds: 1.0,
+            test_exit_code: None,
+            error: String::new(),
+            model_retries: 0,
+            retry_wait_seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn eight_discordant_pairs_all_one_way() {
+        let ids: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        let a: Vec<ResultRow> = ids.iter().map(|id| row(id, Some(false), 100)).collect();
+        let b: Vec<ResultRow> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| row(id, Some(i < 8), 150))
+            .collect();
+        let c = build(Path::new("a"), &a, Path::new("b"), &b);
+        assert_eq!(
+            (
+                c.both_passed,
+                c.only_a_passed,
+                c.only_b_passed,
+                c.neither_passed
+            ),
+            (0, 0, 8, 2)
+        );
+        assert_eq!(c.mcnemar_p, 0.007_812_5);
+        assert_eq!(c.difference, Some(0.8));
+        assert!(c.difference_ci95.0 > 0.0);
+        assert_eq!(c.improvements.len(), 8);
+        assert!(c.regressions.is_empty());
+        let tokens = c
+            .deltas
+            .iter()
+            .find(|d| d.measure == "total_tokens")
+            .expect("tokens");
+        assert_eq!((tokens.mean, tokens.median), (50.0, 50.0));
+        // Cost is unknown in both: no cost line.
+        assert!(c.deltas.iter().all(|d| d.measure != "cost_usd"));
+        let text = render(&c, false);
+        assert!(text.contains("p = 0.0078125"), "{text}");
+        assert!(text.contains("passed only in B (8): t0, t1"), "{text}");
+    }
+
+    #[test]
+    fn different_task_sets_and_errors_are_said() {
+        let a = vec![
+            row("x", Some(true), 1),
+            row("y", Some(true), 1),
+            row("z", None, 1),
+        ];
+        let b = vec![
+            row("x", Some(true), 1),
+            row("z", Some(true), 1),
+            row("w", Some(false), 1),
+        ];
+        let c = build(Path::new("a"), &a, Path::new("b"), &b);
+        assert_eq!(c.pairs, 1);
+        assert_eq!((c.only_in_a, c.only_in_b, c.pairs_with_error), (1, 1, 1));
+        assert_eq!(c.mcnemar_p, 1.0);
+        let text = render(&c, false);
+        assert!(
+            text.contains("compared on the intersection; 1 only in A, 1 only in B"),
+            "{text}"
+        );
+        assert!(text.contains("1 pairs left out"), "{text}");
+    }
+}
