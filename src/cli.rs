@@ -45,6 +45,11 @@ pub enum Command {
     /// Two runs paired by (task, epoch): 2x2 table, exact McNemar p, pass-rate difference with a paired 95% interval.
     #[command(after_help = "Example:\n  onebash compare results/gpt41 results/gpt41-terse-prompt")]
     Compare(CompareArgs),
+    /// One task's conversation, readable in a terminal.
+    #[command(
+        after_help = "Examples:\n  onebash show results/gpt41 calc-mean-float\n  onebash show results/gpt41/tasks/calc-mean-float/epoch-2/trajectory.jsonl"
+    )]
+    Show(ShowArgs),
     /// Join the run folders of shards (`run --shard K/N`) into one.
     #[command(
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
@@ -70,6 +75,17 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
     pub format: crate::commands::report::Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run folder, or a trajectory file.
+    pub target: PathBuf,
+    /// The task, when TARGET is a run folder.
+    pub task: Option<String>,
+    /// The epoch.
+    #[arg(long, default_value_t = 1)]
+    pub epoch: u32,
 }
 
 #[derive(Debug, Args)]

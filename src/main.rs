@@ -58,6 +58,18 @@ fn main() {
                 }
             }
         }
+        Command::Show(args) => {
+            match onebash::commands::show::show(&args.target, args.task.as_deref(), args.epoch) {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    EXIT_USAGE
+                }
+            }
+        }
         Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
             Ok(rows) => {
                 println!(

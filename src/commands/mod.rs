@@ -4,3 +4,4 @@ pub mod compare;
 pub mod merge;
 pub mod report;
 pub mod run;
+pub mod show;
