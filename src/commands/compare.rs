@@ -203,7 +203,7 @@ fn render(c: &Comparison, markdown: bool) -> String {
     ));
     if c.only_in_a + c.only_in_b > 0 {
         line(format!(
-            "the runs differ in tasks: compared on the intersection; {} only in A, {} only in B",
+            "the runs differ in (task, epoch) pairs: compared on the intersection; {} only in A, {} only in B",
             c.only_in_a, c.only_in_b
         ));
     }
