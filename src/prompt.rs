@@ -219,4 +219,24 @@ mod tests {
         );
         assert!(PromptVariant::parse("instance = \"\"", "v", "v").is_err());
     }
+
+    #[test]
+    fn shipped_variants_load_and_render() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        for (file, name) in [
+            ("terse.toml", "terse"),
+            ("test-first.toml", "test-first"),
+            ("default.toml", "default"),
+        ] {
+            let prompt = PromptVariant::load(&dir.join(file)).expect(file);
+            assert_eq!(prompt.name, name);
+            let rendered = prompt.render(&task(), 9).expect(file);
+            assert!(rendered.instance.contains("fix the bug"), "{file}");
+            assert!(rendered.system.contains('9'), "{file}");
+        }
+        // The built-in prompt is the shipped default, byte for byte.
+        let builtin = PromptVariant::builtin().expect("builtin");
+        let shipped = PromptVariant::load(&dir.join("default.toml")).expect("default");
+        assert_eq!(builtin.sha256, shipped.sha256);
+    }
 }

@@ -115,3 +115,52 @@ fn report_shows_pass_at_k_for_a_three_epoch_run() {
     assert_eq!(value["pass_at_k"].as_array().map(Vec::len), Some(3));
     assert_eq!(value["epochs"], 3);
 }
+
+#[test]
+fn prompt_variants_are_named_in_rows_and_undefined_variables_stop_the_run() {
+    let fixture = Fixture::new();
+    let terse = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts/terse.toml");
+    let run = fixture.run(
+        &demo_tasks(),
+        &[
+            "--model",
+            "oracle",
+            "--prompt",
+            terse.to_str().expect("utf-8 path"),
+            "--limit",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    for row in run.rows() {
+        assert!(row["prompt"].starts_with("terse@"), "{row:?}");
+        assert_eq!(row["prompt"].len(), "terse@".len() + 12);
+    }
+    let header = &run.trajectory(&run.rows()[0]["task_id"])[0];
+    assert_eq!(header["prompt"]["name"], "terse");
+    assert_eq!(header["prompt"]["sha256"].as_str().map(str::len), Some(64));
+
+    let broken = fixture.path("broken.toml");
+    std::fs::write(
+        &broken,
+        "system = \"{{ task.metadata.nope }}\"\ninstance = \"x\"\n",
+    )
+    .expect("write");
+    let out = fixture.path("never");
+    let output = onebash()
+        .args(["run"])
+        .arg(demo_tasks())
+        .args(["--model", "oracle", "--prompt"])
+        .arg(&broken)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("failed to render the system template"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing ran");
+}
