@@ -32,6 +32,8 @@ const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 pub enum ModelChoice {
     /// Applies each task's gold patch; no API.
     Oracle,
+    /// Plays back the assistant turns recorded in an earlier run folder.
+    Replay { spec: String, run_dir: PathBuf },
     /// A model behind an API.
     Api(Box<ApiModel>),
 }
@@ -62,6 +64,7 @@ impl ModelChoice {
     pub fn name(&self) -> &str {
         match self {
             ModelChoice::Oracle => "oracle",
+            ModelChoice::Replay { spec, .. } => spec,
             ModelChoice::Api(api) => &api.name,
         }
     }
@@ -170,7 +173,7 @@ impl RunConfig {
     /// tasks are selected and where the cache is may differ.
     pub fn fingerprint(&self) -> serde_json::Value {
         let (provider, request) = match &self.model {
-            ModelChoice::Oracle => (None, None),
+            ModelChoice::Oracle | ModelChoice::Replay { .. } => (None, None),
             ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
         };
         serde_json::json!({
@@ -368,10 +371,19 @@ fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoic
     if args.model == "oracle" {
         return Ok(ModelChoice::Oracle);
     }
-    if args.model.starts_with("replay:") {
-        return Err(ConfigError::Usage(
-            "--model replay:RUN_DIR is not available in this version".to_owned(),
-        ));
+    if let Some(dir) = args.model.strip_prefix("replay:") {
+        let run_dir = PathBuf::from(dir);
+        if !run_dir.join("run.json").is_file() {
+            return Err(ConfigError::Usage(format!(
+                "--model {}: {} is not a run folder (no run.json)",
+                args.model,
+                run_dir.display()
+            )));
+        }
+        return Ok(ModelChoice::Replay {
+            spec: args.model.clone(),
+            run_dir,
+        });
     }
     let base_url = args
         .base_url

@@ -98,6 +98,9 @@ pub struct ResultRow {
     pub model_retries: u32,
     /// Seconds spent waiting before those retries.
     pub retry_wait_seconds: f64,
+    /// Replaying: commands whose output differs from the recording.
+    #[serde(default)]
+    pub replay_divergences: u32,
 }
 
 /// Rounds seconds to milliseconds for the CSV.
@@ -276,6 +279,7 @@ pub const COLUMNS: &[&str] = &[
     "error",
     "model_retries",
     "retry_wait_seconds",
+    "replay_divergences",
 ];
 
 #[cfg(test)]
@@ -304,6 +308,7 @@ mod tests {
             error: "failed to fetch x: \"quoted\", comma".into(),
             model_retries: 2,
             retry_wait_seconds: 1.5,
+            replay_divergences: 0,
         }
     }
 
@@ -325,7 +330,7 @@ mod tests {
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5"
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0"
         );
     }
 

@@ -431,6 +431,7 @@ impl TaskRun<'_> {
         row.cost_usd = agent.cost_usd.map(|cost| (cost * 1e6).round() / 1e6);
         row.model_retries = agent.retries;
         row.retry_wait_seconds = round_seconds(agent.retry_wait.as_secs_f64());
+        row.replay_divergences = agent.replay_divergences;
         row.agent_seconds = round_seconds(agent.duration.as_secs_f64());
         row.error = agent.error.as_deref().map(one_line).unwrap_or_default();
         row
@@ -482,5 +483,6 @@ fn blank_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, exit_reason: ExitRea
         error: String::new(),
         model_retries: 0,
         retry_wait_seconds: 0.0,
+        replay_divergences: 0,
     }
 }

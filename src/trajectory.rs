@@ -154,6 +154,13 @@ pub enum Event {
         /// How many characters of the output the model was shown.
         shown_chars: usize,
     },
+    /// Replaying: a command's output differs from the recorded one.
+    ReplayDivergence {
+        turn: u32,
+        tool_call_id: String,
+        recorded_output: String,
+        output: String,
+    },
     /// A tool call that could not be run (bad arguments, unknown tool); the
     /// model was answered with `error`.
     ToolError {

@@ -132,6 +132,27 @@ impl AnthropicClient {
     }
 }
 
+/// The `tool_use` blocks of an assistant message's content.
+pub fn tool_calls_of(content: &[Value]) -> Vec<ToolCall> {
+    content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .map(|block| ToolCall {
+            id: block
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            name: block
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
+        })
+        .collect()
+}
+
 /// Parses a successful Messages API body.
 pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
     let value: Value = serde_json::from_str(body).map_err(|err| {
@@ -151,23 +172,7 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
         .get("content")
         .and_then(Value::as_array)
         .ok_or_else(|| ModelError::Malformed("the answer has no `content` list".to_owned()))?;
-    let tool_calls = content
-        .iter()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
-        .map(|block| ToolCall {
-            id: block
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            name: block
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
-        })
-        .collect();
+    let tool_calls = tool_calls_of(content);
     let stop_reason = value
         .get("stop_reason")
         .and_then(Value::as_str)

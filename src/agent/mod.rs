@@ -1,5 +1,5 @@
 //! Stage 3: the agent. The loop (`run.rs`) asks a model (`model.rs`, with
-//! the wire protocols in `openai.rs`, `anthropic.rs` and `oracle.rs`,
+//! the wire protocols in `openai.rs`, `anthropic.rs`, `oracle.rs` and `replay.rs`,
 //! retries in `retry.rs` and prices in `pricing.rs`) for its next answer and
 //! answers every tool call with the one tool, `bash` (`bash_tool.rs`).
 
@@ -9,6 +9,7 @@ pub mod model;
 pub mod openai;
 pub mod oracle;
 pub mod pricing;
+pub mod replay;
 pub mod retry;
 pub mod run;
 

@@ -15,8 +15,10 @@ use crate::agent::anthropic::AnthropicClient;
 use crate::agent::openai::OpenAiClient;
 use crate::agent::oracle;
 use crate::agent::pricing::Price;
+use crate::agent::replay::{RecordedFormat, ReplayStore};
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::prompt::RenderedPrompt;
+use crate::results::ExitReason;
 use crate::task::TaskSpec;
 use crate::trajectory::Usage;
 
@@ -63,6 +65,13 @@ pub enum ModelError {
     /// The conversation no longer fits the model's context window.
     #[error("the conversation exceeds the model's context window: {0}")]
     ContextOverflow(String),
+    /// A replayed recording has no more answers: the loop ends as the
+    /// recording did.
+    #[error("the recording ended ({})", reason.as_str())]
+    RecordingEnded {
+        reason: ExitReason,
+        error: Option<String>,
+    },
 }
 
 impl ModelError {
@@ -145,6 +154,7 @@ pub enum Protocol {
     OpenAi(OpenAiClient),
     Anthropic(AnthropicClient),
     Oracle,
+    Replay(ReplayStore),
 }
 
 /// A model: a protocol, and how the run reaches it.
@@ -179,44 +189,82 @@ impl ModelClient {
         )
     }
 
+    /// Plays back a recorded run; costs nothing.
+    pub fn replay(store: ReplayStore) -> ModelClient {
+        ModelClient::new(
+            Protocol::Replay(store),
+            RetryPolicy::new(0, Duration::ZERO),
+            Gate::new(1),
+            None,
+        )
+    }
+
     /// `openai`, `anthropic` or `oracle`: recorded in the trajectory header.
     pub fn provider(&self) -> &'static str {
         match self.protocol {
             Protocol::OpenAi(_) => "openai",
             Protocol::Anthropic(_) => "anthropic",
             Protocol::Oracle => "oracle",
+            Protocol::Replay(_) => "replay",
         }
     }
 
     /// Whether the system prompt travels apart from the messages (Anthropic).
     pub fn system_apart(&self) -> bool {
-        matches!(self.protocol, Protocol::Anthropic(_))
+        self.speaks_anthropic()
+    }
+
+    /// Whether messages are in Anthropic's format (its own client, or a
+    /// replay of a run that used it).
+    fn speaks_anthropic(&self) -> bool {
+        match &self.protocol {
+            Protocol::Anthropic(_) => true,
+            Protocol::Replay(store) => store.format == RecordedFormat::Anthropic,
+            Protocol::OpenAi(_) | Protocol::Oracle => false,
+        }
+    }
+
+    /// The recorded output of a tool call, when replaying.
+    pub fn recorded_output(
+        &self,
+        task: &TaskSpec,
+        epoch: u32,
+        tool_call_id: &str,
+    ) -> Option<String> {
+        match &self.protocol {
+            Protocol::Replay(store) => store
+                .recording(&task.id, epoch)
+                .ok()?
+                .output_of(tool_call_id)
+                .map(str::to_owned),
+            _ => None,
+        }
     }
 
     /// The first messages of a task, in the protocol's format.
     pub fn initial_messages(&self, prompt: &RenderedPrompt) -> Vec<Value> {
-        match self.protocol {
-            Protocol::Anthropic(_) => anthropic_user(&prompt.instance),
-            Protocol::OpenAi(_) | Protocol::Oracle => vec![
-                serde_json::json!({"role": "system", "content": prompt.system}),
-                serde_json::json!({"role": "user", "content": prompt.instance}),
-            ],
+        if self.speaks_anthropic() {
+            return anthropic_user(&prompt.instance);
         }
+        vec![
+            serde_json::json!({"role": "system", "content": prompt.system}),
+            serde_json::json!({"role": "user", "content": prompt.instance}),
+        ]
     }
 
     /// The answers to one reply's tool calls, in order, as the messages the
     /// protocol wants: one `tool` message per call (OpenAI), or one user
     /// message of `tool_result` blocks (Anthropic).
     pub fn tool_results(&self, results: &[(String, String)]) -> Vec<Value> {
-        match self.protocol {
-            Protocol::Anthropic(_) => AnthropicClient::tool_results(results),
-            Protocol::OpenAi(_) | Protocol::Oracle => results
-                .iter()
-                .map(|(id, content)| {
-                    serde_json::json!({"role": "tool", "tool_call_id": id, "content": content})
-                })
-                .collect(),
+        if self.speaks_anthropic() {
+            return AnthropicClient::tool_results(results);
         }
+        results
+            .iter()
+            .map(|(id, content)| {
+                serde_json::json!({"role": "tool", "tool_call_id": id, "content": content})
+            })
+            .collect()
     }
 
     /// The request's fields other than `messages` (and `system`), for the
@@ -225,7 +273,7 @@ impl ModelClient {
         match &self.protocol {
             Protocol::OpenAi(client) => client.request_template(),
             Protocol::Anthropic(client) => client.request_template(),
-            Protocol::Oracle => serde_json::json!({}),
+            Protocol::Oracle | Protocol::Replay(_) => serde_json::json!({}),
         }
     }
 
@@ -239,6 +287,7 @@ impl ModelClient {
     pub async fn complete(
         &self,
         task: &TaskSpec,
+        epoch: u32,
         system: &str,
         messages: &[Value],
         on_retry: &mut (dyn FnMut(&RetryNote) + Send),
@@ -251,6 +300,16 @@ impl ModelClient {
                     Protocol::OpenAi(client) => client.complete(messages).await,
                     Protocol::Anthropic(client) => client.complete(system, messages).await,
                     Protocol::Oracle => return oracle::complete(task, messages),
+                    Protocol::Replay(store) => {
+                        let recording = store
+                            .recording(&task.id, epoch)
+                            .map_err(ModelError::Malformed)?;
+                        let answered = messages
+                            .iter()
+                            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+                            .count();
+                        return store.answer(&recording, answered);
+                    }
                 }
             };
             let err = match result {

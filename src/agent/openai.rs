@@ -231,6 +231,15 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
     })
 }
 
+/// The tool calls of an assistant message in this protocol's format.
+pub fn tool_calls_of(message: &Value) -> Vec<ToolCall> {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| calls.iter().map(parse_tool_call).collect())
+        .unwrap_or_default()
+}
+
 /// A tool call never fails to parse: what is missing or odd is kept as is
 /// and the bash tool answers the model with what was wrong.
 fn parse_tool_call(call: &Value) -> ToolCall {

@@ -60,7 +60,7 @@ impl ModelError {
                 matches!(*status, 408 | 409 | 425 | 429) || (*status >= 500 && *status != 501)
             }
             ModelError::Transport(_) | ModelError::Malformed(_) => true,
-            ModelError::ContextOverflow(_) => false,
+            ModelError::ContextOverflow(_) | ModelError::RecordingEnded { .. } => false,
         }
     }
 }

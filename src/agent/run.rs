@@ -45,6 +45,8 @@ pub struct AgentOutcome {
     /// Model calls retried, and the time spent waiting before retries.
     pub retries: u32,
     pub retry_wait: Duration,
+    /// Replaying: commands whose output differs from the recording.
+    pub replay_divergences: u32,
     pub duration: Duration,
     pub error: Option<String>,
 }
@@ -71,6 +73,7 @@ struct Progress {
     usage: Usage,
     retries: u32,
     retry_wait: Duration,
+    replay_divergences: u32,
 }
 
 /// How long past the task deadline (or Ctrl-C) the conversation may take
@@ -156,6 +159,7 @@ pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter
         cost_usd: ctx.client.cost(&progress.usage),
         retries: progress.retries,
         retry_wait: progress.retry_wait,
+        replay_divergences: progress.replay_divergences,
         duration: started.elapsed(),
         error: ended.error,
     };
@@ -215,9 +219,13 @@ async fn converse(
                     wait_s: note.wait.as_secs_f64(),
                 });
             };
-            let call = ctx
-                .client
-                .complete(ctx.task, &ctx.prompt.system, &messages, &mut on_retry);
+            let call = ctx.client.complete(
+                ctx.task,
+                ctx.epoch,
+                &ctx.prompt.system,
+                &messages,
+                &mut on_retry,
+            );
             unless_cut(call, deadline, ctx.cancel).await
         };
         let reply = match answered {
@@ -230,19 +238,27 @@ async fn converse(
                 });
                 return Ended::by(cut);
             }
+            // A replay whose recording ran out made no call: it ends as the
+            // recording did, with the recording's count of turns.
+            Ok(Err(ModelError::RecordingEnded { reason, error })) => {
+                progress.turns -= 1;
+                return Ended { reason, error };
+            }
             Ok(Err(err)) => {
                 trajectory.write(&Event::ModelError {
                     turn,
                     latency_s: asked.elapsed().as_secs_f64(),
                     error: err.to_string(),
                 });
-                let reason = match err {
-                    ModelError::ContextOverflow(_) => ExitReason::ContextOverflow,
-                    _ => ExitReason::ApiError,
-                };
-                return Ended {
-                    reason,
-                    error: Some(err.to_string()),
+                return match err {
+                    ModelError::ContextOverflow(_) => Ended {
+                        reason: ExitReason::ContextOverflow,
+                        error: Some(err.to_string()),
+                    },
+                    _ => Ended {
+                        reason: ExitReason::ApiError,
+                        error: Some(err.to_string()),
+                    },
                 };
             }
         };
@@ -276,7 +292,7 @@ async fn converse(
         let mut results: Vec<(String, String)> = Vec::with_capacity(reply.tool_calls.len());
         let mut cut = None;
         for call in &reply.tool_calls {
-            match run_tool_call(ctx, trajectory, turn, call, deadline).await {
+            match run_tool_call(ctx, trajectory, progress, turn, call, deadline).await {
                 Ok(content) => results.push((call.id.clone(), content)),
                 Err(why) => {
                     cut = Some(why);
@@ -326,6 +342,7 @@ fn cap_reached(ctx: &AgentContext<'_>, progress: &Progress) -> Option<ExitReason
 async fn run_tool_call(
     ctx: &AgentContext<'_>,
     trajectory: &mut TrajectoryWriter,
+    progress: &mut Progress,
     turn: u32,
     call: &ToolCall,
     deadline: tokio::time::Instant,
@@ -362,12 +379,26 @@ async fn run_tool_call(
             record,
             shown_chars,
             ..
-        } => trajectory.write(&Event::Command {
-            turn,
-            tool_call_id: call.id.clone(),
-            record: record.clone(),
-            shown_chars: *shown_chars,
-        }),
+        } => {
+            trajectory.write(&Event::Command {
+                turn,
+                tool_call_id: call.id.clone(),
+                record: record.clone(),
+                shown_chars: *shown_chars,
+            });
+            // Replaying: the same command must say the same thing.
+            if let Some(recorded) = ctx.client.recorded_output(ctx.task, ctx.epoch, &call.id)
+                && recorded != record.output
+            {
+                progress.replay_divergences += 1;
+                trajectory.write(&Event::ReplayDivergence {
+                    turn,
+                    tool_call_id: call.id.clone(),
+                    recorded_output: recorded,
+                    output: record.output.clone(),
+                });
+            }
+        }
         ToolAnswer::Rejected { content } => trajectory.write(&Event::ToolError {
             turn,
             tool_call_id: call.id.clone(),

@@ -388,6 +388,7 @@ mod tests {
             error: String::new(),
             model_retries: 0,
             retry_wait_seconds: 0.0,
+            replay_divergences: 0,
         }
     }
 

@@ -11,6 +11,7 @@ use crate::agent::ModelClient;
 use crate::agent::anthropic::AnthropicClient;
 use crate::agent::model::Protocol;
 use crate::agent::openai::OpenAiClient;
+use crate::agent::replay::ReplayStore;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::checkout::RepoCache;
 use crate::cli::Provider;
@@ -31,6 +32,10 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     let client = match &config.model {
         ModelChoice::Oracle => ModelClient::oracle(),
+        ModelChoice::Replay { run_dir, .. } => {
+            let store = ReplayStore::open(run_dir).map_err(anyhow::Error::msg)?;
+            ModelClient::replay(store)
+        }
         ModelChoice::Api(api) => {
             let (url, name, key, request) = (
                 &api.base_url,
