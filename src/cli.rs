@@ -38,7 +38,7 @@ pub enum Command {
         after_help = "Examples:\n  onebash run tasks/demo/tasks.jsonl --model oracle\n  \
             OPENAI_API_KEY=... onebash run tasks.jsonl -m gpt-4.1 -j 8 -o results/gpt41"
     )]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// What a run found: pass rate with its 95% interval, outcomes, tokens, turns, cost, time, pass@k.
     #[command(after_help = "Example:\n  onebash report results/gpt41 --format markdown")]
     Report(ReportArgs),

@@ -72,6 +72,9 @@ fn label(rows: &[ResultRow], run: &Path) -> String {
         .unwrap_or_else(|| run.display().to_string())
 }
 
+/// Reads one measure of a row, when the row has it.
+type Getter = fn(&ResultRow) -> Option<f64>;
+
 pub fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Comparison {
     let index: HashMap<(&str, u32), &ResultRow> = b
         .iter()
@@ -119,7 +122,7 @@ pub fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Co
         list.sort();
         list
     };
-    let measures: [(&'static str, fn(&ResultRow) -> Option<f64>); 6] = [
+    let measures: [(&'static str, Getter); 6] = [
         ("total_tokens", |r| Some(r.total_tokens as f64)),
         ("turns", |r| Some(f64::from(r.turns))),
         ("tool_calls", |r| Some(f64::from(r.tool_calls))),

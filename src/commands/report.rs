@@ -201,6 +201,9 @@ fn percent(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// Reads one measure.
+type MeasureOf = fn(&Measures) -> f64;
+
 fn render(r: &Report, markdown: bool) -> String {
     let mut out = String::new();
     let line = |out: &mut String, text: String| {
@@ -263,7 +266,7 @@ fn render(r: &Report, markdown: bool) -> String {
     line(&mut out, String::new());
 
     let columns = ["", "total", "per row", "per passed row"];
-    let measures: [(&str, fn(&Measures) -> f64, usize); 6] = [
+    let measures: [(&str, MeasureOf, usize); 6] = [
         ("tokens", |m| m.total_tokens, 0),
         ("prompt tokens", |m| m.prompt_tokens, 0),
         ("completion tokens", |m| m.completion_tokens, 0),
