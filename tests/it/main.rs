@@ -9,4 +9,5 @@ mod exec_safety;
 mod model_faults;
 mod pipeline;
 mod replay;
+mod resume;
 mod sandbox;
