@@ -63,9 +63,14 @@ pub fn prepare(
     } else {
         (Vec::new(), None)
     };
+    // Only pairs this run selects are redone: a row outside the selection
+    // stays, whatever its status.
+    let selected: HashSet<(&TaskId, u32)> =
+        work.iter().map(|(task, epoch)| (task, *epoch)).collect();
     let redo = |row: &ResultRow| {
-        row.exit_reason == ExitReason::Interrupted
-            || (config.retry_errors && row.status == Status::Error)
+        selected.contains(&(&row.task_id, row.epoch))
+            && (row.exit_reason == ExitReason::Interrupted
+                || (config.retry_errors && row.status == Status::Error))
     };
     let mut plan = ResumePlan::default();
     let mut seen: HashSet<(TaskId, u32)> = HashSet::new();
@@ -86,10 +91,6 @@ pub fn prepare(
         }
     }
     plan.dropped = dropped_rows.len();
-    if !dropped_rows.is_empty() || torn_at.is_some() {
-        write_rows_atomically(&csv, &plan.kept)
-            .map_err(|err| format!("failed to rewrite {}: {err}", csv.display()))?;
-    }
 
     for (task, epoch) in work {
         if plan.is_done(task, *epoch) {
@@ -104,6 +105,12 @@ pub fn prepare(
             .find(|row| &row.task_id == task && row.epoch == *epoch);
         set_aside(&dir, old_row)?;
         plan.set_aside += 1;
+    }
+    // Last, once every dropped row is safe beside its old files: a kill
+    // before this line leaves the rows in place for the next resume.
+    if !dropped_rows.is_empty() || torn_at.is_some() {
+        write_rows_atomically(&csv, &plan.kept)
+            .map_err(|err| format!("failed to rewrite {}: {err}", csv.display()))?;
     }
     Ok(plan)
 }

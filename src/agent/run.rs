@@ -207,10 +207,16 @@ async fn converse(
         ctx.events
             .phase(&ctx.task.id, ctx.epoch, Phase::Model { turn });
         let asked = Instant::now();
+        // The last failure of this call, if it is being retried: a call cut
+        // by the deadline while the API kept failing is the API's fault.
+        let mut failing: Option<String> = None;
         let answered = {
             let mut on_retry = |note: &RetryNote| {
                 progress.retries += 1;
-                progress.retry_wait += note.wait;
+                // Only the part of the wait the task lives to see is waited.
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                progress.retry_wait += note.wait.min(left);
+                failing = Some(note.error.clone());
                 trajectory.write(&Event::ModelRetry {
                     turn,
                     retry: note.retry,
@@ -236,6 +242,14 @@ async fn converse(
                     latency_s: asked.elapsed().as_secs_f64(),
                     error: format!("the model call was {}", cut.describe()),
                 });
+                if let (Cut::Deadline, Some(last)) = (cut, failing) {
+                    return Ended {
+                        reason: ExitReason::ApiError,
+                        error: Some(format!(
+                            "the model API kept failing until the task timeout; last failure: {last}"
+                        )),
+                    };
+                }
                 return Ended::by(cut);
             }
             // A replay whose recording ran out made no call: it ends as the

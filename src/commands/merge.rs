@@ -69,10 +69,15 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
             rows.push(row);
         }
     }
-    let Some((_, fingerprint, settings)) = first else {
+    let Some((_, fingerprint, mut settings)) = first else {
         return Err(MergeError("no run folder to merge".to_owned()));
     };
 
+    // The settings are the first shard's, less what was its own.
+    if let Some(map) = settings.as_object_mut() {
+        map.insert("shard".to_owned(), Value::Null);
+        map.insert("out_dir".to_owned(), json!(out.display().to_string()));
+    }
     let folder = RunFolder::create(out).map_err(|err| io_error(out, err))?;
     for run in runs {
         let tasks = run.join("tasks");

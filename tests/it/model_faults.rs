@@ -1637,12 +1637,10 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
 // ---------------------------------------------------------------------------
 
 /// The API fails every call until the task timeout: the model never
-/// answered, so there is nothing to grade. Today the task ends as
-/// `task_timeout`, its tests run on the untouched repo and it counts as
-/// `failed` (a verdict against the model), the row's `error` is empty and
-/// the run exits 0 as if every task had a verdict.
+/// answered, so there is nothing to grade. It once ended as `task_timeout`
+/// and counted as `failed` (a verdict against the model) with an empty
+/// `error`, and the run exited 0 as if every task had a verdict.
 #[test]
-#[ignore = "bug: an API outage that lasts until the task timeout is graded as a failed task (exit_reason task_timeout, empty error, exit 0) instead of a task without a verdict (status error)"]
 fn an_api_outage_until_the_task_timeout_gives_no_verdict() {
     let proto = Proto::OpenAi;
     let w = world();
@@ -1662,18 +1660,20 @@ fn an_api_outage_until_the_task_timeout_gives_no_verdict() {
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
 }
 
-/// A wait before a retry that the task timeout cuts short counts in
-/// `retry_wait_seconds` in full: the task waited about one second, the CSV
-/// says five.
+/// A wait before a retry that the task timeout cuts short counts only the
+/// part the task lived to see (it once counted the whole planned wait: five
+/// seconds in a one-second task). Rate limited until the timeout, the task
+/// has no verdict: the API failed, not the model.
 #[test]
-#[ignore = "bug: retry_wait_seconds adds the whole planned wait when on_retry is called, so a wait cut short by the task timeout is over-counted (5 s reported in a 1 s task)"]
 fn retry_wait_counts_only_the_time_waited() {
     let proto = Proto::OpenAi;
     let w = world();
     let model = Model::start(proto, move |_| rate_limited(proto, "5"));
     let run = w.run("out", &["limited"], &model, &["--task-timeout", "1"]);
     let row = run.row("limited");
-    assert_eq!(row["exit_reason"], "task_timeout", "{row:?}");
+    assert_eq!(row["exit_reason"], "api_error", "{row:?}");
+    assert_eq!(row["status"], "error", "{row:?}");
+    assert!(row["error"].contains("HTTP 429"), "{row:?}");
     assert!(
         f64_of(&row, "retry_wait_seconds") <= f64_of(&row, "agent_seconds"),
         "{row:?}"

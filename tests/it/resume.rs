@@ -952,7 +952,6 @@ fn retry_errors_redoes_exactly_the_error_rows_and_keeps_the_old_attempts() {
 }
 
 #[test]
-#[ignore = "bug: --resume --retry-errors (or any --resume that drops interrupted rows) with --filter, --shard, --limit or fewer --runs deletes the dropped rows of pairs outside the selection from results.csv without redoing them or keeping them in row.json (resume::prepare drops every redo row, but sets aside and reruns only the selected pairs)"]
 fn retry_errors_with_a_filter_keeps_the_error_rows_of_other_tasks() {
     let fixture = Fixture::new();
     let tasks = world(&fixture, 4, false);
