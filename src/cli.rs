@@ -106,6 +106,14 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub model: String,
 
+    /// Where SWE-bench `owner/name` repos come from: a URL (BASE/owner/name.git) or a folder of mirrors (BASE/owner/name.git or BASE/owner/name).
+    #[arg(long, value_name = "BASE", default_value = crate::swebench::DEFAULT_REPO_BASE)]
+    pub repo_base: String,
+
+    /// Test command for tasks that have none: a template over the task's fields and `test_files` (the files test_patch touches), e.g. 'pytest -rA {{ test_files | join(" ") }}'.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub test_command: Option<String>,
+
     /// Wire protocol: `openai` (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter...) or `anthropic` (Messages).
     #[arg(long, value_enum, default_value_t = Provider::Openai)]
     pub provider: Provider,

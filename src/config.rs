@@ -18,7 +18,7 @@ use crate::cli::{Provider, RunArgs};
 use crate::limits::{Enforcement, LimitPlan, Limits};
 use crate::prompt::{PromptError, PromptVariant};
 use crate::sandbox::{Sandbox, SandboxMode};
-use crate::task::{TaskFileError, TaskSpec, load_tasks};
+use crate::task::{LoadOptions, TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -201,7 +201,11 @@ impl RunConfig {
     }
 
     pub fn from_args(args: &RunArgs) -> Result<RunConfig, ConfigError> {
-        let all_tasks = load_tasks(&args.tasks)?;
+        let options = LoadOptions {
+            repo_base: args.repo_base.clone(),
+            test_command: args.test_command.clone(),
+        };
+        let all_tasks = load_tasks(&args.tasks, &options)?;
         let task_file_sha256 = std::fs::read(&args.tasks)
             .map(|bytes| crate::prompt::hex(&Sha256::digest(bytes)))
             .unwrap_or_default();

@@ -32,5 +32,6 @@ pub mod resume;
 pub mod runner;
 pub mod sandbox;
 pub mod stats;
+pub mod swebench;
 pub mod task;
 pub mod trajectory;

@@ -130,9 +130,28 @@ fn render_line_errors(errors: &[String]) -> String {
     out
 }
 
+/// How lines are read beyond their own fields.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Where SWE-bench `owner/name` repos are cloned from (`--repo-base`).
+    pub repo_base: String,
+    /// The test command of tasks that have none (`--test-command`), a
+    /// template over the task's fields and `test_files`.
+    pub test_command: Option<String>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            repo_base: crate::swebench::DEFAULT_REPO_BASE.to_owned(),
+            test_command: None,
+        }
+    }
+}
+
 /// Reads and checks a whole task file. Every bad line is reported as
 /// `FILE:LINE: what is wrong`; nothing is returned unless all lines are good.
-pub fn load_tasks(path: &Path) -> Result<Vec<TaskSpec>, TaskFileError> {
+pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<Vec<TaskSpec>, TaskFileError> {
     let text = std::fs::read(path).map_err(|source| TaskFileError::Read {
         path: path.to_owned(),
         source,
@@ -142,14 +161,24 @@ pub fn load_tasks(path: &Path) -> Result<Vec<TaskSpec>, TaskFileError> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    parse_tasks(&text, &path.display().to_string(), &base_dir)
+    parse_tasks_with(&text, &path.display().to_string(), &base_dir, options)
 }
 
-/// The parsing half of [`load_tasks`], separate so it can be tested on strings.
+/// [`parse_tasks_with`] with the default options.
 pub fn parse_tasks(
     text: &str,
     file_name: &str,
     base_dir: &Path,
+) -> Result<Vec<TaskSpec>, TaskFileError> {
+    parse_tasks_with(text, file_name, base_dir, &LoadOptions::default())
+}
+
+/// The parsing half of [`load_tasks`], separate so it can be tested on strings.
+pub fn parse_tasks_with(
+    text: &str,
+    file_name: &str,
+    base_dir: &Path,
+    options: &LoadOptions,
 ) -> Result<Vec<TaskSpec>, TaskFileError> {
     let mut tasks = Vec::new();
     let mut errors = Vec::new();
@@ -159,7 +188,7 @@ pub fn parse_tasks(
         if line.trim().is_empty() {
             continue;
         }
-        match parse_line(line, line_no, base_dir) {
+        match parse_line(line, line_no, base_dir, options) {
             Ok(task) => {
                 if !seen.insert(task.id.as_str().to_owned()) {
                     errors.push(format!(
@@ -184,23 +213,32 @@ pub fn parse_tasks(
     Ok(tasks)
 }
 
-fn parse_line(line: &str, line_no: usize, base_dir: &Path) -> Result<TaskSpec, String> {
+fn parse_line(
+    line: &str,
+    line_no: usize,
+    base_dir: &Path,
+    options: &LoadOptions,
+) -> Result<TaskSpec, String> {
     let value: Value =
         serde_json::from_str(line).map_err(|err| format!("not valid JSON: {err}"))?;
     let Value::Object(mut fields) = value else {
         return Err("expected a JSON object".to_owned());
     };
-    if fields.contains_key("instance_id") && !fields.contains_key("id") {
-        return Err("this looks like a SWE-bench instance, which this version cannot read yet; \
-             hint: give onebash's own fields (id, repo, base_commit, problem_statement, test_command)"
-            .to_owned());
+    let instance = crate::swebench::is_instance(&fields);
+    if instance {
+        crate::swebench::convert(&mut fields, &options.repo_base)?;
     }
     let mut problems = Vec::new();
     let id = take_string(&mut fields, "id", true, &mut problems);
     let repo = take_string(&mut fields, "repo", true, &mut problems);
     let base_commit = take_string(&mut fields, "base_commit", true, &mut problems);
     let problem_statement = take_string(&mut fields, "problem_statement", true, &mut problems);
-    let test_command = take_string(&mut fields, "test_command", true, &mut problems);
+    let test_command = take_string(
+        &mut fields,
+        "test_command",
+        options.test_command.is_none(),
+        &mut problems,
+    );
     let setup_command = take_string(&mut fields, "setup_command", false, &mut problems);
     let test_patch = take_string(&mut fields, "test_patch", false, &mut problems);
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
@@ -253,23 +291,30 @@ fn parse_line(line: &str, line_no: usize, base_dir: &Path) -> Result<TaskSpec, S
             problems.push(format!("`{name}` must not be empty"));
         }
     }
+    if instance && test_command.is_none() && options.test_command.is_none() {
+        problems.push(
+            "hint: SWE-bench instances carry no test command; give one with --test-command"
+                .to_owned(),
+        );
+    }
     if !problems.is_empty() {
         return Err(problems.join("; "));
     }
-    // Every required field is present here: a missing one added a problem above.
-    let (Some(id), Some(repo), Some(base_commit), Some(problem_statement), Some(test_command)) =
-        (id, repo, base_commit, problem_statement, test_command)
+    // Every required field is present here: a missing one added a problem
+    // above (test_command is optional only when a template is given).
+    let (Some(id), Some(repo), Some(base_commit), Some(problem_statement)) =
+        (id, repo, base_commit, problem_statement)
     else {
         return Err("internal error: a required field went missing".to_owned());
     };
     let repo_location = resolve_repo(&repo, base_dir);
-    Ok(TaskSpec {
+    let mut task = TaskSpec {
         id,
         repo,
         repo_location,
         base_commit,
         problem_statement,
-        test_command,
+        test_command: test_command.clone().unwrap_or_default(),
         setup_command,
         test_patch,
         gold_patch,
@@ -279,7 +324,41 @@ fn parse_line(line: &str, line_no: usize, base_dir: &Path) -> Result<TaskSpec, S
         metadata,
         extra: fields,
         line: line_no,
-    })
+    };
+    if test_command.is_none()
+        && let Some(template) = &options.test_command
+    {
+        task.test_command = render_test_command(template, &task)?;
+    }
+    Ok(task)
+}
+
+/// Renders `--test-command` for a task: its fields, and `test_files`, the
+/// files its test_patch touches. Undefined variables are errors.
+fn render_test_command(template: &str, task: &TaskSpec) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let mut context = serde_json::to_value(task).unwrap_or_default();
+    if let Value::Object(map) = &mut context {
+        if let Some(Value::Object(extra)) = map.remove("extra") {
+            for (k, v) in extra {
+                map.entry(k).or_insert(v);
+            }
+        }
+        let files = task
+            .test_patch
+            .as_deref()
+            .map(crate::swebench::patch_files)
+            .unwrap_or_default();
+        map.insert("test_files".to_owned(), serde_json::json!(files));
+    }
+    let rendered = env
+        .render_str(template, context)
+        .map_err(|err| format!("failed to render --test-command for this task: {err}"))?;
+    if rendered.trim().is_empty() {
+        return Err("--test-command renders to an empty command for this task".to_owned());
+    }
+    Ok(rendered)
 }
 
 /// A URL stays as written; a path is made absolute against the task file's folder.
@@ -442,8 +521,8 @@ mod tests {
                 "`repo` must not be empty",
             ),
             (
-                r#"{"instance_id":"django__django-1"}"#,
-                "SWE-bench instance",
+                r#"{"instance_id":"django__django-1","repo":"django/django","base_commit":"c","problem_statement":"p"}"#,
+                "missing required field `test_command`",
             ),
         ];
         for (line, expected) in cases {
@@ -538,5 +617,44 @@ mod tests {
                 .collect();
             let _ = parse_tasks(&line, "f", Path::new("/"));
         }
+    }
+
+    #[test]
+    fn swebench_lines_read_beside_onebash_lines_with_a_test_command_template() {
+        let text = format!(
+            "{GOOD}\n{}\n",
+            r#"{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","patch":"diff --git a/src/x.py b/src/x.py","test_patch":"diff --git a/tests/test_x.py b/tests/test_x.py\n","FAIL_TO_PASS":"[\"tests/test_x.py::test_a\"]","PASS_TO_PASS":"[]","version":"1.0"}"#
+        );
+        let options = LoadOptions {
+            repo_base: "/mirrors".to_owned(),
+            test_command: Some(
+                "pytest -rA {{ test_files | join(' ') }}  # {{ metadata.version }}".to_owned(),
+            ),
+        };
+        let tasks = parse_tasks_with(&text, "f", Path::new("/"), &options).expect("valid");
+        assert_eq!(tasks[0].test_command, "true", "a task's own command wins");
+        let instance = &tasks[1];
+        assert_eq!(instance.id.as_str(), "o__r-1");
+        assert_eq!(instance.repo, "/mirrors/o/r.git");
+        assert_eq!(
+            instance.gold_patch.as_deref(),
+            Some("diff --git a/src/x.py b/src/x.py")
+        );
+        assert_eq!(
+            instance.fail_to_pass,
+            Some(vec!["tests/test_x.py::test_a".to_owned()])
+        );
+        assert_eq!(instance.pass_to_pass, Some(vec![]));
+        assert_eq!(instance.test_command, "pytest -rA tests/test_x.py  # 1.0");
+        let bad = LoadOptions {
+            test_command: Some("{{ nope }}".to_owned()),
+            ..LoadOptions::default()
+        };
+        let err = parse_tasks_with(&text, "f", Path::new("/"), &bad).expect_err("undefined");
+        assert!(
+            err.to_string()
+                .contains("f:2: failed to render --test-command"),
+            "{err}"
+        );
     }
 }
