@@ -114,6 +114,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEMPLATE")]
     pub test_command: Option<String>,
 
+    /// A JUnit XML file the test command writes, relative to the checkout: per-test results are read from it instead of the output.
+    #[arg(long, value_name = "PATH")]
+    pub junit_path: Option<PathBuf>,
+
     /// Wire protocol: `openai` (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter...) or `anthropic` (Messages).
     #[arg(long, value_enum, default_value_t = Provider::Openai)]
     pub provider: Provider,

@@ -101,6 +101,8 @@ pub struct RunConfig {
     pub keep_workdirs: bool,
     pub resume: bool,
     pub retry_errors: bool,
+    /// `--junit-path`, relative to the checkout.
+    pub junit_path: Option<PathBuf>,
     /// sha256 of the task file's bytes.
     pub task_file_sha256: String,
     pub sandbox_mode: SandboxMode,
@@ -195,6 +197,7 @@ impl RunConfig {
             "task_timeout_s": self.task_timeout.as_secs_f64(),
             "test_timeout_s": self.test_timeout.as_secs_f64(),
             "sandbox": self.sandbox_used,
+            "junit_path": self.junit_path,
             "allow_network": self.allow_network,
             "limits": self.limits,
         })
@@ -332,6 +335,7 @@ impl RunConfig {
             keep_workdirs: args.keep_workdirs,
             resume: args.resume,
             retry_errors: args.retry_errors,
+            junit_path: args.junit_path.clone(),
             task_file_sha256,
             sandbox_mode: args.sandbox,
             sandbox_used: sandbox.name(),

@@ -132,6 +132,18 @@ impl CommandEnv {
         CommandEnv { vars }
     }
 
+    /// The same environment with one variable set (replaced if present).
+    pub fn with(&self, key: &str, value: &str) -> CommandEnv {
+        let mut vars: Vec<(String, String)> = self
+            .vars
+            .iter()
+            .filter(|(k, _)| k != key)
+            .cloned()
+            .collect();
+        vars.push((key.to_owned(), value.to_owned()));
+        CommandEnv { vars }
+    }
+
     pub fn vars(&self) -> &[(String, String)] {
         &self.vars
     }

@@ -1,15 +1,23 @@
 //! Stage 4: the test phase and the verdict.
 //!
 //! Restores the files the hidden `test_patch` touches to the base commit,
-//! applies it, runs `test_command` through the executor and decides: pass is
-//! exit code 0. It does not know about the agent or the CSV.
+//! applies it, runs `test_command` through the executor (with TZ=UTC and a
+//! fixed PYTHONHASHSEED, so runs repeat) and decides: pass is exit code 0,
+//! or, when the task lists `fail_to_pass`/`pass_to_pass`, SWE-bench's
+//! per-test rules over the statuses parsed from the output or a JUnit XML
+//! file (see testlog.rs). It does not know about the agent or the CSV.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::checkout::Checkout;
 use crate::exec::{CommandContext, CommandSpec, run_command};
 use crate::task::TaskSpec;
+use crate::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
 use crate::trajectory::CommandRecord;
+
+/// Settings every test command runs with, so that a verdict repeats.
+pub const TEST_SETTINGS: &[(&str, &str)] = &[("TZ", "UTC"), ("PYTHONHASHSEED", "0")];
 
 /// The tests ran; this is what they said.
 #[derive(Debug)]
@@ -18,6 +26,8 @@ pub struct TestOutcome {
     pub record: CommandRecord,
     /// Files the test patch touched, when there was one.
     pub test_patch_files: Option<Vec<String>>,
+    /// Per-test statuses and verdict, when the task lists its tests.
+    pub per_test: Option<(TestResults, PerTestVerdict)>,
 }
 
 /// The tests could not run: no verdict.
@@ -27,6 +37,11 @@ pub enum GradeError {
     TestPatch(String),
     #[error("failed to run the test command: {0}")]
     Exec(String),
+    /// The task lists its tests but none could be read from the run.
+    #[error(
+        "no test result could be read from the test output{0}; hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path"
+    )]
+    NoTests(String),
 }
 
 /// The test timeout of a task: its own `test_timeout_s`, else the run's.
@@ -41,6 +56,7 @@ pub async fn run_tests(
     checkout: &Checkout,
     context: CommandContext<'_>,
     timeout: Duration,
+    junit_path: Option<&Path>,
 ) -> Result<TestOutcome, GradeError> {
     let test_patch_files = match &task.test_patch {
         Some(patch) => {
@@ -54,17 +70,54 @@ pub async fn run_tests(
         }
         None => None,
     };
+    let env = TEST_SETTINGS
+        .iter()
+        .fold(context.env.clone(), |env, (k, v)| env.with(k, v));
     let spec = CommandSpec {
         command: &task.test_command,
         timeout,
-        context,
+        context: CommandContext {
+            env: &env,
+            ..context
+        },
     };
     let outcome = run_command(spec)
         .await
         .map_err(|err| GradeError::Exec(err.to_string()))?;
+    let record = CommandRecord::new(&task.test_command, &outcome);
+    let per_test = if task.fail_to_pass.is_some() || task.pass_to_pass.is_some() {
+        let results = match junit_path {
+            Some(rel) => {
+                let path = checkout.dir.join(rel);
+                let xml = std::fs::read_to_string(&path).map_err(|err| {
+                    GradeError::NoTests(format!(
+                        " (the JUnit file {} could not be read: {err})",
+                        path.display()
+                    ))
+                })?;
+                parse_junit(&xml)
+            }
+            None => parse_output(&record.output),
+        };
+        if results.is_empty() {
+            return Err(GradeError::NoTests(String::new()));
+        }
+        let verdict = grade(
+            &results,
+            task.fail_to_pass.as_deref().unwrap_or_default(),
+            task.pass_to_pass.as_deref().unwrap_or_default(),
+        );
+        Some((results, verdict))
+    } else {
+        None
+    };
     Ok(TestOutcome {
-        passed: outcome.exit_code == 0 && !outcome.timed_out,
-        record: CommandRecord::new(&task.test_command, &outcome),
+        passed: match &per_test {
+            Some((_, verdict)) => verdict.resolved,
+            None => outcome.exit_code == 0 && !outcome.timed_out,
+        },
+        record,
         test_patch_files,
+        per_test,
     })
 }

@@ -34,4 +34,5 @@ pub mod sandbox;
 pub mod stats;
 pub mod swebench;
 pub mod task;
+pub mod testlog;
 pub mod trajectory;

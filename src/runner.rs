@@ -294,7 +294,13 @@ impl TaskRun<'_> {
         ctx.events.phase(&task.id, self.epoch, Phase::Test);
         let started = Instant::now();
         let tested = tokio::select! {
-            tested = run_tests(task, checkout, self.sandboxed(checkout, false), test_timeout) => tested,
+            tested = run_tests(
+                task,
+                checkout,
+                self.sandboxed(checkout, false),
+                test_timeout,
+                config.junit_path.as_deref(),
+            ) => tested,
             () = ctx.cancel.cancelled() => {
                 row.status = Status::Error;
                 row.exit_reason = ExitReason::Interrupted;
@@ -322,10 +328,20 @@ impl TaskRun<'_> {
                         test_timeout.as_secs_f64()
                     ));
                 }
+                let per_test = outcome.per_test.as_ref().map(|(results, verdict)| {
+                    serde_json::json!({"statuses": results, "verdict": verdict})
+                });
+                if let Some(per_test) = &per_test {
+                    let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
+                    if let Err(err) = std::fs::write(self.dir.join("tests.json"), text) {
+                        row.error = one_line(&format!("failed to save tests.json: {err}"));
+                    }
+                }
                 trajectory.write(&Event::Test {
                     test_patch_files: outcome.test_patch_files,
                     record: outcome.record,
                     log_path: "test.log".to_owned(),
+                    per_test,
                 });
             }
             Err(err) => {

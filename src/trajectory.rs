@@ -192,6 +192,10 @@ pub enum Event {
         #[serde(flatten)]
         record: CommandRecord,
         log_path: String,
+        /// Per-test statuses and the SWE-bench verdict, when the task
+        /// lists its tests (also in tests.json).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        per_test: Option<Value>,
     },
     End {
         status: Status,

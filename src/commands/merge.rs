@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::results::{ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
+use crate::results::{
+    ResultRow, RunFolder, Status, read_rows, write_predictions, write_rows_atomically,
+};
 use crate::resume::compare_fingerprints;
 use crate::task::TaskId;
 
@@ -87,6 +89,8 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     }
     write_rows_atomically(&folder.results_csv(), &rows)
         .map_err(|err| io_error(&folder.results_csv(), err))?;
+    write_predictions(&folder, &rows)
+        .map_err(|err| io_error(&folder.root().join("predictions.jsonl"), err))?;
     let count = |status: Status| rows.iter().filter(|r| r.status == status).count();
     let run_json = json!({
         "onebash_version": env!("CARGO_PKG_VERSION"),

@@ -18,7 +18,7 @@ use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, EventSink, RunEvent};
 use crate::progress::ProgressDisplay;
-use crate::results::{ResultRow, ResultsWriter, RunFolder, Status};
+use crate::results::{ResultRow, ResultsWriter, RunFolder, Status, write_predictions};
 use crate::resume;
 use crate::runner::{RunContext, run_tasks};
 use crate::task::TaskId;
@@ -179,6 +179,9 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     // folder when none was kept (remove_dir only removes an empty folder).
     let _ = std::fs::remove_dir(folder.root().join("workdirs"));
 
+    if let Err(err) = write_predictions(&folder, &rows) {
+        eprintln!("warning: failed to write predictions.jsonl: {err}");
+    }
     let interrupted = ctx.cancel.is_cancelled();
     let summary = Summary::of(&rows);
     run_json["finished_at"] = json!(now());

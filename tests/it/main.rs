@@ -11,3 +11,4 @@ mod pipeline;
 mod replay;
 mod resume;
 mod sandbox;
+mod swebench;

@@ -1,0 +1,198 @@
+//! SWE-bench in, SWE-bench out: instance lines over a local folder of
+//! mirrors, graded per test by the official rules from real unittest
+//! output, and predictions.jsonl.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::harness::{Fixture, diff_of, git, scripted_agent};
+
+const OPS: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+const TESTS: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
+const HIDDEN: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n";
+
+/// How this python3's unittest names a test in `-v` output.
+fn unittest_name(method: &str) -> String {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.version_info >= (3, 11))"])
+        .output()
+        .expect("python3");
+    if String::from_utf8_lossy(&output.stdout).trim() == "True" {
+        format!("{method} (test_ops.OpsTest.{method})")
+    } else {
+        format!("{method} (test_ops.OpsTest)")
+    }
+}
+
+#[test]
+fn instances_grade_by_the_official_rules_and_predictions_apply() {
+    let fixture = Fixture::new();
+    // A folder of mirrors laid out as owner/name.git, like --repo-base wants.
+    let (work, sha) = fixture.repo("work", &[("ops.py", OPS), ("test_ops.py", TESTS)]);
+    let mirrors = fixture.path("mirrors");
+    std::fs::create_dir_all(mirrors.join("acme")).expect("mkdir");
+    git(
+        &fixture.path("."),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().expect("utf-8"),
+            mirrors.join("acme/ops.git").to_str().expect("utf-8"),
+        ],
+    );
+    let gold = diff_of(&work, &[("ops.py", &OPS.replacen("a - b", "a + b", 1))]);
+    let test_patch = diff_of(&work, &[("test_ops.py", HIDDEN)]);
+    let instance = |id: &str| {
+        json!({
+            "instance_id": id,
+            "repo": "acme/ops",
+            "base_commit": sha,
+            "problem_statement": format!("Problem of task {id}. add() subtracts."),
+            "patch": gold,
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!([unittest_name("test_add")]).to_string(),
+            "PASS_TO_PASS": json!([unittest_name("test_sub")]).to_string(),
+            "version": "1.0",
+            "environment_setup_commit": sha,
+            "hints_text": "",
+        })
+    };
+    let tasks = fixture.tasks(&[
+        instance("acme__ops-1"),
+        instance("acme__ops-2"),
+        instance("acme__ops-3"),
+    ]);
+    let fix = "sed -i '0,/a - b/s//a + b/' ops.py";
+    let fix_but_break_sub = "sed -i 's/a - b/a + b/g' ops.py";
+    let server = scripted_agent(&[
+        ("acme__ops-1", &[fix]),
+        ("acme__ops-2", &[fix_but_break_sub]),
+        ("acme__ops-3", &["cat ops.py"]),
+    ]);
+    let template = "python3 -m unittest -v {{ test_files | join(' ') | replace('.py', '') }}";
+    let run = fixture.run(
+        &tasks,
+        &[
+            "--model",
+            "scripted",
+            "--base-url",
+            &server.base_url(),
+            "--repo-base",
+            mirrors.to_str().expect("utf-8"),
+            "--test-command",
+            template,
+        ],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("acme__ops-1")["status"], "passed", "resolved");
+    assert_eq!(
+        run.row("acme__ops-2")["status"],
+        "failed",
+        "a PASS_TO_PASS test broke"
+    );
+    assert_eq!(
+        run.row("acme__ops-3")["status"],
+        "failed",
+        "nothing changed"
+    );
+
+    let tests_json = |id: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(run.task_dir(id).join("tests.json")).expect("tests.json"),
+        )
+        .expect("json")
+    };
+    let broke = tests_json("acme__ops-2");
+    assert_eq!(broke["verdict"]["fail_to_pass"][0]["ok"], true);
+    assert_eq!(broke["verdict"]["pass_to_pass"][0]["ok"], false);
+    assert_eq!(broke["verdict"]["pass_to_pass"][0]["status"], "FAILED");
+    let unchanged = tests_json("acme__ops-3");
+    assert_eq!(unchanged["verdict"]["fail_to_pass"][0]["status"], "FAILED");
+    let test_event = &run.events("acme__ops-1", "test")[0];
+    assert_eq!(test_event["per_test"]["verdict"]["resolved"], true);
+    let header = &run.trajectory("acme__ops-1")[0];
+    assert_eq!(header["task"]["metadata"]["version"], "1.0");
+
+    // predictions.jsonl: one line per instance, each patch applies to the base.
+    let predictions: Vec<Value> = std::fs::read_to_string(run.out.join("predictions.jsonl"))
+        .expect("predictions.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(predictions.len(), 3);
+    for prediction in &predictions {
+        assert_eq!(prediction["model_name_or_path"], "scripted");
+        let patch = prediction["model_patch"].as_str().expect("patch");
+        let clone = fixture.path(&format!(
+            "check-{}",
+            prediction["instance_id"].as_str().expect("id")
+        ));
+        git(
+            &fixture.path("."),
+            &[
+                "clone",
+                "-q",
+                work.to_str().expect("utf-8"),
+                clone.to_str().expect("utf-8"),
+            ],
+        );
+        git(&clone, &["checkout", "-q", &sha]);
+        if !patch.is_empty() {
+            std::fs::write(clone.join("model.patch"), patch).expect("write");
+            git(&clone, &["apply", "--check", "model.patch"]);
+        }
+    }
+
+    // The oracle resolves every instance.
+    let oracle = fixture.run_into(
+        &fixture.path("oracle"),
+        &tasks,
+        &[
+            "--model",
+            "oracle",
+            "--repo-base",
+            mirrors.to_str().expect("utf-8"),
+            "--test-command",
+            template,
+        ],
+        &[],
+    );
+    assert_eq!(oracle.code, 0, "stderr:\n{}", oracle.stderr);
+    assert!(
+        oracle.rows().iter().all(|r| r["status"] == "passed"),
+        "{:?}",
+        oracle.rows()
+    );
+}
+
+#[test]
+fn output_without_any_test_result_is_an_error_not_a_fail() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "x\n")]);
+    let tasks = fixture.tasks(&[json!({
+        "id": "t",
+        "repo": repo.display().to_string(),
+        "base_commit": sha,
+        "problem_statement": "Problem of task t.",
+        "test_command": "echo 'Segmentation fault'; exit 139",
+        "fail_to_pass": ["tests/test_x.py::test_a"],
+    })]);
+    let run = fixture.run(
+        &tasks,
+        &[
+            "--model",
+            "oracle-free",
+            "--base-url",
+            &scripted_agent(&[]).base_url(),
+        ],
+    );
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    let row = run.row("t");
+    assert_eq!(row["status"], "error");
+    assert!(
+        row["error"].contains("no test result could be read"),
+        "{row:?}"
+    );
+}
