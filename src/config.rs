@@ -275,12 +275,16 @@ impl RunConfig {
             prompt.render(task, args.max_turns)?;
         }
 
+        // Absolute, because the sandbox binds working copies by path from
+        // another current directory.
         let out_dir = match &args.out {
             Some(dir) => dir.clone(),
             None => default_out_dir(model.name(), &prompt.name),
         };
+        let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
         check_out_dir(&out_dir, args.resume)?;
         let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
+        let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
 
         // The agent must not read the task file (gold patches, hidden tests)
         // or the run folder (other tasks' trajectories); the cache must stay

@@ -127,15 +127,32 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
         cancel,
     });
 
-    // Ctrl-C once: start nothing new, end running tasks as interrupted.
-    // Twice: leave at once (rows already written are complete).
+    // Ctrl-C (or SIGTERM, what Kubernetes and Slurm send) once: start
+    // nothing new, end running tasks as interrupted. Twice: leave at once
+    // (rows already written are complete).
     let interrupts = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
-            return;
-        }
-        cancel_handle.cancel();
-        if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(EXIT_INTERRUPTED);
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut signals = 0;
+        loop {
+            let term = async {
+                match terminate.as_mut() {
+                    Some(stream) => {
+                        stream.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                result = tokio::signal::ctrl_c() => if result.is_err() { return },
+                () = term => {}
+            }
+            signals += 1;
+            if signals == 1 {
+                cancel_handle.cancel();
+            } else {
+                std::process::exit(EXIT_INTERRUPTED);
+            }
         }
     });
 

@@ -644,6 +644,16 @@ fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn ctrl_c_ends_the_running_task_as_interrupted_and_starts_no_other() {
+    interrupt_ends_the_running_task(libc::SIGINT);
+}
+
+/// Kubernetes and Slurm stop a job with SIGTERM: it must do what Ctrl-C does.
+#[test]
+fn sigterm_ends_the_running_task_as_interrupted_like_ctrl_c() {
+    interrupt_ends_the_running_task(libc::SIGTERM);
+}
+
+fn interrupt_ends_the_running_task(signal: libc::c_int) {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[
@@ -682,7 +692,7 @@ fn ctrl_c_ends_the_running_task_as_interrupted_and_starts_no_other() {
     });
     let pid = libc::pid_t::try_from(child.0.id()).expect("pid");
     // SAFETY: kill has no memory-safety preconditions.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     let interrupted = Instant::now();
     let mut status = None;
     wait_until("onebash to exit", Duration::from_secs(10), || {
@@ -719,4 +729,38 @@ fn ctrl_c_ends_the_running_task_as_interrupted_and_starts_no_other() {
         serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
             .expect("JSON");
     assert_eq!(run_json["interrupted"], true);
+}
+
+/// The sandbox binds working copies by path: a relative --out once made
+/// every command fail under bwrap ("Can't find source path").
+#[test]
+fn a_relative_run_folder_works_in_the_sandbox() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let gold = diff_of(&repo, &[("fixed.txt", "fixed\n")]);
+    let tasks = fixture.tasks(&[task(
+        "t",
+        &repo,
+        &sha,
+        "test -f fixed.txt",
+        json!({"gold_patch": gold}),
+    )]);
+    let output = onebash()
+        .current_dir(fixture.path("."))
+        .arg("run")
+        .arg(&tasks)
+        .args([
+            "--model",
+            "oracle",
+            "-o",
+            "relative-out",
+            "--cache-dir",
+            "relative-cache",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
+    let csv = std::fs::read_to_string(fixture.path("relative-out/results.csv")).expect("csv");
+    assert!(csv.contains(",passed,completed,true,"), "{csv}");
 }
