@@ -1,71 +1,418 @@
 #!/usr/bin/env bash
 # Benchmarks of onebash against a scripted local server (no network, no key).
-# Prints figures and ratios; asserts nothing. Usage: scripts/bench.sh [TURNS]
+# Prints figures, ratios and a final table against targets; asserts nothing.
 #
-# 1. Harness cost per turn at zero model latency: one task whose model asks
-#    for `true` TURNS times, under --sandbox none and --sandbox bwrap, in one
-#    run of this script. The server's own handling time is subtracted, so the
-#    figure is onebash's: the model call, running the command, recording it.
-# 2. The per-command cost of bwrap against none, as a ratio.
+# Usage: scripts/bench.sh [TURNS]
+#   TURNS           turns of section `turn` (default 200)
+#   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout memory"
+#   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
+#   BENCH_KEEP=1    keep the work folder (run folders, logs) and print where it is
+#
+# Sections (each one's figures go to the final table; a section that fails
+# or cannot run on this machine is reported as such, and the rest go on):
+#
+# turn        Harness cost per turn at zero model latency: one task whose model
+#             asks for `true` TURNS times, under --sandbox none and --sandbox
+#             bwrap (skipped when bwrap is absent or does not work). The
+#             server's own handling time is subtracted, so the figure is
+#             onebash's: the model call, running the command, recording it.
+#             Also the per-command cost of bwrap against none, as a ratio.
+# throughput  Model calls per second at -j 1, 4 and 16 (16 tasks x 50 turns of
+#             `true`, zero latency, --sandbox none): the calls the server
+#             answered over the run's wall time (start-up, checkouts and
+#             tests included), and the speed-up over -j 1.
+# latency     Wall time with 1 s model latency: 64 tasks x 5 model calls at
+#             -j 32, against the ideal calls x latency / jobs; efficiency =
+#             ideal / actual. The server's peak of calls in flight shows that
+#             it really overlapped them.
+# checkout    A repo with a long history (3000 commits over 300 files, made by
+#             `git fast-import`), 50 tasks on it that only check out, call the
+#             model once (it answers at once) and run `true`, at -j 1. Per-task
+#             checkout time from the trajectories' `checkout` events: the first
+#             task fetches (reported apart), the median of the others against
+#             `git clone`, `git clone --no-local`, `git worktree add` and
+#             `git archive | tar -x` (writing the files and nothing else: the
+#             floor) of the same commit, each the median of several runs. Done
+#             on the work folder's file system and again on /dev/shm (tmpfs)
+#             when there is one, since file creation dominates either way.
+# memory      Peak RSS of onebash (run.json's peak_rss_bytes) with 100-turn
+#             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
+#             64 tasks at -j 16 (four times the finished tasks, same
+#             concurrency: the peak must not grow) and 64 tasks at -j 64.
 set -euo pipefail
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-turns=${1:-200}
+root=$PWD
+quick=${BENCH_QUICK:-0}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout memory}
+
+# Workloads: full, and shrunk for BENCH_QUICK=1.
+if [ "$quick" = 1 ]; then
+    turns=${1:-20}
+    tp_tasks=4 tp_turns=5 tp_jobs="1 4 16"
+    lat_tasks=16 lat_calls=2 lat_jobs=8 lat_s=0.2
+    co_commits=200 co_files=30 co_tasks=5 co_reps=2
+    mem_turns=10 mem_runs="4:4 16:4 16:16"
+else
+    turns=${1:-200}
+    tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
+    lat_tasks=64 lat_calls=5 lat_jobs=32 lat_s=1
+    co_commits=3000 co_files=300 co_tasks=50 co_reps=5
+    mem_turns=100 mem_runs="16:16 64:16 64:64"
+fi
+
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+shm_work=""
+cleanup() {
+    # Only the servers this script started, by pid.
+    if [ -f "$work/servers" ]; then
+        while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done < "$work/servers"
+    fi
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "kept: $work ${shm_work}"
+    else
+        rm -rf "$work"
+        [ -z "$shm_work" ] || rm -rf "$shm_work"
+    fi
+}
+trap cleanup EXIT
 
-cargo build --release --quiet
-bin=target/release/onebash
+if [ -n "${ONEBASH_BIN:-}" ]; then
+    bin=$ONEBASH_BIN
+else
+    cargo build --release --quiet
+    bin=$root/target/release/onebash
+fi
 
-# A one-file repo and one task over it.
+# Helpers in Python: figures from run folders, timings of git, the table.
+cat > "$work/tools.py" <<'PY'
+import csv, json, os, random, shutil, statistics, subprocess, sys, time
+
+def gen_repo(commits, files):
+    """A fast-import stream: `files` modules, then commits touching 3 each."""
+    rng = random.Random(1)
+    out = sys.stdout.buffer
+    names = [f"src/pkg{i % 20:02d}/mod{i:04d}.py" for i in range(files)]
+    body = {i: [f"# module {i}\n".encode()] + [
+        f"def base_{i}_{k}(x):\n    return x + {k}\n\n".encode() for k in range(40)]
+        for i in range(files)}
+    def data(b):
+        out.write(b"data %d\n" % len(b)); out.write(b); out.write(b"\n")
+    for c in range(commits):
+        touched = range(files) if c == 0 else rng.sample(range(files), 3)
+        out.write(b"commit refs/heads/main\nmark :%d\n" % (c + 1))
+        out.write(b"committer bench <bench@localhost> %d +0000\n" % (1700000000 + 60 * c))
+        data(b"change %d" % c)
+        if c:
+            out.write(b"from :%d\n" % c)
+        for i in touched:
+            if c:
+                body[i].append(f"def f_{c}(x):\n    return x * {rng.randint(1, 999)}\n\n".encode())
+            out.write(b"M 100644 inline %s\n" % names[i].encode())
+            data(b"".join(body[i]))
+        out.write(b"\n")
+
+def tasks(path, n, repo, sha, prefix="t"):
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"{prefix}{i:03d}", "repo": repo, "base_commit": sha,
+                                "problem_statement": "bench", "test_command": "true"}) + "\n")
+
+def agent_seconds(run):
+    print(next(csv.DictReader(open(os.path.join(run, "results.csv"))))["agent_seconds"])
+
+def rows(run):
+    rs = list(csv.DictReader(open(os.path.join(run, "results.csv"))))
+    bad = [r for r in rs if r["status"] != "passed"]
+    print(f"{len(rs)} {len(bad)}")
+
+def peak_rss(run):
+    v = json.load(open(os.path.join(run, "run.json"))).get("peak_rss_bytes")
+    print(v if v is not None else "none")
+
+def checkouts(run):
+    """Prints: fetch_s (the task that fetched) median_s (the others) n."""
+    fetch, others = [], []
+    for tid in os.listdir(os.path.join(run, "tasks")):
+        with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
+            for line in f:
+                e = json.loads(line)
+                if e.get("event") == "checkout":
+                    (fetch if e["fetched"] else others).append(e["duration_s"])
+    print(f"{max(fetch) if fetch else -1} {statistics.median(others)} {len(others)}")
+
+def overhead(run):
+    """Prints medians over tasks: wall - model calls, checkout, test (s)."""
+    outside, co, test = [], [], []
+    for tid in os.listdir(os.path.join(run, "tasks")):
+        with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
+            ev = [json.loads(line) for line in f]
+        calls = sum(e["latency_s"] for e in ev if e["event"] == "model_call")
+        outside.append(ev[-1]["ts"] - ev[0]["ts"] - calls)
+        co += [e["duration_s"] for e in ev if e["event"] == "checkout"]
+        test += [e["duration_s"] for e in ev if e["event"] == "test"]
+    m = statistics.median
+    print(f"{m(outside):.3f} {m(co):.3f} {m(test):.3f}")
+
+def git_refs(repo, sha, scratch, reps):
+    """Median seconds of each way to get a working tree of repo@sha."""
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    ways = {
+        "clone": lambda d: ["git", "clone", "-q", repo, d],
+        "clone_no_local": lambda d: ["git", "clone", "-q", "--no-local", repo, d],
+        "worktree": lambda d: ["git", "-C", repo, "worktree", "add", "-q", "--detach", d, sha],
+        "archive": lambda d: ["sh", "-c", f"mkdir {d} && git -C {repo} archive {sha} | tar -x -C {d}"],
+        "bare_no_local": lambda d: ["git", "clone", "-q", "--bare", "--no-local", repo, d],
+    }
+    times = {k: [] for k in ways}
+    for r in range(reps):
+        for name, cmd in ways.items():  # round-robin spreads the noise
+            d = os.path.join(scratch, f"{name}-{r}")
+            t = time.perf_counter()
+            subprocess.run(cmd(d), check=True, env=env)
+            times[name].append(time.perf_counter() - t)
+            if name == "worktree":
+                subprocess.run(["git", "-C", repo, "worktree", "remove", "--force", d], check=True, env=env)
+            shutil.rmtree(d, ignore_errors=True)
+    print(" ".join(f"{statistics.median(times[k]):.6f}" for k in ways))
+
+def table(path):
+    rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+    w = max([len(r[0]) for r in rows] + [6])
+    print(f"{'figure':<{w}}  {'measured':>14}  {'target':>10}  verdict")
+    for label, value, target, verdict in rows:
+        print(f"{label:<{w}}  {value:>14}  {target:>10}  {verdict}")
+
+if __name__ == "__main__":
+    fn, args = globals()[sys.argv[1]], sys.argv[2:]
+    fn(*[int(a) if a.isdigit() else a for a in args])
+PY
+tools() { python3 "$work/tools.py" "$@"; }
+calc() { python3 -c "print($*)"; }
+# fig LABEL VALUE [TARGET VERDICT]: one row of the final table.
+fig() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "${3:--}" "${4:-}" >> "$work/figures.tsv"; }
+
+# A one-file repo; the tasks of every section but checkout are on it.
 git init -q -b main "$work/repo"
 echo hello > "$work/repo/README.md"
 git -C "$work/repo" add -A
 git -C "$work/repo" -c user.name=bench -c user.email=bench@localhost commit -qm init
 sha=$(git -C "$work/repo" rev-parse HEAD)
-printf '{"id":"bench","repo":"%s","base_commit":"%s","problem_statement":"bench","test_command":"true"}\n' \
-    "$work/repo" "$sha" > "$work/tasks.jsonl"
 
-# Runs one task of $turns turns; prints "agent_seconds server_seconds requests".
-measure() {
-    local sandbox=$1 out=$work/out-$1-$RANDOM
+# start_server TOOL_CALLS [LATENCY_S]: sets $port; stop_server sets
+# $requests, $server_seconds, $max_in_flight.
+start_server() {
     rm -f "$work/port" "$work/stats"
-    python3 scripts/bench_server.py "$turns" true "$work/port" "$work/stats" &
-    local server=$!
+    python3 scripts/bench_server.py "$1" true "$work/port" "$work/stats" "${2:-0}" &
+    server=$!
+    echo "$server" >> "$work/servers"
     while [ ! -s "$work/port" ]; do sleep 0.05; done
-    "$bin" run "$work/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$(cat "$work/port")/v1" \
-        --sandbox "$sandbox" --max-turns $((turns + 1)) -o "$out" --cache-dir "$work/cache" \
-        >/dev/null 2>&1
+    port=$(cat "$work/port")
+}
+stop_server() {
     kill -TERM "$server"
     wait "$server" 2>/dev/null || true
-    local requests server_seconds agent_seconds
-    read -r requests server_seconds < "$work/stats"
-    agent_seconds=$(python3 -c 'import csv,sys; print(next(csv.DictReader(open(sys.argv[1])))["agent_seconds"])' "$out/results.csv")
-    echo "$agent_seconds $server_seconds $requests"
+    sed -i "/^$server\$/d" "$work/servers"
+    read -r requests server_seconds max_in_flight < "$work/stats"
 }
 
-# A warm-up run fills the repo cache and the page cache.
-measure none >/dev/null
-read -r none_agent none_server none_requests < <(measure none)
-bwrap_line=""
-if command -v bwrap >/dev/null; then
-    read -r bwrap_agent bwrap_server bwrap_requests < <(measure bwrap)
-    bwrap_line=yes
+# onebash OUT TASKS JOBS MAX_TURNS SANDBOX [CACHE]: one run against the
+# server; sets $wall (seconds). stderr goes to OUT.log, shown on failure.
+onebash() {
+    local out=$1 t0 t1
+    t0=$EPOCHREALTIME
+    if ! "$bin" run "$2" --model bench --base-url "http://127.0.0.1:$port/v1" \
+        -j "$3" --max-turns "$4" --sandbox "$5" -o "$out" --cache-dir "${6:-$work/cache}" \
+        > /dev/null 2> "$out.log"; then
+        echo "onebash run failed; the end of its log:" >&2
+        tail -5 "$out.log" >&2
+        return 1
+    fi
+    t1=$EPOCHREALTIME
+    wall=$(calc "$t1 - $t0")
+    read -r n bad < <(tools rows "$out")
+    if [ "$bad" != 0 ]; then
+        echo "$bad of $n tasks did not pass: see $out/results.csv" >&2
+        return 1
+    fi
+}
+
+bwrap_works() {
+    command -v bwrap > /dev/null && bwrap --unshare-all --ro-bind / / true > /dev/null 2>&1
+}
+
+section_turn() {
+    tools tasks "$work/turn.jsonl" 1 "$work/repo" "$sha" bench
+    # One task of $turns turns; sets $agent (the task's agent_seconds),
+    # $server_seconds and $requests.
+    measure() {
+        local out=$work/turn-$1-$RANDOM
+        start_server "$turns"
+        onebash "$out" "$work/turn.jsonl" 1 $((turns + 1)) "$1"
+        stop_server
+        agent=$(tools agent_seconds "$out")
+    }
+    # A warm-up run fills the repo cache and the page cache.
+    measure none
+    measure none
+    none_ms=$(calc "round(($agent - $server_seconds) / $turns * 1000, 2)")
+    echo "1 task x $turns turns of \`true\`, zero model latency ($requests model calls); ms per turn, harness + command, server time subtracted"
+    echo "  none   $none_ms"
+    fig "ms per turn, --sandbox none" "$none_ms" "-" ""
+    if bwrap_works; then
+        measure bwrap
+        bwrap_ms=$(calc "round(($agent - $server_seconds) / $turns * 1000, 2)")
+        ratio=$(calc "round($bwrap_ms / $none_ms, 2)")
+        extra=$(calc "round($bwrap_ms - $none_ms, 2)")
+        echo "  bwrap  $bwrap_ms  ($extra ms more per command: ${ratio}x none)"
+        fig "ms per turn, --sandbox bwrap" "$bwrap_ms" "-" ""
+        fig "bwrap / none per turn" "${ratio}x" "-" ""
+    else
+        echo "  bwrap  skipped: not installed or not working here"
+        fig "ms per turn, --sandbox bwrap" "skipped" "-" "bwrap absent"
+    fi
+    echo "  for scale: mini-swe-agent's harness overhead is about 30-45 ms per turn"
+}
+
+section_throughput() {
+    tools tasks "$work/tp.jsonl" "$tp_tasks" "$work/repo" "$sha"
+    echo "$tp_tasks tasks x $tp_turns turns of \`true\` (+1 final answer each), zero latency, --sandbox none"
+    local base="" j rate
+    for j in $tp_jobs; do
+        start_server "$tp_turns"
+        onebash "$work/tp-$j" "$work/tp.jsonl" "$j" $((tp_turns + 1)) none
+        stop_server
+        rate=$(calc "round($requests / $wall, 1)")
+        [ -n "$base" ] || base=$rate
+        printf '  -j %-3s %5d calls in %6.2f s: %7.1f calls/s (%.2fx -j 1); server busy %2.0f%% of the wall time\n' \
+            "$j" "$requests" "$wall" "$rate" "$(calc "$rate / $base")" "$(calc "100 * $server_seconds / $wall")"
+        fig "model calls/s at -j $j" "$rate" "-" "$(calc "round($rate / $base, 2)")x -j 1"
+    done
+}
+
+section_latency() {
+    tools tasks "$work/lat.jsonl" "$lat_tasks" "$work/repo" "$sha"
+    start_server $((lat_calls - 1)) "$lat_s"
+    onebash "$work/lat" "$work/lat.jsonl" "$lat_jobs" "$lat_calls" none
+    stop_server
+    local ideal eff verdict
+    ideal=$(calc "$requests * $lat_s / $lat_jobs")
+    eff=$(calc "round($ideal / $wall, 3)")
+    verdict=$(calc "'ok' if $eff >= 0.9 else 'MISS'")
+    echo "$lat_tasks tasks x $lat_calls model calls, ${lat_s} s model latency, -j $lat_jobs, --sandbox none"
+    printf '  %d calls in %.2f s; ideal %.2f s (calls x latency / jobs); efficiency %.3f\n' "$requests" "$wall" "$ideal" "$eff"
+    echo "  the server held up to $max_in_flight calls at once (-j $lat_jobs)"
+    read -r outside co test < <(tools overhead "$work/lat")
+    printf '  per task, median: %.2f s outside model calls (checkout %.2f s, test %.2f s); %d waves of -j %d\n' \
+        "$outside" "$co" "$test" "$(calc "-(-$lat_tasks // $lat_jobs)")" "$lat_jobs"
+    fig "latency ${lat_s}s: wall s (ideal $(calc "round($ideal, 2)"))" "$(calc "round($wall, 2)")" "-" ""
+    fig "latency ${lat_s}s: efficiency ideal/actual" "$eff" ">= 0.9" "$verdict"
+}
+
+# checkout_on LABEL DIR: the checkout comparison with everything in DIR.
+checkout_on() {
+    local label=$1 dir=$2 repo head fetch median n
+    mkdir -p "$dir"
+    repo=$dir/long.git
+    git init -q --bare -b main "$repo"
+    tools gen_repo "$co_commits" "$co_files" | git -C "$repo" fast-import --quiet
+    git -C "$repo" repack -adq
+    head=$(git -C "$repo" rev-parse main)
+    tools tasks "$dir/co.jsonl" "$co_tasks" "$repo" "$head" c
+    start_server 0
+    onebash "$dir/co-run" "$dir/co.jsonl" 1 1 none "$dir/cache"
+    stop_server
+    read -r fetch median n < <(tools checkouts "$dir/co-run")
+    read -r clone noloc wt archive bare < <(tools git_refs "$repo" "$head" "$dir" "$co_reps")
+    echo "  on $label ($dir):"
+    printf '    %-52s %8.1f ms\n' "onebash checkout, median of $n" "$(calc "$median * 1000")"
+    printf '    %-52s %8.1f ms  (%.1fx onebash)\n' \
+        "git clone (local: hardlinks the objects)" "$(calc "$clone * 1000")" "$(calc "$clone / $median")" \
+        "git clone --no-local (copies the objects)" "$(calc "$noloc * 1000")" "$(calc "$noloc / $median")" \
+        "git worktree add --detach" "$(calc "$wt * 1000")" "$(calc "$wt / $median")" \
+        "git archive | tar -x (the files alone)" "$(calc "$archive * 1000")" "$(calc "$archive / $median")"
+    printf '    %-52s %8.1f ms\n' "onebash first task: fetch into the cache + checkout" "$(calc "$fetch * 1000")"
+    printf '    %-52s %8.1f ms\n' "git clone --bare --no-local (for the fetch)" "$(calc "$bare * 1000")"
+    fig "checkout [$label]: onebash ms (median)" "$(calc "round($median * 1000, 1)")" "-" ""
+    fig "checkout [$label]: git clone / onebash" "$(calc "round($clone / $median, 1)")x" ">= 5x" \
+        "$(calc "'ok' if $clone / $median >= 5 else 'MISS'")"
+    fig "checkout [$label]: git clone --no-local / onebash" "$(calc "round($noloc / $median, 1)")x" ">= 5x" \
+        "$(calc "'ok' if $noloc / $median >= 5 else 'MISS'")"
+    fig "checkout [$label]: worktree add / onebash" "$(calc "round($wt / $median, 2)")x" "-" ""
+    fig "checkout [$label]: first-task fetch s" "$(calc "round($fetch, 2)")" "-" \
+        "git clone --bare --no-local $(calc "round($bare, 2)") s"
+}
+
+section_checkout() {
+    echo "a repo of $co_commits commits over $co_files files; $co_tasks tasks at -j 1 (checkout + 1 model call + \`true\`); git timings: median of $co_reps"
+    checkout_on disk "$work/co"
+    # tmpfs, when /dev/shm is one and is not where the work folder already is.
+    if [ -n "$shm_work" ]; then
+        checkout_on tmpfs "$shm_work"
+    else
+        echo "  on tmpfs: skipped (no writable tmpfs at /dev/shm, or the work folder is on one already)"
+    fi
+}
+
+section_memory() {
+    tools tasks "$work/mem.jsonl" 64 "$work/repo" "$sha"
+    echo "$mem_turns-turn trajectories, zero latency, --sandbox none; onebash's peak RSS (run.json peak_rss_bytes)"
+    local spec tasks jobs peak mib first="" first_jobs="" out
+    for spec in $mem_runs; do
+        tasks=${spec%:*} jobs=${spec#*:}
+        head -n "$tasks" "$work/mem.jsonl" > "$work/mem-$tasks.jsonl"
+        out=$work/mem-$tasks-$jobs
+        start_server "$mem_turns"
+        onebash "$out" "$work/mem-$tasks.jsonl" "$jobs" $((mem_turns + 1)) none
+        stop_server
+        peak=$(tools peak_rss "$out")
+        if [ "$peak" = none ]; then
+            echo "  $tasks tasks at -j $jobs: run.json has no peak_rss_bytes"
+            fig "peak RSS, $tasks tasks at -j $jobs" "n/a" "-" "not in run.json"
+            continue
+        fi
+        mib=$(calc "round($peak / 2**20, 1)")
+        printf '  %3d tasks at -j %-3d %6d calls in %6.2f s: peak RSS %7.1f MiB\n' "$tasks" "$jobs" "$requests" "$wall" "$mib"
+        if [ -z "$first" ]; then
+            first=$mib first_jobs=$jobs
+            fig "peak RSS MiB, $tasks tasks at -j $jobs" "$mib" "-" ""
+        elif [ "$jobs" = "$first_jobs" ]; then
+            # Same -j as the first run, more finished tasks: must not grow.
+            fig "peak RSS MiB, $tasks tasks at -j $jobs" "$mib" "<= 1.2x $first" \
+                "$(calc "'ok (%.2fx)' % ($mib / $first) if $mib <= 1.2 * $first else 'MISS (%.2fx)' % ($mib / $first)")"
+        else
+            fig "peak RSS MiB, $tasks tasks at -j $jobs" "$mib" "-" ""
+        fi
+    done
+}
+
+# The checkout section also runs on tmpfs, when /dev/shm is one and the work
+# folder is not on one already. Made here so that the exit trap removes it.
+if [[ " $sections " == *" checkout "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
+    && [ "$(stat -f -c %T /dev/shm)" = tmpfs ] && [ "$(stat -f -c %T "$work")" != tmpfs ]; then
+    shm_work=$(mktemp -d /dev/shm/onebash-bench.XXXXXX)
 fi
 
-python3 - "$turns" "$none_agent" "$none_server" "$none_requests" "${bwrap_agent:-0}" "${bwrap_server:-0}" "$bwrap_line" <<'PY'
-import sys
-turns = int(sys.argv[1])
-none_agent, none_server, requests = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-bwrap_agent, bwrap_server, has_bwrap = float(sys.argv[5]), float(sys.argv[6]), sys.argv[7] == "yes"
-none_turn = (none_agent - none_server) / turns * 1000
-print(f"onebash bench: 1 task x {turns} turns of `true`, zero model latency ({requests} model calls)")
-print(f"{'sandbox':<10}{'ms per turn':>14}{'(harness + command; server time subtracted)':>46}")
-print(f"{'none':<10}{none_turn:>14.2f}")
-if has_bwrap:
-    bwrap_turn = (bwrap_agent - bwrap_server) / turns * 1000
-    print(f"{'bwrap':<10}{bwrap_turn:>14.2f}")
-    print(f"bwrap costs {bwrap_turn - none_turn:.2f} ms more per command: {bwrap_turn / none_turn:.2f}x none")
-else:
-    print("bwrap: not installed, not measured")
-print("for scale: mini-swe-agent's harness overhead is about 30-45 ms per turn")
-PY
+echo "onebash bench$([ "$quick" = 1 ] && echo " (BENCH_QUICK=1: shrunk workloads)"): $("$bin" --version), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+failed=""
+for s in $sections; do
+    echo
+    echo "== $s"
+    t0=$EPOCHREALTIME
+    set +e
+    (set -e; "section_$s")
+    rc=$?
+    set -e
+    if [ $rc != 0 ]; then
+        failed="$failed $s"
+        fig "section $s" "FAILED" "-" "see its output above"
+    fi
+    printf '   (%s took %.0f s)\n' "$s" "$(calc "$EPOCHREALTIME - $t0")"
+done
+
+echo
+echo "== summary (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
+tools table "$work/figures.tsv"
+[ "$quick" != 1 ] || echo "BENCH_QUICK=1: workloads too small for the targets to mean anything; run without it for figures"
+[ -z "$failed" ] || { echo "failed sections:$failed"; exit 1; }

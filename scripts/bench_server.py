@@ -6,8 +6,10 @@ Usage: bench_server.py TURNS COMMAND PORT_FILE STATS_FILE [LATENCY_S]
 Every request is answered with one `bash` tool call running COMMAND, until
 the conversation holds TURNS assistant answers; then with a final text.
 Writes its port to PORT_FILE once listening; on SIGTERM writes "REQUESTS
-SECONDS" to STATS_FILE (the time spent handling requests, latency aside),
-so the bench can subtract the server's own time from what it measures.
+SECONDS MAX_IN_FLIGHT" to STATS_FILE: the time spent handling requests,
+latency aside, so the bench can subtract the server's own time from what
+it measures; and the most requests it held at once, so the bench can check
+that LATENCY_S overlapped across connections (one thread per connection).
 """
 import json
 import signal
@@ -20,7 +22,7 @@ TURNS = int(sys.argv[1])
 COMMAND = sys.argv[2]
 PORT_FILE, STATS_FILE = sys.argv[3], sys.argv[4]
 LATENCY = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
-stats = {"requests": 0, "seconds": 0.0}
+stats = {"requests": 0, "seconds": 0.0, "in_flight": 0, "max_in_flight": 0}
 lock = threading.Lock()
 
 
@@ -35,6 +37,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         start = time.perf_counter()
+        with lock:
+            stats["in_flight"] += 1
+            stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         answered = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if answered < TURNS:
@@ -66,17 +71,26 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)
+        with lock:
+            stats["in_flight"] -= 1
 
 
 def stop(*_):
     with lock:
         with open(STATS_FILE, "w") as f:
-            f.write(f"{stats['requests']} {stats['seconds']:.6f}\n")
+            f.write(f"{stats['requests']} {stats['seconds']:.6f} {stats['max_in_flight']}\n")
     sys.exit(0)
 
 
+class Server(ThreadingHTTPServer):
+    # The default listen backlog (5) drops the SYNs of a burst of new
+    # connections (-j 32 opens 32 at once); each dropped one waits a 1 s
+    # retransmit, which would be billed to onebash.
+    request_queue_size = 256
+
+
 signal.signal(signal.SIGTERM, stop)
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server = Server(("127.0.0.1", 0), Handler)
 with open(PORT_FILE + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
 import os  # noqa: E402  (only needed here)
