@@ -4,16 +4,13 @@
 //! prompt-cache tokens. Same loop, same CSV; the trajectory keeps these
 //! native messages.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
+use crate::agent::http;
 use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall};
-use crate::agent::openai::{http_error, retry_after, transport_error};
 use crate::trajectory::Usage;
 
 const API_VERSION: &str = "2023-06-01";
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The Messages API requires `max_tokens`; this is used when
 /// `--max-output-tokens` is not given.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
@@ -55,11 +52,7 @@ impl AnthropicClient {
         api_key: Option<String>,
         settings: RequestSettings,
     ) -> Result<AnthropicClient, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .timeout(settings.request_timeout)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("onebash/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let http = http::client(settings.request_timeout)?;
         Ok(AnthropicClient {
             http,
             url: messages_url(base_url),
@@ -112,13 +105,7 @@ impl AnthropicClient {
         if let Some(key) = &self.api_key {
             request = request.header("x-api-key", key);
         }
-        let response = request.send().await.map_err(transport_error)?;
-        let status = response.status();
-        let wait = retry_after(response.headers());
-        let text = response.text().await.map_err(transport_error)?;
-        if !status.is_success() {
-            return Err(http_error(status.as_u16(), &text, wait));
-        }
+        let text = http::send(request).await?;
         parse_response(&text)
     }
 
@@ -209,6 +196,7 @@ fn parse_usage(usage: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::http::http_error;
 
     #[test]
     fn base_urls_with_or_without_v1() {

@@ -5,6 +5,7 @@
 
 pub mod anthropic;
 pub mod bash_tool;
+pub mod http;
 pub mod model;
 pub mod openai;
 pub mod oracle;

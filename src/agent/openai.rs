@@ -5,17 +5,11 @@
 //! HTTP call and the parsing of the answer into a [`ModelReply`]. One call is
 //! one attempt: retries are `ModelClient::complete`'s.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall, is_context_overflow};
-use crate::agent::retry::parse_retry_after;
+use crate::agent::http;
+use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall};
 use crate::trajectory::Usage;
-
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How much of an unparseable error body goes into a message.
-const MAX_ERROR_BODY_CHARS: usize = 500;
 
 pub struct OpenAiClient {
     http: reqwest::Client,
@@ -50,11 +44,7 @@ impl OpenAiClient {
         api_key: Option<String>,
         settings: RequestSettings,
     ) -> Result<OpenAiClient, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .timeout(settings.request_timeout)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("onebash/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let http = http::client(settings.request_timeout)?;
         Ok(OpenAiClient {
             http,
             url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
@@ -102,69 +92,8 @@ impl OpenAiClient {
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(transport_error)?;
-        let status = response.status();
-        let retry_after = retry_after(response.headers());
-        let text = response.text().await.map_err(transport_error)?;
-        if !status.is_success() {
-            return Err(http_error(status.as_u16(), &text, retry_after));
-        }
+        let text = http::send(request).await?;
         parse_response(&text)
-    }
-}
-
-/// The `Retry-After` header, as seconds or an HTTP date.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    parse_retry_after(value, std::time::SystemTime::now())
-}
-
-pub fn transport_error(err: reqwest::Error) -> ModelError {
-    let kind = if err.is_timeout() {
-        "timed out"
-    } else if err.is_connect() {
-        "could not connect"
-    } else {
-        "the connection failed"
-    };
-    // reqwest's Display hides the cause; the chain says what happened.
-    let mut message = format!("{kind}: {err}");
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    ModelError::Transport(message)
-}
-
-/// An error status: the server's message when it sent the usual
-/// `{"error": {"message": ...}}`, else the start of the body.
-pub fn http_error(status: u16, body: &str, retry_after: Option<Duration>) -> ModelError {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let message = error
-        .and_then(|e| {
-            e.get("message")
-                .and_then(Value::as_str)
-                .or_else(|| e.as_str())
-        })
-        .map(str::to_owned)
-        .unwrap_or_else(|| body.chars().take(MAX_ERROR_BODY_CHARS).collect());
-    // OpenAI names the error in `code`, llama.cpp and Anthropic in `type`.
-    let code = error
-        .and_then(|e| {
-            e.get("code")
-                .filter(|c| c.is_string())
-                .or_else(|| e.get("type"))
-        })
-        .and_then(Value::as_str);
-    if is_context_overflow(status, code, &message) {
-        return ModelError::ContextOverflow(message);
-    }
-    ModelError::Http {
-        status,
-        message,
-        retry_after,
     }
 }
 
@@ -289,6 +218,8 @@ fn parse_usage(usage: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::http::http_error;
+    use std::time::Duration;
 
     #[test]
     fn parses_tool_calls_usage_and_keeps_the_message() {
