@@ -342,11 +342,10 @@ impl Checkout {
     }
 
     /// Puts the files that `patch` touches back as they are at the base
-    /// commit (removing those that did not exist there), then applies it.
-    pub fn restore_and_apply(&self, patch: &str) -> Result<Vec<String>, GitError> {
+    /// commit (removing those that did not exist there); returns them.
+    pub fn restore(&self, patch: &str) -> Result<Vec<String>, GitError> {
         let repo = Repository::open(&self.dir)?;
-        let diff = Diff::from_buffer(patch.as_bytes())
-            .map_err(|err| GitError(format!("the patch cannot be parsed: {}", err.message())))?;
+        let diff = parse_patch(patch)?;
         let base = repo.find_commit(Oid::from_str(&self.commit)?)?.tree()?;
         let mut touched = Vec::new();
         for delta in diff.deltas() {
@@ -381,9 +380,16 @@ impl Checkout {
                 }
             }
         }
-        repo.apply(&diff, ApplyLocation::WorkDir, None)
-            .map_err(|err| GitError(format!("the patch does not apply: {}", err.message())))?;
         Ok(touched.iter().map(|p| p.display().to_string()).collect())
+    }
+
+    /// Applies `patch` to the working copy with libgit2, strictly (what
+    /// `git apply` does).
+    pub fn apply(&self, patch: &str) -> Result<(), GitError> {
+        let repo = Repository::open(&self.dir)?;
+        let diff = parse_patch(patch)?;
+        repo.apply(&diff, ApplyLocation::WorkDir, None)
+            .map_err(|err| GitError(format!("the patch does not apply: {}", err.message())))
     }
 
     /// Deletes the working copy.
@@ -393,6 +399,11 @@ impl Checkout {
             other => other,
         }
     }
+}
+
+fn parse_patch(patch: &str) -> Result<Diff<'static>, GitError> {
+    Diff::from_buffer(patch.as_bytes())
+        .map_err(|err| GitError(format!("the patch cannot be parsed: {}", err.message())))
 }
 
 fn set_mode(path: &Path, filemode: i32) -> std::io::Result<()> {

@@ -26,6 +26,9 @@ pub struct TestOutcome {
     pub record: CommandRecord,
     /// Files the test patch touched, when there was one.
     pub test_patch_files: Option<Vec<String>>,
+    /// How the test patch went in: `git apply`, `git apply --3way` or
+    /// `patch --fuzz=5`, SWE-bench's fallbacks in order.
+    pub test_patch_method: Option<&'static str>,
     /// Per-test statuses and verdict, when the task lists its tests.
     pub per_test: Option<(TestResults, PerTestVerdict)>,
 }
@@ -51,6 +54,89 @@ pub fn test_timeout(task: &TaskSpec, default: Duration) -> Duration {
         .unwrap_or(default)
 }
 
+/// Restores the files the test patch touches, then applies it with the
+/// fallbacks SWE-bench uses: `git apply` (libgit2, strict), `git apply
+/// --3way`, `patch --fuzz=5`, each on freshly restored files. Returns the
+/// files and the attempt that worked.
+async fn apply_test_patch(
+    checkout: &Checkout,
+    patch: &str,
+    context: CommandContext<'_>,
+) -> Result<(Vec<String>, &'static str), GradeError> {
+    let restore = || {
+        let (checkout, patch) = (checkout.clone(), patch.to_owned());
+        async move {
+            tokio::task::spawn_blocking(move || checkout.restore(&patch))
+                .await
+                .map_err(|join| GradeError::TestPatch(join.to_string()))?
+                .map_err(|err| GradeError::TestPatch(err.to_string()))
+        }
+    };
+    let files = restore().await?;
+    let strict = {
+        let (checkout, patch) = (checkout.clone(), patch.to_owned());
+        tokio::task::spawn_blocking(move || checkout.apply(&patch))
+            .await
+            .map_err(|join| GradeError::TestPatch(join.to_string()))?
+    };
+    let first_error = match strict {
+        Ok(()) => return Ok((files, "git apply")),
+        Err(err) => err.to_string(),
+    };
+    // The fallbacks read the patch from a file outside the checkout and run
+    // as the harness, not in the sandbox.
+    let file = std::env::temp_dir().join(format!(
+        "onebash-test-patch-{}-{}.diff",
+        std::process::id(),
+        checkout
+            .dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("task")
+    ));
+    std::fs::write(&file, patch).map_err(|err| GradeError::TestPatch(err.to_string()))?;
+    let quoted = format!("'{}'", file.display().to_string().replace('\'', "'\\''"));
+    let attempts: [(&'static str, String); 2] = [
+        (
+            "git apply --3way",
+            format!("git apply --whitespace=nowarn --3way {quoted}"),
+        ),
+        (
+            "patch --fuzz=5",
+            format!("patch --batch --no-backup-if-mismatch --fuzz=5 -p1 -i {quoted}"),
+        ),
+    ];
+    let harness = CommandContext {
+        confinement: crate::sandbox::Confinement {
+            sandbox: &crate::sandbox::NONE,
+            ..context.confinement
+        },
+        ..context
+    };
+    let mut worked = None;
+    for (method, command) in &attempts {
+        restore().await?;
+        let spec = CommandSpec {
+            command,
+            timeout: Duration::from_secs(120),
+            context: harness,
+        };
+        if let Ok(outcome) = run_command(spec).await
+            && outcome.exit_code == 0
+        {
+            worked = Some(*method);
+            break;
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+    match worked {
+        Some(method) => Ok((files, method)),
+        None => Err(GradeError::TestPatch(format!(
+            "{first_error}; git apply --3way and patch --fuzz=5 failed too"
+        ))),
+    }
+}
+
 pub async fn run_tests(
     task: &TaskSpec,
     checkout: &Checkout,
@@ -58,17 +144,12 @@ pub async fn run_tests(
     timeout: Duration,
     junit_path: Option<&Path>,
 ) -> Result<TestOutcome, GradeError> {
-    let test_patch_files = match &task.test_patch {
+    let (test_patch_files, test_patch_method) = match &task.test_patch {
         Some(patch) => {
-            let checkout = checkout.clone();
-            let patch = patch.clone();
-            let applied = tokio::task::spawn_blocking(move || checkout.restore_and_apply(&patch))
-                .await
-                .map_err(|join| GradeError::TestPatch(join.to_string()))?
-                .map_err(|err| GradeError::TestPatch(err.to_string()))?;
-            Some(applied)
+            let (files, method) = apply_test_patch(checkout, patch, context).await?;
+            (Some(files), Some(method))
         }
-        None => None,
+        None => (None, None),
     };
     let env = TEST_SETTINGS
         .iter()
@@ -112,6 +193,7 @@ pub async fn run_tests(
         None
     };
     Ok(TestOutcome {
+        test_patch_method,
         passed: match &per_test {
             Some((_, verdict)) => verdict.resolved,
             None => outcome.exit_code == 0 && !outcome.timed_out,

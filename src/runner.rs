@@ -24,7 +24,7 @@ use crate::exec::{CommandContext, CommandEnv, CommandSpec, kill_marked_processes
 use crate::grade::{run_tests, test_timeout};
 use crate::limits::TaskLimits;
 use crate::results::{ExitReason, ResultRow, RunFolder, Status, one_line, round_seconds};
-use crate::sandbox::{Confinement, Sandbox};
+use crate::sandbox::Confinement;
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
 
@@ -224,7 +224,7 @@ impl TaskRun<'_> {
                     cwd: &checkout.dir,
                     env: &env,
                     confinement: Confinement {
-                        sandbox: &NO_SANDBOX,
+                        sandbox: &crate::sandbox::NONE,
                         writable: &checkout.dir,
                         network: true,
                     },
@@ -339,6 +339,7 @@ impl TaskRun<'_> {
                 }
                 trajectory.write(&Event::Test {
                     test_patch_files: outcome.test_patch_files,
+                    test_patch_method: outcome.test_patch_method.map(str::to_owned),
                     record: outcome.record,
                     log_path: "test.log".to_owned(),
                     per_test,
@@ -455,9 +456,6 @@ impl TaskRun<'_> {
 }
 
 const INTERRUPTED: &str = "interrupted by the user";
-
-/// For commands that run outside the sandbox (setup_command).
-static NO_SANDBOX: Sandbox = Sandbox::None;
 
 fn setup_failure(record: &CommandRecord) -> String {
     let last_line = record

@@ -27,6 +27,9 @@ pub enum SandboxMode {
     None,
 }
 
+/// No sandbox: for the harness's own commands (setup_command, patching).
+pub static NONE: Sandbox = Sandbox::None;
+
 /// The sandbox a run uses, decided once.
 #[derive(Debug, Clone)]
 pub enum Sandbox {

@@ -189,6 +189,10 @@ pub enum Event {
     Test {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         test_patch_files: Option<Vec<String>>,
+        /// How the test patch went in: `git apply`, `git apply --3way`,
+        /// `patch --fuzz=5`.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        test_patch_method: Option<String>,
         #[serde(flatten)]
         record: CommandRecord,
         log_path: String,

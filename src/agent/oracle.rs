@@ -54,15 +54,24 @@ fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> Mode
     }
 }
 
-/// `git apply` fed by a quoted heredoc, whose delimiter is chosen so it
-/// cannot occur in the patch.
+/// Writes the patch to a file with a quoted heredoc (whose delimiter is
+/// chosen so it cannot occur in the patch), then applies it with the
+/// fallbacks SWE-bench uses: `git apply`, `git apply --3way`, `patch
+/// --fuzz=5`. The output says which worked.
 fn apply_command(patch: &str) -> String {
     let mut delimiter = "ONEBASH_GOLD_PATCH".to_owned();
     while patch.lines().any(|line| line == delimiter) {
         delimiter.push('_');
     }
     let newline = if patch.ends_with('\n') { "" } else { "\n" };
-    format!("git apply --whitespace=nowarn <<'{delimiter}'\n{patch}{newline}{delimiter}")
+    format!(
+        "gold=$(mktemp) && cat > \"$gold\" <<'{delimiter}'\n{patch}{newline}{delimiter}\n\
+         if git apply --whitespace=nowarn \"$gold\"; then echo 'onebash: applied with git apply'\n\
+         elif git apply --whitespace=nowarn --3way \"$gold\"; then echo 'onebash: applied with git apply --3way'\n\
+         elif patch --batch --no-backup-if-mismatch --fuzz=5 -p1 -i \"$gold\"; then echo 'onebash: applied with patch --fuzz=5'\n\
+         else echo 'onebash: the gold patch does not apply' >&2; rm -f \"$gold\"; exit 1; fi\n\
+         rm -f \"$gold\""
+    )
 }
 
 #[cfg(test)]
@@ -81,8 +90,9 @@ mod tests {
         assert_eq!(first.tool_calls.len(), 1);
         let args: Value = serde_json::from_str(&first.tool_calls[0].arguments).expect("json");
         let command = args["command"].as_str().expect("command");
-        assert!(command.starts_with("git apply --whitespace=nowarn <<'ONEBASH_GOLD_PATCH_'\n"));
-        assert!(command.ends_with("\nONEBASH_GOLD_PATCH_"));
+        assert!(command.starts_with("gold=$(mktemp) && cat > \"$gold\" <<'ONEBASH_GOLD_PATCH_'\n"));
+        assert!(command.contains("\nONEBASH_GOLD_PATCH_\nif git apply"));
+        assert!(command.contains("--3way") && command.contains("patch --batch"));
         let second = complete(&task, &[first.message]).expect("reply");
         assert!(second.tool_calls.is_empty());
     }

@@ -196,3 +196,64 @@ fn output_without_any_test_result_is_an_error_not_a_fail() {
         "{row:?}"
     );
 }
+
+#[test]
+fn patches_that_need_fuzz_go_in_through_the_fallbacks() {
+    let fixture = Fixture::new();
+    let lines: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let (repo, sha) = fixture.repo(
+        "repo",
+        &[
+            ("data.txt", &lines),
+            ("check.sh", "grep -q '^fixed$' data.txt\n"),
+        ],
+    );
+    // Hand-written patches whose first context line is wrong ("line two"):
+    // git apply refuses them, --3way has no preimage blob to merge from,
+    // patch applies them with fuzz.
+    let fuzzy = |file: &str, new: &str| {
+        format!(
+            "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -2,4 +2,5 @@\n line two\n line 3\n line 4\n+{new}\n line 5\n"
+        )
+    };
+    let gold = fuzzy("data.txt", "fixed");
+    let test_patch = "diff --git a/check.sh b/check.sh\n--- a/check.sh\n+++ b/check.sh\n@@ -1 +1,2 @@\n-grep -q '^fixed$' data.txt\n+# the hidden test\n+grep -q '^fixed$' data.txt\n".to_owned();
+    let tasks = fixture.tasks(&[json!({
+        "id": "fuzzy",
+        "repo": repo.display().to_string(),
+        "base_commit": sha,
+        "problem_statement": "Problem of task fuzzy.",
+        "test_command": "bash check.sh",
+        "gold_patch": gold,
+        "test_patch": test_patch,
+    })]);
+    let run = fixture.run(&tasks, &["--model", "oracle"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("fuzzy")["status"], "passed");
+    let command = &run.events("fuzzy", "command")[0];
+    assert!(
+        command["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("onebash: applied with patch --fuzz=5")),
+        "{command}"
+    );
+    let test = &run.events("fuzzy", "test")[0];
+    assert_eq!(test["test_patch_method"], "git apply", "{test}");
+
+    // A test patch that only applies with fuzz.
+    let fuzzy_test = fuzzy("data.txt", "extra");
+    let tasks = fixture.tasks(&[json!({
+        "id": "fuzzy-test",
+        "repo": repo.display().to_string(),
+        "base_commit": sha,
+        "problem_statement": "Problem of task fuzzy-test.",
+        "test_command": "grep -q '^extra$' data.txt",
+        "gold_patch": diff_of(&repo, &[("other.txt", "x\n")]),
+        "test_patch": fuzzy_test,
+    })]);
+    let run = fixture.run_into(&fixture.path("out2"), &tasks, &["--model", "oracle"], &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("fuzzy-test")["status"], "passed");
+    let test = &run.events("fuzzy-test", "test")[0];
+    assert_eq!(test["test_patch_method"], "patch --fuzz=5", "{test}");
+}
