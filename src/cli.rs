@@ -40,16 +40,25 @@ pub enum Command {
     )]
     Run(Box<RunArgs>),
     /// What a run found: pass rate with its 95% interval, outcomes, tokens, turns, cost, time, pass@k.
-    #[command(after_help = "Example:\n  onebash report results/gpt41 --format markdown")]
+    #[command(
+        after_help = "Examples:\n  onebash report results/gpt41 --format markdown\n  onebash report results/gpt41 --format html   # writes results/gpt41/report.html"
+    )]
     Report(ReportArgs),
     /// Two runs paired by (task, epoch): 2x2 table, exact McNemar p, pass-rate difference with a paired 95% interval.
-    #[command(after_help = "Example:\n  onebash compare results/gpt41 results/gpt41-terse-prompt")]
+    #[command(
+        after_help = "Examples:\n  onebash compare results/gpt41 results/gpt41-terse-prompt\n  onebash compare results/gpt41 results/gpt41-terse-prompt --format html -o compare.html"
+    )]
     Compare(CompareArgs),
     /// One task's conversation, readable in a terminal.
     #[command(
         after_help = "Examples:\n  onebash show results/gpt41 calc-mean-float\n  onebash show results/gpt41/tasks/calc-mean-float/epoch-2/trajectory.jsonl"
     )]
     Show(ShowArgs),
+    /// Which tasks are broken or flaky: runs `noop` once and the oracle N times, flags the bad ones.
+    #[command(
+        after_help = "Example:\n  onebash validate tasks.jsonl --runs 3 -o results/validate -- --sandbox bwrap -j 8"
+    )]
+    Validate(ValidateArgs),
     /// Join the run folders of shards (`run --shard K/N`) into one.
     #[command(
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
@@ -61,9 +70,12 @@ pub enum Command {
 pub struct ReportArgs {
     /// The run folder.
     pub run: PathBuf,
-    /// Output format.
+    /// Output format. `html` writes a self-contained page with charts (and one transcript page per task in `transcripts/` next to it) and prints its path.
     #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
     pub format: crate::commands::report::Format,
+    /// Write to this file instead of stdout [default: stdout; for html RUN/report.html].
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -72,9 +84,12 @@ pub struct CompareArgs {
     pub run_a: PathBuf,
     /// Run B (differences are B - A).
     pub run_b: PathBuf,
-    /// Output format.
+    /// Output format. `html` writes a self-contained page with charts and prints its path.
     #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
     pub format: crate::commands::report::Format,
+    /// Write to this file instead of stdout [default: stdout; for html compare.html in the current folder].
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +101,21 @@ pub struct ShowArgs {
     /// The epoch.
     #[arg(long, default_value_t = 1)]
     pub epoch: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The task file.
+    pub tasks: PathBuf,
+    /// Oracle runs per task (2 or more finds flaky tasks).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Folder for the two runs, validation.json and exclude.txt [default: results/validate_<UTC time>].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Flags passed on to both runs (after `--`), e.g. -- --sandbox bwrap -j 8 --repo-base /mirrors --test-command '...'.
+    #[arg(last = true, value_name = "RUN FLAGS")]
+    pub run_flags: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -102,7 +132,7 @@ pub struct RunArgs {
     /// The task file (JSONL, one task per line).
     pub tasks: PathBuf,
 
-    /// Model name sent to the API; or `oracle` (applies each task's gold_patch, no API).
+    /// Model name sent to the API; or `oracle` (applies each task's gold_patch, no API), `noop` (changes nothing), `replay:RUN_DIR` (plays back a recorded run).
     #[arg(short, long)]
     pub model: String,
 

@@ -32,6 +32,9 @@ const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 pub enum ModelChoice {
     /// Applies each task's gold patch; no API.
     Oracle,
+    /// Changes nothing: answers at once without a tool call. The baseline
+    /// every task must fail (`validate` uses it).
+    Noop,
     /// Plays back the assistant turns recorded in an earlier run folder.
     Replay { spec: String, run_dir: PathBuf },
     /// A model behind an API.
@@ -64,6 +67,7 @@ impl ModelChoice {
     pub fn name(&self) -> &str {
         match self {
             ModelChoice::Oracle => "oracle",
+            ModelChoice::Noop => "noop",
             ModelChoice::Replay { spec, .. } => spec,
             ModelChoice::Api(api) => &api.name,
         }
@@ -175,7 +179,7 @@ impl RunConfig {
     /// tasks are selected and where the cache is may differ.
     pub fn fingerprint(&self) -> serde_json::Value {
         let (provider, request) = match &self.model {
-            ModelChoice::Oracle | ModelChoice::Replay { .. } => (None, None),
+            ModelChoice::Oracle | ModelChoice::Noop | ModelChoice::Replay { .. } => (None, None),
             ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
         };
         serde_json::json!({
@@ -382,6 +386,9 @@ fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoic
     }
     if args.model == "oracle" {
         return Ok(ModelChoice::Oracle);
+    }
+    if args.model == "noop" {
+        return Ok(ModelChoice::Noop);
     }
     if let Some(dir) = args.model.strip_prefix("replay:") {
         let run_dir = PathBuf::from(dir);

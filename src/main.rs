@@ -36,18 +36,26 @@ fn main() {
                 EXIT_USAGE
             }
         },
-        Command::Report(args) => match onebash::commands::report::report(&args.run, args.format) {
-            Ok(text) => {
-                print!("{text}");
-                0
+        Command::Report(args) => {
+            match onebash::commands::report::report(&args.run, args.format, args.output.as_deref())
+            {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    EXIT_USAGE
+                }
             }
-            Err(err) => {
-                eprintln!("error: {err}");
-                EXIT_USAGE
-            }
-        },
+        }
         Command::Compare(args) => {
-            match onebash::commands::compare::compare(&args.run_a, &args.run_b, args.format) {
+            match onebash::commands::compare::compare(
+                &args.run_a,
+                &args.run_b,
+                args.format,
+                args.output.as_deref(),
+            ) {
                 Ok(text) => {
                     print!("{text}");
                     0
@@ -64,6 +72,28 @@ fn main() {
                     print!("{text}");
                     0
                 }
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    EXIT_USAGE
+                }
+            }
+        }
+        Command::Validate(args) => {
+            let out = args.out.clone().unwrap_or_else(|| {
+                let time = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                    .to_string()
+                    .replace(':', "-");
+                std::path::Path::new("results").join(format!("validate_{time}"))
+            });
+            match onebash::commands::validate::configs(
+                &args.tasks,
+                args.runs,
+                &out,
+                &args.run_flags,
+            ) {
+                Ok(configs) => run_async(onebash::commands::validate::validate(
+                    configs, args.runs, &out,
+                )),
                 Err(err) => {
                     eprintln!("error: {err}");
                     EXIT_USAGE

@@ -154,6 +154,8 @@ pub enum Protocol {
     OpenAi(OpenAiClient),
     Anthropic(AnthropicClient),
     Oracle,
+    /// Answers at once, without a tool call: changes nothing.
+    Noop,
     Replay(ReplayStore),
 }
 
@@ -178,6 +180,15 @@ impl ModelClient {
             gate,
             price,
         }
+    }
+
+    pub fn noop() -> ModelClient {
+        ModelClient::new(
+            Protocol::Noop,
+            RetryPolicy::new(0, Duration::ZERO),
+            Gate::new(1),
+            Some(Price::FREE),
+        )
     }
 
     pub fn oracle() -> ModelClient {
@@ -205,6 +216,7 @@ impl ModelClient {
             Protocol::OpenAi(_) => "openai",
             Protocol::Anthropic(_) => "anthropic",
             Protocol::Oracle => "oracle",
+            Protocol::Noop => "noop",
             Protocol::Replay(_) => "replay",
         }
     }
@@ -220,7 +232,7 @@ impl ModelClient {
         match &self.protocol {
             Protocol::Anthropic(_) => true,
             Protocol::Replay(store) => store.format == RecordedFormat::Anthropic,
-            Protocol::OpenAi(_) | Protocol::Oracle => false,
+            Protocol::OpenAi(_) | Protocol::Oracle | Protocol::Noop => false,
         }
     }
 
@@ -273,7 +285,7 @@ impl ModelClient {
         match &self.protocol {
             Protocol::OpenAi(client) => client.request_template(),
             Protocol::Anthropic(client) => client.request_template(),
-            Protocol::Oracle | Protocol::Replay(_) => serde_json::json!({}),
+            Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => serde_json::json!({}),
         }
     }
 
@@ -300,6 +312,7 @@ impl ModelClient {
                     Protocol::OpenAi(client) => client.complete(messages).await,
                     Protocol::Anthropic(client) => client.complete(system, messages).await,
                     Protocol::Oracle => return oracle::complete(task, messages),
+                    Protocol::Noop => return Ok(oracle::nothing()),
                     Protocol::Replay(store) => {
                         let recording = store
                             .recording(&task.id, epoch)

@@ -1,6 +1,7 @@
 //! `--model oracle`: a model that applies the task's gold patch with one bash
 //! call and then stops. It checks that a task is solvable and that the
-//! harness grades a right answer as right, with no API.
+//! harness grades a right answer as right, with no API. `--model noop`, its
+//! opposite, changes nothing: every task must fail under it.
 
 use serde_json::{Value, json};
 
@@ -41,6 +42,15 @@ pub fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, Model
         }],
     });
     Ok(reply(message, vec![call], "tool_calls"))
+}
+
+/// The `noop` model's answer: no tool call, nothing changed.
+pub fn nothing() -> ModelReply {
+    reply(
+        json!({"role": "assistant", "content": "I change nothing."}),
+        Vec::new(),
+        "stop",
+    )
 }
 
 fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> ModelReply {

@@ -1,7 +1,9 @@
 //! The subcommands, one file each.
 
 pub mod compare;
+pub mod html;
 pub mod merge;
 pub mod report;
 pub mod run;
 pub mod show;
+pub mod validate;

@@ -30,8 +30,14 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
+    run_with(config, true).await
+}
+
+/// A run; `print_summary` says whether the summary goes to stdout.
+pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<i32> {
     let client = match &config.model {
         ModelChoice::Oracle => ModelClient::oracle(),
+        ModelChoice::Noop => ModelClient::noop(),
         ModelChoice::Replay { run_dir, .. } => {
             let store = ReplayStore::open(run_dir).map_err(anyhow::Error::msg)?;
             ModelClient::replay(store)
@@ -207,11 +213,13 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     run_json["peak_rss_bytes"] = json!(peak_rss_bytes());
     folder.write_run_json(&run_json)?;
 
-    println!(
-        "{}",
-        summary.render(ctx.config.task_count * ctx.config.runs as usize)
-    );
-    println!("run folder: {}", folder.root().display());
+    if print_summary {
+        println!(
+            "{}",
+            summary.render(ctx.config.task_count * ctx.config.runs as usize)
+        );
+        println!("run folder: {}", folder.root().display());
+    }
     if let Some(err) = write_error {
         anyhow::bail!(err);
     }

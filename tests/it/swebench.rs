@@ -257,3 +257,84 @@ fn patches_that_need_fuzz_go_in_through_the_fallbacks() {
     let test = &run.events("fuzzy-test", "test")[0];
     assert_eq!(test["test_patch_method"], "patch --fuzz=5", "{test}");
 }
+
+#[test]
+fn validate_flags_a_flaky_a_broken_and_a_nothing_to_fix_task() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("value.txt", "1\n")]);
+    let gold = diff_of(&repo, &[("value.txt", "2\n")]);
+    // The flaky test alternates with each run, by a counter outside the
+    // checkout (the runs use --sandbox none so it can be written).
+    let counter = fixture.path("counter");
+    let flaky_test = format!(
+        "n=$(cat '{c}' 2>/dev/null || echo 0); echo $((n+1)) > '{c}'; test $((n % 2)) -eq 0 && grep -q 2 value.txt",
+        c = counter.display()
+    );
+    let task = |id: &str, test: &str, gold: &str, test_patch: Option<&str>| {
+        let mut value = json!({
+            "id": id,
+            "repo": repo.display().to_string(),
+            "base_commit": sha,
+            "problem_statement": format!("Problem of task {id}."),
+            "test_command": test,
+            "gold_patch": gold,
+        });
+        if let Some(patch) = test_patch {
+            value["test_patch"] = json!(patch);
+        }
+        value
+    };
+    let tasks = fixture.tasks(&[
+        task("good", "grep -q 2 value.txt", &gold, None),
+        task("broken-gold", "grep -q 3 value.txt", &gold, None),
+        task("nothing-to-fix", "true", &gold, None),
+        task("flaky", &flaky_test, &gold, None),
+        task("bad-test-patch", "true", &gold, Some("diff --git a/nope.txt b/nope.txt\n--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-a\n+b\n")),
+    ]);
+    let out = fixture.path("validate");
+    let output = crate::support::harness::onebash()
+        .arg("validate")
+        .arg(&tasks)
+        .args(["--runs", "2", "-o"])
+        .arg(&out)
+        .args(["--", "--sandbox", "none", "-j", "1", "--cache-dir"])
+        .arg(fixture.path("cache"))
+        .output()
+        .expect("validate");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("validated 5 tasks"), "{stdout}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("validation.json")).expect("json"))
+            .expect("json");
+    let problems = |id: &str| report["tasks"][id]["problems"].to_string();
+    assert_eq!(report["tasks"]["good"]["problems"], json!([]));
+    assert!(
+        problems("broken-gold").contains("gold patch fails"),
+        "{}",
+        problems("broken-gold")
+    );
+    assert!(problems("nothing-to-fix").contains("pass before any change"));
+    assert!(
+        problems("flaky").contains("flaky: the gold patch passed 1 of 2 runs"),
+        "{}",
+        problems("flaky")
+    );
+    assert!(
+        problems("bad-test-patch").contains("test_patch does not apply"),
+        "{}",
+        problems("bad-test-patch")
+    );
+    let exclude = std::fs::read_to_string(out.join("exclude.txt")).expect("exclude.txt");
+    let mut ids: Vec<&str> = exclude.lines().collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        vec!["bad-test-patch", "broken-gold", "flaky", "nothing-to-fix"]
+    );
+}
