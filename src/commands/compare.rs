@@ -10,7 +10,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::commands::report::Format;
+use crate::commands::html;
+use crate::commands::report::{Format, write_output};
 use crate::results::{ResultRow, Status, read_rows};
 use crate::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 
@@ -53,17 +54,33 @@ pub struct Delta {
     pub pairs: usize,
 }
 
-pub fn compare(run_a: &Path, run_b: &Path, format: Format) -> Result<String, String> {
+/// The comparison in `format`: returned as text to print, or, with
+/// `output` (always for html, default `compare.html` in the current
+/// folder), written to a file whose path is returned.
+pub fn compare(
+    run_a: &Path,
+    run_b: &Path,
+    format: Format,
+    output: Option<&Path>,
+) -> Result<String, String> {
     let a = read_rows(&run_a.join("results.csv"))?.rows;
     let b = read_rows(&run_b.join("results.csv"))?.rows;
     let comparison = build(run_a, &a, run_b, &b);
-    Ok(match format {
+    let text = match format {
         Format::Json => {
             serde_json::to_string_pretty(&comparison).map_err(|e| e.to_string())? + "\n"
         }
         Format::Text => render(&comparison, false),
         Format::Markdown => render(&comparison, true),
-    })
+        Format::Html => {
+            let page = output.map_or_else(html::default_compare_page, Path::to_owned);
+            return write_output(&page, &html::compare_page(&comparison));
+        }
+    };
+    match output {
+        Some(path) => write_output(path, &text),
+        None => Ok(text),
+    }
 }
 
 fn label(rows: &[ResultRow], run: &Path) -> String {
@@ -311,7 +328,7 @@ fn render(c: &Comparison, markdown: bool) -> String {
 }
 
 /// Exact small p-values, without rounding them to zero.
-fn format_p(p: f64) -> String {
+pub(crate) fn format_p(p: f64) -> String {
     if p >= 0.001 {
         format!("{}", (p * 1e7).round() / 1e7)
     } else {

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::commands::html;
 use crate::results::{ResultRow, Status, read_rows};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
 
@@ -18,6 +19,8 @@ pub enum Format {
     Text,
     Markdown,
     Json,
+    /// A self-contained page with charts, written to a file (`--output`).
+    Html,
 }
 
 /// Everything the report says, also its JSON form.
@@ -65,18 +68,37 @@ pub struct PassAtK {
     pub tasks: usize,
 }
 
-pub fn report(run: &Path, format: Format) -> Result<String, String> {
+/// The report in `format`: returned as text to print, or, with `output`
+/// (always for html, default `RUN_DIR/report.html`, transcript pages in
+/// `transcripts/` next to it), written to a file whose path is returned.
+pub fn report(run: &Path, format: Format, output: Option<&Path>) -> Result<String, String> {
     let read = read_rows(&run.join("results.csv"))?;
     let run_json: Value = std::fs::read_to_string(run.join("run.json"))
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
     let report = build(run, &read.rows, &run_json);
-    Ok(match format {
+    let text = match format {
         Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
         Format::Text => render(&report, false),
         Format::Markdown => render(&report, true),
-    })
+        Format::Html => {
+            let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
+            html::write_report(&report, &read.rows, run, &page)?;
+            return Ok(format!("{}\n", page.display()));
+        }
+    };
+    match output {
+        Some(path) => write_output(path, &text),
+        None => Ok(text),
+    }
+}
+
+/// Writes what a command would print to `path`; returns the line to print
+/// instead: the path.
+pub(crate) fn write_output(path: &Path, text: &str) -> Result<String, String> {
+    html::write_file(path, text)?;
+    Ok(format!("{}\n", path.display()))
 }
 
 pub fn build(run: &Path, rows: &[ResultRow], run_json: &Value) -> Report {

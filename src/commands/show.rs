@@ -3,6 +3,10 @@
 //! text, each command with its exit code and duration, output shortened
 //! with a count of what was cut, tokens per turn, the test verdict.
 //! Colours on a terminal, none with NO_COLOR or a pipe.
+//!
+//! The walk over the trajectory's events ([`entries`]) is shared with the
+//! HTML transcript pages of `report --format html` (`commands::html`); this
+//! file owns the walk and the terminal rendering, not the HTML.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -51,6 +55,217 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
     }
 }
 
+/// One thing a transcript shows, read from one trajectory event. Numbers
+/// the event lacks are `None` and shown as `?`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Header {
+        task: String,
+        epoch: Option<u64>,
+        model: String,
+        prompt: String,
+        repo: String,
+        base_commit: String,
+    },
+    Checkout {
+        commit: String,
+        seconds: f64,
+    },
+    Setup(CommandRun),
+    /// The task's problem as the model was given it (the first user message).
+    Problem(String),
+    /// A model call: it starts a turn.
+    Turn {
+        turn: Option<u64>,
+        prompt_tokens: Option<u64>,
+        completion_tokens: Option<u64>,
+        seconds: f64,
+    },
+    ModelText(String),
+    Retry {
+        retry: Option<u64>,
+        wait_seconds: f64,
+        error: String,
+    },
+    ModelError(String),
+    Command(CommandRun),
+    ToolError(String),
+    AgentEnd {
+        exit_reason: String,
+        turns: Option<u64>,
+        tool_calls: Option<u64>,
+        total_tokens: Option<u64>,
+    },
+    Test {
+        run: CommandRun,
+        passed: bool,
+    },
+    End {
+        status: String,
+        exit_reason: String,
+        error: Option<String>,
+    },
+}
+
+/// A command of the agent, the setup or the tests, as it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandRun {
+    pub command: String,
+    /// -1 when the event has none.
+    pub exit_code: i64,
+    pub timed_out: bool,
+    pub seconds: f64,
+    pub output: String,
+}
+
+/// A text cut to its first and last [`SHOWN_LINES`] lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shortened {
+    pub head: String,
+    /// Lines left out between `head` and `tail`; 0 when nothing was cut.
+    pub cut: usize,
+    pub tail: String,
+}
+
+/// Cuts a command's output (or a long problem) to what a reader scans.
+pub fn shorten(text: &str) -> Shortened {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= 2 * SHOWN_LINES {
+        return Shortened {
+            head: lines.join("\n"),
+            cut: 0,
+            tail: String::new(),
+        };
+    }
+    Shortened {
+        head: lines[..SHOWN_LINES].join("\n"),
+        cut: lines.len() - 2 * SHOWN_LINES,
+        tail: lines[lines.len() - SHOWN_LINES..].join("\n"),
+    }
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        // Anthropic's blocks: the text ones.
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn string(v: &Value) -> String {
+    v.as_str().unwrap_or("?").to_owned()
+}
+
+fn command_run(event: &Value) -> CommandRun {
+    CommandRun {
+        command: event["command"].as_str().unwrap_or("").to_owned(),
+        exit_code: event["exit_code"].as_i64().unwrap_or(-1),
+        timed_out: event["timed_out"].as_bool() == Some(true),
+        seconds: event["duration_s"].as_f64().unwrap_or(0.0),
+        output: event["output"].as_str().unwrap_or("").to_owned(),
+    }
+}
+
+/// The walk: what a reader of the conversation is shown, in order. Events
+/// of unknown kinds, the system prompt and the tool answers (already shown
+/// with their commands) are left out.
+pub fn entries(events: &[Value]) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for event in events {
+        let entry = match event["event"].as_str().unwrap_or("") {
+            "header" => Entry::Header {
+                task: string(&event["task"]["id"]),
+                epoch: event["epoch"].as_u64(),
+                model: string(&event["model"]),
+                prompt: string(&event["prompt"]["name"]),
+                repo: string(&event["repo"]),
+                base_commit: string(&event["base_commit"]),
+            },
+            "checkout" => Entry::Checkout {
+                commit: string(&event["commit"]),
+                seconds: event["duration_s"].as_f64().unwrap_or(0.0),
+            },
+            "setup" => Entry::Setup(command_run(event)),
+            "message" => {
+                let message = &event["message"];
+                match message["role"].as_str().unwrap_or("") {
+                    "user" if event["turn"].as_u64().unwrap_or(0) == 0 => {
+                        Entry::Problem(text_of(&message["content"]))
+                    }
+                    "assistant" => {
+                        let text = text_of(&message["content"]);
+                        if text.trim().is_empty() {
+                            continue;
+                        }
+                        Entry::ModelText(text.trim().to_owned())
+                    }
+                    _ => continue,
+                }
+            }
+            "model_call" => Entry::Turn {
+                turn: event["turn"].as_u64(),
+                prompt_tokens: event["usage"]["prompt_tokens"].as_u64(),
+                completion_tokens: event["usage"]["completion_tokens"].as_u64(),
+                seconds: event["latency_s"].as_f64().unwrap_or(0.0),
+            },
+            "model_retry" => Entry::Retry {
+                retry: event["retry"].as_u64(),
+                wait_seconds: event["wait_s"].as_f64().unwrap_or(0.0),
+                error: event["error"].as_str().unwrap_or("").to_owned(),
+            },
+            "model_error" => Entry::ModelError(event["error"].as_str().unwrap_or("").to_owned()),
+            "command" => Entry::Command(command_run(event)),
+            "tool_error" => Entry::ToolError(event["error"].as_str().unwrap_or("").to_owned()),
+            "agent_end" => Entry::AgentEnd {
+                exit_reason: string(&event["exit_reason"]),
+                turns: event["turns"].as_u64(),
+                tool_calls: event["tool_calls"].as_u64(),
+                total_tokens: event["usage"]["total_tokens"].as_u64(),
+            },
+            "test" => {
+                let run = command_run(event);
+                Entry::Test {
+                    passed: run.exit_code == 0 && !run.timed_out,
+                    run,
+                }
+            }
+            "end" => Entry::End {
+                status: string(&event["status"]),
+                exit_reason: string(&event["exit_reason"]),
+                error: event["error"].as_str().map(str::to_owned),
+            },
+            _ => continue,
+        };
+        out.push(entry);
+    }
+    out
+}
+
+/// A number an event may lack, for display.
+pub fn number(n: Option<u64>) -> String {
+    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
+}
+
+/// Seconds, for display.
+pub fn seconds(s: f64) -> String {
+    format!("{s:.2} s")
+}
+
+/// `[exit CODE, timed out, SECONDS]` after a command.
+pub fn command_status(run: &CommandRun) -> String {
+    format!(
+        "[exit {}{}, {}]",
+        run.exit_code,
+        if run.timed_out { ", timed out" } else { "" },
+        seconds(run.seconds)
+    )
+}
+
 struct Style {
     on: bool,
 }
@@ -80,32 +295,6 @@ impl Style {
     }
 }
 
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        // Anthropic's blocks: the text ones.
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-fn shorten(output: &str) -> String {
-    let lines: Vec<&str> = output.lines().collect();
-    if lines.len() <= 2 * SHOWN_LINES {
-        return lines.join("\n");
-    }
-    format!(
-        "{}\n[... {} lines cut ...]\n{}",
-        lines[..SHOWN_LINES].join("\n"),
-        lines.len() - 2 * SHOWN_LINES,
-        lines[lines.len() - SHOWN_LINES..].join("\n")
-    )
-}
-
 fn indent(text: &str) -> String {
     text.lines()
         .map(|l| format!("    {l}"))
@@ -113,154 +302,135 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
-fn seconds(v: &Value) -> String {
-    format!("{:.2} s", v.as_f64().unwrap_or(0.0))
+fn shortened_text(text: &str) -> String {
+    let s = shorten(text);
+    if s.cut == 0 {
+        s.head
+    } else {
+        format!("{}\n[... {} lines cut ...]\n{}", s.head, s.cut, s.tail)
+    }
 }
 
 pub fn render(events: &[Value], colors: bool) -> String {
     let s = Style { on: colors };
     let mut out = Vec::new();
-    for event in events {
-        match event["event"].as_str().unwrap_or("") {
-            "header" => {
+    for entry in entries(events) {
+        match entry {
+            Entry::Header {
+                task,
+                epoch,
+                model,
+                prompt,
+                repo,
+                base_commit,
+            } => {
                 out.push(s.bold(&format!(
-                    "task {}  epoch {}  model {}  prompt {}",
-                    event["task"]["id"].as_str().unwrap_or("?"),
-                    event["epoch"],
-                    event["model"].as_str().unwrap_or("?"),
-                    event["prompt"]["name"].as_str().unwrap_or("?"),
+                    "task {task}  epoch {}  model {model}  prompt {prompt}",
+                    number(epoch)
                 )));
-                out.push(s.dim(&format!(
-                    "repo {} at {}",
-                    event["repo"].as_str().unwrap_or("?"),
-                    event["base_commit"].as_str().unwrap_or("?")
-                )));
+                out.push(s.dim(&format!("repo {repo} at {base_commit}")));
             }
-            "checkout" => out.push(s.dim(&format!(
-                "checked out {} in {}",
-                event["commit"].as_str().unwrap_or("?"),
-                seconds(&event["duration_s"])
-            ))),
-            "setup" => out.push(format!(
-                "{} {}  [exit {}, {}]",
+            Entry::Checkout { commit, seconds: t } => {
+                out.push(s.dim(&format!("checked out {commit} in {}", seconds(t))))
+            }
+            Entry::Setup(run) => out.push(format!(
+                "{} {}  {}",
                 s.cyan("setup $"),
-                event["command"].as_str().unwrap_or(""),
-                event["exit_code"],
-                seconds(&event["duration_s"])
+                run.command,
+                command_status(&run)
             )),
-            "system" => {}
-            "message" => {
-                let message = &event["message"];
-                let role = message["role"].as_str().unwrap_or("");
-                let turn = event["turn"].as_u64().unwrap_or(0);
-                match role {
-                    "user" if turn == 0 => {
-                        out.push(String::new());
-                        out.push(s.bold("problem:"));
-                        out.push(indent(&shorten(&text_of(&message["content"]))));
-                    }
-                    "assistant" => {
-                        let text = text_of(&message["content"]);
-                        if !text.trim().is_empty() {
-                            out.push(format!("{} {}", s.bold("model:"), text.trim()));
-                        }
-                    }
-                    _ => {}
-                }
+            Entry::Problem(text) => {
+                out.push(String::new());
+                out.push(s.bold("problem:"));
+                out.push(indent(&shortened_text(&text)));
             }
-            "model_call" => {
-                let usage = &event["usage"];
+            Entry::ModelText(text) => out.push(format!("{} {text}", s.bold("model:"))),
+            Entry::Turn {
+                turn,
+                prompt_tokens,
+                completion_tokens,
+                seconds: t,
+            } => {
                 out.push(String::new());
                 out.push(s.bold(&format!(
                     "--- turn {} ---  {} + {} tokens, {}",
-                    event["turn"],
-                    usage["prompt_tokens"],
-                    usage["completion_tokens"],
-                    seconds(&event["latency_s"])
+                    number(turn),
+                    number(prompt_tokens),
+                    number(completion_tokens),
+                    seconds(t)
                 )));
             }
-            "model_retry" => out.push(s.dim(&format!(
-                "(retry {} after {}: {})",
-                event["retry"],
-                seconds(&event["wait_s"]),
-                event["error"].as_str().unwrap_or("")
+            Entry::Retry {
+                retry,
+                wait_seconds,
+                error,
+            } => out.push(s.dim(&format!(
+                "(retry {} after {}: {error})",
+                number(retry),
+                seconds(wait_seconds)
             ))),
-            "model_error" => out.push(s.red(&format!(
-                "model error: {}",
-                event["error"].as_str().unwrap_or("")
-            ))),
-            "command" => {
-                let code = event["exit_code"].as_i64().unwrap_or(-1);
-                let status = format!(
-                    "[exit {code}{}, {}]",
-                    if event["timed_out"].as_bool() == Some(true) {
-                        ", timed out"
-                    } else {
-                        ""
-                    },
-                    seconds(&event["duration_s"])
-                );
+            Entry::ModelError(error) => out.push(s.red(&format!("model error: {error}"))),
+            Entry::Command(run) => {
+                let status = command_status(&run);
                 out.push(format!(
                     "{} {}  {}",
                     s.cyan("$"),
-                    event["command"].as_str().unwrap_or(""),
-                    if code == 0 {
+                    run.command,
+                    if run.exit_code == 0 {
                         s.dim(&status)
                     } else {
                         s.red(&status)
                     }
                 ));
-                let output = event["output"].as_str().unwrap_or("");
-                if !output.is_empty() {
-                    out.push(indent(&shorten(output)));
+                if !run.output.is_empty() {
+                    out.push(indent(&shortened_text(&run.output)));
                 }
             }
-            "tool_error" => out.push(s.red(&format!(
-                "bad tool call: {}",
-                event["error"].as_str().unwrap_or("")
-            ))),
-            "agent_end" => {
+            Entry::ToolError(error) => out.push(s.red(&format!("bad tool call: {error}"))),
+            Entry::AgentEnd {
+                exit_reason,
+                turns,
+                tool_calls,
+                total_tokens,
+            } => {
                 out.push(String::new());
                 out.push(s.bold(&format!(
-                    "agent ended: {} after {} turns, {} tool calls, {} tokens",
-                    event["exit_reason"].as_str().unwrap_or("?"),
-                    event["turns"],
-                    event["tool_calls"],
-                    event["usage"]["total_tokens"]
+                    "agent ended: {exit_reason} after {} turns, {} tool calls, {} tokens",
+                    number(turns),
+                    number(tool_calls),
+                    number(total_tokens)
                 )));
             }
-            "test" => {
-                let code = event["exit_code"].as_i64().unwrap_or(-1);
-                let verdict = if code == 0 && event["timed_out"].as_bool() != Some(true) {
+            Entry::Test { run, passed } => {
+                let verdict = if passed {
                     s.green("PASSED")
                 } else {
                     s.red("FAILED")
                 };
                 out.push(format!(
-                    "{} {}  [exit {code}, {}] {verdict}",
+                    "{} {}  [exit {}, {}] {verdict}",
                     s.cyan("test $"),
-                    event["command"].as_str().unwrap_or(""),
-                    seconds(&event["duration_s"])
+                    run.command,
+                    run.exit_code,
+                    seconds(run.seconds)
                 ));
-                out.push(indent(&shorten(event["output"].as_str().unwrap_or(""))));
+                out.push(indent(&shortened_text(&run.output)));
             }
-            "end" => {
-                let status = event["status"].as_str().unwrap_or("?");
-                let painted = match status {
-                    "passed" => s.green(status),
-                    _ => s.red(status),
+            Entry::End {
+                status,
+                exit_reason,
+                error,
+            } => {
+                let painted = match status.as_str() {
+                    "passed" => s.green(&status),
+                    _ => s.red(&status),
                 };
-                let mut line = format!(
-                    "{} {painted} ({})",
-                    s.bold("result:"),
-                    event["exit_reason"].as_str().unwrap_or("?")
-                );
-                if let Some(error) = event["error"].as_str() {
+                let mut line = format!("{} {painted} ({exit_reason})", s.bold("result:"));
+                if let Some(error) = error {
                     line.push_str(&format!("  {error}"));
                 }
                 out.push(line);
             }
-            _ => {}
         }
     }
     out.join("\n") + "\n"

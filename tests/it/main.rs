@@ -6,6 +6,7 @@ mod support;
 mod agent_protocol;
 mod demo;
 mod exec_safety;
+mod html;
 mod model_faults;
 mod pipeline;
 mod replay;

@@ -1,0 +1,211 @@
+//! One (task, epoch)'s transcript page: the conversation as `onebash show`
+//! prints it (the same walk, `show::entries`), laid out as HTML.
+
+use super::{escape, page};
+use crate::commands::show::{self, CommandRun, Entry};
+
+/// A command (which may span lines: heredocs) with its status, as the
+/// terminal shows it, then its shortened output.
+fn command_block(prompt: &str, run: &CommandRun, verdict: Option<bool>) -> String {
+    let exit = if run.exit_code == 0 {
+        "exit-zero"
+    } else {
+        "exit-nonzero"
+    };
+    let verdict = verdict.map_or(String::new(), |passed| {
+        let word = if passed { "passed" } else { "failed" };
+        format!(
+            " <span class=\"verdict {word}\">{}</span>",
+            word.to_uppercase()
+        )
+    });
+    let mut out = format!(
+        "<pre class=\"command\"><span class=\"prompt\">{prompt}</span> {}  <span class=\"{exit}\">{}</span>{verdict}</pre>\n",
+        escape(&run.command),
+        escape(&show::command_status(run))
+    );
+    if !run.output.is_empty() {
+        out.push_str(&shortened_pre(&run.output, "output"));
+    }
+    out
+}
+
+/// A `<pre>` with the text cut as `show` cuts it, and the count of what was cut.
+fn shortened_pre(text: &str, class: &str) -> String {
+    let s = show::shorten(text);
+    if s.cut == 0 {
+        return format!("<pre class=\"{class}\">{}</pre>\n", escape(&s.head));
+    }
+    format!(
+        "<pre class=\"{class}\">{}\n<span class=\"cut\">[... {} lines cut ...]</span>{}</pre>\n",
+        escape(&s.head),
+        s.cut,
+        escape(&s.tail)
+    )
+}
+
+/// One (task, epoch)'s conversation; `back` links to the report page.
+pub fn transcript_page(entries: &[Entry], back: &str) -> String {
+    let mut title = "transcript".to_owned();
+    let mut body = format!(
+        "<p class=\"meta\"><a href=\"{}\">&larr; report</a></p>\n",
+        escape(back)
+    );
+    let mut in_turn = false;
+    let close_turn = |body: &mut String, in_turn: &mut bool| {
+        if *in_turn {
+            body.push_str("</section>\n");
+            *in_turn = false;
+        }
+    };
+    for entry in entries {
+        match entry {
+            Entry::Header {
+                task,
+                epoch,
+                model,
+                prompt,
+                repo,
+                base_commit,
+            } => {
+                title = format!("{task} epoch {}", show::number(*epoch));
+                body.push_str(&format!(
+                    "<header><h1>{}</h1><p class=\"meta\">model <b>{}</b> · prompt <b>{}</b> · repo \
+                     <code>{}</code> at <code>{}</code></p></header>\n",
+                    escape(&format!("task {task}, epoch {}", show::number(*epoch))),
+                    escape(model),
+                    escape(prompt),
+                    escape(repo),
+                    escape(base_commit)
+                ));
+            }
+            Entry::Checkout { commit, seconds } => body.push_str(&format!(
+                "<p class=\"meta\">checked out <code>{}</code> in {}</p>\n",
+                escape(commit),
+                show::seconds(*seconds)
+            )),
+            Entry::Setup(run) => body.push_str(&command_block("setup $", run, None)),
+            Entry::Problem(problem) => {
+                body.push_str("<section class=\"problem\"><h2>Problem</h2>\n");
+                body.push_str(&shortened_pre(problem, "problem"));
+                body.push_str("</section>\n");
+            }
+            Entry::Turn {
+                turn,
+                prompt_tokens,
+                completion_tokens,
+                seconds,
+            } => {
+                close_turn(&mut body, &mut in_turn);
+                in_turn = true;
+                body.push_str(&format!(
+                    "<section class=\"turn\" id=\"turn-{0}\"><h2>Turn {0} <span class=\"meta\">{1} + {2} tokens, {3}</span></h2>\n",
+                    show::number(*turn),
+                    show::number(*prompt_tokens),
+                    show::number(*completion_tokens),
+                    show::seconds(*seconds)
+                ));
+            }
+            Entry::ModelText(text) => body.push_str(&format!(
+                "<pre class=\"model-text\">{}</pre>\n",
+                escape(text)
+            )),
+            Entry::Retry {
+                retry,
+                wait_seconds,
+                error,
+            } => body.push_str(&format!(
+                "<p class=\"meta\">retry {} after {}: {}</p>\n",
+                show::number(*retry),
+                show::seconds(*wait_seconds),
+                escape(error)
+            )),
+            Entry::ModelError(error) => body.push_str(&format!(
+                "<p class=\"problem-error\">model error: {}</p>\n",
+                escape(error)
+            )),
+            Entry::Command(run) => body.push_str(&command_block("$", run, None)),
+            Entry::ToolError(error) => body.push_str(&format!(
+                "<p class=\"problem-error\">bad tool call: {}</p>\n",
+                escape(error)
+            )),
+            Entry::AgentEnd {
+                exit_reason,
+                turns,
+                tool_calls,
+                total_tokens,
+            } => {
+                close_turn(&mut body, &mut in_turn);
+                body.push_str(&format!(
+                    "<h2>Agent ended: {} after {} turns, {} tool calls, {} tokens</h2>\n",
+                    escape(exit_reason),
+                    show::number(*turns),
+                    show::number(*tool_calls),
+                    show::number(*total_tokens)
+                ));
+            }
+            Entry::Test { run, passed } => {
+                close_turn(&mut body, &mut in_turn);
+                body.push_str("<section class=\"test\"><h2>Test</h2>\n");
+                body.push_str(&command_block("test $", run, Some(*passed)));
+                body.push_str("</section>\n");
+            }
+            Entry::End {
+                status,
+                exit_reason,
+                error,
+            } => {
+                close_turn(&mut body, &mut in_turn);
+                let class = match status.as_str() {
+                    "passed" | "failed" => status.as_str(),
+                    _ => "error",
+                };
+                body.push_str(&format!(
+                    "<p class=\"result {class}\">result: <span class=\"status\">{}</span> ({}){}</p>\n",
+                    escape(status),
+                    escape(exit_reason),
+                    error
+                        .as_deref()
+                        .map_or(String::new(), |e| format!(" <span class=\"meta\">{}</span>", escape(e)))
+                ));
+            }
+        }
+    }
+    close_turn(&mut body, &mut in_turn);
+    page(&title, &body, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn transcript_page_shows_turns_commands_cuts_and_the_verdict() {
+        let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
+        let events = vec![
+            json!({"event":"header","task":{"id":"t1"},"epoch":1,"model":"m","prompt":{"name":"default"},"repo":"r","base_commit":"abc"}),
+            json!({"event":"message","turn":0,"message":{"role":"user","content":"Fix <it>."}}),
+            json!({"event":"model_call","turn":1,"latency_s":0.5,"usage":{"prompt_tokens":10,"completion_tokens":5}}),
+            json!({"event":"message","turn":1,"message":{"role":"assistant","content":"I'll run <script>."}}),
+            json!({"event":"command","turn":1,"command":"cat big && echo '<b>'","exit_code":0,"timed_out":false,"duration_s":0.01,"output":long}),
+            json!({"event":"command","turn":1,"command":"false","exit_code":1,"timed_out":false,"duration_s":0.01,"output":""}),
+            json!({"event":"agent_end","exit_reason":"completed","turns":1,"tool_calls":2,"usage":{"total_tokens":15}}),
+            json!({"event":"test","command":"true","exit_code":0,"timed_out":false,"duration_s":0.2,"output":"ok"}),
+            json!({"event":"end","status":"passed","exit_reason":"completed"}),
+        ];
+        let html = transcript_page(&show::entries(&events), "../report.html");
+        assert!(html.contains("<title>t1 epoch 1</title>"), "{html}");
+        assert!(html.contains("Turn 1 <span class=\"meta\">10 + 5 tokens, 0.50 s</span>"));
+        assert!(html.contains("I&#39;ll run &lt;script&gt;."));
+        assert!(html.contains("$</span> cat big &amp;&amp; echo &#39;&lt;b&gt;&#39;  <span"));
+        assert!(html.contains("[exit 1, 0.01 s]"));
+        assert!(html.contains("[... 16 lines cut ...]"));
+        assert!(html.contains("<span class=\"verdict passed\">PASSED</span>"));
+        assert!(html.contains("result: <span class=\"status\">passed</span> (completed)"));
+        assert_eq!(
+            html.matches("<section").count(),
+            html.matches("</section>").count()
+        );
+    }
+}
