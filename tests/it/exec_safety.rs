@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent, task, tool_answers};
+use crate::support::harness::{
+    Fixture, RunOutput, onebash, processes_matching, scripted_agent, task, tool_answers,
+};
 use crate::support::server::ScriptedServer;
 
 /// One task over a small repo whose (scripted) agent runs `commands`, one
@@ -34,41 +36,6 @@ fn run_commands(
     all_args.extend_from_slice(args);
     let run = fixture.run_into(&fixture.path("out"), &tasks, &all_args, env);
     (run, server)
-}
-
-/// The processes whose command line contains `needle` (arguments joined by
-/// spaces), other than this test process. Zombies have an empty command
-/// line and are not counted: they hold nothing.
-fn processes_matching(needle: &str) -> Vec<(u32, String)> {
-    let own = std::process::id();
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own {
-            continue;
-        }
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw)
-            .split('\0')
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        if cmdline.contains(needle) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
 }
 
 /// Asserts that no process matching `needle` is left, allowing a moment for

@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, RunOutput, git, scripted_agent, task, tool_answers};
+use crate::support::harness::{
+    Fixture, RunOutput, git, processes_matching, scripted_agent, task, tool_answers,
+};
 use crate::support::server::{ScriptedServer, text_reply, tool_calls_reply};
 
 /// True when `bwrap` is on PATH. CI installs it, so there a missing bwrap
@@ -142,41 +144,6 @@ fn run_json(run: &RunOutput) -> Value {
 
 /// A process of the host: pid and command line.
 type Process = (u32, String);
-
-/// The processes whose command line contains `needle` (arguments joined by
-/// spaces), other than this test process. Zombies have an empty command
-/// line and are not counted: they hold nothing.
-fn processes_matching(needle: &str) -> Vec<Process> {
-    let own = std::process::id();
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own {
-            continue;
-        }
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw)
-            .split('\0')
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        if cmdline.contains(needle) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
-}
 
 /// Waits up to `wait` for every process matching one of `needles` to be
 /// gone; returns those still there.

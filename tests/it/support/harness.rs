@@ -280,3 +280,38 @@ pub fn tool_answers(server: &super::server::ScriptedServer, task: &str) -> Vec<S
         .map(|m| m["content"].as_str().expect("tool content").to_owned())
         .collect()
 }
+
+/// The processes whose command line contains `needle` (arguments joined by
+/// spaces), other than this test process. Zombies have an empty command
+/// line and are not counted: they hold nothing.
+pub fn processes_matching(needle: &str) -> Vec<(u32, String)> {
+    let own = std::process::id();
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw)
+            .split('\0')
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if cmdline.contains(needle) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
