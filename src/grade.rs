@@ -166,7 +166,9 @@ pub async fn run_tests(
         .await
         .map_err(|err| GradeError::Exec(err.to_string()))?;
     let record = CommandRecord::new(&task.test_command, &outcome);
-    let per_test = if task.fail_to_pass.is_some() || task.pass_to_pass.is_some() {
+    // Per-test grading when the task names tests; empty lists name none.
+    let lists_tests = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
+    let per_test = if lists_tests(&task.fail_to_pass) || lists_tests(&task.pass_to_pass) {
         let results = match junit_path {
             Some(rel) => {
                 let path = checkout.dir.join(rel);

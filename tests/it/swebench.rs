@@ -338,3 +338,23 @@ fn validate_flags_a_flaky_a_broken_and_a_nothing_to_fix_task() {
         vec!["bad-test-patch", "broken-gold", "flaky", "nothing-to-fix"]
     );
 }
+
+#[test]
+fn empty_test_lists_grade_by_exit_code() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "x\n")]);
+    let tasks = fixture.tasks(&[json!({
+        "id": "t",
+        "repo": repo.display().to_string(),
+        "base_commit": sha,
+        "problem_statement": "Problem of task t.",
+        "test_command": "echo 'no test names here'",
+        "gold_patch": diff_of(&repo, &[("new.txt", "x\n")]),
+        "fail_to_pass": [],
+        "pass_to_pass": [],
+    })]);
+    let run = fixture.run(&tasks, &["--model", "oracle"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("t")["status"], "passed");
+    assert!(!run.task_dir("t").join("tests.json").exists());
+}
