@@ -432,4 +432,25 @@ mod tests {
         );
         assert!(text.contains("1 pairs left out"), "{text}");
     }
+
+    #[test]
+    fn text_compare_snapshot() {
+        let a = vec![
+            row("t1", Some(true), 100),
+            row("t2", Some(false), 200),
+            row("t3", Some(true), 300),
+            row("t4", Some(false), 400),
+            row("t5", None, 10),
+        ];
+        let b = vec![
+            row("t1", Some(true), 150),
+            row("t2", Some(true), 250),
+            row("t3", Some(false), 250),
+            row("t4", Some(true), 500),
+            row("t5", Some(true), 10),
+            row("t6", Some(true), 10),
+        ];
+        let c = build(Path::new("results/a"), &a, Path::new("results/b"), &b);
+        insta::assert_snapshot!(render(&c, false));
+    }
 }

@@ -473,4 +473,23 @@ mod tests {
         assert_eq!(empty.pass_rate, None);
         assert!(render(&empty, false).contains("pass rate: n/a"));
     }
+
+    #[test]
+    fn text_report_snapshot() {
+        use Status::*;
+        let mut rows = vec![
+            row("calc-add", 1, Passed),
+            row("calc-add", 2, Failed),
+            row("calc-div", 1, Passed),
+            row("calc-div", 2, Passed),
+            row("text-slug", 1, Failed),
+            row("text-slug", 2, Error),
+        ];
+        rows[1].turns = 7;
+        rows[4].exit_reason = ExitReason::MaxTurns;
+        rows[5].error = "the model API answered HTTP 500: boom".into();
+        let report = build(Path::new("results/run"), &rows, &Value::Null);
+        insta::assert_snapshot!(render(&report, false));
+        insta::assert_snapshot!("report_markdown", render(&report, true));
+    }
 }

@@ -475,5 +475,6 @@ mod tests {
         assert!(text.contains("result: passed (completed)"), "{text}");
         assert!(!text.contains('\u{1b}'));
         assert!(render(&events, true).contains('\u{1b}'));
+        insta::assert_snapshot!(text);
     }
 }
