@@ -45,12 +45,29 @@ fn bwrap_available() -> bool {
     false
 }
 
-/// A fixture outside /tmp (see the file header).
+/// A fixture outside /tmp (see the file header): the target folder, or
+/// /var/tmp when the checkout itself lives under /tmp (CI may clone there),
+/// since the sandbox's private /tmp would hide the difference between a
+/// write that failed and a write that landed in the private copy.
 fn fixture() -> Fixture {
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.starts_with(std::env::temp_dir()) {
+        std::path::PathBuf::from("/var/tmp")
+    } else {
+        target.to_owned()
+    };
+    assert!(
+        !base
+            .canonicalize()
+            .unwrap_or_else(|_| base.clone())
+            .starts_with(std::env::temp_dir()),
+        "no folder outside {} to put the sandbox fixtures in",
+        std::env::temp_dir().display()
+    );
     let dir = tempfile::Builder::new()
-        .prefix("sandbox-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("tempdir in the target folder");
+        .prefix("onebash-sandbox-")
+        .tempdir_in(&base)
+        .expect("tempdir outside /tmp");
     Fixture { dir }
 }
 
