@@ -200,11 +200,12 @@ git -C "$work/repo" add -A
 git -C "$work/repo" -c user.name=bench -c user.email=bench@localhost commit -qm init
 sha=$(git -C "$work/repo" rev-parse HEAD)
 
-# start_server TOOL_CALLS [LATENCY_S]: sets $port; stop_server sets
-# $requests, $server_seconds, $max_in_flight.
+# start_server TOOL_CALLS [LATENCY_S] [COMMAND]: sets $port; stop_server
+# sets $requests, $server_seconds, $max_in_flight. An empty COMMAND is a
+# tool call onebash rejects without starting a process.
 start_server() {
     rm -f "$work/port" "$work/stats"
-    python3 scripts/bench_server.py "$1" true "$work/port" "$work/stats" "${2:-0}" &
+    python3 scripts/bench_server.py "$1" "${3-true}" "$work/port" "$work/stats" "${2:-0}" &
     server=$!
     echo "$server" >> "$work/servers"
     while [ ! -s "$work/port" ]; do sleep 0.05; done
@@ -248,7 +249,7 @@ section_turn() {
     # $server_seconds and $requests.
     measure() {
         local out=$work/turn-$1-$RANDOM
-        start_server "$turns"
+        start_server "$turns" 0 "${2-true}"
         onebash "$out" "$work/turn.jsonl" 1 $((turns + 1)) "$1"
         stop_server
         agent=$(tools agent_seconds "$out")
@@ -272,6 +273,13 @@ section_turn() {
         echo "  bwrap  skipped: not installed or not working here"
         fig "ms per turn, --sandbox bwrap" "skipped" "-" "bwrap absent"
     fi
+    # The harness alone: the model's tool call is rejected (empty command),
+    # so no process starts; what is left is the model call, the history,
+    # the trajectory and the bookkeeping.
+    measure none ""
+    alone_ms=$(calc "round(($agent - $server_seconds) / $turns * 1000, 2)")
+    echo "  harness alone, no process per turn: $alone_ms ms per model call"
+    fig "ms per model call, harness alone" "$alone_ms" "< 5" "$(calc "'ok' if $alone_ms < 5 else 'MISS'")"
     echo "  for scale: mini-swe-agent's harness overhead is about 30-45 ms per turn"
 }
 

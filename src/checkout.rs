@@ -68,6 +68,9 @@ pub struct RepoCache {
     /// Per repo location: whether this run fetched it already. The async mutex
     /// makes tasks on the same repo wait for one fetch instead of racing.
     repos: Mutex<HashMap<String, Arc<tokio::sync::Mutex<bool>>>>,
+    /// Full shas this run found, by (location, sha): immutable, so known
+    /// once is known for the run.
+    resolved: Mutex<HashMap<(String, String), Oid>>,
 }
 
 /// A task's working copy at its base commit.
@@ -87,6 +90,7 @@ impl RepoCache {
         RepoCache {
             root,
             repos: Mutex::new(HashMap::new()),
+            resolved: Mutex::new(HashMap::new()),
         }
     }
 
@@ -113,6 +117,42 @@ impl RepoCache {
         self.root.join("repos").join(format!("{name}-{hex}.git"))
     }
 
+    /// The commit of a full sha this run already found, or that the mirror
+    /// holds, read without any lock (git objects are immutable and new
+    /// packs appear by rename, so a concurrent fetch cannot tear a read).
+    async fn pinned_in_mirror(&self, location: &str, rev: &str, mirror: &Path) -> Option<Oid> {
+        if !is_full_sha(rev) {
+            return None;
+        }
+        let key = (location.to_owned(), rev.to_owned());
+        if let Some(oid) = self
+            .resolved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Some(*oid);
+        }
+        let (mirror, rev_c) = (mirror.to_owned(), rev.to_owned());
+        let found = tokio::task::spawn_blocking(move || {
+            let repo = Repository::open_bare(&mirror).ok()?;
+            let oid = Oid::from_str(&rev_c).ok()?;
+            repo.find_commit(oid).ok().map(|_| oid)
+        })
+        .await
+        .ok()
+        .flatten()?;
+        self.remember(location, rev, found);
+        Some(found)
+    }
+
+    fn remember(&self, location: &str, rev: &str, commit: Oid) {
+        self.resolved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((location.to_owned(), rev.to_owned()), commit);
+    }
+
     /// Makes sure the mirror holds `rev` (fetching at most once per run) and
     /// creates a working copy of it at `dest`.
     pub async fn checkout(
@@ -127,7 +167,12 @@ impl RepoCache {
             Arc::clone(repos.entry(location.to_owned()).or_default())
         };
         let mirror = self.mirror_path(location);
-        let (commit, fetched_now, warning) = {
+        // A full sha already found in the mirror needs no lock: tasks of one
+        // repo must not wait on each other just to learn that.
+        let known = self.pinned_in_mirror(location, rev, &mirror).await;
+        let (commit, fetched_now, warning) = if let Some(commit) = known {
+            (commit, false, None)
+        } else {
             let mut fetched = state.lock().await;
             let already_fetched = *fetched;
             let (location_c, rev_c, mirror_c) =
@@ -144,6 +189,9 @@ impl RepoCache {
                 })
             })?;
             *fetched = *fetched || result.fetched;
+            if is_full_sha(rev) {
+                self.remember(location, rev, result.commit);
+            }
             (result.commit, result.fetched, result.warning)
         };
         let (mirror_c, dest_c, commit_c) = (mirror.clone(), dest.to_owned(), commit);
@@ -206,8 +254,7 @@ fn ensure_commit(
         })?,
     };
     // A full sha already in the mirror needs no network at all.
-    let pinned = rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit());
-    if pinned
+    if is_full_sha(rev)
         && let Ok(oid) = Oid::from_str(rev)
         && repo.find_commit(oid).is_ok()
     {
@@ -248,6 +295,10 @@ fn ensure_commit(
         fetched,
         warning,
     })
+}
+
+fn is_full_sha(rev: &str) -> bool {
+    rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn resolve(repo: &Repository, rev: &str) -> Result<Oid, String> {
