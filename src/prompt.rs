@@ -142,18 +142,11 @@ fn environment() -> Environment<'static> {
 
 /// The task as templates see it: every field, unknown ones included, with
 /// `metadata` an empty object when absent so `task.metadata.x` is checkable.
-fn task_context(task: &TaskSpec) -> serde_json::Value {
-    let mut value = serde_json::to_value(task).unwrap_or_default();
-    if let serde_json::Value::Object(map) = &mut value {
-        if let Some(serde_json::Value::Object(extra)) = map.remove("extra") {
-            for (k, v) in extra {
-                map.entry(k).or_insert(v);
-            }
-        }
-        map.entry("metadata")
-            .or_insert_with(|| serde_json::Value::Object(Default::default()));
-    }
-    value
+fn task_context(task: &TaskSpec) -> serde_json::Map<String, serde_json::Value> {
+    let mut map = task.to_json();
+    map.entry("metadata")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    map
 }
 
 fn describe(err: &minijinja::Error) -> String {

@@ -398,17 +398,10 @@ impl TaskRun<'_> {
 
     fn header(&self) -> Event {
         let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
-        let mut task_value = serde_json::to_value(task).unwrap_or_default();
-        // Unknown fields go back to the top level, as they were in the task file.
-        if let serde_json::Value::Object(map) = &mut task_value
-            && let Some(serde_json::Value::Object(extra)) = map.remove("extra")
-        {
-            map.extend(extra);
-        }
         Event::Header {
             format_version: FORMAT_VERSION,
             onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
-            task: task_value,
+            task: serde_json::Value::Object(task.to_json()),
             epoch: self.epoch,
             model: config.model.name().to_owned(),
             provider: ctx.client.provider().to_owned(),

@@ -102,6 +102,24 @@ pub struct TaskSpec {
     pub line: usize,
 }
 
+impl TaskSpec {
+    /// The task as one JSON object, as the task file had it: every field,
+    /// unknown ones back at the top level (a known field wins a clash). What
+    /// templates and the trajectory header see.
+    pub fn to_json(&self) -> Map<String, Value> {
+        let mut map = match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        if let Some(Value::Object(extra)) = map.remove("extra") {
+            for (k, v) in extra {
+                map.entry(k).or_insert(v);
+            }
+        }
+        map
+    }
+}
+
 /// Why a task file could not be used. `Display` gives the full report.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskFileError {
@@ -338,20 +356,13 @@ fn parse_line(
 fn render_test_command(template: &str, task: &TaskSpec) -> Result<String, String> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    let mut context = serde_json::to_value(task).unwrap_or_default();
-    if let Value::Object(map) = &mut context {
-        if let Some(Value::Object(extra)) = map.remove("extra") {
-            for (k, v) in extra {
-                map.entry(k).or_insert(v);
-            }
-        }
-        let files = task
-            .test_patch
-            .as_deref()
-            .map(crate::swebench::patch_files)
-            .unwrap_or_default();
-        map.insert("test_files".to_owned(), serde_json::json!(files));
-    }
+    let mut context = task.to_json();
+    let files = task
+        .test_patch
+        .as_deref()
+        .map(crate::swebench::patch_files)
+        .unwrap_or_default();
+    context.insert("test_files".to_owned(), serde_json::json!(files));
     let rendered = env
         .render_str(template, context)
         .map_err(|err| format!("failed to render --test-command for this task: {err}"))?;

@@ -226,6 +226,16 @@ fn percent(x: f64) -> String {
 /// Reads one measure.
 type MeasureOf = fn(&Measures) -> f64;
 
+/// The rows of the measures table (text and HTML): name, getter, decimals.
+pub const MEASURES: &[(&str, MeasureOf, usize)] = &[
+    ("tokens", |m| m.total_tokens, 0),
+    ("prompt tokens", |m| m.prompt_tokens, 0),
+    ("completion tokens", |m| m.completion_tokens, 0),
+    ("turns", |m| m.turns, 1),
+    ("agent seconds", |m| m.agent_seconds, 1),
+    ("cost USD", |m| m.cost_usd, 4),
+];
+
 fn render(r: &Report, markdown: bool) -> String {
     let mut out = String::new();
     let line = |out: &mut String, text: String| {
@@ -288,16 +298,8 @@ fn render(r: &Report, markdown: bool) -> String {
     line(&mut out, String::new());
 
     let columns = ["", "total", "per row", "per passed row"];
-    let measures: [(&str, MeasureOf, usize); 6] = [
-        ("tokens", |m| m.total_tokens, 0),
-        ("prompt tokens", |m| m.prompt_tokens, 0),
-        ("completion tokens", |m| m.completion_tokens, 0),
-        ("turns", |m| m.turns, 1),
-        ("agent seconds", |m| m.agent_seconds, 1),
-        ("cost USD", |m| m.cost_usd, 4),
-    ];
     let mut table: Vec<Vec<String>> = Vec::new();
-    for (name, get, decimals) in measures {
+    for &(name, get, decimals) in MEASURES {
         let cell =
             |m: Option<&Measures>| m.map_or("-".to_owned(), |m| format!("{:.*}", decimals, get(m)));
         table.push(vec![

@@ -9,7 +9,7 @@ use super::{
     STATUSES, compact, escape, legend, nice_step, page, percent, rect, status_class, svg_open,
     text, write_file,
 };
-use crate::commands::report::{Measures, Report};
+use crate::commands::report::{MEASURES, Measures, Report};
 use crate::commands::show;
 use crate::results::ResultRow;
 use crate::trajectory::read_events;
@@ -234,20 +234,11 @@ fn per_task_chart(id: &str, unit: &str, rows: &[ResultRow], get: fn(&ResultRow) 
 }
 
 fn measures_table(r: &Report) -> String {
-    type Get = fn(&Measures) -> f64;
-    let measures: [(&str, Get, usize); 6] = [
-        ("tokens", |m| m.total_tokens, 0),
-        ("prompt tokens", |m| m.prompt_tokens, 0),
-        ("completion tokens", |m| m.completion_tokens, 0),
-        ("turns", |m| m.turns, 1),
-        ("agent seconds", |m| m.agent_seconds, 1),
-        ("cost USD", |m| m.cost_usd, 4),
-    ];
     let mut out = String::from(
         "<table id=\"measures\"><thead><tr><th></th><th class=\"num\">total</th>\
          <th class=\"num\">per row</th><th class=\"num\">per passed row</th></tr></thead><tbody>\n",
     );
-    for (name, get, decimals) in measures {
+    for &(name, get, decimals) in MEASURES {
         let cell =
             |m: Option<&Measures>| m.map_or("-".to_owned(), |m| format!("{:.*}", decimals, get(m)));
         out.push_str(&format!(
