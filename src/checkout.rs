@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -117,6 +118,14 @@ impl RepoCache {
         self.root.join("repos").join(format!("{name}-{hex}.git"))
     }
 
+    /// The commit of a full sha this run already found.
+    fn found_this_run(&self, location: &str, rev: &str) -> Option<Oid> {
+        let resolved = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        resolved
+            .get(&(location.to_owned(), rev.to_owned()))
+            .copied()
+    }
+
     /// The commit of a full sha this run already found, or that the mirror
     /// holds, read without any lock (git objects are immutable and new
     /// packs appear by rename, so a concurrent fetch cannot tear a read).
@@ -124,14 +133,8 @@ impl RepoCache {
         if !is_full_sha(rev) {
             return None;
         }
-        let key = (location.to_owned(), rev.to_owned());
-        if let Some(oid) = self
-            .resolved
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Some(*oid);
+        if let Some(oid) = self.found_this_run(location, rev) {
+            return Some(oid);
         }
         let (mirror, rev_c) = (mirror.to_owned(), rev.to_owned());
         let found = tokio::task::spawn_blocking(move || {
@@ -161,62 +164,73 @@ impl RepoCache {
         rev: &str,
         dest: &Path,
     ) -> Result<Checkout, CheckoutError> {
+        let mirror = self.mirror_path(location);
+        let ensured = self.ensure(location, rev, &mirror).await?;
+        let (mirror_c, dest_c, commit) = (mirror.clone(), dest.to_owned(), ensured.commit);
+        let made =
+            tokio::task::spawn_blocking(move || create_working_copy(&mirror_c, commit, &dest_c))
+                .await;
+        let message = match made {
+            Ok(Ok(())) => {
+                return Ok(Checkout {
+                    dir: dest.to_owned(),
+                    commit: commit.to_string(),
+                    fetched: ensured.fetched,
+                    warning: ensured.warning,
+                });
+            }
+            Ok(Err(err)) => err.to_string(),
+            Err(join) => format!("the checkout thread failed: {join}"),
+        };
+        Err(CheckoutError::WorkingCopy {
+            repo: location.to_owned(),
+            rev: rev.to_owned(),
+            message,
+        })
+    }
+
+    /// The commit `rev` names, in the mirror: fetched there if need be.
+    async fn ensure(
+        &self,
+        location: &str,
+        rev: &str,
+        mirror: &Path,
+    ) -> Result<Ensured, CheckoutError> {
+        // A full sha already found in the mirror needs no lock: tasks of one
+        // repo must not wait on each other just to learn that.
+        if let Some(commit) = self.pinned_in_mirror(location, rev, mirror).await {
+            return Ok(Ensured::known(commit));
+        }
         let state = {
             // The lock guards only the map; a poisoned map is still usable.
             let mut repos = self.repos.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(repos.entry(location.to_owned()).or_default())
         };
-        let mirror = self.mirror_path(location);
-        // A full sha already found in the mirror needs no lock: tasks of one
-        // repo must not wait on each other just to learn that.
-        let known = self.pinned_in_mirror(location, rev, &mirror).await;
-        let (commit, fetched_now, warning) = if let Some(commit) = known {
-            (commit, false, None)
-        } else {
-            let mut fetched = state.lock().await;
-            let already_fetched = *fetched;
-            let (location_c, rev_c, mirror_c) =
-                (location.to_owned(), rev.to_owned(), mirror.clone());
-            let result = tokio::task::spawn_blocking(move || {
-                ensure_commit(&mirror_c, &location_c, &rev_c, already_fetched)
-            })
-            .await
-            .unwrap_or_else(|join| {
-                Err(CheckoutError::Fetch {
-                    repo: location.to_owned(),
-                    rev: rev.to_owned(),
-                    message: format!("the fetch thread failed: {join}"),
-                })
-            })?;
-            *fetched = *fetched || result.fetched;
-            if is_full_sha(rev) {
-                self.remember(location, rev, result.commit);
-            }
-            (result.commit, result.fetched, result.warning)
-        };
-        let (mirror_c, dest_c, commit_c) = (mirror.clone(), dest.to_owned(), commit);
-        let made = tokio::task::spawn_blocking(move || {
-            create_working_copy(&mirror_c, commit_c, &dest_c).map(|()| commit_c)
-        })
-        .await;
-        match made {
-            Ok(Ok(commit)) => Ok(Checkout {
-                dir: dest.to_owned(),
-                commit: commit.to_string(),
-                fetched: fetched_now,
-                warning,
-            }),
-            Ok(Err(err)) => Err(CheckoutError::WorkingCopy {
-                repo: location.to_owned(),
-                rev: rev.to_owned(),
-                message: err.to_string(),
-            }),
-            Err(join) => Err(CheckoutError::WorkingCopy {
-                repo: location.to_owned(),
-                rev: rev.to_owned(),
-                message: format!("the checkout thread failed: {join}"),
-            }),
+        let mut fetched = state.lock().await;
+        // Tasks that queued behind the first fetch of a repo find their
+        // commit here, instead of taking the file lock one after another.
+        if let Some(commit) = self.found_this_run(location, rev) {
+            return Ok(Ensured::known(commit));
         }
+        let already_fetched = *fetched;
+        let (location_c, rev_c, mirror_c) =
+            (location.to_owned(), rev.to_owned(), mirror.to_owned());
+        let ensured = tokio::task::spawn_blocking(move || {
+            ensure_commit(&mirror_c, &location_c, &rev_c, already_fetched)
+        })
+        .await
+        .unwrap_or_else(|join| {
+            Err(CheckoutError::Fetch {
+                repo: location.to_owned(),
+                rev: rev.to_owned(),
+                message: format!("the fetch thread failed: {join}"),
+            })
+        })?;
+        *fetched = *fetched || ensured.fetched;
+        if is_full_sha(rev) {
+            self.remember(location, rev, ensured.commit);
+        }
+        Ok(ensured)
     }
 }
 
@@ -224,6 +238,16 @@ struct Ensured {
     commit: Oid,
     fetched: bool,
     warning: Option<String>,
+}
+
+impl Ensured {
+    fn known(commit: Oid) -> Ensured {
+        Ensured {
+            commit,
+            fetched: false,
+            warning: None,
+        }
+    }
 }
 
 /// Under an exclusive file lock (other onebash processes may share the
@@ -246,23 +270,17 @@ fn ensure_commit(
             source,
         }
     })?;
-    let repo = match Repository::open_bare(mirror) {
-        Ok(repo) => repo,
-        Err(_) => Repository::init_bare(mirror).map_err(|err| CheckoutError::Cache {
-            path: mirror.to_owned(),
-            source: std::io::Error::other(err.message().to_owned()),
-        })?,
+    let (repo, fresh) = match Repository::open_bare(mirror) {
+        Ok(repo) => (repo, false),
+        Err(_) => (create_mirror(mirror, location)?, true),
     };
     // A full sha already in the mirror needs no network at all.
-    if is_full_sha(rev)
+    if !fresh
+        && is_full_sha(rev)
         && let Ok(oid) = Oid::from_str(rev)
         && repo.find_commit(oid).is_ok()
     {
-        return Ok(Ensured {
-            commit: oid,
-            fetched: false,
-            warning: None,
-        });
+        return Ok(Ensured::known(oid));
     }
     let mut fetched = false;
     let mut warning = None;
@@ -350,30 +368,152 @@ fn fetch(repo: &Repository, location: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A new mirror of `location`, made under a temporary name and renamed into
+/// place, so that a crash never leaves half of one (a mirror holding a
+/// commit but not its trees would look complete to the next fetch). Seeded
+/// with the objects of `location` when it is a repo on this machine: the
+/// fetch that follows then finds the tips present and transfers nothing.
+/// The caller holds the mirror's lock.
+fn create_mirror(mirror: &Path, location: &str) -> Result<Repository, CheckoutError> {
+    let cache_error = |source: std::io::Error| CheckoutError::Cache {
+        path: mirror.to_owned(),
+        source,
+    };
+    let git_error = |err: git2::Error| cache_error(std::io::Error::other(err.message().to_owned()));
+    let staging = mirror.with_extension("new");
+    for stale in [&staging, mirror] {
+        // Left by a crash (the staging folder), or not a repository at all.
+        if stale.exists() {
+            std::fs::remove_dir_all(stale).map_err(cache_error)?;
+        }
+    }
+    Repository::init_bare(&staging).map_err(git_error)?;
+    if let Some(source) = local_objects(location)
+        && seed_objects(&source, &staging.join("objects")).is_err()
+    {
+        // Start again without: the fetch will bring everything.
+        std::fs::remove_dir_all(&staging).map_err(cache_error)?;
+        Repository::init_bare(&staging).map_err(git_error)?;
+    }
+    std::fs::rename(&staging, mirror).map_err(cache_error)?;
+    Repository::open_bare(mirror).map_err(git_error)
+}
+
+/// The objects folder of `location` when it is a repo on this machine (a
+/// path or a `file://` URL) whose objects are all its own: not shallow, no
+/// alternates of its own (a copy of its objects would then be incomplete).
+fn local_objects(location: &str) -> Option<PathBuf> {
+    let path = Path::new(location.strip_prefix("file://").unwrap_or(location));
+    if !path.is_dir() {
+        return None;
+    }
+    let source = Repository::open(path).ok()?;
+    if source.is_shallow() {
+        return None;
+    }
+    let objects = source.commondir().join("objects");
+    let has_alternates = objects.join("info/alternates").exists();
+    (objects.is_dir() && !has_alternates).then_some(objects)
+}
+
+/// Gives the mirror's objects folder a repo's objects, hard-linked where the
+/// file system allows (as `git clone` of a path does) and copied otherwise.
+/// libgit2's fetch from a path re-packs the whole history instead (seconds
+/// for a repo that this does in milliseconds). Objects never change once
+/// written, so a link is as good as a copy; each file appears whole, by
+/// link or rename, and a pack before its index.
+fn seed_objects(source: &Path, mirror_objects: &Path) -> std::io::Result<()> {
+    let mut packs: Vec<PathBuf> = match std::fs::read_dir(source.join("pack")) {
+        Ok(entries) => entries
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(err) => return Err(err),
+    };
+    let rank = |path: &Path| match path.extension().and_then(|e| e.to_str()) {
+        Some("pack") => Some(0),
+        Some("idx") => Some(1),
+        _ => None, // .keep, .bitmap, .rev, temporary files: not needed
+    };
+    packs.retain(|path| rank(path).is_some());
+    packs.sort_by_key(|path| rank(path));
+    let pack_dir = mirror_objects.join("pack");
+    std::fs::create_dir_all(&pack_dir)?;
+    for file in &packs {
+        link_or_copy(file, &pack_dir.join(file.file_name().unwrap_or_default()))?;
+    }
+    for dir in loose_object_dirs(source) {
+        let into = mirror_objects.join(dir.file_name().unwrap_or_default());
+        std::fs::create_dir_all(&into)?;
+        for entry in std::fs::read_dir(&dir)? {
+            let file = entry?.path();
+            link_or_copy(&file, &into.join(file.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The `xx/` folders of loose objects under an objects folder.
+fn loose_object_dirs(objects: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(objects) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.is_dir()
+                && path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .collect()
+}
+
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    if to.exists() || std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    let partial = to.with_extension("onebash-partial");
+    std::fs::copy(from, &partial)?;
+    std::fs::rename(&partial, to)
+}
+
 /// A working copy of `commit` at `dest` that borrows the mirror's objects.
+/// Every file written here is paid by every task, so: libgit2's own minimal
+/// `.git` (not the system's template folder of hook samples), the
+/// alternate added to the open repo instead of reopening it, and the
+/// identity appended to the config in one write.
 fn create_working_copy(mirror: &Path, commit: Oid, dest: &Path) -> Result<(), GitError> {
     if dest.exists() {
         // Left over from a crashed run: start clean.
         std::fs::remove_dir_all(dest)?;
     }
-    std::fs::create_dir_all(dest)?;
-    let repo = Repository::init(dest)?;
+    let mut init = git2::RepositoryInitOptions::new();
+    init.external_template(false).mkpath(true);
+    let repo = Repository::init_opts(dest, &init)?;
     let mirror_objects = std::fs::canonicalize(mirror.join("objects"))?;
+    let mirror_objects = mirror_objects
+        .to_str()
+        .ok_or_else(|| GitError(format!("the cache path {mirror_objects:?} is not UTF-8")))?;
+    // The file is for git commands run in the working copy; the open repo
+    // is told directly.
     std::fs::write(
         repo.path().join("objects/info/alternates"),
-        format!("{}\n", mirror_objects.display()),
+        format!("{mirror_objects}\n"),
     )?;
-    // Reopen so the object database picks up the alternates file.
-    let repo = Repository::open(dest)?;
+    repo.odb()?.add_disk_alternate(mirror_objects)?;
+    // Commands such as `git commit` need an identity; the environment gives
+    // none. Nothing in this process reads it, so a plain append will do.
+    let mut config = File::options()
+        .append(true)
+        .open(repo.path().join("config"))?;
+    config.write_all(b"[user]\n\tname = onebash\n\temail = onebash@localhost\n")?;
     let target = repo.find_commit(commit)?;
     let mut builder = git2::build::CheckoutBuilder::new();
     builder.force();
     repo.checkout_tree(target.as_object(), Some(&mut builder))?;
     repo.set_head_detached(commit)?;
-    // Commands such as `git commit` need an identity; the environment gives none.
-    let mut config = repo.config()?;
-    config.set_str("user.name", "onebash")?;
-    config.set_str("user.email", "onebash@localhost")?;
     Ok(())
 }
 
@@ -500,6 +640,34 @@ impl FileLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_seeded_file_is_copied_when_it_cannot_be_linked() {
+        // A link fails across file systems: copy from /dev/shm (tmpfs) when
+        // this machine has one on another device than the temp folder.
+        let tmp = tempfile::tempdir().expect("temp folder");
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("no writable /dev/shm: the copy path is not exercised here");
+            return;
+        };
+        let from = shm.path().join("pack-1.pack");
+        std::fs::write(&from, "pack bytes").expect("write the file");
+        let to = tmp.path().join("pack-1.pack");
+        link_or_copy(&from, &to).expect("link or copy");
+        assert_eq!(
+            std::fs::read_to_string(&to).expect("read the file"),
+            "pack bytes"
+        );
+        let (a, b) = (
+            std::fs::metadata(&from).expect("stat"),
+            std::fs::metadata(&to).expect("stat"),
+        );
+        if a.dev() != b.dev() {
+            assert_ne!(a.ino(), b.ino());
+        }
+        assert!(!to.with_extension("onebash-partial").exists());
+    }
 
     #[test]
     fn mirror_paths_are_readable_and_distinct() {

@@ -4,7 +4,7 @@
 //! every change, setup runs first, working copies are kept or deleted, task
 //! selection, the run folder guard and Ctrl-C.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -245,6 +245,191 @@ fn repo_is_fetched_once_per_run_and_not_again_from_the_cache() {
     assert!(second.rows().iter().all(|r| r["status"] == "passed"));
     let flags = fetched_flags(&second, &ids);
     assert!(flags.iter().all(|f| !f), "{flags:?}");
+}
+
+/// A repo with one packed commit and one loose commit on top, tagged v2;
+/// returns the second commit's sha.
+fn packed_and_loose_repo(fixture: &Fixture, name: &str) -> (PathBuf, String) {
+    let (repo, _) = fixture.repo(name, &[("a.txt", "one\n")]);
+    git(&repo, &["gc", "-q"]);
+    std::fs::write(repo.join("b.txt"), "two\n").expect("write b.txt");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "second"]);
+    git(&repo, &["tag", "v2"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    (repo, head)
+}
+
+/// (device, inode) of every file under `dir`, by path relative to it.
+fn files_under(dir: &Path) -> HashMap<PathBuf, (u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut found = HashMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("list the folder") {
+            let path = entry.expect("list the folder").path();
+            let meta = std::fs::symlink_metadata(&path).expect("stat");
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).expect("under dir").to_owned();
+                found.insert(rel, (meta.dev(), meta.ino()));
+            }
+        }
+    }
+    found
+}
+
+/// The objects folder of the one mirror in `<fixture>/cache`.
+fn mirror_objects(fixture: &Fixture) -> PathBuf {
+    let mirrors: Vec<PathBuf> = std::fs::read_dir(fixture.path("cache/repos"))
+        .expect("the cache has repos")
+        .map(|entry| entry.expect("list").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "git"))
+        .collect();
+    assert_eq!(mirrors.len(), 1, "{mirrors:?}");
+    mirrors[0].join("objects")
+}
+
+#[test]
+fn a_local_repo_seeds_the_cache_with_links_to_its_objects() {
+    // libgit2 fetching from a path re-packs the whole history (seconds for
+    // a long one); onebash links the repo's objects into the mirror instead.
+    let fixture = Fixture::new();
+    let (repo, head) = packed_and_loose_repo(&fixture, "repo");
+    let clean = "test -z \"$(git status --porcelain)\"";
+    let tasks = fixture.tasks(&[
+        task(
+            "pinned",
+            &repo,
+            &head,
+            &format!("test -f b.txt && {clean}"),
+            json!({}),
+        ),
+        task("branch", &repo, "main", "test -f b.txt", json!({})),
+        task("tag", &repo, "v2", "test -f b.txt", json!({})),
+        task(
+            "older",
+            &repo,
+            "HEAD~1",
+            &format!("test ! -e b.txt && {clean}"),
+            json!({}),
+        ),
+    ]);
+    let run = fixture.run(&tasks, &["--model", "noop", "-j", "1", "--sandbox", "none"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    for row in run.rows() {
+        assert_eq!(row["status"], "passed", "{row:?}");
+    }
+    let ids: Vec<String> = ["pinned", "branch", "tag", "older"]
+        .map(String::from)
+        .into();
+    assert_eq!(fetched_flags(&run, &ids), [true, false, false, false]);
+
+    // Every pack, index and loose object of the repo is the same file in
+    // the mirror.
+    let source = files_under(&repo.join(".git/objects"));
+    let mirror = files_under(&mirror_objects(&fixture));
+    let needed: Vec<_> = source
+        .iter()
+        .filter(|(rel, _)| {
+            let loose = rel.parent().is_some_and(|dir| dir.as_os_str().len() == 2);
+            loose || rel.extension().is_some_and(|e| e == "pack" || e == "idx")
+        })
+        .collect();
+    assert!(
+        needed.len() >= 4,
+        "a pack, its index, loose objects: {needed:?}"
+    );
+    for (rel, id) in needed {
+        assert_eq!(mirror.get(rel), Some(id), "{} is not linked", rel.display());
+    }
+}
+
+#[test]
+fn a_mirror_left_half_made_by_a_crash_is_made_again() {
+    let fixture = Fixture::new();
+    let (repo, head) = packed_and_loose_repo(&fixture, "repo");
+    let tasks = fixture.tasks(&[task("t", &repo, &head, "test -f b.txt", json!({}))]);
+    let args = ["--model", "noop", "--sandbox", "none"];
+    let first = fixture.run_into(&fixture.path("out1"), &tasks, &args, &[]);
+    assert_eq!(
+        first.row("t")["status"],
+        "passed",
+        "stderr:\n{}",
+        first.stderr
+    );
+
+    // What a kill -9 while the mirror was being made could leave: the
+    // staging folder, with objects but no refs, and no mirror; or a folder
+    // at the mirror's place that is not a repository.
+    let mirror = mirror_objects(&fixture)
+        .parent()
+        .expect("mirror")
+        .to_owned();
+    let staging = mirror.with_extension("new");
+    std::fs::rename(&mirror, &staging).expect("move the mirror aside");
+    std::fs::remove_dir_all(staging.join("refs")).expect("drop the refs");
+    let second = fixture.run_into(&fixture.path("out2"), &tasks, &args, &[]);
+    assert_eq!(
+        second.row("t")["status"],
+        "passed",
+        "stderr:\n{}",
+        second.stderr
+    );
+    assert_eq!(fetched_flags(&second, &["t".to_owned()]), [true]);
+    assert!(!staging.exists());
+
+    std::fs::remove_dir_all(&mirror).expect("drop the mirror");
+    std::fs::create_dir_all(mirror.join("objects")).expect("a folder that is no repo");
+    let third = fixture.run_into(&fixture.path("out3"), &tasks, &args, &[]);
+    assert_eq!(
+        third.row("t")["status"],
+        "passed",
+        "stderr:\n{}",
+        third.stderr
+    );
+}
+
+#[test]
+fn a_local_repo_with_alternates_of_its_own_is_fetched_not_linked() {
+    // Its own objects folder is incomplete: linking it would leave the
+    // mirror without the objects that live in the other repo.
+    let fixture = Fixture::new();
+    let (origin, _) = packed_and_loose_repo(&fixture, "origin");
+    let origin_path = origin.to_str().expect("UTF-8 path");
+    git(
+        fixture.dir.path(),
+        &["clone", "-q", "--shared", origin_path, "shared"],
+    );
+    let shared = fixture.path("shared");
+    std::fs::write(shared.join("c.txt"), "three\n").expect("write c.txt");
+    git(&shared, &["add", "-A"]);
+    git(&shared, &["commit", "-qm", "third"]);
+    // Only its own new commit is named by the refs onebash fetches, so a
+    // mirror that holds that commit would believe it has everything.
+    git(&shared, &["tag", "-d", "v2"]);
+    let head = git(&shared, &["rev-parse", "HEAD"]);
+    let tasks = fixture.tasks(&[task(
+        "shared",
+        &shared,
+        &head,
+        "test -f a.txt && test -f b.txt && test -f c.txt",
+        json!({}),
+    )]);
+    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none"]);
+    assert_eq!(
+        run.row("shared")["status"],
+        "passed",
+        "stderr:\n{}",
+        run.stderr
+    );
+    let origin_ids: Vec<_> = files_under(&origin.join(".git/objects"))
+        .into_values()
+        .collect();
+    let mirror = files_under(&mirror_objects(&fixture));
+    assert!(mirror.keys().any(|rel| rel.starts_with("pack")));
+    assert!(mirror.values().all(|id| !origin_ids.contains(id)));
 }
 
 #[test]
