@@ -8,6 +8,10 @@
 #   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout memory"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   BENCH_KEEP=1    keep the work folder (run folders, logs) and print where it is
+#   BENCH_DIR       where to make the work folder (default: $TMPDIR, else /tmp).
+#                   File creation speed differs a lot between file systems,
+#                   and even between folders of one: the checkout section
+#                   prints the floor (writing the files alone) beside onebash.
 #
 # Sections (each one's figures go to the final table; a section that fails
 # or cannot run on this machine is reported as such, and the rest go on):
@@ -27,15 +31,16 @@
 #             ideal / actual. The server's peak of calls in flight shows that
 #             it really overlapped them.
 # checkout    A repo with a long history (3000 commits over 300 files, made by
-#             `git fast-import`), 50 tasks on it that only check out, call the
-#             model once (it answers at once) and run `true`, at -j 1. Per-task
-#             checkout time from the trajectories' `checkout` events: the first
-#             task fetches (reported apart), the median of the others against
-#             `git clone`, `git clone --no-local`, `git worktree add` and
-#             `git archive | tar -x` (writing the files and nothing else: the
-#             floor) of the same commit, each the median of several runs. Done
-#             on the work folder's file system and again on /dev/shm (tmpfs)
-#             when there is one, since file creation dominates either way.
+#             `git fast-import`, then `git repack -adf`), 50 tasks on it that
+#             only check out, call the model once (it answers at once) and run
+#             `true`, at -j 1. Per-task checkout time from the trajectories'
+#             `checkout` events: the first task fetches (reported apart), the
+#             median of the others against `git clone`, `git clone
+#             --no-local`, `git worktree add` and `git archive | tar -x`
+#             (writing the files and nothing else: the floor) of the same
+#             commit, each the median of several runs. Done on the work
+#             folder's file system and again on /dev/shm (tmpfs) when there is
+#             one, since file creation dominates either way.
 # memory      Peak RSS of onebash (run.json's peak_rss_bytes) with 100-turn
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
@@ -62,7 +67,7 @@ else
     mem_turns=100 mem_runs="16:16 64:16 64:64"
 fi
 
-work=$(mktemp -d)
+work=$(mktemp -d -p "${BENCH_DIR:-${TMPDIR:-/tmp}}")
 shm_work=""
 cleanup() {
     # Only the servers this script started, by pid.
@@ -325,7 +330,10 @@ checkout_on() {
     repo=$dir/long.git
     git init -q --bare -b main "$repo"
     tools gen_repo "$co_commits" "$co_files" | git -C "$repo" fast-import --quiet
-    git -C "$repo" repack -adq
+    # -f computes the deltas afresh, as gc does over a repo's life: the ones
+    # fast-import wrote run from old to new, which puts today's files at
+    # the end of 50-deep delta chains, a layout no real repo has.
+    git -C "$repo" repack -adfq
     head=$(git -C "$repo" rev-parse main)
     tools tasks "$dir/co.jsonl" "$co_tasks" "$repo" "$head" c
     start_server 0
@@ -348,6 +356,8 @@ checkout_on() {
     fig "checkout [$label]: git clone --no-local / onebash" "$(calc "round($noloc / $median, 1)")x" ">= 5x" \
         "$(calc "'ok' if $noloc / $median >= 5 else 'MISS'")"
     fig "checkout [$label]: worktree add / onebash" "$(calc "round($wt / $median, 2)")x" "-" ""
+    fig "checkout [$label]: files alone / onebash" "$(calc "round($archive / $median, 2)")x" "-" \
+        "git archive | tar -x: the floor"
     fig "checkout [$label]: first-task fetch s" "$(calc "round($fetch, 2)")" "-" \
         "git clone --bare --no-local $(calc "round($bare, 2)") s"
 }

@@ -433,6 +433,61 @@ fn a_local_repo_with_alternates_of_its_own_is_fetched_not_linked() {
 }
 
 #[test]
+fn attributes_in_the_tree_convert_line_endings_and_expand_ident_as_git_does() {
+    // onebash skips libgit2's content filters when nothing can turn one
+    // on; a .gitattributes deep in the tree must still turn them on.
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo(
+        "repo",
+        &[
+            ("README.md", "top\n"),
+            ("sub/deeper/.gitattributes", "*.txt eol=crlf\n*.c ident\n"),
+            ("sub/deeper/a.txt", "x\ny\n"),
+            ("sub/deeper/id.c", "/* $Id$ */\n"),
+        ],
+    );
+    let check = "cd sub/deeper && printf 'x\\r\\ny\\r\\n' | cmp - a.txt \
+        && grep -q '\\$Id: [0-9a-f]\\{40\\} \\$' id.c && cmp ../../README.md - <<< top";
+    let tasks = fixture.tasks(&[task("attrs", &repo, &sha, check, json!({}))]);
+    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none"]);
+    assert_eq!(
+        run.row("attrs")["status"],
+        "passed",
+        "stderr:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn line_ending_settings_outside_the_repo_apply_to_the_checkout() {
+    // The user's git settings (core.autocrlf, a global attributes file)
+    // shape a checkout with git; they shape onebash's the same way.
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("a.txt", "x\ny\n")]);
+    let crlf = "printf 'x\\r\\ny\\r\\n' | cmp - a.txt";
+    let tasks = fixture.tasks(&[task("t", &repo, &sha, crlf, json!({}))]);
+    let settings: [(&str, &str, &str); 2] = [
+        ("autocrlf", ".gitconfig", "[core]\n\tautocrlf = true\n"),
+        ("attributes", ".config/git/attributes", "*.txt eol=crlf\n"),
+    ];
+    for (name, file, text) in settings {
+        let home = fixture.path(&format!("home-{name}"));
+        let file = home.join(file);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, text).expect("write the setting");
+        let xdg = home.join(".config");
+        let (home, xdg) = (home.to_str().expect("UTF-8"), xdg.to_str().expect("UTF-8"));
+        let run = fixture.run_into(
+            &fixture.path(&format!("out-{name}")),
+            &tasks,
+            &["--model", "noop", "--sandbox", "none"],
+            &[("HOME", home), ("XDG_CONFIG_HOME", xdg)],
+        );
+        assert_eq!(run.row("t")["status"], "passed", "{name}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn two_processes_can_share_a_fresh_cache() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
