@@ -8,10 +8,13 @@
 #   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout memory"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   BENCH_KEEP=1    keep the work folder (run folders, logs) and print where it is
-#   BENCH_DIR       where to make the work folder (default: $TMPDIR, else /tmp).
+#   BENCH_DIR       where to make the work folder (default: target/, beside the
+#                   build, where run folders usually are: in the project).
 #                   File creation speed differs a lot between file systems,
-#                   and even between folders of one: the checkout section
-#                   prints the floor (writing the files alone) beside onebash.
+#                   and even between folders of one (on this project's VM, a
+#                   file in /tmp costs ten times what it costs elsewhere on
+#                   the same disk): the checkout section prints the floor,
+#                   writing the files alone, beside onebash.
 #
 # Sections (each one's figures go to the final table; a section that fails
 # or cannot run on this machine is reported as such, and the rest go on):
@@ -28,19 +31,21 @@
 #             tests included), and the speed-up over -j 1.
 # latency     Wall time with 1 s model latency: 64 tasks x 5 model calls at
 #             -j 32, against the ideal calls x latency / jobs; efficiency =
-#             ideal / actual. The server's peak of calls in flight shows that
-#             it really overlapped them.
+#             ideal / actual; three runs, the median in the table. The
+#             server's peak of calls in flight shows that it really
+#             overlapped them.
 # checkout    A repo with a long history (3000 commits over 300 files, made by
 #             `git fast-import`, then `git repack -adf`), 50 tasks on it that
 #             only check out, call the model once (it answers at once) and run
-#             `true`, at -j 1. Per-task checkout time from the trajectories'
-#             `checkout` events: the first task fetches (reported apart), the
-#             median of the others against `git clone`, `git clone
-#             --no-local`, `git worktree add` and `git archive | tar -x`
-#             (writing the files and nothing else: the floor) of the same
-#             commit, each the median of several runs. Done on the work
-#             folder's file system and again on /dev/shm (tmpfs) when there is
-#             one, since file creation dominates either way.
+#             `true`, at -j 1, in 5 rounds of 10 tasks, each followed by one
+#             `git clone`, `git clone --no-local`, `git worktree add` and
+#             `git archive | tar -x` (writing the files and nothing else: the
+#             floor) of the same commit. Per-task checkout time from the
+#             trajectories' `checkout` events: the first task fetches
+#             (reported apart), the median of the others against the median
+#             of each git way. Done on the work folder's file system and
+#             again on /dev/shm (tmpfs) when there is one, since file
+#             creation dominates either way.
 # memory      Peak RSS of onebash (run.json's peak_rss_bytes) with 100-turn
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
@@ -56,18 +61,19 @@ sections=${BENCH_SECTIONS:-turn throughput latency checkout memory}
 if [ "$quick" = 1 ]; then
     turns=${1:-20}
     tp_tasks=4 tp_turns=5 tp_jobs="1 4 16"
-    lat_tasks=16 lat_calls=2 lat_jobs=8 lat_s=0.2
+    lat_tasks=16 lat_calls=2 lat_jobs=8 lat_s=0.2 lat_reps=1
     co_commits=200 co_files=30 co_tasks=5 co_reps=2
     mem_turns=10 mem_runs="4:4 16:4 16:16"
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
-    lat_tasks=64 lat_calls=5 lat_jobs=32 lat_s=1
+    lat_tasks=64 lat_calls=5 lat_jobs=32 lat_s=1 lat_reps=3
     co_commits=3000 co_files=300 co_tasks=50 co_reps=5
     mem_turns=100 mem_runs="16:16 64:16 64:64"
 fi
 
-work=$(mktemp -d -p "${BENCH_DIR:-${TMPDIR:-/tmp}}")
+mkdir -p "${BENCH_DIR:=$root/target}"
+work=$(mktemp -d -p "$BENCH_DIR")
 shm_work=""
 cleanup() {
     # Only the servers this script started, by pid.
@@ -136,15 +142,16 @@ def peak_rss(run):
     v = json.load(open(os.path.join(run, "run.json"))).get("peak_rss_bytes")
     print(v if v is not None else "none")
 
-def checkouts(run):
+def checkouts(*runs):
     """Prints: fetch_s (the task that fetched) median_s (the others) n."""
     fetch, others = [], []
-    for tid in os.listdir(os.path.join(run, "tasks")):
-        with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
-            for line in f:
-                e = json.loads(line)
-                if e.get("event") == "checkout":
-                    (fetch if e["fetched"] else others).append(e["duration_s"])
+    for run in runs:
+        for tid in os.listdir(os.path.join(run, "tasks")):
+            with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
+                for line in f:
+                    e = json.loads(line)
+                    if e.get("event") == "checkout":
+                        (fetch if e["fetched"] else others).append(e["duration_s"])
     print(f"{max(fetch) if fetch else -1} {statistics.median(others)} {len(others)}")
 
 def overhead(run):
@@ -160,8 +167,10 @@ def overhead(run):
     m = statistics.median
     print(f"{m(outside):.3f} {m(co):.3f} {m(test):.3f}")
 
-def git_refs(repo, sha, scratch, reps):
-    """Median seconds of each way to get a working tree of repo@sha."""
+GIT_WAYS = ["clone", "clone_no_local", "worktree", "archive", "bare_no_local"]
+
+def git_round(repo, sha, scratch, r, times_file):
+    """Times each way to get a working tree of repo@sha once; appends a line."""
     env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
     ways = {
         "clone": lambda d: ["git", "clone", "-q", repo, d],
@@ -170,17 +179,22 @@ def git_refs(repo, sha, scratch, reps):
         "archive": lambda d: ["sh", "-c", f"mkdir {d} && git -C {repo} archive {sha} | tar -x -C {d}"],
         "bare_no_local": lambda d: ["git", "clone", "-q", "--bare", "--no-local", repo, d],
     }
-    times = {k: [] for k in ways}
-    for r in range(reps):
-        for name, cmd in ways.items():  # round-robin spreads the noise
-            d = os.path.join(scratch, f"{name}-{r}")
-            t = time.perf_counter()
-            subprocess.run(cmd(d), check=True, env=env)
-            times[name].append(time.perf_counter() - t)
-            if name == "worktree":
-                subprocess.run(["git", "-C", repo, "worktree", "remove", "--force", d], check=True, env=env)
-            shutil.rmtree(d, ignore_errors=True)
-    print(" ".join(f"{statistics.median(times[k]):.6f}" for k in ways))
+    times = {}
+    for name in GIT_WAYS:
+        d = os.path.join(scratch, f"{name}-{r}")
+        t = time.perf_counter()
+        subprocess.run(ways[name](d), check=True, env=env)
+        times[name] = time.perf_counter() - t
+        if name == "worktree":
+            subprocess.run(["git", "-C", repo, "worktree", "remove", "--force", d], check=True, env=env)
+        shutil.rmtree(d, ignore_errors=True)
+    with open(times_file, "a") as f:
+        f.write(json.dumps(times) + "\n")
+
+def git_medians(times_file):
+    """Median seconds of each way over the rounds, in GIT_WAYS order."""
+    rounds = [json.loads(line) for line in open(times_file)]
+    print(" ".join(f"{statistics.median(r[k] for r in rounds):.6f}" for k in GIT_WAYS))
 
 def table(path):
     rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
@@ -306,21 +320,28 @@ section_throughput() {
 
 section_latency() {
     tools tasks "$work/lat.jsonl" "$lat_tasks" "$work/repo" "$sha"
-    start_server $((lat_calls - 1)) "$lat_s"
-    onebash "$work/lat" "$work/lat.jsonl" "$lat_jobs" "$lat_calls" none
-    stop_server
-    local ideal eff verdict
-    ideal=$(calc "$requests * $lat_s / $lat_jobs")
-    eff=$(calc "round($ideal / $wall, 3)")
-    verdict=$(calc "'ok' if $eff >= 0.9 else 'MISS'")
-    echo "$lat_tasks tasks x $lat_calls model calls, ${lat_s} s model latency, -j $lat_jobs, --sandbox none"
-    printf '  %d calls in %.2f s; ideal %.2f s (calls x latency / jobs); efficiency %.3f\n' "$requests" "$wall" "$ideal" "$eff"
-    echo "  the server held up to $max_in_flight calls at once (-j $lat_jobs)"
-    read -r outside co test < <(tools overhead "$work/lat")
-    printf '  per task, median: %.2f s outside model calls (checkout %.2f s, test %.2f s); %d waves of -j %d\n' \
-        "$outside" "$co" "$test" "$(calc "-(-$lat_tasks // $lat_jobs)")" "$lat_jobs"
-    fig "latency ${lat_s}s: wall s (ideal $(calc "round($ideal, 2)"))" "$(calc "round($wall, 2)")" "-" ""
-    fig "latency ${lat_s}s: efficiency ideal/actual" "$eff" ">= 0.9" "$verdict"
+    echo "$lat_tasks tasks x $lat_calls model calls, ${lat_s} s model latency, -j $lat_jobs, --sandbox none; $lat_reps runs"
+    local r ideal eff walls=() effs=()
+    for r in $(seq "$lat_reps"); do
+        start_server $((lat_calls - 1)) "$lat_s"
+        onebash "$work/lat-$r" "$work/lat.jsonl" "$lat_jobs" "$lat_calls" none
+        stop_server
+        ideal=$(calc "$requests * $lat_s / $lat_jobs")
+        eff=$(calc "round($ideal / $wall, 3)")
+        walls+=("$wall") effs+=("$eff")
+        printf '  run %d: %d calls in %.2f s; ideal %.2f s (calls x latency / jobs); efficiency %.3f; the server held up to %d calls at once\n' \
+            "$r" "$requests" "$wall" "$ideal" "$eff" "$max_in_flight"
+        read -r outside co test < <(tools overhead "$work/lat-$r")
+        printf '         per task, median: %.2f s outside model calls (checkout %.2f s, test %.2f s); %d waves of -j %d\n' \
+            "$outside" "$co" "$test" "$(calc "-(-$lat_tasks // $lat_jobs)")" "$lat_jobs"
+    done
+    # The median run: this machine is shared, and one run can land on a
+    # busy second.
+    wall=$(calc "sorted([${walls[*]/%/,}])[$lat_reps // 2]")
+    eff=$(calc "sorted([${effs[*]/%/,}])[$lat_reps // 2]")
+    echo "  median of $lat_reps runs: efficiency $eff (all: ${effs[*]})"
+    fig "latency ${lat_s}s: wall s, median (ideal $(calc "round($ideal, 2)"))" "$(calc "round($wall, 2)")" "-" ""
+    fig "latency ${lat_s}s: efficiency ideal/actual" "$eff" ">= 0.9" "$(calc "'ok' if $eff >= 0.9 else 'MISS'")"
 }
 
 # checkout_on LABEL DIR: the checkout comparison with everything in DIR.
@@ -335,12 +356,19 @@ checkout_on() {
     # the end of 50-deep delta chains, a layout no real repo has.
     git -C "$repo" repack -adfq
     head=$(git -C "$repo" rev-parse main)
-    tools tasks "$dir/co.jsonl" "$co_tasks" "$repo" "$head" c
-    start_server 0
-    onebash "$dir/co-run" "$dir/co.jsonl" 1 1 none "$dir/cache"
-    stop_server
-    read -r fetch median n < <(tools checkouts "$dir/co-run")
-    read -r clone noloc wt archive bare < <(tools git_refs "$repo" "$head" "$dir" "$co_reps")
+    # Rounds of onebash tasks, then each git way once: a disk whose speed
+    # drifts (this VM's does, by 10x over minutes) weighs on all alike.
+    local r runs=()
+    for r in $(seq "$co_reps"); do
+        tools tasks "$dir/co-$r.jsonl" $((co_tasks / co_reps)) "$repo" "$head" "c$r-"
+        start_server 0
+        onebash "$dir/co-run-$r" "$dir/co-$r.jsonl" 1 1 none "$dir/cache"
+        stop_server
+        runs+=("$dir/co-run-$r")
+        tools git_round "$repo" "$head" "$dir" "$r" "$dir/git-times.jsonl"
+    done
+    read -r fetch median n < <(tools checkouts "${runs[@]}")
+    read -r clone noloc wt archive bare < <(tools git_medians "$dir/git-times.jsonl")
     echo "  on $label ($dir):"
     printf '    %-52s %8.1f ms\n' "onebash checkout, median of $n" "$(calc "$median * 1000")"
     printf '    %-52s %8.1f ms  (%.1fx onebash)\n' \
@@ -363,7 +391,7 @@ checkout_on() {
 }
 
 section_checkout() {
-    echo "a repo of $co_commits commits over $co_files files; $co_tasks tasks at -j 1 (checkout + 1 model call + \`true\`); git timings: median of $co_reps"
+    echo "a repo of $co_commits commits over $co_files files; $co_tasks tasks at -j 1 (checkout + 1 model call + \`true\`); in $co_reps rounds, each followed by one of each git way; medians"
     checkout_on disk "$work/co"
     # tmpfs, when /dev/shm is one and is not where the work folder already is.
     if [ -n "$shm_work" ]; then
