@@ -33,7 +33,8 @@
 #             -j 32, against the ideal calls x latency / jobs; efficiency =
 #             ideal / actual; three runs, the median in the table. The
 #             server's peak of calls in flight shows that it really
-#             overlapped them.
+#             overlapped them. With the run folder in the work folder, and
+#             again on /dev/shm (tmpfs) when there is one.
 # checkout    A repo with a long history (3000 commits over 300 files, made by
 #             `git fast-import`, then `git repack -adf`), 50 tasks on it that
 #             only check out, call the model once (it answers at once) and run
@@ -318,30 +319,45 @@ section_throughput() {
     done
 }
 
-section_latency() {
-    tools tasks "$work/lat.jsonl" "$lat_tasks" "$work/repo" "$sha"
-    echo "$lat_tasks tasks x $lat_calls model calls, ${lat_s} s model latency, -j $lat_jobs, --sandbox none; $lat_reps runs"
-    local r ideal eff walls=() effs=()
+# latency_on LABEL DIR: the latency runs with run folders and cache in DIR.
+latency_on() {
+    local label=$1 dir=$2 r ideal eff walls=() effs=()
+    mkdir -p "$dir"
+    echo "  on $label ($dir):"
     for r in $(seq "$lat_reps"); do
         start_server $((lat_calls - 1)) "$lat_s"
-        onebash "$work/lat-$r" "$work/lat.jsonl" "$lat_jobs" "$lat_calls" none
+        onebash "$dir/lat-$r" "$work/lat.jsonl" "$lat_jobs" "$lat_calls" none "$dir/lat-cache"
         stop_server
         ideal=$(calc "$requests * $lat_s / $lat_jobs")
         eff=$(calc "round($ideal / $wall, 3)")
         walls+=("$wall") effs+=("$eff")
-        printf '  run %d: %d calls in %.2f s; ideal %.2f s (calls x latency / jobs); efficiency %.3f; the server held up to %d calls at once\n' \
+        printf '    run %d: %d calls in %.2f s; ideal %.2f s (calls x latency / jobs); efficiency %.3f; the server held up to %d calls at once\n' \
             "$r" "$requests" "$wall" "$ideal" "$eff" "$max_in_flight"
-        read -r outside co test < <(tools overhead "$work/lat-$r")
-        printf '         per task, median: %.2f s outside model calls (checkout %.2f s, test %.2f s); %d waves of -j %d\n' \
+        read -r outside co test < <(tools overhead "$dir/lat-$r")
+        printf '           per task, median: %.2f s outside model calls (checkout %.2f s, test %.2f s); %d waves of -j %d\n' \
             "$outside" "$co" "$test" "$(calc "-(-$lat_tasks // $lat_jobs)")" "$lat_jobs"
     done
     # The median run: this machine is shared, and one run can land on a
     # busy second.
     wall=$(calc "sorted([${walls[*]/%/,}])[$lat_reps // 2]")
     eff=$(calc "sorted([${effs[*]/%/,}])[$lat_reps // 2]")
-    echo "  median of $lat_reps runs: efficiency $eff (all: ${effs[*]})"
-    fig "latency ${lat_s}s: wall s, median (ideal $(calc "round($ideal, 2)"))" "$(calc "round($wall, 2)")" "-" ""
-    fig "latency ${lat_s}s: efficiency ideal/actual" "$eff" ">= 0.9" "$(calc "'ok' if $eff >= 0.9 else 'MISS'")"
+    echo "    median of $lat_reps runs: efficiency $eff (all: ${effs[*]})"
+    fig "latency ${lat_s}s [$label]: wall s, median (ideal $(calc "round($ideal, 2)"))" "$(calc "round($wall, 2)")" "-" ""
+    fig "latency ${lat_s}s [$label]: efficiency ideal/actual" "$eff" ">= 0.9" "$(calc "'ok' if $eff >= 0.9 else 'MISS'")"
+}
+
+section_latency() {
+    tools tasks "$work/lat.jsonl" "$lat_tasks" "$work/repo" "$sha"
+    echo "$lat_tasks tasks x $lat_calls model calls, ${lat_s} s model latency, -j $lat_jobs, --sandbox none; $lat_reps runs"
+    latency_on disk "$work/lat"
+    # The run folder (working copies, trajectories) on tmpfs too: the
+    # per-task file work is a part of the fixed cost, and this VM's disk
+    # slows down by up to 10x after minutes of writes.
+    if [ -n "$shm_work" ]; then
+        latency_on tmpfs "$shm_work/lat"
+    else
+        echo "  on tmpfs: skipped (no writable tmpfs at /dev/shm, or the work folder is on one already)"
+    fi
 }
 
 # checkout_on LABEL DIR: the checkout comparison with everything in DIR.
@@ -433,9 +449,10 @@ section_memory() {
     done
 }
 
-# The checkout section also runs on tmpfs, when /dev/shm is one and the work
-# folder is not on one already. Made here so that the exit trap removes it.
-if [[ " $sections " == *" checkout "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
+# The checkout and latency sections also run on tmpfs, when /dev/shm is one
+# and the work folder is not on one already. Made here so that the exit trap
+# removes it.
+if [[ " $sections " == *" checkout "* || " $sections " == *" latency "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
     && [ "$(stat -f -c %T /dev/shm)" = tmpfs ] && [ "$(stat -f -c %T "$work")" != tmpfs ]; then
     shm_work=$(mktemp -d /dev/shm/onebash-bench.XXXXXX)
 fi
