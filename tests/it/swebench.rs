@@ -1,6 +1,6 @@
 //! SWE-bench in, SWE-bench out: instance lines over a local folder of
-//! mirrors, graded per test by the official rules from real unittest
-//! output, and predictions.jsonl.
+//! mirrors, graded per test by the official rules from real unittest and
+//! pytest output, and predictions.jsonl.
 
 use std::process::Command;
 
@@ -357,4 +357,109 @@ fn empty_test_lists_grade_by_exit_code() {
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("t")["status"], "passed");
     assert!(!run.task_dir("t").join("tests.json").exists());
+}
+
+/// True when `python3 -m pytest` runs. CI installs pytest (.ci/run), so
+/// there a missing pytest fails the test; elsewhere the test is skipped
+/// with a note on stderr.
+fn pytest_available() -> bool {
+    let found = Command::new("python3")
+        .args(["-m", "pytest", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "pytest is missing, but CI is set: CI must install it for the per-test grading tests"
+    );
+    if !found {
+        eprintln!("skipped: python3 -m pytest does not run (pip install pytest to run this test)");
+    }
+    found
+}
+
+#[test]
+fn real_pytest_output_grades_each_test_by_its_node_id() {
+    // What pytest itself prints with -rA: parametrized ids (one with a
+    // space), a failure message after " - ", an xfail, and a skipped test,
+    // which -rA names by file and line only, so it has no status.
+    if !pytest_available() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let calc = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n";
+    let visible = "from calc import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n";
+    let (repo, sha) = fixture.repo(
+        "repo",
+        &[("calc.py", calc), ("tests/test_calc.py", visible)],
+    );
+    let hidden = "import pytest\nfrom calc import add, neg\n\n\n\
+        def test_neg():\n    assert neg(2) == -2\n\n\n\
+        @pytest.mark.parametrize(\"a,b,total\", [(1, 2, 3), (0, 0, 0)], ids=[\"one two\", \"zeros\"])\n\
+        def test_add(a, b, total):\n    assert add(a, b) == total\n\n\n\
+        @pytest.mark.skip(reason=\"not today\")\ndef test_later():\n    pass\n\n\n\
+        @pytest.mark.xfail(reason=\"known\")\ndef test_known_bug():\n    assert False\n";
+    let gold = diff_of(&repo, &[("calc.py", &calc.replacen("a - b", "a + b", 1))]);
+    let test_patch = diff_of(&repo, &[("tests/test_calc.py", hidden)]);
+    let spec = |id: &str| {
+        json!({
+            "id": id,
+            "repo": repo.display().to_string(),
+            "base_commit": sha,
+            "problem_statement": format!("Problem of task {id}. add() subtracts."),
+            "test_command": "python3 -m pytest -rA -p no:cacheprovider tests/test_calc.py",
+            "gold_patch": gold,
+            "test_patch": test_patch,
+            "fail_to_pass": ["tests/test_calc.py::test_add[one two]"],
+            "pass_to_pass": [
+                "tests/test_calc.py::test_neg",
+                "tests/test_calc.py::test_add[zeros]",
+            ],
+        })
+    };
+    let tasks = fixture.tasks(&[spec("fixed"), spec("untouched")]);
+    let server = scripted_agent(&[
+        ("fixed", &["sed -i '0,/a - b/s//a + b/' calc.py"]),
+        ("untouched", &["cat calc.py"]),
+    ]);
+    let run = fixture.run(
+        &tasks,
+        &["--model", "scripted", "--base-url", &server.base_url()],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(
+        run.row("fixed")["status"],
+        "passed",
+        "{}",
+        std::fs::read_to_string(run.task_dir("fixed").join("test.log")).unwrap_or_default()
+    );
+    assert_eq!(run.row("untouched")["status"], "failed");
+
+    let tests_json = |id: &str| -> Value {
+        let text =
+            std::fs::read_to_string(run.task_dir(id).join("tests.json")).expect("tests.json");
+        serde_json::from_str(&text).expect("json")
+    };
+    let fixed = tests_json("fixed");
+    let untouched = tests_json("untouched");
+    let status = |json: &Value, test: &str| json["statuses"][test].as_str().map(str::to_owned);
+    for (test, before, after) in [
+        ("tests/test_calc.py::test_add[one two]", "FAILED", "PASSED"),
+        ("tests/test_calc.py::test_add[zeros]", "PASSED", "PASSED"),
+        ("tests/test_calc.py::test_neg", "PASSED", "PASSED"),
+        ("tests/test_calc.py::test_known_bug", "XFAIL", "XFAIL"),
+    ] {
+        assert_eq!(
+            status(&untouched, test).as_deref(),
+            Some(before),
+            "{test}: {untouched}"
+        );
+        assert_eq!(
+            status(&fixed, test).as_deref(),
+            Some(after),
+            "{test}: {fixed}"
+        );
+    }
+    assert_eq!(status(&fixed, "tests/test_calc.py::test_later"), None);
+    assert_eq!(untouched["verdict"]["fail_to_pass"][0]["ok"], false);
+    assert_eq!(fixed["verdict"]["resolved"], true);
 }
