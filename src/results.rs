@@ -103,6 +103,43 @@ pub struct ResultRow {
     pub replay_divergences: u32,
 }
 
+impl ResultRow {
+    /// A row with nothing counted yet: status `error`, no turns, tokens or
+    /// times. A task fills it in as its stages end; one that never got far
+    /// keeps it as it is.
+    pub fn blank(
+        task_id: TaskId,
+        epoch: u32,
+        model: String,
+        prompt: String,
+        exit_reason: ExitReason,
+    ) -> ResultRow {
+        ResultRow {
+            task_id,
+            epoch,
+            model,
+            prompt,
+            status: Status::Error,
+            exit_reason,
+            passed: false,
+            turns: 0,
+            tool_calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            total_tokens: 0,
+            cost_usd: None,
+            agent_seconds: 0.0,
+            test_seconds: None,
+            wall_seconds: 0.0,
+            test_exit_code: None,
+            error: String::new(),
+            model_retries: 0,
+            retry_wait_seconds: 0.0,
+            replay_divergences: 0,
+        }
+    }
+}
+
 /// Rounds seconds to milliseconds for the CSV.
 pub fn round_seconds(seconds: f64) -> f64 {
     (seconds * 1000.0).round() / 1000.0
@@ -324,28 +361,20 @@ mod tests {
     use super::*;
 
     fn row() -> ResultRow {
+        let id = TaskId::parse("t1").expect("id");
+        let blank = ResultRow::blank(
+            id,
+            1,
+            "m".into(),
+            "default@abc".into(),
+            ExitReason::CheckoutError,
+        );
         ResultRow {
-            task_id: TaskId::parse("t1").expect("id"),
-            epoch: 1,
-            model: "m".into(),
-            prompt: "default@abc".into(),
-            status: Status::Error,
-            exit_reason: ExitReason::CheckoutError,
-            passed: false,
-            turns: 0,
-            tool_calls: 0,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            total_tokens: 0,
-            cost_usd: None,
-            agent_seconds: 0.0,
-            test_seconds: None,
             wall_seconds: 1.25,
-            test_exit_code: None,
             error: "failed to fetch x: \"quoted\", comma".into(),
             model_retries: 2,
             retry_wait_seconds: 1.5,
-            replay_divergences: 0,
+            ..blank
         }
     }
 

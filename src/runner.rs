@@ -469,27 +469,11 @@ fn setup_failure(record: &CommandRecord) -> String {
 
 /// A row with nothing measured yet: status `error`, no verdict.
 fn blank_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, exit_reason: ExitReason) -> ResultRow {
-    ResultRow {
-        task_id: task.id.clone(),
+    ResultRow::blank(
+        task.id.clone(),
         epoch,
-        model: ctx.config.model.name().to_owned(),
-        prompt: ctx.config.prompt.label(),
-        status: Status::Error,
+        ctx.config.model.name().to_owned(),
+        ctx.config.prompt.label(),
         exit_reason,
-        passed: false,
-        turns: 0,
-        tool_calls: 0,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        total_tokens: 0,
-        cost_usd: None,
-        agent_seconds: 0.0,
-        test_seconds: None,
-        wall_seconds: 0.0,
-        test_exit_code: None,
-        error: String::new(),
-        model_retries: 0,
-        retry_wait_seconds: 0.0,
-        replay_divergences: 0,
-    }
+    )
 }

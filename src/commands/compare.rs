@@ -343,32 +343,21 @@ mod tests {
     use crate::task::TaskId;
 
     fn row(task: &str, passed: Option<bool>, tokens: u64) -> ResultRow {
+        let id = TaskId::parse(task).expect("id");
         ResultRow {
-            task_id: TaskId::parse(task).expect("id"),
-            epoch: 1,
-            model: "m".into(),
-            prompt: "p@1".into(),
             status: match passed {
                 Some(true) => Status::Passed,
                 Some(false) => Status::Failed,
                 None => Status::Error,
             },
-            exit_reason: ExitReason::Completed,
             passed: passed == Some(true),
             turns: 2,
             tool_calls: 1,
             prompt_tokens: tokens,
-            completion_tokens: 0,
             total_tokens: tokens,
-            cost_usd: None,
             agent_seconds: 1.0,
-            test_seconds: None,
             wall_seconds: 1.0,
-            test_exit_code: None,
-            error: String::new(),
-            model_retries: 0,
-            retry_wait_seconds: 0.0,
-            replay_divergences: 0,
+            ..ResultRow::blank(id, 1, "m".into(), "p@1".into(), ExitReason::Completed)
         }
     }
 

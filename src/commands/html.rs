@@ -204,36 +204,27 @@ mod tests {
 
     /// A row for the page tests of the submodules.
     pub(super) fn row(task: &str, status: Status, turns: u32, tokens: u64) -> ResultRow {
+        let id = TaskId::parse(task).expect("id");
+        let exit_reason = match status {
+            Status::Error => ExitReason::ApiError,
+            Status::Failed => ExitReason::MaxTurns,
+            Status::Passed => ExitReason::Completed,
+        };
         ResultRow {
-            task_id: TaskId::parse(task).expect("id"),
-            epoch: 1,
-            model: "m<b>".into(),
-            prompt: "p@1".into(),
             status,
-            exit_reason: match status {
-                Status::Error => ExitReason::ApiError,
-                Status::Failed => ExitReason::MaxTurns,
-                Status::Passed => ExitReason::Completed,
-            },
             passed: status == Status::Passed,
             turns,
             tool_calls: turns.saturating_sub(1),
             prompt_tokens: tokens,
-            completion_tokens: 0,
             total_tokens: tokens,
-            cost_usd: None,
             agent_seconds: 1.0,
-            test_seconds: None,
             wall_seconds: 1.0,
-            test_exit_code: None,
             error: if status == Status::Error {
                 "HTTP 500 from https://api.example/v1 <html>".into()
             } else {
                 String::new()
             },
-            model_retries: 0,
-            retry_wait_seconds: 0.0,
-            replay_divergences: 0,
+            ..ResultRow::blank(id, 1, "m<b>".into(), "p@1".into(), exit_reason)
         }
     }
 

@@ -390,17 +390,14 @@ mod tests {
     use crate::task::TaskId;
 
     fn row(task: &str, epoch: u32, status: Status) -> ResultRow {
+        let id = TaskId::parse(task).expect("id");
+        let exit_reason = if status == Status::Error {
+            ExitReason::ApiError
+        } else {
+            ExitReason::Completed
+        };
         ResultRow {
-            task_id: TaskId::parse(task).expect("id"),
-            epoch,
-            model: "m".into(),
-            prompt: "p@1".into(),
             status,
-            exit_reason: if status == Status::Error {
-                ExitReason::ApiError
-            } else {
-                ExitReason::Completed
-            },
             passed: status == Status::Passed,
             turns: 4,
             tool_calls: 3,
@@ -412,10 +409,7 @@ mod tests {
             test_seconds: Some(1.0),
             wall_seconds: 3.0,
             test_exit_code: Some(0),
-            error: String::new(),
-            model_retries: 0,
-            retry_wait_seconds: 0.0,
-            replay_divergences: 0,
+            ..ResultRow::blank(id, epoch, "m".into(), "p@1".into(), exit_reason)
         }
     }
 

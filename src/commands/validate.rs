@@ -190,28 +190,12 @@ mod tests {
     use crate::task::TaskId;
 
     fn row(task: &str, status: Status, exit_reason: ExitReason, error: &str) -> ResultRow {
+        let id = TaskId::parse(task).expect("id");
         ResultRow {
-            task_id: TaskId::parse(task).expect("id"),
-            epoch: 1,
-            model: "m".into(),
-            prompt: "p".into(),
             status,
-            exit_reason,
             passed: status == Status::Passed,
-            turns: 0,
-            tool_calls: 0,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            total_tokens: 0,
-            cost_usd: None,
-            agent_seconds: 0.0,
-            test_seconds: None,
-            wall_seconds: 0.0,
-            test_exit_code: None,
             error: error.into(),
-            model_retries: 0,
-            retry_wait_seconds: 0.0,
-            replay_divergences: 0,
+            ..ResultRow::blank(id, 1, "m".into(), "p".into(), exit_reason)
         }
     }
 
