@@ -256,6 +256,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
+    /// Where working copies go while their tasks run: a folder of this run's own is made in DIR (a fast local disk or tmpfs when the run folder is on a network file system) [default: the run folder's workdirs/].
+    #[arg(long, value_name = "DIR")]
+    pub workdirs: Option<PathBuf>,
+
     /// Sandbox for agent and test commands: `auto` = bwrap when it is installed and works, else none with a warning.
     #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
     pub sandbox: SandboxMode,
@@ -284,7 +288,7 @@ pub struct RunArgs {
     #[arg(long, requires = "resume")]
     pub retry_errors: bool,
 
-    /// Keep each task's working copy (under the run folder's workdirs/) instead of deleting it.
+    /// Keep each task's working copy (under the run folder's workdirs/, or --workdirs) instead of deleting it.
     #[arg(long)]
     pub keep_workdirs: bool,
 }

@@ -102,6 +102,9 @@ pub struct RunConfig {
     pub limit: Option<usize>,
     pub out_dir: PathBuf,
     pub cache_dir: PathBuf,
+    /// This run's folder of working copies: `<out_dir>/workdirs`, or a
+    /// folder of its own in `--workdirs`.
+    pub workdirs: PathBuf,
     pub keep_workdirs: bool,
     pub resume: bool,
     pub retry_errors: bool,
@@ -289,17 +292,26 @@ impl RunConfig {
         check_out_dir(&out_dir, args.resume)?;
         let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
         let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
+        let workdirs_root = args
+            .workdirs
+            .as_ref()
+            .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+        let workdirs = match &workdirs_root {
+            None => out_dir.join("workdirs"),
+            Some(root) => root.join(workdirs_name(&out_dir)),
+        };
 
         // The agent must not read the task file (gold patches, hidden tests)
         // or the run folder (other tasks' trajectories); the cache must stay
         // readable, since working copies borrow its objects.
         let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
-        let (sandbox, sandbox_warning) = Sandbox::choose(
-            args.sandbox,
-            &[absolute(&args.tasks), absolute(&out_dir)],
-            &[absolute(&cache_dir)],
-        )
-        .map_err(ConfigError::Usage)?;
+        // So must other working copies in --workdirs, this run's or other
+        // runs': each command sees its own, bound in on top.
+        let mut hidden = vec![absolute(&args.tasks), absolute(&out_dir)];
+        hidden.extend(workdirs_root);
+        let (sandbox, sandbox_warning) =
+            Sandbox::choose(args.sandbox, &hidden, &[absolute(&cache_dir)])
+                .map_err(ConfigError::Usage)?;
         warnings.extend(sandbox_warning);
         const MIB: u64 = 1024 * 1024;
         let limits = Limits {
@@ -340,6 +352,7 @@ impl RunConfig {
             limit: args.limit,
             out_dir,
             cache_dir,
+            workdirs,
             keep_workdirs: args.keep_workdirs,
             resume: args.resume,
             retry_errors: args.retry_errors,
@@ -576,6 +589,19 @@ fn take_secret_env(name: &str) -> Option<String> {
         std::env::remove_var(name);
     }
     value
+}
+
+/// The name of a run's own folder in `--workdirs`: the run folder's name and
+/// a hash of its full path, so that runs sharing `--workdirs` never meet,
+/// and a resumed run finds (and clears) what its crashed attempt left.
+fn workdirs_name(out_dir: &Path) -> String {
+    let name = out_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let hash = Sha256::digest(out_dir.as_os_str().as_encoded_bytes());
+    let hex: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{name}-{hex}")
 }
 
 fn default_cache_dir() -> PathBuf {

@@ -190,13 +190,6 @@ impl RunFolder {
             .join(format!("epoch-{epoch}"))
     }
 
-    /// Where a working copy goes while its task runs.
-    pub fn workdir(&self, task: &TaskId, epoch: u32) -> PathBuf {
-        self.root
-            .join("workdirs")
-            .join(format!("{}.epoch-{epoch}", task.as_str()))
-    }
-
     /// Writes `run.json` whole, through a temporary file and a rename.
     pub fn write_run_json(&self, value: &serde_json::Value) -> std::io::Result<()> {
         let tmp = self.root.join("run.json.tmp");

@@ -166,7 +166,10 @@ impl TaskRun<'_> {
         let ctx = self.ctx;
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
         let started = Instant::now();
-        let workdir = ctx.folder.workdir(&self.task.id, self.epoch);
+        let workdir =
+            ctx.config
+                .workdirs
+                .join(format!("{}.epoch-{}", self.task.id.as_str(), self.epoch));
         let checkout = tokio::select! {
             checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, &workdir) => checkout,
             () = ctx.cancel.cancelled() => {

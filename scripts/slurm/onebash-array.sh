@@ -40,6 +40,8 @@
 #                one node and none on another
 #   SHARDS       N (default SLURM_ARRAY_TASK_COUNT)
 #   CACHE_DIR    the repo cache (default: node-local, $TMPDIR/onebash-cache-<user>)
+#   WORKDIRS     where the running tasks' working copies go (default:
+#                node-local, $TMPDIR/onebash-work-<user>)
 #   OPENAI_API_KEY_FILE  read the key from this file (mode 600) instead of
 #                the environment; see "the API key" below
 #
@@ -73,12 +75,10 @@ model=${MODEL:-gpt-4.1}
 njobs=${JOBS:-${SLURM_CPUS_PER_TASK:-4}}
 sandbox=${SANDBOX:-bwrap}
 
-# The run folder of this shard, on the shared file system. onebash also keeps
-# the running tasks' checkouts under it (workdirs/, deleted as each task
-# ends), so checkouts, the agent's commands and the tests do their file I/O
-# there. If that file system is slow for many small files, write the run
-# folder to node-local scratch instead and copy it to OUT_ROOT at the end
-# (a node failure then loses the shard's progress).
+# The run folder of this shard, on the shared file system: trajectories and
+# results. The running tasks' working copies go to node-local disk instead
+# (WORKDIRS, below), so checkouts, the agent's commands and the tests do
+# their many small-file writes locally.
 mkdir -p "$out_root"
 # Absolute paths: bwrap cannot bind a checkout given by a relative path.
 out_root=$(cd "$out_root" && pwd)
@@ -96,6 +96,11 @@ out=$out_root/shard-$index
 cache=${CACHE_DIR:-${TMPDIR:-/tmp}/onebash-cache-$(id -un)}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
+# Each run gets a folder of its own in it (named after its run folder), so
+# array tasks sharing a node never meet, and a re-run finds its own again.
+workdirs=${WORKDIRS:-${TMPDIR:-/tmp}/onebash-work-$(id -un)}
+mkdir -p "$workdirs"
+workdirs=$(cd "$workdirs" && pwd)
 
 # A re-run of this index (after a failure, a time limit, a requeue) finds the
 # shard's folder and continues it: rows already written are kept; tasks cut
@@ -122,6 +127,7 @@ onebash run "$tasks" \
     --shard "$((index + 1))/$shards" \
     -o "$out" \
     --cache-dir "$cache" \
+    --workdirs "$workdirs" \
     --model "$model" \
     -j "$njobs" \
     --sandbox "$sandbox" \

@@ -198,9 +198,9 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     }
     interrupts.abort();
     display.finish();
-    // Working copies live under workdirs/ while their tasks run; drop the
-    // folder when none was kept (remove_dir only removes an empty folder).
-    let _ = std::fs::remove_dir(folder.root().join("workdirs"));
+    // Working copies live in the run's workdirs folder while their tasks
+    // run; drop it when none was kept (remove_dir only removes an empty one).
+    let _ = std::fs::remove_dir(&ctx.config.workdirs);
 
     if let Err(err) = write_predictions(&folder, &rows) {
         eprintln!("warning: failed to write predictions.jsonl: {err}");

@@ -776,6 +776,75 @@ fn working_copy_is_kept_only_with_keep_workdirs() {
 // ---------------------------------------------------------------------------
 
 #[test]
+fn working_copies_go_to_a_folder_of_the_runs_own_in_workdirs() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[
+        task("a", &repo, &sha, "touch made-by-a", json!({})),
+        task("b", &repo, &sha, "test ! -e made-by-a", json!({})),
+    ]);
+    let root = fixture.path("fast-disk");
+    let root_arg = root.to_str().expect("UTF-8").to_owned();
+    let args = |keep: bool| {
+        let mut args = vec![
+            "--model",
+            "noop",
+            "--sandbox",
+            "none",
+            "--workdirs",
+            &root_arg,
+        ];
+        if keep {
+            args.push("--keep-workdirs");
+        }
+        args
+    };
+    let kept = fixture.run_into(&fixture.path("one"), &tasks, &args(true), &[]);
+    let other = fixture.run_into(&fixture.path("two"), &tasks, &args(false), &[]);
+    for run in [&kept, &other] {
+        assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+        assert!(!run.out.join("workdirs").exists());
+    }
+    // Only the kept run's folder is left, holding both working copies.
+    let left: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("the workdirs folder")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let name = left[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("one-"), "{name}");
+    assert!(left[0].join("a.epoch-1/made-by-a").is_file());
+    assert!(left[0].join("b.epoch-1/README.md").is_file());
+
+    // Resuming finds the same folder: a leftover working copy is replaced.
+    std::fs::write(left[0].join("b.epoch-1/stale"), "x").expect("write");
+    std::fs::write(
+        kept.out.join("results.csv"),
+        std::fs::read_to_string(kept.out.join("results.csv"))
+            .expect("results")
+            .lines()
+            .filter(|line| !line.starts_with("b,"))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>(),
+    )
+    .expect("drop b's row");
+    let mut resume = args(true);
+    resume.push("--resume");
+    let resumed = fixture.run_into(&fixture.path("one"), &tasks, &resume, &[]);
+    assert_eq!(
+        resumed.row("b")["status"],
+        "passed",
+        "stderr:\n{}",
+        resumed.stderr
+    );
+    assert!(!left[0].join("b.epoch-1/stale").exists());
+}
+
+#[test]
 fn runs_shard_filter_and_limit_select_the_right_tasks() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);

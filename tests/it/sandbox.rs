@@ -1162,3 +1162,56 @@ fn sandbox_auto_without_bwrap_runs_unsandboxed_with_one_warning() {
     );
     assert_eq!(run_json(&with_bwrap)["settings"]["sandbox_used"], "bwrap");
 }
+
+#[test]
+fn other_working_copies_in_workdirs_are_hidden_from_a_task() {
+    // With --workdirs outside the run folder, the run folder's hiding no
+    // longer covers the working copies: the folder is hidden on its own,
+    // and each command sees only its own working copy in it.
+    if !bwrap_available() {
+        return;
+    }
+    let fixture = fixture();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let root = fixture.path("workdirs");
+    let others = format!("{}/*/first.epoch-1", root.display());
+    let tasks = fixture.tasks(&[
+        task("first", &repo, &sha, "touch mine", json!({})),
+        task(
+            "second",
+            &repo,
+            &sha,
+            // Its own working copy is there; the first task's (kept, with
+            // the file it made) is not, nor any other run's folder.
+            &format!(
+                "test -f README.md && ! ls -d {others} && test $(ls {root} | wc -l) = 1",
+                root = root.display()
+            ),
+            json!({}),
+        ),
+    ]);
+    std::fs::create_dir_all(root.join("another-run/t.epoch-1")).expect("another run's folder");
+    let run = fixture.run(
+        &tasks,
+        &[
+            "--sandbox",
+            "bwrap",
+            "--model",
+            "noop",
+            "-j",
+            "1",
+            "--keep-workdirs",
+            "--workdirs",
+            root.to_str().expect("UTF-8"),
+        ],
+    );
+    // The first task's working copy is really there, on the host.
+    let kept: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("the workdirs folder")
+        .map(|entry| entry.expect("entry").path().join("first.epoch-1/mine"))
+        .filter(|mine| mine.is_file())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(run.row("first")["status"], "passed", "{}", run.stderr);
+    assert_eq!(run.row("second")["status"], "passed", "{}", run.stderr);
+}
