@@ -428,8 +428,20 @@ fn local_objects(location: &str) -> Option<PathBuf> {
 /// libgit2's fetch from a path re-packs the whole history instead (seconds
 /// for a repo that this does in milliseconds). Objects never change once
 /// written, so a link is as good as a copy; each file appears whole, by
-/// link or rename, and a pack before its index.
+/// link or rename, and a pack before its index. Loose objects go first:
+/// git only ever moves objects from loose into new packs and deletes old
+/// packs after writing new ones, so a `gc` running in the repo meanwhile
+/// either leaves a file this misses with an error (and the caller starts
+/// again without seeding) or a pack this still lists; never a hole.
 fn seed_objects(source: &Path, mirror_objects: &Path) -> std::io::Result<()> {
+    for dir in loose_object_dirs(source)? {
+        let into = mirror_objects.join(dir.file_name().unwrap_or_default());
+        std::fs::create_dir_all(&into)?;
+        for entry in std::fs::read_dir(&dir)? {
+            let file = entry?.path();
+            link_or_copy(&file, &into.join(file.file_name().unwrap_or_default()))?;
+        }
+    }
     let mut packs: Vec<PathBuf> = match std::fs::read_dir(source.join("pack")) {
         Ok(entries) => entries
             .map(|entry| entry.map(|e| e.path()))
@@ -449,32 +461,24 @@ fn seed_objects(source: &Path, mirror_objects: &Path) -> std::io::Result<()> {
     for file in &packs {
         link_or_copy(file, &pack_dir.join(file.file_name().unwrap_or_default()))?;
     }
-    for dir in loose_object_dirs(source) {
-        let into = mirror_objects.join(dir.file_name().unwrap_or_default());
-        std::fs::create_dir_all(&into)?;
-        for entry in std::fs::read_dir(&dir)? {
-            let file = entry?.path();
-            link_or_copy(&file, &into.join(file.file_name().unwrap_or_default()))?;
-        }
-    }
     Ok(())
 }
 
-/// The `xx/` folders of loose objects under an objects folder.
-fn loose_object_dirs(objects: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(objects) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| {
-            path.is_dir()
-                && path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()))
-        })
-        .collect()
+/// The `xx/` folders of loose objects under an objects folder. Any error
+/// is the caller's: a folder skipped in silence would be objects missing.
+fn loose_object_dirs(objects: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(objects)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let is_fanout = name
+            .to_str()
+            .is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()));
+        if is_fanout && entry.file_type()?.is_dir() {
+            dirs.push(entry.path());
+        }
+    }
+    Ok(dirs)
 }
 
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -527,8 +531,8 @@ fn create_working_copy(mirror: &Path, commit: Oid, dest: &Path) -> Result<(), Gi
     Ok(())
 }
 
-/// Whether checking out `tree` could run a content filter (line endings,
-/// `ident`), as git would. Only attributes and line-ending settings turn
+/// Whether checking out `tree` could run one of libgit2's content filters
+/// (line endings, `ident`). Only attributes and line-ending settings turn
 /// one on; libgit2 looks up the attributes of every file to find out, which
 /// is half the time of a checkout, so a repo with none of either anywhere
 /// is checked out without: the same bytes, sooner.
@@ -542,8 +546,9 @@ fn filters_may_apply(repo: &Repository, tree: &git2::Tree<'_>) -> Result<bool, G
     // The attribute files outside the tree that libgit2 reads (the repo's
     // own info/attributes: a new working copy has none).
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    // libgit2 takes XDG_CONFIG_HOME as it is, even empty (then a path
+    // relative to the current folder).
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
         .or_else(|| home.map(|home| home.join(".config")));
     let outside = [
@@ -562,10 +567,9 @@ fn filters_may_apply(repo: &Repository, tree: &git2::Tree<'_>) -> Result<bool, G
             git2::TreeWalkResult::Ok
         }
     });
-    match walked {
-        Err(err) if !found => Err(err.into()),
-        _ => Ok(found),
-    }
+    // git2 gives up on a folder name that is not UTF-8: then nothing is
+    // known, and the filters stay on.
+    Ok(found || walked.is_err())
 }
 
 impl Checkout {

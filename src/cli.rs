@@ -256,7 +256,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
-    /// Where working copies go while their tasks run: a folder of this run's own is made in DIR (a fast local disk or tmpfs when the run folder is on a network file system) [default: the run folder's workdirs/].
+    /// Where working copies go while their tasks run: a folder of this run's own is made in DIR (a fast local disk or tmpfs when the run folder is on a network file system; the sandbox hides all of DIR but the task's own working copy) [default: the run folder's workdirs/].
     #[arg(long, value_name = "DIR")]
     pub workdirs: Option<PathBuf>,
 

@@ -17,7 +17,7 @@ use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::cli::{Provider, RunArgs};
 use crate::limits::{Enforcement, LimitPlan, Limits};
 use crate::prompt::{PromptError, PromptVariant};
-use crate::sandbox::{Sandbox, SandboxMode};
+use crate::sandbox::{PRIVATE_DIRS, Sandbox, SandboxMode};
 use crate::task::{LoadOptions, TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -296,6 +296,10 @@ impl RunConfig {
             .workdirs
             .as_ref()
             .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+        if let Some(root) = &workdirs_root {
+            let tasks = std::path::absolute(&args.tasks).unwrap_or_else(|_| args.tasks.clone());
+            check_workdirs(root, &out_dir, &cache_dir, &tasks)?;
+        }
         let workdirs = match &workdirs_root {
             None => out_dir.join("workdirs"),
             Some(root) => root.join(workdirs_name(&out_dir)),
@@ -308,7 +312,12 @@ impl RunConfig {
         // So must other working copies in --workdirs, this run's or other
         // runs': each command sees its own, bound in on top.
         let mut hidden = vec![absolute(&args.tasks), absolute(&out_dir)];
-        hidden.extend(workdirs_root);
+        // Not when the sandbox hides them already: inside the run folder,
+        // or in a folder every command gets empty (a second empty mount
+        // there would be made read-only with the rest).
+        hidden.extend(workdirs_root.filter(|root| {
+            !root.starts_with(&out_dir) && !PRIVATE_DIRS.iter().any(|dir| root.starts_with(dir))
+        }));
         let (sandbox, sandbox_warning) =
             Sandbox::choose(args.sandbox, &hidden, &[absolute(&cache_dir)])
                 .map_err(ConfigError::Usage)?;
@@ -591,6 +600,36 @@ fn take_secret_env(name: &str) -> Option<String> {
     value
 }
 
+/// `--workdirs` must hold working copies and nothing the sandbox treats
+/// otherwise: not the run folder, the cache, the task file or $HOME, and not
+/// inside the cache (which the sandbox shows read-only).
+fn check_workdirs(
+    root: &Path,
+    out_dir: &Path,
+    cache_dir: &Path,
+    tasks: &Path,
+) -> Result<(), ConfigError> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let held = [Some(out_dir), Some(cache_dir), Some(tasks), home.as_deref()]
+        .into_iter()
+        .flatten()
+        .find(|path| path.starts_with(root));
+    let problem = if let Some(path) = held {
+        Some(format!("it holds {}", path.display()))
+    } else if root.starts_with(cache_dir) {
+        Some(format!("it is inside the cache {}", cache_dir.display()))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(ConfigError::Usage(format!(
+            "--workdirs {}: {problem}\nhint: give a folder for working copies only, such as /scratch/onebash or /tmp/onebash",
+            root.display()
+        ))),
+    }
+}
+
 /// The name of a run's own folder in `--workdirs`: the run folder's name and
 /// a hash of its full path, so that runs sharing `--workdirs` never meet,
 /// and a resumed run finds (and clears) what its crashed attempt left.
@@ -599,7 +638,14 @@ fn workdirs_name(out_dir: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let hash = Sha256::digest(out_dir.as_os_str().as_encoded_bytes());
+    // The parent's real path, so that a resume naming the run folder
+    // another way finds the same folder.
+    let stable = out_dir
+        .parent()
+        .and_then(|parent| std::fs::canonicalize(parent).ok())
+        .map(|parent| parent.join(out_dir.file_name().unwrap_or_default()))
+        .unwrap_or_else(|| out_dir.to_owned());
+    let hash = Sha256::digest(stable.as_os_str().as_encoded_bytes());
     let hex: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
     format!("{name}-{hex}")
 }

@@ -15,6 +15,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+/// Folders every sandboxed command gets empty and private (tmpfs): what is
+/// in them on the host is out of its sight already.
+pub const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/dev/shm", "/run"];
+
 /// `--sandbox`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -189,21 +193,10 @@ impl Bwrap {
         if !network {
             push(&["--unshare-net"]);
         }
-        push(&[
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/dev/shm",
-            "--tmpfs",
-            "/run",
-        ]);
+        push(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+        for dir in PRIVATE_DIRS {
+            push(&["--tmpfs", dir]);
+        }
         // With /run hidden, name resolution must still find its files when
         // the network is on (systemd-resolved keeps resolv.conf in /run).
         if network

@@ -845,6 +845,52 @@ fn working_copies_go_to_a_folder_of_the_runs_own_in_workdirs() {
 }
 
 #[test]
+fn workdirs_that_hold_the_run_or_sit_in_the_cache_are_refused() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("a", &repo, &sha, "true", json!({}))]);
+    let cases = [
+        // The run folder is <fixture>/out: its parent holds it.
+        (fixture.dir.path().to_owned(), "holds"),
+        (fixture.path("cache/work"), "inside the cache"),
+    ];
+    for (dir, why) in cases {
+        let dir = dir.to_str().expect("UTF-8").to_owned();
+        let run = fixture.run(
+            &tasks,
+            &["--model", "noop", "--sandbox", "none", "--workdirs", &dir],
+        );
+        assert_eq!(run.code, 2, "{dir}: {}", run.stderr);
+        assert!(run.stderr.contains(why), "{dir}: {}", run.stderr);
+        assert!(!run.out.join("results.csv").exists());
+    }
+}
+
+#[test]
+fn a_folder_name_that_is_not_utf8_checks_out() {
+    // git allows any bytes but / and NUL in a name; git2's tree walk gives
+    // up on them, which must not stop the checkout.
+    use std::os::unix::ffi::OsStrExt;
+    let fixture = Fixture::new();
+    let (repo, _) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let odd = repo.join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir_all(&odd).expect("mkdir");
+    std::fs::write(odd.join("menu.txt"), "soup\n").expect("write");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "latin-1 folder"]);
+    let sha = git(&repo, &["rev-parse", "HEAD"]);
+    let tasks = fixture.tasks(&[task(
+        "t",
+        &repo,
+        &sha,
+        "cat caf*/menu.txt | grep -q soup",
+        json!({}),
+    )]);
+    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none"]);
+    assert_eq!(run.row("t")["status"], "passed", "{}", run.stderr);
+}
+
+#[test]
 fn runs_shard_filter_and_limit_select_the_right_tasks() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);

@@ -1215,3 +1215,28 @@ fn other_working_copies_in_workdirs_are_hidden_from_a_task() {
     assert_eq!(run.row("first")["status"], "passed", "{}", run.stderr);
     assert_eq!(run.row("second")["status"], "passed", "{}", run.stderr);
 }
+
+#[test]
+fn workdirs_in_tmp_leave_tmp_writable() {
+    // /tmp is private to each command already; hiding a --workdirs folder
+    // there again would make the command's /tmp read-only.
+    if !bwrap_available() {
+        return;
+    }
+    let fixture = fixture();
+    let tasks = small_task(&fixture, "touch /tmp/probe && test -f README.md", json!({}));
+    for dir in ["/tmp".to_owned(), format!("/tmp/{}", unique("workdirs"))] {
+        let run = fixture.run_into(
+            &fixture.path(&format!("out-{}", unique("run"))),
+            &tasks,
+            &["--sandbox", "bwrap", "--model", "noop", "--workdirs", &dir],
+            &[],
+        );
+        assert_eq!(
+            run.row("t")["status"],
+            "passed",
+            "--workdirs {dir}: {}",
+            run.stderr
+        );
+    }
+}
