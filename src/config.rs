@@ -292,13 +292,10 @@ impl RunConfig {
         check_out_dir(&out_dir, args.resume)?;
         let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
         let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
-        let workdirs_root = args
-            .workdirs
-            .as_ref()
-            .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+        let workdirs_root = args.workdirs.as_deref().map(absolute);
         if let Some(root) = &workdirs_root {
-            let tasks = std::path::absolute(&args.tasks).unwrap_or_else(|_| args.tasks.clone());
-            check_workdirs(root, &out_dir, &cache_dir, &tasks)?;
+            check_workdirs(root, &out_dir, &cache_dir, &absolute(&args.tasks))?;
         }
         let workdirs = match &workdirs_root {
             None => out_dir.join("workdirs"),
@@ -308,7 +305,6 @@ impl RunConfig {
         // The agent must not read the task file (gold patches, hidden tests)
         // or the run folder (other tasks' trajectories); the cache must stay
         // readable, since working copies borrow its objects.
-        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
         // So must other working copies in --workdirs, this run's or other
         // runs': each command sees its own, bound in on top.
         let mut hidden = vec![absolute(&args.tasks), absolute(&out_dir)];
@@ -643,7 +639,7 @@ fn workdirs_name(out_dir: &Path) -> String {
     let stable = out_dir
         .parent()
         .and_then(|parent| std::fs::canonicalize(parent).ok())
-        .map(|parent| parent.join(out_dir.file_name().unwrap_or_default()))
+        .map(|parent| parent.join(&name))
         .unwrap_or_else(|| out_dir.to_owned());
     let hash = Sha256::digest(stable.as_os_str().as_encoded_bytes());
     let hex: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
