@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent};
+use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent, tool_present};
 
 /// What the scripted model prints in one task: markup and URLs that must
 /// reach the page as text, never as markup or a reference.
@@ -426,13 +426,15 @@ fn drawn_bars(dom: &str, chart: &str) -> usize {
 
 #[test]
 fn html_pages_render_in_headless_chromium() {
-    let Some(browser) = find_chromium() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed, and CI installs it (.ci/run)");
-        }
-        eprintln!("skipped: no chromium or chromium-browser on PATH");
+    let found = find_chromium();
+    if !tool_present(
+        found.is_some(),
+        "chromium",
+        "no chromium or chromium-browser on PATH",
+    ) {
         return;
-    };
+    }
+    let browser = found.expect("found");
     let runs = two_runs();
     let dir = runs.fixture.dir.path();
     onebash_ok(

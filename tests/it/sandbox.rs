@@ -26,23 +26,19 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, git, processes_matching, scripted_agent, task, tool_answers,
+    Fixture, RunOutput, git, processes_matching, scripted_agent, task, tool_answers, tool_present,
 };
 use crate::support::server::{ScriptedServer, text_reply, tool_calls_reply};
 
-/// True when `bwrap` is on PATH. CI installs it, so there a missing bwrap
-/// fails the test; elsewhere the test is skipped with a note on stderr.
+/// True when `bwrap` is on PATH (see `tool_present`).
 fn bwrap_available() -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file()) {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "bwrap is not on PATH, but CI is set: CI must install bubblewrap for the sandbox tests"
-    );
-    eprintln!("skipped: bwrap is not on PATH (install bubblewrap to run the sandbox tests)");
-    false
+    let found = std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file());
+    tool_present(
+        found,
+        "bwrap",
+        "install bubblewrap to run the sandbox tests",
+    )
 }
 
 /// A fixture outside /tmp (see the file header): the target folder, or

@@ -315,3 +315,17 @@ pub fn processes_matching(needle: &str) -> Vec<(u32, String)> {
     }
     found
 }
+
+/// Whether a tool that some tests need (bwrap, Chromium, pytest) is here.
+/// `.ci/run` installs each, so in CI (`CI` set) a missing one fails the
+/// test; elsewhere the test is skipped, with `hint` on stderr.
+pub fn tool_present(found: bool, what: &str, hint: &str) -> bool {
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "{what} is missing, but CI is set: .ci/run must install it"
+    );
+    if !found {
+        eprintln!("skipped: {what} is missing ({hint})");
+    }
+    found
+}
