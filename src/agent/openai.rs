@@ -5,6 +5,8 @@
 //! HTTP call and the parsing of the answer into a [`ModelReply`]. One call is
 //! one attempt: retries are `ModelClient::complete`'s.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::agent::http;
@@ -14,6 +16,7 @@ use crate::trajectory::Usage;
 pub struct OpenAiClient {
     http: reqwest::Client,
     url: String,
+    models_url: String,
     model: String,
     api_key: Option<String>,
     settings: RequestSettings,
@@ -45,9 +48,11 @@ impl OpenAiClient {
         settings: RequestSettings,
     ) -> Result<OpenAiClient, reqwest::Error> {
         let http = http::client(settings.request_timeout)?;
+        let base = base_url.trim_end_matches('/');
         Ok(OpenAiClient {
             http,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            url: format!("{base}/chat/completions"),
+            models_url: format!("{base}/models"),
             model: model.to_owned(),
             api_key,
             settings,
@@ -85,9 +90,24 @@ impl OpenAiClient {
         Value::Object(template)
     }
 
+    /// The chat completions URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Asks for the list of models: see [`http::preflight`].
+    pub async fn preflight(&self) -> Result<(), ModelError> {
+        let mut request = self.http.get(&self.models_url);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        http::preflight(request).await
+    }
+
     pub async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
         let mut body = self.body_template();
-        body.insert("messages".into(), json!(messages));
+        let outgoing: Vec<Cow<'_, Value>> = messages.iter().map(outgoing_message).collect();
+        body.insert("messages".into(), json!(outgoing));
         let mut request = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
@@ -95,6 +115,39 @@ impl OpenAiClient {
         let text = http::send(request).await?;
         parse_response(&text)
     }
+}
+
+/// A message of the history as it is sent back. The history (and the
+/// trajectory) keeps each assistant reply exactly as it came; on the wire an
+/// assistant message gets `content: ""` where it had `null` or none, and
+/// loses the legacy `function_call` next to `tool_calls`. OpenAI accepts
+/// either form, but llama-cpp-python's server answers 500 to a `null` or
+/// missing content, and a server that reads both `function_call` and
+/// `tool_calls` may run the call twice.
+pub fn outgoing_message(message: &Value) -> Cow<'_, Value> {
+    let Some(map) = message.as_object() else {
+        return Cow::Borrowed(message);
+    };
+    if map.get("role").and_then(Value::as_str) != Some("assistant") {
+        return Cow::Borrowed(message);
+    }
+    let has_tool_calls = map
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_some_and(|calls| !calls.is_empty());
+    let null_content = map.get("content").is_none_or(Value::is_null);
+    let stray_function_call = has_tool_calls && map.contains_key("function_call");
+    if !null_content && !stray_function_call {
+        return Cow::Borrowed(message);
+    }
+    let mut map = map.clone();
+    if null_content {
+        map.insert("content".into(), Value::String(String::new()));
+    }
+    if stray_function_call {
+        map.remove("function_call");
+    }
+    Cow::Owned(Value::Object(map))
 }
 
 /// Parses a successful Chat Completions body.
@@ -248,6 +301,47 @@ mod tests {
             parse_response(body).expect("parses").usage,
             Usage::default()
         );
+    }
+
+    #[test]
+    fn assistant_messages_go_back_with_a_string_content_and_no_stray_function_call() {
+        let call = json!([{"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]);
+        let cases = [
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": call}),
+                json!({"role": "assistant", "content": "", "tool_calls": call}),
+            ),
+            (
+                json!({"role": "assistant", "tool_calls": call}),
+                json!({"role": "assistant", "content": "", "tool_calls": call}),
+            ),
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": call,
+                       "function_call": {"name": "bash", "arguments": "{}"}}),
+                json!({"role": "assistant", "content": "", "tool_calls": call}),
+            ),
+            (
+                json!({"role": "assistant", "content": null}),
+                json!({"role": "assistant", "content": ""}),
+            ),
+        ];
+        for (received, sent) in cases {
+            let out = outgoing_message(&received);
+            assert!(matches!(out, Cow::Owned(_)), "{received}");
+            assert_eq!(*out, sent, "{received}");
+        }
+        // What needs no change is sent as it is, without a copy: a legacy
+        // `function_call` alone is the call itself and stays.
+        for message in [
+            json!({"role": "assistant", "content": "thinking", "tool_calls": call}),
+            json!({"role": "assistant", "content": "", "function_call": {"name": "bash"}}),
+            json!({"role": "tool", "tool_call_id": "a", "content": "out"}),
+            json!({"role": "user", "content": null}),
+        ] {
+            let out = outgoing_message(&message);
+            assert!(matches!(out, Cow::Borrowed(_)), "{message}");
+            assert_eq!(*out, message);
+        }
     }
 
     #[test]
