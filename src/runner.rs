@@ -56,6 +56,12 @@ pub async fn run_tasks(ctx: Arc<RunContext>, work: Vec<(usize, u32)>) {
         if ctx.cancel.is_cancelled() {
             break;
         }
+        // The model API refused the first tasks in the same words before
+        // it ever answered: every task still to start would end the same
+        // way, after its checkout and setup. `commands::run` says why.
+        if ctx.client.refused_run().is_some() {
+            break;
+        }
         let task_ctx = Arc::clone(&ctx);
         let handle = running.spawn(async move {
             let row = run_task(&task_ctx, &task_ctx.config.tasks[index], epoch).await;

@@ -18,6 +18,7 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
 pub struct AnthropicClient {
     http: reqwest::Client,
     url: String,
+    models_url: String,
     model: String,
     api_key: Option<String>,
     settings: RequestSettings,
@@ -40,9 +41,13 @@ fn bash_tool() -> Value {
 
 /// `https://api.anthropic.com`, with or without `/v1`, to the messages URL.
 pub fn messages_url(base_url: &str) -> String {
+    format!("{}/messages", v1_url(base_url))
+}
+
+fn v1_url(base_url: &str) -> String {
     let base = base_url.trim_end_matches('/');
     let base = base.strip_suffix("/v1").unwrap_or(base);
-    format!("{base}/v1/messages")
+    format!("{base}/v1")
 }
 
 impl AnthropicClient {
@@ -56,6 +61,7 @@ impl AnthropicClient {
         Ok(AnthropicClient {
             http,
             url: messages_url(base_url),
+            models_url: format!("{}/models", v1_url(base_url)),
             model: model.to_owned(),
             api_key,
             settings,
@@ -87,6 +93,23 @@ impl AnthropicClient {
         let mut template = self.body_template();
         template.insert("url".into(), json!(self.url));
         Value::Object(template)
+    }
+
+    /// The messages URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Asks for the list of models: see [`http::preflight`].
+    pub async fn preflight(&self) -> Result<(), ModelError> {
+        let mut request = self
+            .http
+            .get(&self.models_url)
+            .header("anthropic-version", API_VERSION);
+        if let Some(key) = &self.api_key {
+            request = request.header("x-api-key", key);
+        }
+        http::preflight(request).await
     }
 
     pub async fn complete(

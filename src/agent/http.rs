@@ -11,6 +11,14 @@ use crate::agent::model::{ModelError, is_context_overflow};
 use crate::agent::retry::parse_retry_after;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the preflight request may take before the run goes on without
+/// its answer: a server busy with other work is not a dead one.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How a [`ModelError::Transport`] message starts when no connection could
+/// be made at all (refused, no route, no such host).
+const COULD_NOT_CONNECT: &str = "could not connect";
+/// How a [`ModelError::Transport`] message starts when the call timed out.
+pub const TIMED_OUT: &str = "timed out";
 /// How much of an unparseable error body goes into a message.
 const MAX_ERROR_BODY_CHARS: usize = 500;
 
@@ -35,6 +43,23 @@ pub async fn send(request: reqwest::RequestBuilder) -> Result<String, ModelError
     Ok(text)
 }
 
+/// One cheap request (a list of models) before any task starts, to find an
+/// API that cannot be used at all: nothing listens at the address, or the
+/// key is refused (401, 403). Every other answer, a timeout included, says
+/// nothing sure (a server without a models list, a busy one) and lets the
+/// run go on.
+pub async fn preflight(request: reqwest::RequestBuilder) -> Result<(), ModelError> {
+    match send(request.timeout(PREFLIGHT_TIMEOUT)).await {
+        Err(err @ ModelError::Http {
+            status: 401 | 403, ..
+        }) => Err(err),
+        Err(ModelError::Transport(message)) if message.starts_with(COULD_NOT_CONNECT) => {
+            Err(ModelError::Transport(message))
+        }
+        Ok(_) | Err(_) => Ok(()),
+    }
+}
+
 /// The `Retry-After` header, as seconds or an HTTP date.
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
@@ -43,9 +68,9 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 
 pub fn transport_error(err: reqwest::Error) -> ModelError {
     let kind = if err.is_timeout() {
-        "timed out"
+        TIMED_OUT
     } else if err.is_connect() {
-        "could not connect"
+        COULD_NOT_CONNECT
     } else {
         "the connection failed"
     };

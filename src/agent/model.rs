@@ -6,6 +6,7 @@
 //! price), [`ModelReply`] and [`ModelError`]. Each protocol keeps its native
 //! message format in the history: the loop treats messages as opaque JSON.
 
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -65,6 +66,13 @@ pub enum ModelError {
     /// The conversation no longer fits the model's context window.
     #[error("the conversation exceeds the model's context window: {0}")]
     ContextOverflow(String),
+    /// The server gave the same error to the same request twice in a row,
+    /// in words that say nothing of load: it refuses this request (a
+    /// validation error of its own, say) and would go on refusing it.
+    #[error(
+        "the model API answered HTTP {status} twice with the same error to the same request, so it refuses the request rather than being overloaded (not retried again): {message}"
+    )]
+    Repeated { status: u16, message: String },
     /// A replayed recording has no more answers: the loop ends as the
     /// recording did.
     #[error("the recording ended ({})", reason.as_str())]
@@ -84,7 +92,9 @@ impl ModelError {
 
     pub fn status(&self) -> Option<u16> {
         match self {
-            ModelError::Http { status, .. } => Some(*status),
+            ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => {
+                Some(*status)
+            }
             _ => None,
         }
     }
@@ -165,6 +175,25 @@ pub struct ModelClient {
     retry: RetryPolicy,
     gate: Gate,
     price: Option<Price>,
+    health: std::sync::Mutex<Health>,
+}
+
+/// How many tasks in a row must end on the same refusal, before the API
+/// ever answered, for the run to stop: one could be a fluke of that task,
+/// three with the same words are the endpoint.
+pub const REFUSALS_TO_STOP: usize = 3;
+
+/// What the run has seen of the API so far, to stop a run against an
+/// endpoint that refuses everything instead of failing every task in turn.
+#[derive(Debug, Default)]
+struct Health {
+    /// Some call got an answer (or an answer about the conversation, such
+    /// as a context overflow): the endpoint works.
+    answered: bool,
+    /// The last error a task ended on, and how many tasks in a row ended on
+    /// exactly that error.
+    last_refusal: Option<String>,
+    refusals: usize,
 }
 
 impl ModelClient {
@@ -179,6 +208,65 @@ impl ModelClient {
             retry,
             gate,
             price,
+            health: std::sync::Mutex::new(Health::default()),
+        }
+    }
+
+    /// The URL and model of an API model, for messages about it.
+    pub fn endpoint(&self) -> Option<String> {
+        match &self.protocol {
+            Protocol::OpenAi(client) => Some(client.url().to_owned()),
+            Protocol::Anthropic(client) => Some(client.url().to_owned()),
+            Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => None,
+        }
+    }
+
+    /// One cheap request before any task starts (see `http::preflight`):
+    /// an error only when the API surely cannot be used.
+    pub async fn preflight(&self) -> Result<(), ModelError> {
+        match &self.protocol {
+            Protocol::OpenAi(client) => client.preflight().await,
+            Protocol::Anthropic(client) => client.preflight().await,
+            Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => Ok(()),
+        }
+    }
+
+    /// The error on which the last [`REFUSALS_TO_STOP`] tasks in a row
+    /// ended, when no call of the run ever got an answer: the endpoint
+    /// refuses the run (a wrong URL, key or model name), and every task
+    /// still to start would end the same way.
+    pub fn refused_run(&self) -> Option<String> {
+        let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        (!health.answered && health.refusals >= REFUSALS_TO_STOP)
+            .then(|| health.last_refusal.clone())
+            .flatten()
+    }
+
+    /// Notes how a task's model call ended, for [`ModelClient::refused_run`].
+    /// A timeout is never a refusal: a slow model is not a broken one.
+    fn note(&self, result: &Result<ModelReply, ModelError>) {
+        // The oracle, noop and replay make no call: their errors are the
+        // task's or the recording's.
+        if !matches!(self.protocol, Protocol::OpenAi(_) | Protocol::Anthropic(_)) {
+            return;
+        }
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        match result {
+            Ok(_) | Err(ModelError::ContextOverflow(_)) => health.answered = true,
+            Err(ModelError::RecordingEnded { .. }) => {}
+            Err(err) if err.is_timeout() => {
+                health.last_refusal = None;
+                health.refusals = 0;
+            }
+            Err(err) => {
+                let error = err.to_string();
+                if health.last_refusal.as_deref() == Some(error.as_str()) {
+                    health.refusals += 1;
+                } else {
+                    health.last_refusal = Some(error);
+                    health.refusals = 1;
+                }
+            }
         }
     }
 
@@ -304,7 +392,25 @@ impl ModelClient {
         messages: &[Value],
         on_retry: &mut (dyn FnMut(&RetryNote) + Send),
     ) -> Result<ModelReply, ModelError> {
+        let result = self
+            .complete_with_retries(task, epoch, system, messages, on_retry)
+            .await;
+        self.note(&result);
+        result
+    }
+
+    async fn complete_with_retries(
+        &self,
+        task: &TaskSpec,
+        epoch: u32,
+        system: &str,
+        messages: &[Value],
+        on_retry: &mut (dyn FnMut(&RetryNote) + Send),
+    ) -> Result<ModelReply, ModelError> {
         let mut retry = 0;
+        // The error of the try before, to tell a refusal (the same answer
+        // again) from an overload.
+        let mut previous: Option<ModelError> = None;
         loop {
             let result = {
                 let _slot = self.gate.enter().await;
@@ -327,6 +433,9 @@ impl ModelClient {
             };
             let err = match result {
                 Ok(reply) => return Ok(reply),
+                Err(err) if previous.as_ref().is_some_and(|before| err.repeats(before)) => {
+                    return Err(err.into_repeated());
+                }
                 Err(err) if err.is_retryable() && retry < self.retry.max_retries => err,
                 Err(err) => return Err(err),
             };
@@ -343,6 +452,7 @@ impl ModelClient {
                 wait,
             });
             tokio::time::sleep(wait).await;
+            previous = Some(err);
         }
     }
 }

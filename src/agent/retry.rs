@@ -60,9 +60,84 @@ impl ModelError {
                 matches!(*status, 408 | 409 | 425 | 429) || (*status >= 500 && *status != 501)
             }
             ModelError::Transport(_) | ModelError::Malformed(_) => true,
-            ModelError::ContextOverflow(_) | ModelError::RecordingEnded { .. } => false,
+            ModelError::ContextOverflow(_)
+            | ModelError::Repeated { .. }
+            | ModelError::RecordingEnded { .. } => false,
         }
     }
+
+    /// Whether this error, answered to the same request right after
+    /// `before`, shows a server that refuses the request rather than one
+    /// that is overloaded: the same status and the same message, a status
+    /// that does not mean load (500 and the like, not 429, 502, 503, 504,
+    /// 529 or a timeout), no `Retry-After`, and no word of load or of
+    /// trying again in the message. Such a refusal (llama-cpp-python's
+    /// server answers a request it cannot validate with a 500) would be the
+    /// same on every try, so retrying it only burns the backoff.
+    pub fn repeats(&self, before: &ModelError) -> bool {
+        let (
+            ModelError::Http {
+                status,
+                message,
+                retry_after: None,
+            },
+            ModelError::Http {
+                status: status_before,
+                message: message_before,
+                ..
+            },
+        ) = (self, before)
+        else {
+            return false;
+        };
+        status == status_before
+            && message == message_before
+            && *status >= 500
+            && !matches!(*status, 502 | 503 | 504 | 529)
+            && !speaks_of_load(message)
+    }
+
+    /// A call that got no answer in time: the server may only be slow.
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            ModelError::Transport(message) => message.starts_with(crate::agent::http::TIMED_OUT),
+            ModelError::Http { status, .. } => matches!(*status, 408 | 504),
+            _ => false,
+        }
+    }
+
+    /// A [`ModelError::Http`] as a [`ModelError::Repeated`]; anything else as it is.
+    pub fn into_repeated(self) -> ModelError {
+        match self {
+            ModelError::Http {
+                status, message, ..
+            } => ModelError::Repeated { status, message },
+            other => other,
+        }
+    }
+}
+
+/// Whether an error message says the server is busy, out of capacity or
+/// asks to be tried again: then its repeating says nothing of the request.
+fn speaks_of_load(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    [
+        "overload",
+        "capacity",
+        "rate limit",
+        "too many",
+        "try again",
+        "retry",
+        "unavailable",
+        "busy",
+        "timeout",
+        "timed out",
+        "temporar",
+        "exhausted",
+        "out of memory",
+    ]
+    .iter()
+    .any(|word| message.contains(word))
 }
 
 /// A uniform random number in [0, 1), from the standard library's randomly
@@ -227,6 +302,47 @@ mod tests {
         assert!(ModelError::Transport("reset".into()).is_retryable());
         assert!(ModelError::Malformed("not json".into()).is_retryable());
         assert!(!ModelError::ContextOverflow("too long".into()).is_retryable());
+    }
+
+    #[test]
+    fn the_same_refusal_twice_is_not_retried_but_an_overload_is() {
+        let http = |status, message: &str, retry_after| ModelError::Http {
+            status,
+            message: message.to_owned(),
+            retry_after,
+        };
+        let validation = "1 validation error: messages.2.content: Input should be a valid string";
+        let refusal = http(500, validation, None);
+        assert!(refusal.repeats(&refusal.clone()));
+        assert!(http(505, "no", None).repeats(&http(505, "no", None)));
+        // Not the same answer: a server that fails in changing ways may be
+        // in trouble, and is tried again.
+        assert!(!refusal.repeats(&http(500, "another error", None)));
+        assert!(!refusal.repeats(&http(502, validation, None)));
+        assert!(!refusal.repeats(&ModelError::Transport("reset".into())));
+        // Overloads repeat themselves too and are still retried.
+        for status in [502, 503, 504, 529] {
+            assert!(!http(status, "x", None).repeats(&http(status, "x", None)), "{status}");
+        }
+        for message in [
+            "The server is overloaded, please try again later",
+            "Service Unavailable",
+            "model busy",
+            "upstream request timeout",
+            "Resource has been exhausted (e.g. check quota).",
+        ] {
+            assert!(!http(500, message, None).repeats(&http(500, message, None)), "{message}");
+        }
+        let later = http(500, "x", Some(Duration::from_secs(1)));
+        assert!(!later.repeats(&later.clone()), "a Retry-After asks for another try");
+        // Client errors are never retried in the first place.
+        assert!(!http(400, "bad", None).is_retryable());
+
+        let repeated = refusal.into_repeated();
+        assert!(!repeated.is_retryable());
+        assert_eq!(repeated.status(), Some(500));
+        assert!(repeated.to_string().contains(validation), "{repeated}");
+        assert!(repeated.to_string().contains("HTTP 500 twice"), "{repeated}");
     }
 
     #[test]

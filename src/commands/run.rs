@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::agent::ModelClient;
 use crate::agent::anthropic::AnthropicClient;
-use crate::agent::model::Protocol;
+use crate::agent::model::{ModelError, Protocol, REFUSALS_TO_STOP};
 use crate::agent::openai::OpenAiClient;
 use crate::agent::replay::ReplayStore;
 use crate::agent::retry::{Gate, RetryPolicy};
@@ -27,6 +27,10 @@ use crate::task::TaskId;
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_TASK_ERRORS: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// The model API refused the run: nothing listens at its URL, it refused
+/// the key, or the first tasks all ended on the same refusal before any
+/// call was answered.
+pub const EXIT_API_REFUSED: i32 = 3;
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
@@ -63,6 +67,17 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             )
         }
     };
+    // An API that cannot be used at all is found before any repo is checked
+    // out or any folder made: the same command runs again once it is fixed.
+    if let Err(err) = client.preflight().await {
+        eprintln!(
+            "error: the model API refused the run before any task started: {err}\n  url: {}\n  model: {}\nhint: {}",
+            client.endpoint().unwrap_or_default(),
+            config.model.name(),
+            refusal_hint(&err),
+        );
+        return Ok(EXIT_API_REFUSED);
+    }
     let folder = RunFolder::create(&config.out_dir).map_err(|err| {
         anyhow::anyhow!(
             "failed to create the run folder {}: {err}",
@@ -196,6 +211,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     while let Ok(event) = received.try_recv() {
         handle(event, &mut display);
     }
+
     interrupts.abort();
     display.finish();
     // Working copies live in the run's workdirs folder while their tasks
@@ -206,9 +222,17 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
         eprintln!("warning: failed to write predictions.jsonl: {err}");
     }
     let interrupted = ctx.cancel.is_cancelled();
+    // The runner started nothing more once the first tasks all ended on the
+    // same refusal of the API.
+    let refused = ctx.client.refused_run();
     let summary = Summary::of(&rows);
     run_json["finished_at"] = json!(now());
     run_json["interrupted"] = json!(interrupted);
+    if let Some(error) = &refused {
+        run_json["stopped"] = json!(format!(
+            "the model API refused the first {REFUSALS_TO_STOP} tasks in a row: {error}"
+        ));
+    }
     run_json["summary"] = summary.to_json();
     run_json["peak_rss_bytes"] = json!(peak_rss_bytes());
     folder.write_run_json(&run_json)?;
@@ -222,6 +246,14 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     }
     if let Some(err) = write_error {
         anyhow::bail!(err);
+    }
+    if let Some(error) = &refused {
+        eprintln!(
+            "error: the model API refused the run: {REFUSALS_TO_STOP} tasks in a row ended on the same error before it answered any call, so no more tasks were started: {error}\n  url: {}\n  model: {}\nhint: the rows written are kept; once the API works, go on with `--resume --retry-errors`",
+            ctx.client.endpoint().unwrap_or_default(),
+            ctx.config.model.name(),
+        );
+        return Ok(EXIT_API_REFUSED);
     }
     Ok(if interrupted {
         EXIT_INTERRUPTED
@@ -297,6 +329,16 @@ impl Summary {
             text.push_str(&format!("\n{} runs did not start", selected - self.rows));
         }
         text
+    }
+}
+
+/// What a user can do about an API that refused the run.
+fn refusal_hint(err: &ModelError) -> &'static str {
+    match err.status() {
+        Some(401 | 403) => {
+            "check the API key (--api-key-env names the variable it is read from) and that it may use this model"
+        }
+        _ => "check --base-url (or $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL) and that the server is up",
     }
 }
 

@@ -4,6 +4,7 @@
 mod support;
 
 mod agent_protocol;
+mod api_refusal;
 mod demo;
 mod exec_safety;
 mod html;

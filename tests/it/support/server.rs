@@ -79,6 +79,11 @@ type Handler = dyn Fn(&Request) -> Reply + Send + Sync + 'static;
 struct Shared {
     handler: Box<Handler>,
     requests: Mutex<Vec<Request>>,
+    /// `GET .../models`, onebash's preflight: answered apart from the
+    /// handler and kept out of `requests`, so that scripts and request
+    /// counts are about model calls only.
+    models_reply: Mutex<Reply>,
+    preflights: Mutex<Vec<Request>>,
     /// Open connections, so that dropping the server can shut them down:
     /// clients such as reqwest keep idle connections pooled, and without this
     /// their connection threads would sit in `read` for as long as the client
@@ -134,6 +139,11 @@ impl ScriptedServer {
         let shared = Arc::new(Shared {
             handler: Box::new(handler),
             requests: Mutex::new(Vec::new()),
+            models_reply: Mutex::new(Reply::Json(json!({
+                "object": "list",
+                "data": [{"id": "scripted", "object": "model", "owned_by": "test"}],
+            }))),
+            preflights: Mutex::new(Vec::new()),
             connections: Mutex::new(HashMap::new()),
             stop: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
@@ -160,9 +170,21 @@ impl ScriptedServer {
         self.addr
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order, but for the
+    /// preflight's `GET .../models`.
     pub fn requests(&self) -> Vec<Request> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The `GET .../models` requests received so far.
+    pub fn preflights(&self) -> Vec<Request> {
+        lock(&self.shared.preflights).clone()
+    }
+
+    /// What `GET .../models` is answered from now on (a list of one model
+    /// until this is called).
+    pub fn set_models_reply(&self, reply: Reply) {
+        *lock(&self.shared.models_reply) = reply;
     }
 }
 
@@ -253,23 +275,35 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             request,
             keep_alive,
         } = parsed;
-        // Recorded before replying so that a test which has seen a response
-        // can rely on the request being in `requests()`.
-        lock(&shared.requests).push(request.clone());
-        let reply = match panic::catch_unwind(AssertUnwindSafe(|| (shared.handler)(&request))) {
-            Ok(reply) => reply,
-            // The panic message was already printed by the panic hook; answer
-            // something visible instead of silently dropping the connection.
-            Err(_) => Reply::Status(
-                500,
-                json!({"error": {"message": "scripted server handler panicked"}}).to_string(),
-            ),
+        let preflight =
+            request.method == "GET" && request.path.trim_end_matches('/').ends_with("/models");
+        let reply = if preflight {
+            lock(&shared.preflights).push(request.clone());
+            lock(&shared.models_reply).clone()
+        } else {
+            // Recorded before replying so that a test which has seen a
+            // response can rely on the request being in `requests()`.
+            lock(&shared.requests).push(request.clone());
+            handle(shared, &request)
         };
         let mut out = reader.get_ref();
         if !write_reply(&mut out, reply, keep_alive)? || !keep_alive {
             let _ = out.shutdown(Shutdown::Both);
             return Ok(());
         }
+    }
+}
+
+/// The handler's reply to one request.
+fn handle(shared: &Shared, request: &Request) -> Reply {
+    match panic::catch_unwind(AssertUnwindSafe(|| (shared.handler)(request))) {
+        Ok(reply) => reply,
+        // The panic message was already printed by the panic hook; answer
+        // something visible instead of silently dropping the connection.
+        Err(_) => Reply::Status(
+            500,
+            json!({"error": {"message": "scripted server handler panicked"}}).to_string(),
+        ),
     }
 }
 
