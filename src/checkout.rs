@@ -573,18 +573,39 @@ fn filters_may_apply(repo: &Repository, tree: &git2::Tree<'_>) -> Result<bool, G
 }
 
 impl Checkout {
-    /// The working copy's change against the base commit as a unified diff,
-    /// new (untracked, not ignored) files included.
+    /// The working copy's change against the base commit as a patch that
+    /// `git apply` takes on a checkout of the base: new (untracked, not
+    /// ignored) files included, binary files as full-index `GIT binary
+    /// patch` hunks, and [`BUILD_ARTEFACTS`] left out.
     pub fn diff(&self) -> Result<String, GitError> {
         let repo = Repository::open(&self.dir)?;
+        // Ignore rules given here live in this `Repository` value only:
+        // nothing is written to the working copy.
+        repo.add_ignore_rule(&BUILD_ARTEFACTS.join("\n"))?;
         let base = repo.find_commit(Oid::from_str(&self.commit)?)?.tree()?;
-        let mut options = DiffOptions::new();
-        options
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .show_untracked_content(true);
-        let diff = repo.diff_tree_to_workdir(Some(&base), Some(&mut options))?;
-        patch_text(&diff)
+        let diff = repo.diff_tree_to_workdir(Some(&base), Some(&mut patch_options()))?;
+        let mut out = String::new();
+        for (path, text) in patch_texts(&diff)? {
+            match String::from_utf8(text) {
+                Ok(text) => out.push_str(&text),
+                // A text file that is not UTF-8 (Latin-1, say) cannot be
+                // written into a JSON prediction or a UTF-8 patch without
+                // changing its bytes, which would make the patch fail to
+                // apply: it goes in as binary instead, which is ASCII.
+                Err(_) => {
+                    let mut options = patch_options();
+                    options
+                        .pathspec(&path)
+                        .disable_pathspec_match(true)
+                        .force_binary(true);
+                    let one = repo.diff_tree_to_workdir(Some(&base), Some(&mut options))?;
+                    for (_, text) in patch_texts(&one)? {
+                        out.push_str(&String::from_utf8_lossy(&text));
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Puts the files that `patch` touches back as they are at the base
@@ -658,16 +679,56 @@ fn set_mode(path: &Path, filemode: i32) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
-fn patch_text(diff: &Diff<'_>) -> Result<String, GitError> {
-    let mut out = Vec::new();
-    diff.print(DiffFormat::Patch, |_delta, _hunk, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
-            out.push(line.origin() as u8);
+/// Untracked files and folders that the agent's commands (running the
+/// tests, building) leave behind, which are no part of a fix: compiled
+/// Python, test and type-checker caches, packaging metadata, objects and
+/// shared libraries. They are left out of the agent's patch, as if the repo
+/// ignored them; a file the base commit has is always in it.
+pub const BUILD_ARTEFACTS: &[&str] = &[
+    "__pycache__/",
+    "*.py[cod]",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".tox/",
+    ".nox/",
+    ".coverage",
+    "*.egg-info/",
+    "*.o",
+    "*.so",
+];
+
+/// How the agent's patch is computed: new files with their content, binary
+/// files in full so that the patch applies.
+fn patch_options() -> DiffOptions {
+    let mut options = DiffOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .show_untracked_content(true)
+        .show_binary(true);
+    options
+}
+
+/// The patch text of each file of `diff`, in order, as bytes, with the
+/// file's path (the new one; the old one for a deletion).
+fn patch_texts(diff: &Diff<'_>) -> Result<Vec<(PathBuf, Vec<u8>)>, GitError> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    diff.print(DiffFormat::Patch, |delta, _hunk, line| {
+        if line.origin_value() == git2::DiffLineType::FileHeader || files.is_empty() {
+            let path = delta.new_file().path().or(delta.old_file().path());
+            files.push((path.map(Path::to_owned).unwrap_or_default(), Vec::new()));
         }
-        out.extend_from_slice(line.content());
+        if let Some((_, out)) = files.last_mut() {
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                out.push(line.origin() as u8);
+            }
+            out.extend_from_slice(line.content());
+        }
         true
     })?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(files)
 }
 
 /// An exclusive `flock` held until dropped.

@@ -9,6 +9,7 @@ mod demo;
 mod exec_safety;
 mod html;
 mod model_faults;
+mod patches;
 mod pipeline;
 mod replay;
 mod resume;

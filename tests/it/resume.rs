@@ -1089,12 +1089,7 @@ fn merge(out: &Path, runs: &[&Path]) -> RunOutput {
         .args(runs)
         .output()
         .expect("run onebash merge");
-    RunOutput {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        out: out.to_owned(),
-    }
+    RunOutput::of(output, out)
 }
 
 /// The columns that do not depend on time, of every row.

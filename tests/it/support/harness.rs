@@ -62,25 +62,116 @@ impl Fixture {
     }
 
     pub fn run_with_env(&self, tasks: &Path, args: &[&str], env: &[(&str, &str)]) -> RunOutput {
-        let out = self.path("out");
-        let output = onebash()
-            .arg("run")
-            .arg(tasks)
-            .arg("-o")
-            .arg(&out)
-            .arg("--cache-dir")
-            .arg(self.path("cache"))
-            .args(args)
-            .envs(env.iter().copied())
-            .output()
-            .expect("run onebash");
+        self.run_into(&self.path("out"), tasks, args, env)
+    }
+}
+
+impl RunOutput {
+    /// What a finished `onebash run` into `out` printed and wrote. Every
+    /// patch it wrote is checked to apply with `git apply` to its task's
+    /// base commit, so that every run of the test suite checks it.
+    pub fn of(output: std::process::Output, out: &Path) -> RunOutput {
+        assert_patches_apply(out);
         RunOutput {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            out,
+            out: out.to_owned(),
         }
     }
+}
+
+/// Every whole `patch.diff` and every `model_patch` of the predictions in
+/// the run folder `out` applies with `git apply --check` to the base commit
+/// of its task (checked against the base's tree in a scratch index, so no
+/// checkout is needed). Tasks whose repo is not a folder here are skipped.
+pub fn assert_patches_apply(out: &Path) {
+    let Ok(tasks) = std::fs::read_dir(out.join("tasks")) else {
+        return;
+    };
+    // (task, epoch) -> (repo, commit) of the trajectories with a whole diff.
+    let mut bases: HashMap<(String, String), (PathBuf, String)> = HashMap::new();
+    for task in tasks.flatten() {
+        for attempt in std::fs::read_dir(task.path()).into_iter().flatten().flatten() {
+            let dir = attempt.path();
+            let Ok(text) = std::fs::read_to_string(dir.join("trajectory.jsonl")) else {
+                continue;
+            };
+            let events: Vec<Value> = text
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
+            let find = |kind: &str| events.iter().find(|e| e["event"] == kind);
+            let (Some(header), Some(checkout)) = (find("header"), find("checkout")) else {
+                continue;
+            };
+            let repo = PathBuf::from(header["repo"].as_str().unwrap_or_default());
+            let commit = checkout["commit"].as_str().unwrap_or_default().to_owned();
+            if !repo.is_dir() || commit.is_empty() {
+                continue;
+            }
+            let name = attempt.file_name().to_string_lossy().into_owned();
+            bases.insert(
+                (task.file_name().to_string_lossy().into_owned(), name),
+                (repo.clone(), commit.clone()),
+            );
+            let Some(diff) = find("diff") else { continue };
+            let patch = std::fs::read(dir.join("patch.diff")).unwrap_or_default();
+            if diff["bytes"].as_u64() == Some(patch.len() as u64) {
+                assert_applies(&repo, &commit, &patch, &dir.join("patch.diff").display().to_string());
+            }
+        }
+    }
+    for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(epoch) = (if name == "predictions.jsonl" {
+            Some("1".to_owned())
+        } else {
+            name.strip_prefix("predictions.epoch-")
+                .and_then(|rest| rest.strip_suffix(".jsonl"))
+                .map(str::to_owned)
+        }) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(entry.path()).expect("predictions");
+        for line in text.lines() {
+            let prediction: Value = serde_json::from_str(line).expect("prediction is JSON");
+            let id = prediction["instance_id"].as_str().expect("instance_id");
+            let patch = prediction["model_patch"].as_str().unwrap_or_default();
+            if let Some((repo, commit)) = bases.get(&(id.to_owned(), format!("epoch-{epoch}"))) {
+                assert_applies(repo, commit, patch.as_bytes(), &format!("{name}: {id}"));
+            }
+        }
+    }
+}
+
+/// `patch` applies with `git apply --check` to `commit` of `repo`.
+fn assert_applies(repo: &Path, commit: &str, patch: &[u8], what: &str) {
+    if patch.is_empty() {
+        return;
+    }
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let index = scratch.path().join("index");
+    let patch_file = scratch.path().join("patch");
+    std::fs::write(&patch_file, patch).expect("write patch");
+    let git_here = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(repo)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .expect("run git")
+    };
+    let read = git_here(&["read-tree", commit]);
+    assert!(read.status.success(), "git read-tree {commit} in {}: {}", repo.display(), String::from_utf8_lossy(&read.stderr));
+    let patch_arg = patch_file.display().to_string();
+    let check = git_here(&["apply", "--cached", "--check", &patch_arg]);
+    assert!(
+        check.status.success(),
+        "{what} does not apply to {commit} with git apply: {}\n{}",
+        String::from_utf8_lossy(&check.stderr),
+        String::from_utf8_lossy(patch)
+    );
 }
 
 /// The binary under test, with a clean environment of its own.
@@ -196,12 +287,7 @@ impl Fixture {
             .envs(env.iter().copied())
             .output()
             .expect("run onebash");
-        RunOutput {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            out: out.to_owned(),
-        }
+        RunOutput::of(output, out)
     }
 }
 
