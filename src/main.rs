@@ -1,6 +1,7 @@
 //! The onebash binary: parses the command line, dispatches to a subcommand
-//! and turns the outcome into an exit code (CONTRACT.md): 0 every task got a
-//! verdict, 1 some task ended in error, 2 bad usage or input, 130 interrupted.
+//! and turns the outcome into an exit code (docs/exit-codes.md): 0 every
+//! task got a verdict, 1 some task ended in error, 2 bad usage or input, 130
+//! interrupted.
 
 use clap::Parser;
 

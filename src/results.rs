@@ -1,6 +1,6 @@
 //! Stage 5: outcomes, the CSV row and the run folder.
 //!
-//! Owns [`Status`] and [`ExitReason`] (serialized as CONTRACT.md's words),
+//! Owns [`Status`] and [`ExitReason`] (serialized as docs/results.md's words),
 //! [`ResultRow`] with the CSV columns in order, the append-only
 //! `results.csv` writer (one `write` per row, so a row is whole or absent),
 //! `run.json`, and where each (task, epoch)'s files go.
@@ -73,7 +73,7 @@ impl ExitReason {
     }
 }
 
-/// One row of results.csv; fields in CONTRACT.md's column order.
+/// One row of results.csv; fields in docs/results.md's column order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResultRow {
     pub task_id: TaskId,
@@ -324,7 +324,7 @@ pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> std::io::Res
     Ok(())
 }
 
-/// The CSV header, in CONTRACT.md's order.
+/// The CSV header, in docs/results.md's order.
 pub const COLUMNS: &[&str] = &[
     "task_id",
     "epoch",

@@ -68,7 +68,7 @@ impl fmt::Display for TaskId {
     }
 }
 
-/// One task, validated. Field meanings are those of CONTRACT.md.
+/// One task, validated. Field meanings are those of docs/tasks.md.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskSpec {
     pub id: TaskId,

@@ -1,7 +1,7 @@
 //! `onebash run`: wires the pieces of a run together. Builds the model
 //! client and the run folder, starts the runner, feeds its events to the
 //! progress display and the results writer, handles Ctrl-C, and prints the
-//! summary. Returns the exit code CONTRACT.md promises.
+//! summary. Returns the exit code docs/exit-codes.md promises.
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ use crate::resume;
 use crate::runner::{RunContext, run_tasks};
 use crate::task::TaskId;
 
-/// Exit codes of CONTRACT.md.
+/// Exit codes of docs/exit-codes.md.
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_TASK_ERRORS: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
