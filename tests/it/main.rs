@@ -7,6 +7,7 @@ mod agent_protocol;
 mod demo;
 mod exec_safety;
 mod html;
+mod junit;
 mod model_faults;
 mod pipeline;
 mod replay;
