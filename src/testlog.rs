@@ -119,7 +119,8 @@ pub struct JunitError(#[from] roxmltree::Error);
 
 /// Parses JUnit XML: `classname::name` per `<testcase>`, at any depth since
 /// some writers nest suites; failed when it holds `<failure>`, an error with
-/// `<error>`, skipped with `<skipped>`. Markup in CDATA, comments and
+/// `<error>`, skipped with `<skipped>` (XFAIL when pytest marks it
+/// `pytest.xfail`). Markup in CDATA, comments and
 /// messages is text, never a test.
 pub fn parse_junit(xml: &str) -> Result<TestResults, JunitError> {
     // The default options refuse any DTD, so no entity is expanded (billion
@@ -133,13 +134,21 @@ pub fn parse_junit(xml: &str) -> Result<TestResults, JunitError> {
             Some(class) if !class.is_empty() => format!("{class}::{name}"),
             _ => name.to_owned(),
         };
-        let holds = |tag: &str| case.children().any(|child| child.has_tag_name(tag));
-        let status = if holds("failure") {
+        let child = |tag: &str| case.children().find(|child| child.has_tag_name(tag));
+        let status = if child("failure").is_some() {
             TestStatus::Failed
-        } else if holds("error") {
+        } else if child("error").is_some() {
             TestStatus::Error
-        } else if holds("skipped") {
-            TestStatus::Skipped
+        } else if let Some(skipped) = child("skipped") {
+            // pytest writes an expected failure as a skip of its own type,
+            // which its -rA summary calls XFAIL. An unexpected pass it
+            // writes as a pass (or, when strict, a failure), so XPASS is
+            // never read from JUnit.
+            if skipped.attribute("type") == Some("pytest.xfail") {
+                TestStatus::Xfail
+            } else {
+                TestStatus::Skipped
+            }
         } else {
             TestStatus::Passed
         };
@@ -461,7 +470,7 @@ XFAIL tests/test_ops.py::test_known - reason: bug 12
                 ("tests.test_sample::test_param[one two]", Passed),
                 ("tests.test_sample::test_pass", Passed),
                 ("tests.test_sample::test_skip", Skipped),
-                ("tests.test_sample::test_xfail", Skipped),
+                ("tests.test_sample::test_xfail", Xfail),
                 // pytest writes a non-strict xpass as a plain pass.
                 ("tests.test_sample::test_xpass", Passed),
                 ("tests.test_sample::test_xpass_strict", Failed),

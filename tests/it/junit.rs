@@ -35,6 +35,7 @@ fn real_pytest_junit_file_grades_each_test_by_classname_and_name() {
         @pytest.mark.parametrize(\"a,b,total\", [(1, 2, 3), (0, 0, 0)], ids=[\"one <two>\", \"zeros\"])\n\
         def test_add(a, b, total):\n    assert add(a, b) == total\n\n\n\
         @pytest.mark.skip(reason=\"not today\")\ndef test_later():\n    pass\n\n\n\
+        @pytest.mark.xfail(reason=\"known\")\ndef test_known_bug():\n    assert False\n\n\n\
         class TestNeg:\n    def test_twice(self):\n        assert neg(neg(3)) == 3\n";
     let gold = diff_of(&repo, &[("calc.py", &calc.replacen("a - b", "a + b", 1))]);
     let test_patch = diff_of(&repo, &[("tests/test_calc.py", hidden)]);
@@ -52,6 +53,7 @@ fn real_pytest_junit_file_grades_each_test_by_classname_and_name() {
                 "tests.test_calc::test_neg",
                 "tests.test_calc::test_add[zeros]",
                 "tests.test_calc::test_later",
+                "tests.test_calc::test_known_bug",
                 "tests.test_calc.TestNeg::test_twice",
             ],
         })
@@ -101,6 +103,7 @@ fn real_pytest_junit_file_grades_each_test_by_classname_and_name() {
             ("tests.test_calc.TestNeg::test_twice", "PASSED"),
             ("tests.test_calc::test_add[one <two>]", add_one_two),
             ("tests.test_calc::test_add[zeros]", "PASSED"),
+            ("tests.test_calc::test_known_bug", "XFAIL"),
             ("tests.test_calc::test_later", "SKIPPED"),
             ("tests.test_calc::test_neg", "PASSED"),
         ]
