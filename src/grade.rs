@@ -178,7 +178,12 @@ pub async fn run_tests(
                         path.display()
                     ))
                 })?;
-                parse_junit(&xml)
+                parse_junit(&xml).map_err(|err| {
+                    GradeError::NoTests(format!(
+                        " (the JUnit file {} could not be parsed: {err})",
+                        path.display()
+                    ))
+                })?
             }
             None => parse_output(&record.output),
         };

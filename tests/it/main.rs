@@ -8,6 +8,7 @@ mod api_refusal;
 mod demo;
 mod exec_safety;
 mod html;
+mod junit;
 mod llama_server;
 mod model_faults;
 mod patches;
