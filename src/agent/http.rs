@@ -50,9 +50,11 @@ pub async fn send(request: reqwest::RequestBuilder) -> Result<String, ModelError
 /// run go on.
 pub async fn preflight(request: reqwest::RequestBuilder) -> Result<(), ModelError> {
     match send(request.timeout(PREFLIGHT_TIMEOUT)).await {
-        Err(err @ ModelError::Http {
-            status: 401 | 403, ..
-        }) => Err(err),
+        Err(
+            err @ ModelError::Http {
+                status: 401 | 403, ..
+            },
+        ) => Err(err),
         Err(ModelError::Transport(message)) if message.starts_with(COULD_NOT_CONNECT) => {
             Err(ModelError::Transport(message))
         }

@@ -92,9 +92,7 @@ impl ModelError {
 
     pub fn status(&self) -> Option<u16> {
         match self {
-            ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => {
-                Some(*status)
-            }
+            ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => Some(*status),
             _ => None,
         }
     }

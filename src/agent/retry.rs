@@ -322,7 +322,10 @@ mod tests {
         assert!(!refusal.repeats(&ModelError::Transport("reset".into())));
         // Overloads repeat themselves too and are still retried.
         for status in [502, 503, 504, 529] {
-            assert!(!http(status, "x", None).repeats(&http(status, "x", None)), "{status}");
+            assert!(
+                !http(status, "x", None).repeats(&http(status, "x", None)),
+                "{status}"
+            );
         }
         for message in [
             "The server is overloaded, please try again later",
@@ -331,10 +334,16 @@ mod tests {
             "upstream request timeout",
             "Resource has been exhausted (e.g. check quota).",
         ] {
-            assert!(!http(500, message, None).repeats(&http(500, message, None)), "{message}");
+            assert!(
+                !http(500, message, None).repeats(&http(500, message, None)),
+                "{message}"
+            );
         }
         let later = http(500, "x", Some(Duration::from_secs(1)));
-        assert!(!later.repeats(&later.clone()), "a Retry-After asks for another try");
+        assert!(
+            !later.repeats(&later.clone()),
+            "a Retry-After asks for another try"
+        );
         // Client errors are never retried in the first place.
         assert!(!http(400, "bad", None).is_retryable());
 
@@ -342,7 +351,10 @@ mod tests {
         assert!(!repeated.is_retryable());
         assert_eq!(repeated.status(), Some(500));
         assert!(repeated.to_string().contains(validation), "{repeated}");
-        assert!(repeated.to_string().contains("HTTP 500 twice"), "{repeated}");
+        assert!(
+            repeated.to_string().contains("HTTP 500 twice"),
+            "{repeated}"
+        );
     }
 
     #[test]

@@ -338,7 +338,9 @@ fn refusal_hint(err: &ModelError) -> &'static str {
         Some(401 | 403) => {
             "check the API key (--api-key-env names the variable it is read from) and that it may use this model"
         }
-        _ => "check --base-url (or $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL) and that the server is up",
+        _ => {
+            "check --base-url (or $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL) and that the server is up"
+        }
     }
 }
 

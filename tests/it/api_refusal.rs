@@ -22,7 +22,15 @@ const EXIT_API_REFUSED: i32 = 3;
 fn world(fixture: &Fixture, count: usize) -> std::path::PathBuf {
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks: Vec<Value> = (0..count)
-        .map(|i| task(&format!("t{i}"), &repo, &sha, "test -f fixed.txt", json!({})))
+        .map(|i| {
+            task(
+                &format!("t{i}"),
+                &repo,
+                &sha,
+                "test -f fixed.txt",
+                json!({}),
+            )
+        })
         .collect();
     fixture.tasks(&tasks)
 }
@@ -65,10 +73,19 @@ fn a_closed_port_stops_the_run_before_any_task_with_one_message() {
         .lines()
         .filter(|l| l.starts_with("error:"))
         .collect();
-    assert_eq!(errors.len(), 1, "one message, not one per task:\n{}", out.stderr);
+    assert_eq!(
+        errors.len(),
+        1,
+        "one message, not one per task:\n{}",
+        out.stderr
+    );
     assert!(errors[0].contains("could not connect"), "{}", out.stderr);
     assert!(out.stderr.contains(&url), "names the URL:\n{}", out.stderr);
-    assert!(out.stderr.contains("scripted-model"), "names the model:\n{}", out.stderr);
+    assert!(
+        out.stderr.contains("scripted-model"),
+        "names the model:\n{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("hint:"), "{}", out.stderr);
     // Nothing was checked out or written: the same command runs again.
     assert!(!out.out.exists(), "the run folder was made");
@@ -83,9 +100,21 @@ fn a_refused_key_stops_the_run_before_any_task() {
         server.set_models_reply(error_reply(status, "Incorrect API key provided: sk-wrong."));
         let out = run(&fixture, &tasks, &server.base_url(), &[]);
         assert_eq!(out.code, EXIT_API_REFUSED, "stderr:\n{}", out.stderr);
-        assert!(out.stderr.contains(&format!("HTTP {status}")), "{}", out.stderr);
-        assert!(out.stderr.contains("Incorrect API key provided"), "{}", out.stderr);
-        assert!(out.stderr.contains("API key"), "the hint names the key:\n{}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("HTTP {status}")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("Incorrect API key provided"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("API key"),
+            "the hint names the key:\n{}",
+            out.stderr
+        );
         assert_eq!(server.preflights().len(), 1);
         assert!(server.requests().is_empty(), "a model call was made");
         assert!(!out.out.exists(), "the run folder was made");
@@ -141,19 +170,39 @@ fn an_unknown_model_stops_the_run_after_three_tasks_and_resume_goes_on() {
         .filter(|l| l.starts_with("error:"))
         .collect();
     assert_eq!(messages.len(), 1, "{}", first.stderr);
-    for needle in ["HTTP 404", "does not exist", &url, "scripted-model", "--resume --retry-errors"] {
-        assert!(first.stderr.contains(needle), "{needle:?} missing:\n{}", first.stderr);
+    for needle in [
+        "HTTP 404",
+        "does not exist",
+        &url,
+        "scripted-model",
+        "--resume --retry-errors",
+    ] {
+        assert!(
+            first.stderr.contains(needle),
+            "{needle:?} missing:\n{}",
+            first.stderr
+        );
     }
     let run_json: Value = serde_json::from_str(
         &std::fs::read_to_string(first.out.join("run.json")).expect("run.json"),
     )
     .expect("run.json is JSON");
-    assert!(run_json["stopped"].as_str().is_some_and(|s| s.contains("HTTP 404")), "{run_json}");
+    assert!(
+        run_json["stopped"]
+            .as_str()
+            .is_some_and(|s| s.contains("HTTP 404")),
+        "{run_json}"
+    );
     assert_eq!(run_json["interrupted"], false, "{run_json}");
 
     // Fixed: the rows stay resumable, and the run goes on to the end.
     wrong.store(false, Ordering::SeqCst);
-    let resumed = run(&fixture, &tasks, &url, &["-j", "1", "--resume", "--retry-errors"]);
+    let resumed = run(
+        &fixture,
+        &tasks,
+        &url,
+        &["-j", "1", "--resume", "--retry-errors"],
+    );
     assert_eq!(resumed.code, 0, "stderr:\n{}", resumed.stderr);
     let rows = resumed.rows();
     assert_eq!(rows.len(), 8, "{rows:?}");
@@ -168,7 +217,9 @@ fn an_api_that_answered_once_is_never_stopped_for_later_errors() {
     let fixture = Fixture::new();
     let tasks = world(&fixture, 6);
     let server = ScriptedServer::start_with(move |request| {
-        let user = request.body["messages"][1]["content"].as_str().unwrap_or("");
+        let user = request.body["messages"][1]["content"]
+            .as_str()
+            .unwrap_or("");
         if user.contains("Problem of task t0.") {
             fixing_reply(request)
         } else {
@@ -216,12 +267,10 @@ const VALIDATION_ERROR: &str = "[{'type': 'string_type', 'loc': ('body', 'messag
 /// Whether a history holds an assistant message with a `null` or missing
 /// `content`, which that server refuses.
 fn has_null_content(request: &crate::support::server::Request) -> bool {
-    request.body["messages"]
-        .as_array()
-        .is_some_and(|m| {
-            m.iter()
-                .any(|m| m["role"] == "assistant" && m.get("content").is_none_or(Value::is_null))
-        })
+    request.body["messages"].as_array().is_some_and(|m| {
+        m.iter()
+            .any(|m| m["role"] == "assistant" && m.get("content").is_none_or(Value::is_null))
+    })
 }
 
 #[test]
@@ -229,7 +278,10 @@ fn the_same_500_twice_ends_the_task_with_the_servers_words_not_ten_retries() {
     let fixture = Fixture::new();
     let tasks = world(&fixture, 1);
     let server = ScriptedServer::start_with(|_| {
-        Reply::Status(500, json!({"error": {"message": VALIDATION_ERROR}}).to_string())
+        Reply::Status(
+            500,
+            json!({"error": {"message": VALIDATION_ERROR}}).to_string(),
+        )
     });
     let out = run(
         &fixture,
@@ -240,7 +292,10 @@ fn the_same_500_twice_ends_the_task_with_the_servers_words_not_ten_retries() {
     assert_eq!(out.code, 1, "stderr:\n{}", out.stderr);
     let row = out.row("t0");
     assert_eq!(row["exit_reason"], "api_error", "{row:?}");
-    assert!(row["error"].contains("Input should be a valid string"), "{row:?}");
+    assert!(
+        row["error"].contains("Input should be a valid string"),
+        "{row:?}"
+    );
     assert!(row["error"].contains("HTTP 500 twice"), "{row:?}");
     assert_eq!(server.requests().len(), 2, "tried once more, then stopped");
     assert_eq!(row["model_retries"], "1", "{row:?}");
@@ -280,7 +335,10 @@ fn a_server_that_refuses_null_content_runs_to_the_turn_cap() {
     let tasks = world(&fixture, 2);
     let server = ScriptedServer::start_with(|request| {
         if has_null_content(request) {
-            return Reply::Status(500, json!({"error": {"message": VALIDATION_ERROR}}).to_string());
+            return Reply::Status(
+                500,
+                json!({"error": {"message": VALIDATION_ERROR}}).to_string(),
+            );
         }
         let mut reply = tool_calls_reply(&[("c", "echo looked")], 10, 5);
         if let Reply::Json(body) = &mut reply {
@@ -305,7 +363,11 @@ fn a_server_that_refuses_null_content_runs_to_the_turn_cap() {
             .filter(|m| m["role"] == "assistant")
             .collect();
         assert_eq!(replies.len(), 3);
-        assert!(replies.iter().all(|m| m["content"].is_null() && m.get("function_call").is_some()));
+        assert!(
+            replies
+                .iter()
+                .all(|m| m["content"].is_null() && m.get("function_call").is_some())
+        );
     }
     for request in server.requests() {
         for message in request.body["messages"].as_array().expect("messages") {

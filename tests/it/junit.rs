@@ -1,24 +1,13 @@
 //! `--junit-path`: per-test grading from the JUnit XML file a test command
 //! writes, with a real pytest, and a file that is not XML.
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, diff_of, scripted_agent, tool_present};
-
-/// True when `python3 -m pytest` runs (see `tool_present`).
-fn pytest_available() -> bool {
-    let found = Command::new("python3")
-        .args(["-m", "pytest", "--version"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    tool_present(found, "pytest", "pip install pytest to run this test")
-}
+use crate::support::harness::{Fixture, diff_of, pytest_present, scripted_agent};
 
 #[test]
 fn real_pytest_junit_file_grades_each_test_by_classname_and_name() {
-    if !pytest_available() {
+    if !pytest_present() {
         return;
     }
     let fixture = Fixture::new();

@@ -59,10 +59,22 @@ fn a_patch_leaves_build_artefacts_out_and_applies_with_binary_and_latin1_files()
     }
 
     let patch = std::fs::read_to_string(run.task_dir("t").join("patch.diff")).expect("patch");
-    for artefact in ["__pycache__", ".pyc", ".pytest_cache", "native.o", "egg-info"] {
-        assert!(!patch.contains(artefact), "{artefact} is in the patch:\n{patch}");
+    for artefact in [
+        "__pycache__",
+        ".pyc",
+        ".pytest_cache",
+        "native.o",
+        "egg-info",
+    ] {
+        assert!(
+            !patch.contains(artefact),
+            "{artefact} is in the patch:\n{patch}"
+        );
     }
-    assert!(!patch.contains("Binary files"), "an unappliable binary diff:\n{patch}");
+    assert!(
+        !patch.contains("Binary files"),
+        "an unappliable binary diff:\n{patch}"
+    );
     for binary in ["logo.bin", "data/new.bin", "latin.txt", "notes.txt"] {
         let header = format!("diff --git a/{binary} b/{binary}");
         let section = patch
@@ -90,7 +102,8 @@ fn a_patch_leaves_build_artefacts_out_and_applies_with_binary_and_latin1_files()
         "git apply: {}",
         String::from_utf8_lossy(&applied.stderr)
     );
-    let read = |path: &str| std::fs::read(fresh.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let read =
+        |path: &str| std::fs::read(fresh.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
     assert_eq!(read("mod.py"), b"X = 2\n");
     assert_eq!(read("logo.bin"), LOGO.1);
     assert_eq!(read("data/new.bin"), NEW_BINARY.1);
@@ -101,7 +114,8 @@ fn a_patch_leaves_build_artefacts_out_and_applies_with_binary_and_latin1_files()
     assert!(!fresh.join("__pycache__").exists());
 
     // The prediction is the same patch.
-    let predictions = std::fs::read_to_string(run.out.join("predictions.jsonl")).expect("predictions");
+    let predictions =
+        std::fs::read_to_string(run.out.join("predictions.jsonl")).expect("predictions");
     let prediction: Value = serde_json::from_str(predictions.trim()).expect("one JSON line");
     assert_eq!(prediction["model_patch"], patch.as_str());
 }
@@ -113,7 +127,10 @@ fn a_tracked_file_that_looks_like_an_artefact_stays_in_the_patch() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo(
         "repo",
-        &[("vendored/lib.so", "so v1\n"), ("__pycache__/keep.txt", "kept\n")],
+        &[
+            ("vendored/lib.so", "so v1\n"),
+            ("__pycache__/keep.txt", "kept\n"),
+        ],
     );
     let server = scripted_agent(&[(
         "t",

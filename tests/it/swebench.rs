@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, diff_of, git, scripted_agent, tool_present};
+use crate::support::harness::{Fixture, diff_of, git, pytest_present, scripted_agent};
 
 const OPS: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
 const TESTS: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
@@ -359,21 +359,12 @@ fn empty_test_lists_grade_by_exit_code() {
     assert!(!run.task_dir("t").join("tests.json").exists());
 }
 
-/// True when `python3 -m pytest` runs (see `tool_present`).
-fn pytest_available() -> bool {
-    let found = Command::new("python3")
-        .args(["-m", "pytest", "--version"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    tool_present(found, "pytest", "pip install pytest to run this test")
-}
-
 #[test]
 fn real_pytest_output_grades_each_test_by_its_node_id() {
     // What pytest itself prints with -rA: parametrized ids (one with a
     // space), a failure message after " - ", an xfail, and a skipped test,
     // which -rA names by file and line only, so it has no status.
-    if !pytest_available() {
+    if !pytest_present() {
         return;
     }
     let fixture = Fixture::new();

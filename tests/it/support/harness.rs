@@ -92,7 +92,11 @@ pub fn assert_patches_apply(out: &Path) {
     // (task, epoch) -> (repo, commit) of the trajectories with a whole diff.
     let mut bases: HashMap<(String, String), (PathBuf, String)> = HashMap::new();
     for task in tasks.flatten() {
-        for attempt in std::fs::read_dir(task.path()).into_iter().flatten().flatten() {
+        for attempt in std::fs::read_dir(task.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let dir = attempt.path();
             let Ok(text) = std::fs::read_to_string(dir.join("trajectory.jsonl")) else {
                 continue;
@@ -118,7 +122,12 @@ pub fn assert_patches_apply(out: &Path) {
             let Some(diff) = find("diff") else { continue };
             let patch = std::fs::read(dir.join("patch.diff")).unwrap_or_default();
             if diff["bytes"].as_u64() == Some(patch.len() as u64) {
-                assert_applies(&repo, &commit, &patch, &dir.join("patch.diff").display().to_string());
+                assert_applies(
+                    &repo,
+                    &commit,
+                    &patch,
+                    &dir.join("patch.diff").display().to_string(),
+                );
             }
         }
     }
@@ -163,7 +172,12 @@ fn assert_applies(repo: &Path, commit: &str, patch: &[u8], what: &str) {
             .expect("run git")
     };
     let read = git_here(&["read-tree", commit]);
-    assert!(read.status.success(), "git read-tree {commit} in {}: {}", repo.display(), String::from_utf8_lossy(&read.stderr));
+    assert!(
+        read.status.success(),
+        "git read-tree {commit} in {}: {}",
+        repo.display(),
+        String::from_utf8_lossy(&read.stderr)
+    );
     let patch_arg = patch_file.display().to_string();
     let check = git_here(&["apply", "--cached", "--check", &patch_arg]);
     assert!(
@@ -414,4 +428,13 @@ pub fn tool_present(found: bool, what: &str, hint: &str) -> bool {
         eprintln!("skipped: {what} is missing ({hint})");
     }
     found
+}
+
+/// Whether `python3 -m pytest` works, under [`tool_present`]'s rule.
+pub fn pytest_present() -> bool {
+    let found = Command::new("python3")
+        .args(["-m", "pytest", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    tool_present(found, "pytest", "pip install pytest to run this test")
 }
