@@ -170,14 +170,18 @@ fn a_real_llama_cpp_server_runs_the_demo_tasks_to_the_turn_cap() {
             r#"tool_choice={"type":"function","function":{"name":"bash"}}"#,
             "--temperature",
             "0",
-            "--max-output-tokens",
-            "128",
+            // llama-cpp-python reads `max_tokens`, not the
+            // `max_completion_tokens` that --max-output-tokens sets.
+            "--model-arg",
+            "max_tokens=64",
             "--max-turns",
             &turns,
             "--max-retries",
             "2",
+            // The server answers one call at a time and keeps the last
+            // prompt's state: one task at a time reuses it turn to turn.
             "-j",
-            "2",
+            "1",
         ],
     );
     assert_eq!(
