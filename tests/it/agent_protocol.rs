@@ -109,13 +109,40 @@ fn calls_reply(
     )
 }
 
-/// The assistant message a scripted reply carries.
-fn reply_message(reply: &Reply) -> Value {
+/// The assistant message a scripted reply carries, as it came.
+fn received_message(reply: &Reply) -> Value {
     match reply {
         Reply::Json(body) => body["choices"][0]["message"].clone(),
-        Reply::Delay(_, inner) => reply_message(inner),
+        Reply::Delay(_, inner) => received_message(inner),
         other => panic!("not a completion: {other:?}"),
     }
+}
+
+/// The assistant message a scripted reply carries, as the next request
+/// sends it back.
+fn reply_message(reply: &Reply) -> Value {
+    as_sent(&received_message(reply))
+}
+
+/// A message of the history as onebash sends it back (docs/cli.md, "What
+/// goes back to the API"): an assistant's `null` or missing content as
+/// `""`, and no `function_call` beside `tool_calls`. Written out here, not
+/// taken from the code, so that a change to the rule shows.
+fn as_sent(message: &Value) -> Value {
+    let mut message = message.clone();
+    if message["role"] == "assistant" {
+        if message.get("content").is_none_or(Value::is_null) {
+            message["content"] = json!("");
+        }
+        if message["tool_calls"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+            && let Some(fields) = message.as_object_mut()
+        {
+            fields.remove("function_call");
+        }
+    }
+    message
 }
 
 /// The messages of a request.
@@ -984,7 +1011,7 @@ fn the_trajectory_records_every_step_and_rebuilds_the_last_request() {
     let mut rebuilt = Vec::new();
     for event in &events {
         match event["event"].as_str() {
-            Some("message") => logged.push(event["message"].clone()),
+            Some("message") => logged.push(as_sent(&event["message"])),
             Some("model_call" | "model_error") => {
                 let mut body = template.clone();
                 let fields = body.as_object_mut().expect("template is an object");
@@ -1007,8 +1034,17 @@ fn the_trajectory_records_every_step_and_rebuilds_the_last_request() {
         .collect();
     let last = messages(&requests[2]);
     assert_eq!(logged.len(), last.len() + 1);
-    assert_eq!(logged[..last.len()], last[..]);
-    assert_eq!(logged[last.len()], reply_message(&replies[2]));
+    let logged_as_sent: Vec<Value> = logged[..last.len()].iter().map(as_sent).collect();
+    assert_eq!(logged_as_sent, last);
+    // The trajectory keeps each reply as it came.
+    assert_eq!(logged[last.len()], received_message(&replies[2]));
+    assert!(
+        logged
+            .iter()
+            .filter(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+            .all(|m| m["content"].is_null()),
+        "{logged:?}"
+    );
     let turns: Vec<u64> = message_events
         .iter()
         .filter_map(|e| e["turn"].as_u64())
