@@ -1663,6 +1663,16 @@ fn max_cost_stops_a_task_after_the_call_that_reached_it_and_needs_a_price() {
     assert!(!run.out.join("results.csv").exists());
 }
 
+/// Model calls the scripted model is answering.
+#[derive(Default)]
+struct InFlight {
+    now: usize,
+    /// The most at once.
+    peak: usize,
+    /// A call gave up waiting for a second one.
+    gave_up: bool,
+}
+
 /// `--max-connections 1`: one model call in flight for the whole run,
 /// whatever `-j` says; without it, as many as `-j`.
 #[test]
@@ -1674,8 +1684,7 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
         ("capped", &["-j", "4", "--max-connections", "1"][..], true),
         ("free", &["-j", "4"][..], false),
     ] {
-        // (calls in flight, most at once, gave up waiting for a second one)
-        let in_flight: Arc<(Mutex<(usize, usize, bool)>, Condvar)> = Arc::default();
+        let in_flight: Arc<(Mutex<InFlight>, Condvar)> = Arc::default();
         let counter = Arc::clone(&in_flight);
         let folder = w.fixture.path(out);
         let model = Model::start(proto, move |seen| {
@@ -1683,8 +1692,8 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
             let lock = || count.lock().unwrap_or_else(PoisonError::into_inner);
             {
                 let mut c = lock();
-                c.0 += 1;
-                c.1 = c.1.max(c.0);
+                c.now += 1;
+                c.peak = c.peak.max(c.now);
                 changed.notify_all();
             }
             if capped {
@@ -1702,11 +1711,12 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
                 // would prevent.
                 let c = lock();
                 let (mut c, waited) = changed
-                    .wait_timeout_while(c, HANG_GUARD, |c| c.1 < 2 && !c.2)
+                    .wait_timeout_while(c, HANG_GUARD, |c| c.peak < 2 && !c.gave_up)
                     .unwrap_or_else(PoisonError::into_inner);
-                c.2 |= waited.timed_out();
+                // One wait in vain is enough to fail the test below.
+                c.gave_up |= waited.timed_out();
             }
-            lock().0 -= 1;
+            lock().now -= 1;
             match seen.turn {
                 0 => proto.answer(&bash(&[("f", FIX)]), tokens(10, 5)),
                 _ => proto.answer(&say("Fixed."), tokens(10, 2)),
@@ -1714,7 +1724,11 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
         });
         let run = w.run(out, &ids, &model, args);
         assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-        let peak = in_flight.0.lock().unwrap_or_else(PoisonError::into_inner).1;
+        let peak = in_flight
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .peak;
         if capped {
             assert_eq!(peak, 1, "{out}");
         } else {
