@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::support::harness::{Fixture, RunOutput, task};
 use crate::support::server::{Reply, Request, ScriptedServer};
+use crate::support::sync::{HANG_GUARD, Latch, eventually};
 
 /// Passes once the agent ran [`FIX`].
 const TEST_COMMAND: &str = "grep -qx fixed fix.txt";
@@ -345,44 +346,6 @@ fn task_of(request: &Request) -> Option<String> {
 // ---------------------------------------------------------------------------
 // Waiting on events: no test here relies on how fast the machine is.
 // ---------------------------------------------------------------------------
-
-/// How long a test or a handler waits for an event before it gives up: a
-/// guard against hangs, far above what the slowest machine needs.
-const HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// A flag set once, that handlers of the scripted model may wait for.
-#[derive(Clone, Default)]
-struct Signal(Arc<(Mutex<bool>, Condvar)>);
-
-impl Signal {
-    fn set(&self) {
-        let (set, changed) = &*self.0;
-        *set.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        changed.notify_all();
-    }
-
-    /// Waits until the flag is set, at most [`HANG_GUARD`]; whether it is.
-    fn wait(&self) -> bool {
-        let (set, changed) = &*self.0;
-        let guard = set.lock().unwrap_or_else(PoisonError::into_inner);
-        let (set, _) = changed
-            .wait_timeout_while(guard, HANG_GUARD, |set| !*set)
-            .unwrap_or_else(PoisonError::into_inner);
-        *set
-    }
-}
-
-/// Waits until `done`, polling, at most [`HANG_GUARD`]; whether it came.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + HANG_GUARD;
-    while !done() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
-}
 
 /// Whether the trajectory of `task` (epoch 1) in the run folder `out` holds
 /// an event with this text, e.g. `"event":"model_retry"`.
@@ -736,7 +699,7 @@ fn forty_tasks_get_their_verdicts_though_a_quarter_of_requests_fail(proto: Proto
     let w = world();
     // A hung request is answered once the run is over: never in time,
     // however slow the machine.
-    let run_over = Signal::default();
+    let run_over = Latch::new();
     let hung = run_over.clone();
     let model = Model::start(proto, move |seen| {
         let index: usize = seen.task[1..].parse().expect("task index");
@@ -760,7 +723,7 @@ fn forty_tasks_get_their_verdicts_though_a_quarter_of_requests_fail(proto: Proto
         &model,
         &["-j", "8", "--retry-delay", "0.05", "--request-timeout", "2"],
     );
-    run_over.set();
+    run_over.open();
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(model.seen().len(), requests, "requests the server received");
 
@@ -1156,7 +1119,7 @@ fn anthropic_retry_after_is_honoured_and_recorded() {
 fn a_rate_limit_pauses_every_task_of_the_run(proto: Proto) {
     let w = world();
     let out = w.fixture.path("out");
-    let busy_waiting = Signal::default();
+    let busy_waiting = Latch::new();
     let (waiting, asked) = (busy_waiting.clone(), busy_waiting.clone());
     // When the 429 was sent: the pause begins after it.
     let limited: Arc<Mutex<Option<Instant>>> = Arc::default();
@@ -1171,7 +1134,7 @@ fn a_rate_limit_pauses_every_task_of_the_run(proto: Proto) {
         ("limited", _) => proto.answer(&say("Fixed."), tokens(10, 2)),
         ("busy", 0) => proto.answer(&bash(&[("b0", "true")]), tokens(10, 5)),
         ("busy", 1) => {
-            asked.set();
+            asked.open();
             assert!(
                 eventually(|| logged(&out, "limited", "\"event\":\"model_retry\"")),
                 "limited's retry was never logged"

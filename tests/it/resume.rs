@@ -26,6 +26,7 @@ use crate::support::harness::{Fixture, RunOutput, diff_of, onebash, task};
 use crate::support::server::{
     Reply, Request, ScriptedServer, error_reply, text_reply, tool_calls_reply,
 };
+use crate::support::sync::{HANG_GUARD, Latch, eventually_within};
 
 /// Passes once the agent (or the gold patch) wrote `fixed.txt`.
 const TEST_COMMAND: &str = "test -f fixed.txt";
@@ -485,12 +486,11 @@ impl Drop for Background {
     }
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until(what: &str, limit: Duration, done: impl FnMut() -> bool) {
+    assert!(
+        eventually_within(limit, done),
+        "timed out waiting for {what}"
+    );
 }
 
 /// SplitMix64: a small seeded generator, so the kill points are the same on
@@ -515,36 +515,6 @@ impl Rng {
 // ---------------------------------------------------------------------------
 // Holding model calls: a run cannot end while one of its calls is held.
 // ---------------------------------------------------------------------------
-
-/// How long a test waits for an event before it fails: a guard against
-/// hangs, far above what the slowest machine needs.
-const HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// A gate that model calls wait at while it is shut.
-#[derive(Clone)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn shut() -> Gate {
-        Gate(Arc::new((Mutex::new(false), Condvar::new())))
-    }
-
-    /// Waits until the gate is opened (or [`HANG_GUARD`] passed, so that a
-    /// failed test leaves no call waiting for long).
-    fn wait(&self) {
-        let (open, changed) = &*self.0;
-        let guard = open.lock().unwrap_or_else(PoisonError::into_inner);
-        let _open = changed
-            .wait_timeout_while(guard, HANG_GUARD, |open| !*open)
-            .unwrap_or_else(PoisonError::into_inner);
-    }
-
-    fn open(&self) {
-        let (open, changed) = &*self.0;
-        *open.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        changed.notify_all();
-    }
-}
 
 /// What the scripted model does with the requests of the kill test's
 /// current round. Each round's run is given a base URL of its own
@@ -1220,7 +1190,7 @@ fn ctrl_c_then_resume_redoes_the_interrupted_pairs_and_runs_the_rest() {
     let tasks = world(&fixture, 6, false);
     // Every task but t00 waits at its first model call until the gate opens,
     // after the interrupted run is over.
-    let gate = Gate::shut();
+    let gate = Latch::new();
     let held = gate.clone();
     let server = agent(move |task, _| {
         if task != "t00" {
