@@ -112,6 +112,8 @@ pub struct RunConfig {
     pub junit_path: Option<PathBuf>,
     /// sha256 of the task file's bytes.
     pub task_file_sha256: String,
+    /// `--test-command`: the template for tasks that have no test command.
+    pub test_command: Option<String>,
     pub sandbox_mode: SandboxMode,
     #[serde(skip)]
     pub sandbox: Sandbox,
@@ -185,7 +187,7 @@ impl RunConfig {
             ModelChoice::Oracle | ModelChoice::Noop | ModelChoice::Replay { .. } => (None, None),
             ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
         };
-        serde_json::json!({
+        let mut fingerprint = serde_json::json!({
             "task_file_sha256": self.task_file_sha256,
             "model": self.model.name(),
             "provider": provider,
@@ -207,7 +209,16 @@ impl RunConfig {
             "junit_path": self.junit_path,
             "allow_network": self.allow_network,
             "limits": self.limits,
-        })
+        });
+        // The template decides what grades tasks that have no test command,
+        // so a resume or merge must use the same. It is in the fingerprint
+        // only when given, so run folders from before it was keep resuming.
+        // (`--repo-base` is not: it says where a commit comes from, and a
+        // full sha pins what it holds.)
+        if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
+            fields.insert("test_command".to_owned(), serde_json::json!(template));
+        }
+        fingerprint
     }
 
     pub fn from_args(args: &RunArgs) -> Result<RunConfig, ConfigError> {
@@ -363,6 +374,7 @@ impl RunConfig {
             retry_errors: args.retry_errors,
             junit_path: args.junit_path.clone(),
             task_file_sha256,
+            test_command: args.test_command.clone(),
             sandbox_mode: args.sandbox,
             sandbox_used: sandbox.name(),
             sandbox,

@@ -891,6 +891,10 @@ fn resume_with_other_settings_is_refused_naming_them_but_jobs_and_filter_may_dif
             &["--model", "oracle", "--test-timeout", "60"],
             &["test_timeout_s: was 1800.0, now 60.0"],
         ),
+        (
+            &["--model", "oracle", "--test-command", "pytest -x"],
+            &["test_command: was (absent), now \"pytest -x\""],
+        ),
     ];
     for (args, wanted) in cases {
         let mut all = args.to_vec();
