@@ -17,6 +17,7 @@
 //! of a task is recorded by [`trajectory`].
 
 pub mod agent;
+pub mod audit;
 pub mod checkout;
 pub mod cli;
 pub mod commands;
