@@ -218,11 +218,12 @@ fn git(args: &[String], found: &mut Found) {
                 found.add(ProbeKind::GitFetch, format!("git remote {action}"));
             }
         }
-        "clone" => {
-            // A clone of the working copy itself brings nothing new.
-            if !clone_source(&rest).is_some_and(|s| matches!(s, "." | "./" | ".git" | "./.git")) {
-                found.add(ProbeKind::GitFetch, "git clone".to_owned());
-            }
+        // A clone of the working copy itself brings nothing new.
+        "clone"
+            if !clone_source(&rest)
+                .is_some_and(|s| matches!(s, "." | "./" | ".git" | "./.git")) =>
+        {
+            found.add(ProbeKind::GitFetch, "git clone".to_owned())
         }
         _ => {}
     }

@@ -359,10 +359,11 @@ impl Parser {
                         if q == c {
                             break;
                         }
-                        if q == '\\' && c == '"' {
-                            if let Some(next) = self.bump() {
-                                inner.push(next);
-                            }
+                        if q == '\\'
+                            && c == '"'
+                            && let Some(next) = self.bump()
+                        {
+                            inner.push(next);
                         }
                     }
                     continue;

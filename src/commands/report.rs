@@ -425,7 +425,12 @@ fn render(r: &Report, markdown: bool) -> String {
     out
 }
 
-/// The lines of the history probes section.
+/// `1 row`, `3 rows`.
+fn rows_count(n: usize) -> String {
+    format!("{n} row{}", if n == 1 { "" } else { "s" })
+}
+
+/// The first line of the history probes section.
 pub fn history_probes_summary(h: &HistoryProbes, rows: usize) -> String {
     let older = match rows - h.rows_audited.min(rows) {
         0 => String::new(),
@@ -433,11 +438,15 @@ pub fn history_probes_summary(h: &HistoryProbes, rows: usize) -> String {
         n => format!("; {n} rows predate the audit"),
     };
     if h.rows_with_probes == 0 {
-        return format!("history probes: none in {} rows{older}", h.rows_audited);
+        return format!(
+            "history probes: none in {}{older}",
+            rows_count(h.rows_audited)
+        );
     }
     format!(
-        "history probes: {} of {} rows ran commands that probed the repo's history or fetched its source{older}",
-        h.rows_with_probes, h.rows_audited
+        "history probes: {} of {} ran commands that probed the repo's history or fetched its source{older}",
+        h.rows_with_probes,
+        rows_count(h.rows_audited)
     )
 }
 

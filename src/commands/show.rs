@@ -202,9 +202,12 @@ fn kinds(probes: impl Iterator<Item = Value>) -> Vec<String> {
     kinds.into_iter().collect()
 }
 
-/// The audit's flags by (turn, tool call id), and those of the setup:
+/// The reasons the audit gave, by (turn, tool call id) of the command.
+type Flags = HashMap<(u64, String), Vec<String>>;
+
+/// The audit's flags of the agent's commands, and those of the setup:
 /// read first, since the `audit` event follows the commands it flags.
-fn audit_flags(events: &[Value]) -> (HashMap<(u64, String), Vec<String>>, Vec<String>) {
+fn audit_flags(events: &[Value]) -> (Flags, Vec<String>) {
     let Some(audit) = events.iter().rev().find(|e| e["event"] == "audit") else {
         return (HashMap::new(), Vec::new());
     };
