@@ -170,10 +170,21 @@ pub struct RunFolder {
 
 impl RunFolder {
     pub fn create(root: &Path) -> std::io::Result<RunFolder> {
-        std::fs::create_dir_all(root)?;
-        Ok(RunFolder {
+        let folder = RunFolder::at(root);
+        folder.create_dir()?;
+        Ok(folder)
+    }
+
+    /// The run folder at `root`, which may not exist yet.
+    pub fn at(root: &Path) -> RunFolder {
+        RunFolder {
             root: root.to_owned(),
-        })
+        }
+    }
+
+    /// Makes the folder, and its parents, where missing.
+    pub fn create_dir(&self) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.root)
     }
 
     pub fn root(&self) -> &Path {

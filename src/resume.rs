@@ -38,11 +38,10 @@ impl ResumePlan {
 
 /// Checks the earlier run's settings, reads its rows and prepares the
 /// folder. `work` is every (task id, epoch) this run selects.
-pub fn prepare(
-    folder: &RunFolder,
-    config: &RunConfig,
-    work: &[(TaskId, u32)],
-) -> Result<ResumePlan, String> {
+/// Whether the run in `folder` may be resumed with `config`: its run.json
+/// can be read and its settings that decide outcomes are this run's. Reads
+/// only, so it can come before anything else a run does.
+pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), String> {
     let run_json = std::fs::read_to_string(folder.run_json())
         .map_err(|err| format!("failed to read {}: {err}", folder.run_json().display()))?;
     let before: Value = serde_json::from_str(&run_json)
@@ -55,7 +54,16 @@ pub fn prepare(
             differences.join("\n")
         ));
     }
+    Ok(())
+}
 
+/// What a resume keeps and redoes; sets unfinished attempts aside. The
+/// caller has passed [`check_settings`].
+pub fn prepare(
+    folder: &RunFolder,
+    config: &RunConfig,
+    work: &[(TaskId, u32)],
+) -> Result<ResumePlan, String> {
     let csv = folder.results_csv();
     let (rows, torn_at, header_is_current) = if csv.exists() {
         let read = read_rows(&csv)?;

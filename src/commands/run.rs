@@ -67,6 +67,15 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             )
         }
     };
+    // A resume with other settings is refused first: that is about the
+    // command line, whatever the API says.
+    let folder = RunFolder::at(&config.out_dir);
+    if config.resume
+        && let Err(message) = resume::check_settings(&folder, &config)
+    {
+        eprintln!("error: {message}");
+        return Ok(EXIT_USAGE);
+    }
     // An API that cannot be used at all is found before any repo is checked
     // out or any folder made: the same command runs again once it is fixed.
     if let Err(err) = client.preflight().await {
@@ -78,7 +87,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
         );
         return Ok(EXIT_API_REFUSED);
     }
-    let folder = RunFolder::create(&config.out_dir).map_err(|err| {
+    folder.create_dir().map_err(|err| {
         anyhow::anyhow!(
             "failed to create the run folder {}: {err}",
             config.out_dir.display()

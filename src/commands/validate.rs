@@ -55,7 +55,11 @@ pub fn configs(
             out.join(model).display().to_string(),
         ];
         argv.extend(extra.iter().cloned());
-        let cli = Cli::try_parse_from(&argv).map_err(|err| err.to_string())?;
+        // clap's message starts with its own `error: `, and main adds one.
+        let cli = Cli::try_parse_from(&argv).map_err(|err| {
+            let text = err.to_string();
+            text.strip_prefix("error: ").unwrap_or(&text).to_owned()
+        })?;
         let Command::Run(args) = cli.command else {
             return Err("internal error: validate built a command that is not `run`".to_owned());
         };
@@ -188,6 +192,19 @@ fn render(checks: &BTreeMap<String, TaskCheck>, runs: u32, out: &Path) -> String
 mod tests {
     use super::*;
     use crate::task::TaskId;
+
+    #[test]
+    fn a_flag_validate_sets_itself_is_refused_in_one_message() {
+        let extra = ["--model".to_owned(), "other".to_owned()];
+        let Err(err) = configs(Path::new("tasks.jsonl"), 1, Path::new("out"), &extra) else {
+            panic!("--model twice was taken");
+        };
+        assert!(
+            err.contains("'--model <MODEL>' cannot be used multiple times"),
+            "{err}"
+        );
+        assert!(!err.starts_with("error:"), "main adds the prefix: {err}");
+    }
 
     fn row(task: &str, status: Status, exit_reason: ExitReason, error: &str) -> ResultRow {
         let id = TaskId::parse(task).expect("id");

@@ -38,10 +38,11 @@ fn run_commands(
     (run, server)
 }
 
-/// Asserts that no process matching `needle` is left, allowing a moment for
-/// killed processes to be torn down.
+/// Asserts that no process matching `needle` is left, allowing killed
+/// processes time to be torn down (a hang guard: they are usually gone at
+/// once).
 fn assert_no_process_left(needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let left = processes_matching(needle);
         if left.is_empty() {
@@ -74,20 +75,35 @@ fn duration_s(event: &Value) -> f64 {
     event["duration_s"].as_f64().expect("duration_s")
 }
 
+/// A bound on how long a command that should return at once may take: a
+/// hang guard far above any machine's need, and far below the ten minutes
+/// the sleeps these tests leave behind would hold a command that waited for
+/// them.
+const PROMPTLY: f64 = 120.0;
+
+/// The processes whose whole command line is `command` (not a shell whose
+/// script mentions it).
+fn running(command: &str) -> bool {
+    processes_matching(command)
+        .iter()
+        .any(|(_, cmdline)| cmdline == command)
+}
+
 #[test]
 fn background_process_does_not_hold_the_command_and_dies_with_the_task() {
     let fixture = Fixture::new();
     let (run, server) = run_commands(
         &fixture,
         &["sleep 613 & echo started"],
-        &["--command-timeout", "5"],
+        &["--command-timeout", "60"],
         &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let answers = tool_answers(&server, "t");
     assert!(answers[0].starts_with("started\n"), "{answers:?}");
+    // Held by the sleep, the command would have timed out, or waited 613 s.
     let command = only_command(&run);
-    assert!(duration_s(&command) < 5.0 + 2.0, "{command}");
+    assert!(duration_s(&command) < PROMPTLY, "{command}");
     assert_eq!(command["timed_out"], false);
     assert_eq!(command["exit_code"], 0);
     assert_no_process_left("sleep 613");
@@ -99,31 +115,31 @@ fn detached_daemon_does_not_hold_the_command_and_dies_with_the_task() {
     let (run, server) = run_commands(
         &fixture,
         &["(setsid sleep 614 &); echo detached"],
-        &["--command-timeout", "5"],
+        &["--command-timeout", "60"],
         &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let answers = tool_answers(&server, "t");
     assert!(answers[0].starts_with("detached\n"), "{answers:?}");
     let command = only_command(&run);
-    assert!(duration_s(&command) < 5.0 + 2.0, "{command}");
+    assert!(duration_s(&command) < PROMPTLY, "{command}");
+    assert_eq!(command["timed_out"], false);
     assert_no_process_left("sleep 614");
 }
 
 #[test]
 fn timeout_with_a_background_child_holding_the_pipe_returns_promptly() {
+    // The command never ends on its own: only the timeout ends it.
     let fixture = Fixture::new();
-    let started = Instant::now();
     let (run, server) = run_commands(
         &fixture,
         &["sleep 615 & echo waiting; sleep 617"],
         &["--command-timeout", "1"],
         &[],
     );
-    assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let command = only_command(&run);
-    assert!(duration_s(&command) < 1.0 + 2.0, "{command}");
+    assert!(duration_s(&command) < PROMPTLY, "{command}");
     assert_eq!(command["timed_out"], true);
     assert_eq!(command["output"], "waiting\n");
     let answers = tool_answers(&server, "t");
@@ -146,7 +162,7 @@ fn timeout_with_an_escaped_daemon_holding_the_pipe_returns_promptly() {
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let command = only_command(&run);
-    assert!(duration_s(&command) < 1.0 + 2.0, "{command}");
+    assert!(duration_s(&command) < PROMPTLY, "{command}");
     assert_eq!(command["timed_out"], true);
     let answers = tool_answers(&server, "t");
     assert!(answers[0].contains("timed out after 1 s"), "{answers:?}");
@@ -284,7 +300,6 @@ fn huge_output_is_bounded_for_the_model_the_trajectory_and_memory() {
 #[test]
 fn command_runs_in_the_checkout_with_empty_stdin_and_lossy_output() {
     let fixture = Fixture::new();
-    let started = Instant::now();
     let (run, server) = run_commands(
         &fixture,
         &[
@@ -298,14 +313,12 @@ fn command_runs_in_the_checkout_with_empty_stdin_and_lossy_output() {
         &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    assert!(started.elapsed() < Duration::from_secs(25));
     let answers = tool_answers(&server, "t");
     assert_eq!(answers.len(), 5, "{answers:?}");
 
-    // stdin is /dev/null: `cat` ends at once.
+    // stdin is /dev/null: `cat` ends by itself, not at the timeout.
     assert_eq!(answers[0], "after-cat\n[exit code: 0]");
     let commands = run.events("t", "command");
-    assert!(duration_s(&commands[0]) < 5.0, "{}", commands[0]);
     assert_eq!(commands[0]["timed_out"], false);
 
     assert_eq!(answers[1], "a\u{fffd}b\n[exit code: 0]");
@@ -358,10 +371,13 @@ fn setup_and_test_commands_leave_no_process_behind() {
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("t")["status"], "passed");
+    // Neither waited for the sleep it left (which the task's end kills).
     let setup = &run.events("t", "setup")[0];
-    assert!(duration_s(setup) < 2.0, "{setup}");
+    assert!(duration_s(setup) < PROMPTLY, "{setup}");
+    assert_eq!(setup["timed_out"], false, "{setup}");
     let test = &run.events("t", "test")[0];
-    assert!(duration_s(test) < 2.0, "{test}");
+    assert!(duration_s(test) < PROMPTLY, "{test}");
+    assert_eq!(test["timed_out"], false, "{test}");
     assert_eq!(test["output"], "tested\n");
     assert_no_process_left("sleep 620");
     assert_no_process_left("sleep 621");
@@ -393,8 +409,10 @@ fn ctrl_c_during_a_command_kills_its_processes() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn onebash");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while processes_matching("sleep 623").is_empty() {
+    // Both sleeps run, the daemon outside the command's process group (a
+    // shell whose script names them is not enough).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !(running("sleep 622") && running("sleep 623")) {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
@@ -410,7 +428,8 @@ fn ctrl_c_during_a_command_kills_its_processes() {
         if let Some(status) = child.try_wait().expect("try_wait") {
             break status;
         }
-        if interrupted.elapsed() > Duration::from_secs(10) {
+        // A hang guard: onebash leaves at once.
+        if interrupted.elapsed() > Duration::from_secs(120) {
             let _ = child.kill();
             let _ = child.wait();
             panic!("onebash did not exit after Ctrl-C");

@@ -385,7 +385,9 @@ fn chromium(browser: &Path, profile: &Path, mode: &str, url: &str) -> String {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut stdout, &mut text).map(|_| text)
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // A hang guard: five browsers at once on a loaded machine may take a
+    // while, a hung one forever.
+    let deadline = Instant::now() + Duration::from_secs(300);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait chromium") {
             break status;
@@ -393,7 +395,7 @@ fn chromium(browser: &Path, profile: &Path, mode: &str, url: &str) -> String {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("chromium {mode} {url} took over 60 s");
+            panic!("chromium {mode} {url} took over 300 s");
         }
         std::thread::sleep(Duration::from_millis(50));
     };

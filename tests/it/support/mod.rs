@@ -4,3 +4,4 @@
 
 pub mod harness;
 pub mod server;
+pub mod sync;
