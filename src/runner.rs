@@ -286,7 +286,7 @@ impl TaskRun<'_> {
         let mut row = self.agent_row(&agent);
         let mirror = ctx.cache.mirror_path(&task.repo_location);
         let audit = audit::audit_task(AuditInput {
-            subject: Subject::new(&task.repo, &config.cache_dir, &mirror),
+            subject: Subject::new(&task.repo, &mirror, std::env::home_dir().as_deref()),
             mirror,
             base: checkout.commit.clone(),
             setup_command: task.setup_command.clone(),

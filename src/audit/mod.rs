@@ -80,27 +80,37 @@ pub struct Subject {
     /// The package under test as PyPI knows it (normalized): the repo's
     /// name, which is the package's for every SWE-bench repo.
     pub package: Option<String>,
-    /// Paths that only lead to the repo cache: the cache folder and the
-    /// mirror's folder name.
-    pub private_paths: Vec<String>,
+    /// The cache's folder of mirrors, as a path (and as `~/...` when it
+    /// is under `$HOME`): a word naming it, or something in it, reaches
+    /// every repo's full history.
+    pub mirrors_folder: Vec<String>,
+    /// The task's mirror's folder name (`django-0123abcd.git`): distinctive
+    /// enough to be looked for anywhere in a word, relative paths included.
+    pub mirror_name: Option<String>,
 }
 
 impl Subject {
     /// The subject of a task on `repo` (as in the task file, or a URL),
-    /// whose mirror is `mirror` in the cache `cache_dir`.
-    pub fn new(repo: &str, cache_dir: &Path, mirror: &Path) -> Subject {
+    /// whose mirror is `mirror` in the cache's folder of mirrors. Only the
+    /// mirrors' folder counts, not the whole cache: a run folder someone
+    /// put in the cache must not make every path of the checkout a probe.
+    pub fn new(repo: &str, mirror: &Path, home: Option<&Path>) -> Subject {
         let trimmed = repo.trim_end_matches('/');
         let trimmed = trimmed.strip_suffix(".git").unwrap_or(trimmed);
         let name = trimmed.rsplit(['/', ':', '\\']).next().unwrap_or("");
-        let mut private_paths = vec![cache_dir.display().to_string()];
-        private_paths.extend(
-            mirror
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned()),
-        );
+        let mut mirrors_folder = Vec::new();
+        if let Some(folder) = mirror.parent().filter(|f| f.components().count() > 1) {
+            mirrors_folder.push(folder.display().to_string());
+            if let Some(rest) = home.and_then(|home| folder.strip_prefix(home).ok()) {
+                mirrors_folder.push(format!("~/{}", rest.display()));
+            }
+        }
         Subject {
             package: (!name.is_empty()).then(|| normalize_package(name)),
-            private_paths,
+            mirrors_folder,
+            mirror_name: mirror
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned()),
         }
     }
 }
@@ -264,8 +274,8 @@ mod tests {
     fn subject() -> Subject {
         Subject::new(
             "https://github.com/django/django.git",
-            Path::new("/home/u/.cache/onebash"),
             Path::new("/home/u/.cache/onebash/repos/django-0123abcd.git"),
+            Some(Path::new("/home/u")),
         )
     }
 
@@ -327,6 +337,8 @@ mod tests {
         "find . -name '*.py' | xargs grep -l slugify",
         "python -c \"print('9999999')\"",
         "git log --format=%H -1",
+        // The cache's other folders, and names that only start alike.
+        "ls /home/u/.cache/onebash/run1/workdirs /home/u/.cache/onebash/repos2",
         // The oracle's command: the patch is a here-document's data.
         "gold=$(mktemp) && cat > \"$gold\" <<'ONEBASH_GOLD_PATCH'\n+run git log --all, read .git/objects\nONEBASH_GOLD_PATCH\nif git apply --whitespace=nowarn \"$gold\"; then echo ok\nelse echo no >&2; rm -f \"$gold\"; exit 1; fi\nrm -f \"$gold\"",
     ];
@@ -394,6 +406,11 @@ mod tests {
         ),
         (
             "cd ../../django-0123abcd.git && git log --oneline main",
+            &[ProbeKind::ObjectStore],
+        ),
+        ("ls ~/.cache/onebash/repos", &[ProbeKind::ObjectStore]),
+        (
+            "GIT_DIR=/home/u/.cache/onebash/repos/other.git git log",
             &[ProbeKind::ObjectStore],
         ),
         ("git show 9999999", &[ProbeKind::ForeignCommit]),
@@ -522,17 +539,17 @@ mod tests {
         let s = subject();
         assert_eq!(s.package.as_deref(), Some("django"));
         assert_eq!(
-            s.private_paths,
-            vec!["/home/u/.cache/onebash", "django-0123abcd.git"]
+            s.mirrors_folder,
+            vec!["/home/u/.cache/onebash/repos", "~/.cache/onebash/repos"]
         );
-        let local = Subject::new("repos/Text_Kit.git/", Path::new("/c"), Path::new("/c/r"));
+        assert_eq!(s.mirror_name.as_deref(), Some("django-0123abcd.git"));
+        let local = Subject::new("repos/Text_Kit.git/", Path::new("/c/r/t.git"), None);
         assert_eq!(local.package.as_deref(), Some("text-kit"));
-        let scp = Subject::new(
-            "git@github.com:psf/requests",
-            Path::new("/c"),
-            Path::new("/c/r"),
-        );
+        assert_eq!(local.mirrors_folder, vec!["/c/r"]);
+        let scp = Subject::new("git@github.com:psf/requests", Path::new("/r.git"), None);
         assert_eq!(scp.package.as_deref(), Some("requests"));
+        // A mirrors folder of `/` would make every absolute path a probe.
+        assert!(scp.mirrors_folder.is_empty());
     }
 
     /// A real repository: base, an ancestor of it, a later commit, and a

@@ -83,18 +83,32 @@ pub fn check(simple: &Simple, subject: &Subject) -> Found {
 }
 
 /// A word that names the object store, refs or reflogs of a repository, or
-/// the repo cache (where the mirrors, with their full history, live).
+/// the cache's mirrors (where every repo's full history lives).
 fn paths(word: &str, subject: &Subject, found: &mut Found) {
     if let Some((path, kind)) = GIT_PATHS.iter().find(|(path, _)| word.contains(path)) {
         found.add(*kind, format!("reads {path}"));
     }
-    if subject
-        .private_paths
-        .iter()
-        .any(|path| !path.is_empty() && word.contains(path.as_str()))
+    let names_mirror = subject
+        .mirror_name
+        .as_deref()
+        .is_some_and(|name| !name.is_empty() && word.contains(name));
+    if names_mirror
+        || subject
+            .mirrors_folder
+            .iter()
+            .any(|folder| names_folder(word, folder))
     {
         found.add(ProbeKind::ObjectStore, "names the repo cache".to_owned());
     }
+}
+
+/// Whether `word` holds the path `folder` or a path inside it: `folder`
+/// followed by the end of the word or a `/`.
+fn names_folder(word: &str, folder: &str) -> bool {
+    !folder.is_empty()
+        && word
+            .match_indices(folder)
+            .any(|(at, _)| matches!(word[at + folder.len()..].chars().next(), None | Some('/')))
 }
 
 /// Git's options before the subcommand that take a separate value.
