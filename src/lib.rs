@@ -14,9 +14,11 @@
 //! Around them: [`config`] turns the command line ([`cli`]) into checked
 //! settings; [`runner`] runs many tasks at once and emits [`events`], which
 //! [`progress`] shows and `commands::run` writes to results.csv; every step
-//! of a task is recorded by [`trajectory`].
+//! of a task is recorded by [`trajectory`]; after the agent phase, [`audit`]
+//! flags the commands that probed the repo's history past the base.
 
 pub mod agent;
+pub mod audit;
 pub mod checkout;
 pub mod cli;
 pub mod commands;

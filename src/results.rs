@@ -101,6 +101,11 @@ pub struct ResultRow {
     /// Replaying: commands whose output differs from the recording.
     #[serde(default)]
     pub replay_divergences: u32,
+    /// The agent's commands that probed the repo's history past the base
+    /// or fetched the project's source (`audit`). `None`: the row comes
+    /// from a results.csv written before the column existed.
+    #[serde(default)]
+    pub history_probes: Option<u32>,
 }
 
 impl ResultRow {
@@ -136,6 +141,7 @@ impl ResultRow {
             model_retries: 0,
             retry_wait_seconds: 0.0,
             replay_divergences: 0,
+            history_probes: Some(0),
         }
     }
 }
@@ -263,6 +269,11 @@ pub fn read_rows(path: &Path) -> Result<RowsRead, String> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_reader(&bytes[..whole]);
+    // An empty file has no header: nothing to line up with.
+    let header_is_current = whole == 0
+        || reader
+            .headers()
+            .is_ok_and(|header| header.iter().eq(COLUMNS.iter().copied()));
     let mut rows = Vec::new();
     for (index, record) in reader.deserialize::<ResultRow>().enumerate() {
         let row = record.map_err(|err| {
@@ -274,7 +285,11 @@ pub fn read_rows(path: &Path) -> Result<RowsRead, String> {
         })?;
         rows.push(row);
     }
-    Ok(RowsRead { rows, torn_at })
+    Ok(RowsRead {
+        rows,
+        torn_at,
+        header_is_current,
+    })
 }
 
 /// What [`read_rows`] found.
@@ -283,6 +298,11 @@ pub struct RowsRead {
     pub rows: Vec<ResultRow>,
     /// Byte offset of a torn last line, if there is one.
     pub torn_at: Option<u64>,
+    /// Whether the header is [`COLUMNS`]. A file written by an older
+    /// onebash lacks the newer columns (its rows read them as empty);
+    /// rows appended to it would not line up with its header, so a resume
+    /// rewrites it first.
+    pub header_is_current: bool,
 }
 
 /// Writes a whole results.csv (header and rows) through a temporary file
@@ -358,6 +378,7 @@ pub const COLUMNS: &[&str] = &[
     "model_retries",
     "retry_wait_seconds",
     "replay_divergences",
+    "history_probes",
 ];
 
 #[cfg(test)]
@@ -400,7 +421,36 @@ mod tests {
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0"
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0"
+        );
+    }
+
+    /// A results.csv from before `history_probes` (and `replay_divergences`)
+    /// reads: the missing columns are empty, and the header is reported
+    /// as not current, so a resume rewrites the file before appending.
+    #[test]
+    fn an_older_header_reads_with_the_new_columns_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("results.csv");
+        let header = &COLUMNS[..COLUMNS.len() - 2];
+        let text = format!(
+            "{}\nt1,1,m,p@1,passed,completed,true,2,1,10,5,15,,1.0,0.5,2.0,0,,0,0.0\n",
+            header.join(",")
+        );
+        std::fs::write(&path, text).expect("write");
+        let read = read_rows(&path).expect("read");
+        assert!(!read.header_is_current);
+        assert_eq!(read.rows.len(), 1);
+        assert_eq!(read.rows[0].history_probes, None);
+        assert_eq!(read.rows[0].replay_divergences, 0);
+        write_rows_atomically(&path, &read.rows).expect("rewrite");
+        let read = read_rows(&path).expect("read again");
+        assert!(read.header_is_current);
+        assert_eq!(read.rows[0].history_probes, None);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            text.lines().nth(1).is_some_and(|l| l.ends_with(",0,")),
+            "{text}"
         );
     }
 

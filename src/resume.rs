@@ -65,11 +65,11 @@ pub fn prepare(
     work: &[(TaskId, u32)],
 ) -> Result<ResumePlan, String> {
     let csv = folder.results_csv();
-    let (rows, torn_at) = if csv.exists() {
+    let (rows, torn_at, header_is_current) = if csv.exists() {
         let read = read_rows(&csv)?;
-        (read.rows, read.torn_at)
+        (read.rows, read.torn_at, read.header_is_current)
     } else {
-        (Vec::new(), None)
+        (Vec::new(), None, true)
     };
     // Only pairs this run selects are redone: a row outside the selection
     // stays, whatever its status.
@@ -115,8 +115,11 @@ pub fn prepare(
         plan.set_aside += 1;
     }
     // Last, once every dropped row is safe beside its old files: a kill
-    // before this line leaves the rows in place for the next resume.
-    if !dropped_rows.is_empty() || torn_at.is_some() {
+    // before this line leaves the rows in place for the next resume. A
+    // file written by an older onebash is rewritten with today's header
+    // (its rows get the new columns empty), so the rows appended next
+    // line up with it.
+    if !dropped_rows.is_empty() || torn_at.is_some() || !header_is_current {
         write_rows_atomically(&csv, &plan.kept)
             .map_err(|err| format!("failed to rewrite {}: {err}", csv.display()))?;
     }

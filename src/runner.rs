@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 
 use crate::agent::run::AgentContext;
 use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
+use crate::audit::{self, AuditInput, Subject};
 use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
@@ -283,6 +284,20 @@ impl TaskRun<'_> {
         };
         let agent = run_agent(&agent_ctx, trajectory).await;
         let mut row = self.agent_row(&agent);
+        let mirror = ctx.cache.mirror_path(&task.repo_location);
+        let audit = audit::audit_task(AuditInput {
+            subject: Subject::new(&task.repo, &mirror, std::env::home_dir().as_deref()),
+            mirror,
+            base: checkout.commit.clone(),
+            setup_command: task.setup_command.clone(),
+            commands: trajectory.commands().to_vec(),
+        })
+        .await;
+        row.history_probes = Some(audit.history_probes.len() as u32);
+        trajectory.write(&Event::Audit {
+            history_probes: audit.history_probes,
+            setup_probes: audit.setup_probes,
+        });
         // Processes the agent left behind must not touch the diff or the tests.
         self.kill_left_behind().await;
 

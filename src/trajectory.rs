@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::audit::{Probe, ProbedCommand, RecordedCommand};
 use crate::exec::CommandOutcome;
 use crate::results::{ExitReason, Status};
 
@@ -181,6 +182,16 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         error: Option<String>,
     },
+    /// What the agent's commands tried to learn of the repo's history
+    /// past the base (`audit`): written after `agent_end`.
+    Audit {
+        /// The commands with at least one probe, in order; the row's
+        /// `history_probes` is their number.
+        history_probes: Vec<ProbedCommand>,
+        /// What `setup_command` matched: the task author's, not counted.
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        setup_probes: Vec<Probe>,
+    },
     /// The agent's change against the base commit, saved as a file.
     Diff {
         path: String,
@@ -232,6 +243,10 @@ pub struct TrajectoryWriter {
     file: File,
     path: PathBuf,
     first_error: Option<String>,
+    /// The agent's commands written so far (not their output), for the
+    /// audit at the end of the agent phase: it then needs no re-reading
+    /// of the file, whose outputs may run to megabytes.
+    commands: Vec<RecordedCommand>,
 }
 
 impl TrajectoryWriter {
@@ -241,10 +256,24 @@ impl TrajectoryWriter {
             file,
             path: path.to_owned(),
             first_error: None,
+            commands: Vec::new(),
         })
     }
 
     pub fn write(&mut self, event: &Event) {
+        if let Event::Command {
+            turn,
+            tool_call_id,
+            record,
+            ..
+        } = event
+        {
+            self.commands.push(RecordedCommand {
+                turn: *turn,
+                tool_call_id: tool_call_id.clone(),
+                command: record.command.clone(),
+            });
+        }
         let ts = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
@@ -264,6 +293,11 @@ impl TrajectoryWriter {
                 self.path.display()
             ));
         }
+    }
+
+    /// The agent's commands written so far (`command` events), in order.
+    pub fn commands(&self) -> &[RecordedCommand] {
+        &self.commands
     }
 
     /// The first write error, if any happened.

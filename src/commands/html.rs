@@ -105,6 +105,7 @@ pre.command { background: #24292f; color: #f6f8fa; border-color: #24292f; margin
 pre.command .prompt { color: #79c0ff; } pre.command .exit-zero { color: #9da7b3; }
 pre.command .exit-nonzero { color: #ff8182; } pre.command .verdict.passed { color: #7ee787; }
 pre.command .verdict.failed { color: #ff8182; } pre.command + pre.output { margin-top: -6px; }
+pre.command .probe { color: #ffb86b; font-weight: 600; }
 .cut { display: block; color: var(--muted); font-style: italic; }
 .problem-error { color: var(--failed); }
 .result { font-size: 16px; font-weight: 600; margin-top: 18px; }

@@ -1,7 +1,9 @@
 //! `onebash report RUN_DIR [--format text|markdown|json]`: what a run
 //! found. Totals, the pass rate with its Wilson 95% interval, counts by
 //! status and exit reason, tokens, turns, cost and time (total, per row,
-//! per passed row), and pass@k / pass^k when there are several epochs.
+//! per passed row), pass@k / pass^k when there are several epochs, and
+//! the rows whose commands probed the repo's history (`history_probes`),
+//! listing those that passed with the kinds from their trajectories.
 //! Plain synchronous code over results.csv and run.json.
 
 use std::collections::BTreeMap;
@@ -13,6 +15,7 @@ use serde_json::Value;
 use crate::commands::html;
 use crate::results::{ResultRow, Status, read_rows};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
+use crate::trajectory::read_events;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -45,6 +48,33 @@ pub struct Report {
     /// Rows with an unknown price are left out of cost sums.
     pub rows_without_cost: usize,
     pub pass_at_k: Vec<PassAtK>,
+    /// The audit of the agents' commands; `None` when no row has the
+    /// `history_probes` column (a run from before it existed).
+    pub history_probes: Option<HistoryProbes>,
+}
+
+/// What the `history_probes` column says of the run.
+#[derive(Debug, Serialize)]
+pub struct HistoryProbes {
+    /// Rows with the column filled.
+    pub rows_audited: usize,
+    /// Rows with at least one agent command that probed history.
+    pub rows_with_probes: usize,
+    /// Those of them that passed, by task and epoch: their pass may owe
+    /// something to what the probes found.
+    pub passed_with_probes: Vec<ProbedRow>,
+}
+
+/// A passed row with probes.
+#[derive(Debug, Serialize)]
+pub struct ProbedRow {
+    pub task_id: String,
+    pub epoch: u32,
+    /// Commands with probes (the column).
+    pub commands: u32,
+    /// The probes' kinds, from the trajectory's `audit` event; empty when
+    /// the trajectory is not there.
+    pub kinds: Vec<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -201,8 +231,54 @@ pub fn build(run: &Path, rows: &[ResultRow], run_json: &Value) -> Report {
             .then(|| mean(sum(&passed_rows), passed_rows.len())),
         rows_without_cost: rows.iter().filter(|r| r.cost_usd.is_none()).count(),
         pass_at_k,
+        history_probes: history_probes(run, rows),
     }
     .with_run_json(run_json)
+}
+
+fn history_probes(run: &Path, rows: &[ResultRow]) -> Option<HistoryProbes> {
+    let audited: Vec<&ResultRow> = rows.iter().filter(|r| r.history_probes.is_some()).collect();
+    if audited.is_empty() {
+        return None;
+    }
+    let probed = || audited.iter().filter(|r| r.history_probes.unwrap_or(0) > 0);
+    let mut passed_with_probes: Vec<ProbedRow> = probed()
+        .filter(|r| r.status == Status::Passed)
+        .map(|r| ProbedRow {
+            task_id: r.task_id.as_str().to_owned(),
+            epoch: r.epoch,
+            commands: r.history_probes.unwrap_or(0),
+            kinds: probe_kinds(run, r),
+        })
+        .collect();
+    passed_with_probes.sort_by(|a, b| (&a.task_id, a.epoch).cmp(&(&b.task_id, b.epoch)));
+    Some(HistoryProbes {
+        rows_audited: audited.len(),
+        rows_with_probes: probed().count(),
+        passed_with_probes,
+    })
+}
+
+/// The kinds of a row's probes, each once, sorted: read from the `audit`
+/// event of its trajectory.
+fn probe_kinds(run: &Path, row: &ResultRow) -> Vec<String> {
+    let path = run
+        .join("tasks")
+        .join(row.task_id.as_str())
+        .join(format!("epoch-{}", row.epoch))
+        .join("trajectory.jsonl");
+    let events = read_events(&path).unwrap_or_default();
+    let Some(audit) = events.iter().rev().find(|e| e["event"] == "audit") else {
+        return Vec::new();
+    };
+    let kinds: std::collections::BTreeSet<String> = audit["history_probes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["probes"].as_array().into_iter().flatten())
+        .filter_map(|p| p["kind"].as_str().map(str::to_owned))
+        .collect();
+    kinds.into_iter().collect()
 }
 
 impl Report {
@@ -295,6 +371,9 @@ fn render(r: &Report, markdown: bool) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     line(&mut out, format!("exit reasons: {}", reasons.join(", ")));
+    if let Some(h) = &r.history_probes {
+        out.push_str(&render_history_probes(h, r.rows, markdown));
+    }
     line(&mut out, String::new());
 
     let columns = ["", "total", "per row", "per passed row"];
@@ -343,6 +422,67 @@ fn render(r: &Report, markdown: bool) -> String {
             markdown,
         ));
     }
+    out
+}
+
+/// `1 row`, `3 rows`.
+fn rows_count(n: usize) -> String {
+    format!("{n} row{}", if n == 1 { "" } else { "s" })
+}
+
+/// The first line of the history probes section.
+pub fn history_probes_summary(h: &HistoryProbes, rows: usize) -> String {
+    let older = match rows - h.rows_audited.min(rows) {
+        0 => String::new(),
+        1 => "; 1 row predates the audit".to_owned(),
+        n => format!("; {n} rows predate the audit"),
+    };
+    if h.rows_with_probes == 0 {
+        return format!(
+            "history probes: none in {}{older}",
+            rows_count(h.rows_audited)
+        );
+    }
+    format!(
+        "history probes: {} of {} ran commands that probed the repo's history or fetched its source{older}",
+        h.rows_with_probes,
+        rows_count(h.rows_audited)
+    )
+}
+
+fn render_history_probes(h: &HistoryProbes, rows: usize, markdown: bool) -> String {
+    let mut out = history_probes_summary(h, rows) + "\n";
+    if h.rows_with_probes == 0 {
+        return out;
+    }
+    if h.passed_with_probes.is_empty() {
+        out.push_str("passed with probes: none\n");
+        return out;
+    }
+    out.push_str(&format!(
+        "passed with probes ({}), see `onebash show RUN_DIR TASK --epoch K`:\n",
+        h.passed_with_probes.len()
+    ));
+    if markdown {
+        out.push('\n');
+    }
+    let table: Vec<Vec<String>> = h
+        .passed_with_probes
+        .iter()
+        .map(|p| {
+            vec![
+                p.task_id.clone(),
+                p.epoch.to_string(),
+                p.commands.to_string(),
+                p.kinds.join(", "),
+            ]
+        })
+        .collect();
+    out.push_str(&render_table(
+        &["task", "epoch", "commands", "kinds"],
+        &table,
+        markdown,
+    ));
     out
 }
 
@@ -471,6 +611,51 @@ mod tests {
     }
 
     #[test]
+    fn rows_with_probes_are_counted_and_the_passed_ones_listed() {
+        use Status::*;
+        let mut rows = vec![
+            row("a", 1, Passed),
+            row("b", 1, Passed),
+            row("c", 1, Failed),
+            row("d", 1, Passed),
+        ];
+        rows[1].history_probes = Some(3);
+        rows[2].history_probes = Some(1);
+        // From an older results.csv: not audited.
+        rows[3].history_probes = None;
+        let report = build(Path::new("run"), &rows, &Value::Null);
+        let h = report.history_probes.as_ref().expect("audited rows");
+        assert_eq!((h.rows_audited, h.rows_with_probes), (3, 2));
+        assert_eq!(h.passed_with_probes.len(), 1);
+        assert_eq!(h.passed_with_probes[0].task_id, "b");
+        assert_eq!(h.passed_with_probes[0].commands, 3);
+        let text = render(&report, false);
+        assert!(text.contains("history probes: 2 of 3 rows ran commands that probed the repo's history or fetched its source; 1 row predates the audit\n"), "{text}");
+        assert!(
+            text.contains("\ntask  epoch  commands  kinds\nb         1         3\n"),
+            "{text}"
+        );
+        let markdown = render(&report, true);
+        assert!(markdown.contains("| b | 1 | 3 |  |"), "{markdown}");
+        // No probes: one line. No audited row: no section at all.
+        rows[1].history_probes = Some(0);
+        rows[2].history_probes = Some(0);
+        let text = render(&build(Path::new("run"), &rows, &Value::Null), false);
+        assert!(
+            text.contains("history probes: none in 3 rows; 1 row predates the audit\n"),
+            "{text}"
+        );
+        for row in &mut rows {
+            row.history_probes = None;
+        }
+        let report = build(Path::new("run"), &rows, &Value::Null);
+        assert!(report.history_probes.is_none());
+        assert!(!render(&report, false).contains("history probes"));
+        let json = serde_json::to_value(&report).expect("json");
+        assert_eq!(json["history_probes"], Value::Null);
+    }
+
+    #[test]
     fn text_report_snapshot() {
         use Status::*;
         let mut rows = vec![
@@ -484,6 +669,8 @@ mod tests {
         rows[1].turns = 7;
         rows[4].exit_reason = ExitReason::MaxTurns;
         rows[5].error = "the model API answered HTTP 500: boom".into();
+        rows[0].history_probes = Some(2);
+        rows[4].history_probes = Some(1);
         let report = build(Path::new("results/run"), &rows, &Value::Null);
         insta::assert_snapshot!(render(&report, false));
         insta::assert_snapshot!("report_markdown", render(&report, true));

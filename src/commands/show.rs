@@ -8,6 +8,7 @@
 //! HTML transcript pages of `report --format html` (`commands::html`); this
 //! file owns the walk and the terminal rendering, not the HTML.
 
+use std::collections::{BTreeSet, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +97,15 @@ pub enum Entry {
         tool_calls: Option<u64>,
         total_tokens: Option<u64>,
     },
+    /// The audit of the agent's commands (docs/results.md, "History probes").
+    Audit {
+        /// Agent commands with at least one probe.
+        commands: usize,
+        /// Their probes' kinds, each once.
+        kinds: Vec<String>,
+        /// The kinds `setup_command` matched (not counted).
+        setup_kinds: Vec<String>,
+    },
     Test {
         run: CommandRun,
         passed: bool,
@@ -116,6 +126,8 @@ pub struct CommandRun {
     pub timed_out: bool,
     pub seconds: f64,
     pub output: String,
+    /// Why the audit flagged it (`git log --all`); empty when it did not.
+    pub probes: Vec<String>,
 }
 
 /// A text cut to its first and last [`SHOWN_LINES`] lines.
@@ -168,13 +180,78 @@ fn command_run(event: &Value) -> CommandRun {
         timed_out: event["timed_out"].as_bool() == Some(true),
         seconds: event["duration_s"].as_f64().unwrap_or(0.0),
         output: event["output"].as_str().unwrap_or("").to_owned(),
+        probes: Vec::new(),
     }
+}
+
+/// The reasons of a list of probes (`[{kind, reason}]`).
+fn reasons(probes: &Value) -> Vec<String> {
+    probes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["reason"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The kinds of a list of probes, each once, sorted.
+fn kinds(probes: impl Iterator<Item = Value>) -> Vec<String> {
+    let kinds: BTreeSet<String> = probes
+        .filter_map(|p| p["kind"].as_str().map(str::to_owned))
+        .collect();
+    kinds.into_iter().collect()
+}
+
+/// The reasons the audit gave, by (turn, tool call id) of the command.
+type Flags = HashMap<(u64, String), Vec<String>>;
+
+/// The audit's flags of the agent's commands, and those of the setup:
+/// read first, since the `audit` event follows the commands it flags.
+fn audit_flags(events: &[Value]) -> (Flags, Vec<String>) {
+    let Some(audit) = events.iter().rev().find(|e| e["event"] == "audit") else {
+        return (HashMap::new(), Vec::new());
+    };
+    let commands = audit["history_probes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let key = (
+                c["turn"].as_u64().unwrap_or(0),
+                c["tool_call_id"].as_str().unwrap_or("").to_owned(),
+            );
+            (key, reasons(&c["probes"]))
+        })
+        .collect();
+    (commands, reasons(&audit["setup_probes"]))
+}
+
+/// `[history probe: git log --all; ...]` after a flagged command.
+pub fn probe_marker(probes: &[String]) -> Option<String> {
+    (!probes.is_empty()).then(|| format!("[history probe: {}]", probes.join("; ")))
+}
+
+/// The audit's summary line.
+pub fn audit_summary(commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
+    let mut line = match commands {
+        0 => "history probes: none".to_owned(),
+        1 => format!("history probes: 1 command ({})", kinds.join(", ")),
+        n => format!("history probes: {n} commands ({})", kinds.join(", ")),
+    };
+    if !setup_kinds.is_empty() {
+        line.push_str(&format!(
+            "; setup_command: {} (the task's, not counted)",
+            setup_kinds.join(", ")
+        ));
+    }
+    line
 }
 
 /// The walk: what a reader of the conversation is shown, in order. Events
 /// of unknown kinds, the system prompt and the tool answers (already shown
 /// with their commands) are left out.
 pub fn entries(events: &[Value]) -> Vec<Entry> {
+    let (flagged, setup_flags) = audit_flags(events);
     let mut out = Vec::new();
     for event in events {
         let entry = match event["event"].as_str().unwrap_or("") {
@@ -190,7 +267,10 @@ pub fn entries(events: &[Value]) -> Vec<Entry> {
                 commit: string(&event["commit"]),
                 seconds: event["duration_s"].as_f64().unwrap_or(0.0),
             },
-            "setup" => Entry::Setup(command_run(event)),
+            "setup" => Entry::Setup(CommandRun {
+                probes: setup_flags.clone(),
+                ..command_run(event)
+            }),
             "message" => {
                 let message = &event["message"];
                 match message["role"].as_str().unwrap_or("") {
@@ -219,7 +299,16 @@ pub fn entries(events: &[Value]) -> Vec<Entry> {
                 error: event["error"].as_str().unwrap_or("").to_owned(),
             },
             "model_error" => Entry::ModelError(event["error"].as_str().unwrap_or("").to_owned()),
-            "command" => Entry::Command(command_run(event)),
+            "command" => {
+                let key = (
+                    event["turn"].as_u64().unwrap_or(0),
+                    event["tool_call_id"].as_str().unwrap_or("").to_owned(),
+                );
+                Entry::Command(CommandRun {
+                    probes: flagged.get(&key).cloned().unwrap_or_default(),
+                    ..command_run(event)
+                })
+            }
             "tool_error" => Entry::ToolError(event["error"].as_str().unwrap_or("").to_owned()),
             "agent_end" => Entry::AgentEnd {
                 exit_reason: string(&event["exit_reason"]),
@@ -227,6 +316,27 @@ pub fn entries(events: &[Value]) -> Vec<Entry> {
                 tool_calls: event["tool_calls"].as_u64(),
                 total_tokens: event["usage"]["total_tokens"].as_u64(),
             },
+            "audit" => {
+                let commands = event["history_probes"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                Entry::Audit {
+                    commands: commands.len(),
+                    kinds: kinds(
+                        commands
+                            .into_iter()
+                            .flat_map(|c| c["probes"].as_array().cloned().unwrap_or_default()),
+                    ),
+                    setup_kinds: kinds(
+                        event["setup_probes"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default()
+                            .into_iter(),
+                    ),
+                }
+            }
             "test" => {
                 let run = command_run(event);
                 Entry::Test {
@@ -333,12 +443,18 @@ pub fn render(events: &[Value], colors: bool) -> String {
             Entry::Checkout { commit, seconds: t } => {
                 out.push(s.dim(&format!("checked out {commit} in {}", seconds(t))))
             }
-            Entry::Setup(run) => out.push(format!(
-                "{} {}  {}",
-                s.cyan("setup $"),
-                run.command,
-                command_status(&run)
-            )),
+            Entry::Setup(run) => {
+                let mut line = format!(
+                    "{} {}  {}",
+                    s.cyan("setup $"),
+                    run.command,
+                    command_status(&run)
+                );
+                if let Some(marker) = probe_marker(&run.probes) {
+                    line.push_str(&format!("  {}", s.red(&marker)));
+                }
+                out.push(line);
+            }
             Entry::Problem(text) => {
                 out.push(String::new());
                 out.push(s.bold("problem:"));
@@ -372,7 +488,7 @@ pub fn render(events: &[Value], colors: bool) -> String {
             Entry::ModelError(error) => out.push(s.red(&format!("model error: {error}"))),
             Entry::Command(run) => {
                 let status = command_status(&run);
-                out.push(format!(
+                let mut line = format!(
                     "{} {}  {}",
                     s.cyan("$"),
                     run.command,
@@ -381,7 +497,11 @@ pub fn render(events: &[Value], colors: bool) -> String {
                     } else {
                         s.red(&status)
                     }
-                ));
+                );
+                if let Some(marker) = probe_marker(&run.probes) {
+                    line.push_str(&format!("  {}", s.red(&marker)));
+                }
+                out.push(line);
                 if !run.output.is_empty() {
                     out.push(indent(&shortened_text(&run.output)));
                 }
@@ -400,6 +520,18 @@ pub fn render(events: &[Value], colors: bool) -> String {
                     number(tool_calls),
                     number(total_tokens)
                 )));
+            }
+            Entry::Audit {
+                commands,
+                kinds,
+                setup_kinds,
+            } => {
+                let line = audit_summary(commands, &kinds, &setup_kinds);
+                out.push(if commands == 0 {
+                    s.dim(&line)
+                } else {
+                    s.red(&line)
+                });
             }
             Entry::Test { run, passed } => {
                 let verdict = if passed {
@@ -476,5 +608,50 @@ mod tests {
         assert!(!text.contains('\u{1b}'));
         assert!(render(&events, true).contains('\u{1b}'));
         insta::assert_snapshot!(text);
+    }
+
+    /// The `audit` event comes after the commands: each flagged command is
+    /// marked where it ran, the setup too, and a summary line follows.
+    #[test]
+    fn audited_commands_are_marked_and_summed_up() {
+        let command = |turn: u64, id: &str, command: &str| json!({"event":"command","turn":turn,"tool_call_id":id,"command":command,"exit_code":0,"timed_out":false,"duration_s":0.01,"output":""});
+        let events = vec![
+            json!({"event":"setup","command":"git fetch origin","exit_code":0,"timed_out":false,"duration_s":0.1,"output":""}),
+            command(1, "c1", "git log --all --oneline"),
+            command(1, "c2", "git status"),
+            // The same id in another turn is another command.
+            command(2, "c1", "git show 9999999"),
+            json!({"event":"agent_end","exit_reason":"completed","turns":2,"tool_calls":3,"usage":{"total_tokens":15}}),
+            json!({"event":"audit","history_probes":[
+                {"turn":1,"tool_call_id":"c1","command":"git log --all --oneline","probes":[{"kind":"all_refs","reason":"git log --all"}]},
+                {"turn":2,"tool_call_id":"c1","command":"git show 9999999","probes":[
+                    {"kind":"foreign_commit","reason":"git show 9999999: not in the base's history"},
+                    {"kind":"all_refs","reason":"other"}]}],
+                "setup_probes":[{"kind":"git_fetch","reason":"git fetch"}]}),
+        ];
+        let text = render(&events, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.contains(
+                &"setup $ git fetch origin  [exit 0, 0.10 s]  [history probe: git fetch]"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines.contains(
+                &"$ git log --all --oneline  [exit 0, 0.01 s]  [history probe: git log --all]"
+            ),
+            "{text}"
+        );
+        assert!(lines.contains(&"$ git status  [exit 0, 0.01 s]"), "{text}");
+        assert!(lines.contains(&"$ git show 9999999  [exit 0, 0.01 s]  [history probe: git show 9999999: not in the base's history; other]"), "{text}");
+        assert!(lines.contains(&"history probes: 2 commands (all_refs, foreign_commit); setup_command: git_fetch (the task's, not counted)"), "{text}");
+        let clean = vec![
+            command(1, "c1", "git status"),
+            json!({"event":"audit","history_probes":[]}),
+        ];
+        let text = render(&clean, false);
+        assert!(text.contains("\nhistory probes: none\n"), "{text}");
+        assert!(!text.contains("[history probe"), "{text}");
     }
 }

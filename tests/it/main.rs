@@ -5,6 +5,7 @@ mod support;
 
 mod agent_protocol;
 mod api_refusal;
+mod audit;
 mod demo;
 mod exec_safety;
 mod html;

@@ -9,7 +9,7 @@ use super::{
     STATUSES, compact, escape, legend, nice_step, page, percent, rect, status_class, svg_open,
     text, write_file,
 };
-use crate::commands::report::{MEASURES, Measures, Report};
+use crate::commands::report::{HistoryProbes, MEASURES, Measures, Report, history_probes_summary};
 use crate::commands::show;
 use crate::results::ResultRow;
 use crate::trajectory::read_events;
@@ -253,7 +253,7 @@ fn measures_table(r: &Report) -> String {
 
 /// The per-task table; `links[i]` is row i's transcript page, if it has one.
 fn tasks_table(rows: &[ResultRow], links: &[Option<String>]) -> String {
-    let headers: [(&str, &str, bool); 11] = [
+    let headers: [(&str, &str, bool); 12] = [
         ("task", "task", false),
         ("epoch", "epoch", true),
         ("status", "status", false),
@@ -264,6 +264,7 @@ fn tasks_table(rows: &[ResultRow], links: &[Option<String>]) -> String {
         ("cost", "cost USD", true),
         ("agent_seconds", "agent s", true),
         ("wall_seconds", "wall s", true),
+        ("history_probes", "probes", true),
         ("error", "error", false),
     ];
     let mut out = String::from("<table id=\"tasks\"><thead><tr>");
@@ -291,8 +292,10 @@ fn tasks_table(rows: &[ResultRow], links: &[Option<String>]) -> String {
         };
         let cost = row.cost_usd.map_or(String::new(), |c| c.to_string());
         let cost_shown = row.cost_usd.map_or("-".to_owned(), |c| format!("{c:.4}"));
+        let probes = row.history_probes.map_or(String::new(), |n| n.to_string());
+        let probes_shown = row.history_probes.map_or("-".to_owned(), |n| n.to_string());
         out.push_str(&format!(
-            "<tr class=\"{status}\"><td>{task}</td>{}<td class=\"status\">{status}</td><td>{}</td>{}{}{}{}{}{}\
+            "<tr class=\"{status}\"><td>{task}</td>{}<td class=\"status\">{status}</td><td>{}</td>{}{}{}{}{}{}{}\
              <td class=\"error-text\">{}</td></tr>\n",
             num(row.epoch.to_string(), row.epoch.to_string()),
             row.exit_reason.as_str(),
@@ -302,11 +305,61 @@ fn tasks_table(rows: &[ResultRow], links: &[Option<String>]) -> String {
             num(cost, cost_shown),
             num(row.agent_seconds.to_string(), format!("{:.1}", row.agent_seconds)),
             num(row.wall_seconds.to_string(), format!("{:.1}", row.wall_seconds)),
+            num(probes, probes_shown),
             escape(&row.error),
             status = status_class(row.status),
         ));
     }
     out + "</tbody></table>\n"
+}
+
+/// The audit's section: how many rows probed history, and a table of the
+/// passed ones, linked to their transcripts.
+fn history_probes_section(
+    h: &HistoryProbes,
+    r: &Report,
+    rows: &[ResultRow],
+    links: &[Option<String>],
+) -> String {
+    let class = if h.rows_with_probes == 0 {
+        "note"
+    } else {
+        "problem-error"
+    };
+    let mut out = format!(
+        "<section id=\"history-probes\"><h2>History probes</h2>\n<p class=\"{class}\">{}</p>\n",
+        escape(&history_probes_summary(h, r.rows))
+    );
+    if h.rows_with_probes > 0 && h.passed_with_probes.is_empty() {
+        out.push_str("<p class=\"note\">passed with probes: none</p>\n");
+    }
+    if !h.passed_with_probes.is_empty() {
+        out.push_str(
+            "<p class=\"note\">Passed with probes: the pass may owe something to what the \
+             commands found; each task links to its transcript, where the commands are marked.</p>\n\
+             <table id=\"passed-with-probes\"><thead><tr><th>task</th><th class=\"num\">epoch</th>\
+             <th class=\"num\">commands</th><th>kinds</th></tr></thead><tbody>\n",
+        );
+        for probed in &h.passed_with_probes {
+            let id = escape(&probed.task_id);
+            let link = rows
+                .iter()
+                .position(|row| row.task_id.as_str() == probed.task_id && row.epoch == probed.epoch)
+                .and_then(|i| links.get(i).cloned().flatten());
+            let task = match link {
+                Some(link) => format!("<a href=\"{}\">{id}</a>", escape(&link)),
+                None => id,
+            };
+            out.push_str(&format!(
+                "<tr><td>{task}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                probed.epoch,
+                probed.commands,
+                escape(&probed.kinds.join(", "))
+            ));
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    out + "</section>\n"
 }
 
 /// `1 task`, `7 tasks`.
@@ -358,6 +411,9 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
              pass rate; redo them with <code>onebash run ... --resume --retry-errors</code>.</p>\n",
             r.error
         ));
+    }
+    if let Some(h) = &r.history_probes {
+        body.push_str(&history_probes_section(h, r, rows, links));
     }
     let status_keys: Vec<(&str, String)> = STATUSES
         .iter()
@@ -449,5 +505,36 @@ mod tests {
         // Two statuses in one exit reason each, three bars per per-task chart.
         assert_eq!(html.matches("<rect class=\"bar ").count(), 3 + 3 + 3);
         assert!(!html.contains("<script src") && !html.contains("<link"));
+        assert!(html.contains("<section id=\"history-probes\"><h2>History probes</h2>\n<p class=\"note\">history probes: none in 3 rows</p>"), "{html}");
+        assert!(!html.contains("passed-with-probes"));
+    }
+
+    #[test]
+    fn passed_rows_with_probes_are_listed_with_links() {
+        let mut rows = vec![
+            row("a", Status::Passed, 3, 1200),
+            row("b", Status::Passed, 3, 1200),
+            row("c", Status::Failed, 3, 1200),
+        ];
+        rows[1].history_probes = Some(2);
+        rows[2].history_probes = Some(1);
+        let report = crate::commands::report::build(Path::new("run"), &rows, &json!(null));
+        let links = vec![None, Some("transcripts/b.epoch-1.html".to_owned()), None];
+        let html = report_page(&report, &rows, &links);
+        assert!(
+            html.contains("<p class=\"problem-error\">history probes: 2 of 3 rows ran commands"),
+            "{html}"
+        );
+        let table = &html[html
+            .find("<table id=\"passed-with-probes\">")
+            .expect("table")..];
+        let table = &table[..table.find("</table>").expect("end")];
+        assert_eq!(table.matches("<tr>").count(), 2);
+        assert!(table.contains("<a href=\"transcripts/b.epoch-1.html\">b</a></td><td class=\"num\">1</td><td class=\"num\">2</td>"), "{table}");
+        // The tasks table has the column too.
+        assert!(html.contains(
+            "<th data-key=\"history_probes\" data-type=\"num\" class=\"num\">probes</th>"
+        ));
+        assert!(html.contains("<td class=\"num\" data-value=\"2\">2</td>"));
     }
 }

@@ -19,8 +19,11 @@ fn command_block(prompt: &str, run: &CommandRun, verdict: Option<bool>) -> Strin
             word.to_uppercase()
         )
     });
+    let probe = show::probe_marker(&run.probes).map_or(String::new(), |marker| {
+        format!("  <span class=\"probe\">{}</span>", escape(&marker))
+    });
     let mut out = format!(
-        "<pre class=\"command\"><span class=\"prompt\">{prompt}</span> {}  <span class=\"{exit}\">{}</span>{verdict}</pre>\n",
+        "<pre class=\"command\"><span class=\"prompt\">{prompt}</span> {}  <span class=\"{exit}\">{}</span>{verdict}{probe}</pre>\n",
         escape(&run.command),
         escape(&show::command_status(run))
     );
@@ -144,6 +147,21 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
                     show::number(*total_tokens)
                 ));
             }
+            Entry::Audit {
+                commands,
+                kinds,
+                setup_kinds,
+            } => {
+                let class = if *commands == 0 {
+                    "meta"
+                } else {
+                    "problem-error"
+                };
+                body.push_str(&format!(
+                    "<p class=\"audit {class}\">{}</p>\n",
+                    escape(&show::audit_summary(*commands, kinds, setup_kinds))
+                ));
+            }
             Entry::Test { run, passed } => {
                 close_turn(&mut body, &mut in_turn);
                 body.push_str("<section class=\"test\"><h2>Test</h2>\n");
@@ -189,8 +207,9 @@ mod tests {
             json!({"event":"model_call","turn":1,"latency_s":0.5,"usage":{"prompt_tokens":10,"completion_tokens":5}}),
             json!({"event":"message","turn":1,"message":{"role":"assistant","content":"I'll run <script>."}}),
             json!({"event":"command","turn":1,"command":"cat big && echo '<b>'","exit_code":0,"timed_out":false,"duration_s":0.01,"output":long}),
-            json!({"event":"command","turn":1,"command":"false","exit_code":1,"timed_out":false,"duration_s":0.01,"output":""}),
+            json!({"event":"command","turn":1,"tool_call_id":"c2","command":"false","exit_code":1,"timed_out":false,"duration_s":0.01,"output":""}),
             json!({"event":"agent_end","exit_reason":"completed","turns":1,"tool_calls":2,"usage":{"total_tokens":15}}),
+            json!({"event":"audit","history_probes":[{"turn":1,"tool_call_id":"c2","command":"false","probes":[{"kind":"reflog","reason":"git <reflog>"}]}]}),
             json!({"event":"test","command":"true","exit_code":0,"timed_out":false,"duration_s":0.2,"output":"ok"}),
             json!({"event":"end","status":"passed","exit_reason":"completed"}),
         ];
@@ -199,7 +218,13 @@ mod tests {
         assert!(html.contains("Turn 1 <span class=\"meta\">10 + 5 tokens, 0.50 s</span>"));
         assert!(html.contains("I&#39;ll run &lt;script&gt;."));
         assert!(html.contains("$</span> cat big &amp;&amp; echo &#39;&lt;b&gt;&#39;  <span"));
-        assert!(html.contains("[exit 1, 0.01 s]"));
+        assert!(html.contains("[exit 1, 0.01 s]</span>  <span class=\"probe\">[history probe: git &lt;reflog&gt;]</span></pre>"), "{html}");
+        assert_eq!(html.matches("class=\"probe\"").count(), 1);
+        assert!(
+            html.contains(
+                "<p class=\"audit problem-error\">history probes: 1 command (reflog)</p>"
+            )
+        );
         assert!(html.contains("[... 16 lines cut ...]"));
         assert!(html.contains("<span class=\"verdict passed\">PASSED</span>"));
         assert!(html.contains("result: <span class=\"status\">passed</span> (completed)"));
