@@ -220,7 +220,6 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     while let Ok(event) = received.try_recv() {
         handle(event, &mut display);
     }
-
     interrupts.abort();
     display.finish();
     // Working copies live in the run's workdirs folder while their tasks
@@ -256,7 +255,8 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     if let Some(err) = write_error {
         anyhow::bail!(err);
     }
-    if let Some(error) = &refused {
+    // Ctrl-C wins: the user stopped the run, whatever the API did.
+    if let Some(error) = refused.as_ref().filter(|_| !interrupted) {
         eprintln!(
             "error: the model API refused the run: {REFUSALS_TO_STOP} tasks in a row ended on the same error before it answered any call, so no more tasks were started: {error}\n  url: {}\n  model: {}\nhint: the rows written are kept; once the API works, go on with `--resume --retry-errors`",
             ctx.client.endpoint().unwrap_or_default(),
