@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, diff_of, git, onebash, scripted_agent, task, tool_answers,
+    Fixture, RunOutput, assert_patches_apply, diff_of, git, onebash, scripted_agent, task,
+    tool_answers,
 };
 use crate::support::server::{ScriptedServer, text_reply};
 
@@ -537,6 +538,7 @@ fn two_processes_can_share_a_fresh_cache() {
             6,
             "{text}"
         );
+        assert_patches_apply(&fixture.path(name));
     }
 }
 
@@ -1133,4 +1135,5 @@ fn a_relative_run_folder_works_in_the_sandbox() {
     assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
     let csv = std::fs::read_to_string(fixture.path("relative-out/results.csv")).expect("csv");
     assert!(csv.contains(",passed,completed,true,"), "{csv}");
+    assert_patches_apply(&fixture.path("relative-out"));
 }
