@@ -1235,7 +1235,14 @@ fn workdirs_in_tmp_leave_tmp_writable() {
     }
     let fixture = fixture();
     let tasks = small_task(&fixture, "touch /tmp/probe && test -f README.md", json!({}));
-    for dir in ["/tmp".to_owned(), format!("/tmp/{}", unique("workdirs"))] {
+    // A folder in /tmp that does not exist yet, inside one that goes away
+    // with the test.
+    let scratch = tempfile::Builder::new()
+        .prefix("onebash-probe-workdirs-")
+        .tempdir_in("/tmp")
+        .expect("tempdir in /tmp");
+    let new_in_tmp = scratch.path().join("workdirs").display().to_string();
+    for dir in ["/tmp".to_owned(), new_in_tmp] {
         let run = fixture.run_into(
             &fixture.path(&format!("out-{}", unique("run"))),
             &tasks,
