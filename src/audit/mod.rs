@@ -227,8 +227,11 @@ fn audit_blocking(input: &AuditInput) -> Audit {
 /// the agent nothing. Ambiguous short names, and objects that are not
 /// commits (trees, blobs: reaching one needs a listing that is flagged on
 /// its own), are not judged.
-struct MirrorHistory {
-    repo: Option<(git2::Repository, git2::Oid)>,
+struct MirrorHistory<'a> {
+    mirror: &'a Path,
+    base: &'a str,
+    /// Opened at the first lookup: most tasks name no hash at all.
+    repo: Option<Option<(git2::Repository, git2::Oid)>>,
     known: HashMap<String, bool>,
 }
 
@@ -237,13 +240,12 @@ struct MirrorHistory {
 /// flagged by the command that listed them, if anything.
 const MAX_LOOKUPS: usize = 256;
 
-impl MirrorHistory {
-    fn open(mirror: &Path, base: &str) -> MirrorHistory {
-        let repo = git2::Repository::open_bare(mirror)
-            .ok()
-            .and_then(|repo| git2::Oid::from_str(base).ok().map(|base| (repo, base)));
+impl<'a> MirrorHistory<'a> {
+    fn open(mirror: &'a Path, base: &'a str) -> MirrorHistory<'a> {
         MirrorHistory {
-            repo,
+            mirror,
+            base,
+            repo: None,
             known: HashMap::new(),
         }
     }
@@ -252,12 +254,18 @@ impl MirrorHistory {
         if let Some(&answer) = self.known.get(hex) {
             return answer;
         }
-        let Some((repo, base)) = &self.repo else {
-            return false;
-        };
         if self.known.len() >= MAX_LOOKUPS {
             return false;
         }
+        let (mirror, base) = (self.mirror, self.base);
+        let opened = self.repo.get_or_insert_with(|| {
+            git2::Repository::open_bare(mirror)
+                .ok()
+                .and_then(|repo| git2::Oid::from_str(base).ok().map(|base| (repo, base)))
+        });
+        let Some((repo, base)) = opened else {
+            return false;
+        };
         let answer = repo.find_commit_by_prefix(hex).is_ok_and(|commit| {
             let id = commit.id();
             id != *base && !repo.graph_descendant_of(*base, id).unwrap_or(true)
@@ -577,7 +585,8 @@ mod tests {
         let base = commit("base", &[old]);
         let later = commit("later", &[base]);
         let other = commit("other", &[old]);
-        let mut history = MirrorHistory::open(dir.path(), &base.to_string());
+        let base_hex = base.to_string();
+        let mut history = MirrorHistory::open(dir.path(), &base_hex);
         let short = |id: git2::Oid| id.to_string()[..10].to_owned();
         assert!(!history.outside(&short(base)));
         assert!(!history.outside(&short(old)));
@@ -589,7 +598,8 @@ mod tests {
         // The tree is an object, not a commit: not judged.
         assert!(!history.outside(&tree.id().to_string()));
         // A mirror that cannot be opened judges nothing.
-        let mut none = MirrorHistory::open(&dir.path().join("missing"), &base.to_string());
+        let missing = dir.path().join("missing");
+        let mut none = MirrorHistory::open(&missing, &base_hex);
         assert!(!none.outside(&short(later)));
     }
 }
