@@ -105,15 +105,50 @@ impl OpenAiClient {
     }
 
     pub async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
-        let mut body = self.body_template();
-        let outgoing: Vec<Cow<'_, Value>> = messages.iter().map(outgoing_message).collect();
-        body.insert("messages".into(), json!(outgoing));
+        let body = RequestBody {
+            template: &self.body_template(),
+            messages,
+        };
         let mut request = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
         let text = http::send(request).await?;
         parse_response(&text)
+    }
+}
+
+/// A request body: the template's fields and the history, serialized
+/// straight to bytes with each message as [`outgoing_message`] makes it, so
+/// the history (the bulk of a request) is never copied whole.
+struct RequestBody<'a> {
+    template: &'a serde_json::Map<String, Value>,
+    messages: &'a [Value],
+}
+
+impl serde::Serialize for RequestBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+
+        struct Messages<'a>(&'a [Value]);
+        impl serde::Serialize for Messages<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+                for message in self.0 {
+                    seq.serialize_element(&outgoing_message(message))?;
+                }
+                seq.end()
+            }
+        }
+
+        // `messages` is ours, even when a --model-arg named it too.
+        let fields = self.template.iter().filter(|(key, _)| *key != "messages");
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in fields {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry("messages", &Messages(self.messages))?;
+        map.end()
     }
 }
 
@@ -342,6 +377,32 @@ mod tests {
             assert!(matches!(out, Cow::Borrowed(_)), "{message}");
             assert_eq!(*out, message);
         }
+    }
+
+    #[test]
+    fn the_request_body_is_the_template_and_the_history_as_sent() {
+        let mut template = serde_json::Map::new();
+        template.insert("model".into(), json!("m"));
+        // A --model-arg cannot replace the history.
+        template.insert("messages".into(), json!("from a model-arg"));
+        let history = [
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "a"}]}),
+        ];
+        let body = RequestBody {
+            template: &template,
+            messages: &history,
+        };
+        let text = serde_json::to_string(&body).expect("serializes");
+        assert_eq!(text.matches("\"messages\"").count(), 1, "{text}");
+        let sent: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(
+            sent,
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}]},
+            ]})
+        );
     }
 
     #[test]
