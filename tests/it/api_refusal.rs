@@ -264,6 +264,14 @@ fn a_model_that_only_times_out_is_slow_not_refusing() {
 /// an assistant message whose `content` is `null` or missing.
 const VALIDATION_ERROR: &str = "[{'type': 'string_type', 'loc': ('body', 'messages', 2, 'typed-dict', 'content'), 'msg': 'Input should be a valid string', 'input': None}]";
 
+/// That server's answer to such a history.
+fn validation_error() -> Reply {
+    Reply::Status(
+        500,
+        json!({"error": {"message": VALIDATION_ERROR}}).to_string(),
+    )
+}
+
 /// Whether a history holds an assistant message with a `null` or missing
 /// `content`, which that server refuses.
 fn has_null_content(request: &crate::support::server::Request) -> bool {
@@ -277,12 +285,7 @@ fn has_null_content(request: &crate::support::server::Request) -> bool {
 fn the_same_500_twice_ends_the_task_with_the_servers_words_not_ten_retries() {
     let fixture = Fixture::new();
     let tasks = world(&fixture, 1);
-    let server = ScriptedServer::start_with(|_| {
-        Reply::Status(
-            500,
-            json!({"error": {"message": VALIDATION_ERROR}}).to_string(),
-        )
-    });
+    let server = ScriptedServer::start_with(|_| validation_error());
     let out = run(
         &fixture,
         &tasks,
@@ -335,10 +338,7 @@ fn a_server_that_refuses_null_content_runs_to_the_turn_cap() {
     let tasks = world(&fixture, 2);
     let server = ScriptedServer::start_with(|request| {
         if has_null_content(request) {
-            return Reply::Status(
-                500,
-                json!({"error": {"message": VALIDATION_ERROR}}).to_string(),
-            );
+            return validation_error();
         }
         let mut reply = tool_calls_reply(&[("c", "echo looked")], 10, 5);
         if let Reply::Json(body) = &mut reply {
