@@ -5,8 +5,12 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout memory"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores memory"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
+#   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
+#                   built from git revision $BENCH_BASELINE (default 061c8e7,
+#                   the last commit before exact object stores) in
+#                   target/bench-baseline (minutes the first time, then reused)
 #   BENCH_KEEP=1    keep the work folder (run folders, logs) and print where it is
 #   BENCH_DIR       where to make the work folder (default: target/, beside the
 #                   build, where run folders usually are: in the project).
@@ -47,6 +51,20 @@
 #             of each git way. Done on the work folder's file system and
 #             again on /dev/shm (tmpfs) when there is one, since file
 #             creation dominates either way.
+# stores      Exact object stores (working copies that hold nothing past
+#             their base) against the onebash from before them, which
+#             borrowed the mirror's objects through alternates. On the
+#             checkout section's repo, 100 tasks (10 with BENCH_QUICK=1)
+#             at bases spread over its history, in shuffled order, at -j 2,
+#             --model noop: (1) disk: the stores against the mirror, after
+#             the first run; (2) warm checkout: the same tasks again, in 3
+#             rounds alternating with the baseline, median of the
+#             trajectories' `checkout` durations, base chains up to 100
+#             packs long; (3) first checkout of a new base: a fresh cache
+#             holding the mirror (a `--history none` run made it), then
+#             one task at the newest commit, whose store is the whole
+#             history; against `git clone --no-local` of the repo. 3 times
+#             each, medians.
 # memory      Peak RSS of onebash (run.json's peak_rss_bytes) with 100-turn
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
@@ -56,20 +74,20 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout memory}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores memory}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
     turns=${1:-20}
     tp_tasks=4 tp_turns=5 tp_jobs="1 4 16"
     lat_tasks=16 lat_calls=2 lat_jobs=8 lat_s=0.2 lat_reps=1
-    co_commits=200 co_files=30 co_tasks=5 co_reps=2
+    co_commits=200 co_files=30 co_tasks=5 co_reps=2 st_bases=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
     lat_tasks=64 lat_calls=5 lat_jobs=32 lat_s=1 lat_reps=3
-    co_commits=3000 co_files=300 co_tasks=50 co_reps=5
+    co_commits=3000 co_files=300 co_tasks=50 co_reps=5 st_bases=100
     mem_turns=100 mem_runs="16:16 64:16 64:64"
 fi
 
@@ -129,6 +147,17 @@ def tasks(path, n, repo, sha, prefix="t"):
     with open(path, "w") as f:
         for i in range(n):
             f.write(json.dumps({"id": f"{prefix}{i:03d}", "repo": repo, "base_commit": sha,
+                                "problem_statement": "bench", "test_command": "true"}) + "\n")
+
+def spread_tasks(path, revs, n, repo):
+    """n tasks at bases spread over the history in `revs` (oldest first,
+    the newest last), in a shuffled order."""
+    revs = [l.strip() for l in open(revs) if l.strip()]
+    bases = [revs[(i + 1) * len(revs) // n - 1] for i in range(n)]
+    random.Random(2).shuffle(bases)
+    with open(path, "w") as f:
+        for i, sha in enumerate(bases):
+            f.write(json.dumps({"id": f"b{i:03d}", "repo": repo, "base_commit": sha,
                                 "problem_statement": "bench", "test_command": "true"}) + "\n")
 
 def agent_seconds(run):
@@ -415,6 +444,106 @@ section_checkout() {
     else
         echo "  on tmpfs: skipped (no writable tmpfs at /dev/shm, or the work folder is on one already)"
     fi
+}
+
+# The onebash to compare section stores with (see the header).
+baseline_bin() {
+    if [ -n "${ONEBASH_BASELINE_BIN:-}" ]; then
+        echo "$ONEBASH_BASELINE_BIN"
+        return
+    fi
+    local rev=${BENCH_BASELINE:-061c8e7} dir=$root/target/bench-baseline
+    if [ ! -x "$dir/onebash-$rev" ]; then
+        echo "  building the baseline onebash ($rev) in $dir: minutes the first time" >&2
+        rm -rf "$dir/src"
+        mkdir -p "$dir/src"
+        git -C "$root" archive "$rev" | tar -x -C "$dir/src"
+        CARGO_TARGET_DIR=$dir/target cargo build --release --quiet --manifest-path "$dir/src/Cargo.toml" >&2
+        cp "$dir/target/release/onebash" "$dir/onebash-$rev"
+    fi
+    echo "$dir/onebash-$rev"
+}
+
+# noop_run BIN OUT TASKS CACHE [ARGS...]: a run that only checks out and
+# tests; fails when a task does not pass.
+noop_run() {
+    local program=$1 out=$2 tasks=$3 cache=$4
+    shift 4
+    if ! "$program" run "$tasks" --model noop --sandbox none -o "$out" --cache-dir "$cache" "$@" \
+        > /dev/null 2> "$out.log"; then
+        echo "onebash run failed; the end of its log:" >&2
+        tail -5 "$out.log" >&2
+        return 1
+    fi
+    local n bad
+    read -r n bad < <(tools rows "$out")
+    [ "$bad" = 0 ] || { echo "$bad of $n tasks did not pass: see $out/results.csv" >&2; return 1; }
+}
+
+section_stores() {
+    local before dir=$work/st repo head r
+    before=$(baseline_bin)
+    echo "the checkout section's repo ($co_commits commits over $co_files files); $st_bases tasks at bases spread over it, shuffled, -j 2; against $("$before" --version) (alternates into the mirror)"
+    mkdir -p "$dir"
+    repo=$dir/long.git
+    git init -q --bare -b main "$repo"
+    tools gen_repo "$co_commits" "$co_files" | git -C "$repo" fast-import --quiet
+    git -C "$repo" repack -adfq
+    git -C "$repo" rev-list --reverse main > "$dir/revs"
+    head=$(tail -n 1 "$dir/revs")
+    tools spread_tasks "$dir/bases.jsonl" "$dir/revs" "$st_bases" "$repo"
+
+    # (1) Disk, after a cold run over every base.
+    local t0 cold_new cold_old
+    t0=$EPOCHREALTIME
+    noop_run "$bin" "$dir/new-cold" "$dir/bases.jsonl" "$dir/cache-new" -j 2
+    cold_new=$(calc "$EPOCHREALTIME - $t0")
+    t0=$EPOCHREALTIME
+    noop_run "$before" "$dir/old-cold" "$dir/bases.jsonl" "$dir/cache-old" -j 2
+    cold_old=$(calc "$EPOCHREALTIME - $t0")
+    local stores mirror packs
+    stores=$(du -sb "$dir/cache-new/stores" | cut -f1)
+    mirror=$(du -sb "$dir"/cache-new/repos/*.git | cut -f1)
+    packs=$(find "$dir/cache-new/stores" -name '*.pack' | wc -l)
+    printf '  cold run over %d bases: %.2f s (before: %.2f s)\n' "$st_bases" "$cold_new" "$cold_old"
+    printf '  disk: stores %.2f MiB in %d packs; the mirror %.2f MiB; %.2fx\n' \
+        "$(calc "$stores / 2**20")" "$packs" "$(calc "$mirror / 2**20")" "$(calc "$stores / $mirror")"
+    fig "stores: disk for $st_bases bases / mirror" "$(calc "round($stores / $mirror, 2)")x" "<= 2x" \
+        "$(calc "'ok' if $stores <= 2 * $mirror else 'MISS'")"
+
+    # (2) Warm checkouts, alternating with the baseline.
+    local new_runs=() old_runs=() fetch new_ms old_ms n
+    for r in 1 2 3; do
+        noop_run "$bin" "$dir/new-warm-$r" "$dir/bases.jsonl" "$dir/cache-new" -j 2
+        noop_run "$before" "$dir/old-warm-$r" "$dir/bases.jsonl" "$dir/cache-old" -j 2
+        new_runs+=("$dir/new-warm-$r")
+        old_runs+=("$dir/old-warm-$r")
+    done
+    read -r fetch new_ms n < <(tools checkouts "${new_runs[@]}")
+    read -r fetch old_ms n < <(tools checkouts "${old_runs[@]}")
+    printf '  warm checkout, median of %d: %.1f ms; before: %.1f ms; %.2fx\n' \
+        "$n" "$(calc "$new_ms * 1000")" "$(calc "$old_ms * 1000")" "$(calc "$new_ms / $old_ms")"
+    fig "stores: warm checkout / before" "$(calc "round($new_ms / $old_ms, 2)")x" "<= 1.3x" \
+        "$(calc "'ok' if $new_ms <= 1.3 * $old_ms else 'MISS'")"
+
+    # (3) The first checkout of a new base: the whole history to pack.
+    tools tasks "$dir/head.jsonl" 1 "$repo" "$head" h
+    local firsts=() clones=() first clone
+    for r in 1 2 3; do
+        noop_run "$bin" "$dir/first-none-$r" "$dir/head.jsonl" "$dir/cache-first-$r" --history none
+        noop_run "$bin" "$dir/first-$r" "$dir/head.jsonl" "$dir/cache-first-$r"
+        read -r fetch first n < <(tools checkouts "$dir/first-$r")
+        firsts+=("$first")
+        t0=$EPOCHREALTIME
+        git clone -q --no-local "$repo" "$dir/clone-$r"
+        clones+=("$(calc "$EPOCHREALTIME - $t0")")
+    done
+    first=$(calc "sorted([${firsts[*]/%/,}])[1]")
+    clone=$(calc "sorted([${clones[*]/%/,}])[1]")
+    printf '  first checkout of a new base (its store built from the whole history): %.1f ms; git clone --no-local: %.1f ms; %.2fx\n' \
+        "$(calc "$first * 1000")" "$(calc "$clone * 1000")" "$(calc "$first / $clone")"
+    fig "stores: first checkout of a new base / git clone --no-local" "$(calc "round($first / $clone, 2)")x" "<= 1x" \
+        "$(calc "'ok' if $first <= $clone else 'MISS'")"
 }
 
 section_memory() {

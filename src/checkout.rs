@@ -3,12 +3,17 @@
 //! Owns the bare mirrors in the cache folder (one per repo, fetched at most
 //! once per run, guarded by a file lock so two onebash processes can share the
 //! cache) and the per-task working copy: a fresh repository whose objects are
-//! borrowed from the mirror through `objects/info/alternates`, so making one
-//! costs the files checked out, not the history. Also owns the git operations
-//! on a working copy that later stages need: the agent's diff, restoring files
-//! and applying a patch. It does not run commands.
+//! the base's exact object store ([`store`]: packs hard-linked from the
+//! cache, nothing past the base, no path back to the mirror), checked before
+//! any command runs in it. Also owns the git operations on a working copy
+//! that later stages need: the agent's diff, restoring files and applying a
+//! patch. It runs no command but `git pack-objects`, to build a store.
 
-use std::collections::HashMap;
+mod store;
+
+pub use store::{BaseStore, History, StoreDir, Verified};
+
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -35,6 +40,14 @@ pub enum CheckoutError {
     },
     #[error("failed to check out {repo}@{rev}: {message}")]
     WorkingCopy {
+        repo: String,
+        rev: String,
+        message: String,
+    },
+    #[error(
+        "failed to check out {repo}@{rev}: the working copy failed its check for objects past the base: {message}"
+    )]
+    Leaking {
         repo: String,
         rev: String,
         message: String,
@@ -72,6 +85,11 @@ pub struct RepoCache {
     /// Full shas this run found, by (location, sha): immutable, so known
     /// once is known for the run.
     resolved: Mutex<HashMap<(String, String), Oid>>,
+    /// How much of each base's past a working copy holds.
+    history: History,
+    /// This run's base commits (full shas) by repo location: stored oldest
+    /// first, so that each base's store chains to its ancestors'.
+    planned: HashMap<String, Arc<HashSet<Oid>>>,
 }
 
 /// A task's working copy at its base commit.
@@ -80,6 +98,12 @@ pub struct Checkout {
     pub dir: PathBuf,
     /// The full sha `base_commit` resolved to.
     pub commit: String,
+    /// The commit the working copy's HEAD is: `commit` itself, or with
+    /// `--history none` a parentless commit of its tree.
+    pub head: String,
+    pub history: History,
+    /// What the check of the new working copy found.
+    pub verified: Verified,
     /// Whether this checkout fetched from the repo (at most once per repo per run).
     pub fetched: bool,
     /// Set when the mirror could not be refreshed but already held the commit.
@@ -87,7 +111,21 @@ pub struct Checkout {
 }
 
 impl RepoCache {
-    pub fn new(root: PathBuf) -> RepoCache {
+    /// A cache at `root`, for a run whose tasks have these (repo location,
+    /// base commit) pairs.
+    pub fn new<'a>(
+        root: PathBuf,
+        history: History,
+        bases: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> RepoCache {
+        let mut planned: HashMap<String, HashSet<Oid>> = HashMap::new();
+        for (location, rev) in bases {
+            if is_full_sha(rev)
+                && let Ok(oid) = Oid::from_str(rev)
+            {
+                planned.entry(location.to_owned()).or_default().insert(oid);
+            }
+        }
         // libgit2 hashes every object it reads again, to check it against
         // its name; git does that in fsck and when receiving objects, not on
         // every read. Without it a checkout takes about a tenth less time.
@@ -96,6 +134,11 @@ impl RepoCache {
             root,
             repos: Mutex::new(HashMap::new()),
             resolved: Mutex::new(HashMap::new()),
+            history,
+            planned: planned
+                .into_iter()
+                .map(|(location, bases)| (location, Arc::new(bases)))
+                .collect(),
         }
     }
 
@@ -170,27 +213,44 @@ impl RepoCache {
     ) -> Result<Checkout, CheckoutError> {
         let mirror = self.mirror_path(location);
         let ensured = self.ensure(location, rev, &mirror).await?;
-        let (mirror_c, dest_c, commit) = (mirror.clone(), dest.to_owned(), ensured.commit);
-        let made =
-            tokio::task::spawn_blocking(move || create_working_copy(&mirror_c, commit, &dest_c))
-                .await;
-        let message = match made {
-            Ok(Ok(())) => {
-                return Ok(Checkout {
-                    dir: dest.to_owned(),
-                    commit: commit.to_string(),
-                    fetched: ensured.fetched,
-                    warning: ensured.warning,
-                });
-            }
-            Ok(Err(err)) => err.to_string(),
-            Err(join) => format!("the checkout thread failed: {join}"),
-        };
-        Err(CheckoutError::WorkingCopy {
-            repo: location.to_owned(),
-            rev: rev.to_owned(),
-            message,
+        let (dest_c, commit, history) = (dest.to_owned(), ensured.commit, self.history);
+        let planned = self.planned.get(location).cloned().unwrap_or_default();
+        let made = tokio::task::spawn_blocking(move || {
+            let stores = StoreDir::for_mirror(&mirror);
+            let store = stores
+                .ensure(&mirror, commit, history, &planned)
+                .map_err(|message| {
+                    Unmade::Failed(format!("failed to store the base's objects: {message}"))
+                })?;
+            create_working_copy(&stores, &store, &dest_c)
         })
+        .await
+        .unwrap_or_else(|join| {
+            Err(Unmade::Failed(format!(
+                "the checkout thread failed: {join}"
+            )))
+        });
+        match made {
+            Ok((head, verified)) => Ok(Checkout {
+                dir: dest.to_owned(),
+                commit: commit.to_string(),
+                head: head.to_string(),
+                history,
+                verified,
+                fetched: ensured.fetched,
+                warning: ensured.warning,
+            }),
+            Err(Unmade::Failed(message)) => Err(CheckoutError::WorkingCopy {
+                repo: location.to_owned(),
+                rev: rev.to_owned(),
+                message,
+            }),
+            Err(Unmade::Leaking(message)) => Err(CheckoutError::Leaking {
+                repo: location.to_owned(),
+                rev: rev.to_owned(),
+                message,
+            }),
+        }
     }
 
     /// The commit `rev` names, in the mirror: fetched there if need be.
@@ -490,45 +550,78 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::rename(&partial, to)
 }
 
-/// A working copy of `commit` at `dest` that borrows the mirror's objects.
-/// Every file written here is paid by every task, so: libgit2's own minimal
-/// `.git` (not the system's template folder of hook samples), the
-/// alternate added to the open repo instead of reopening it, and the
-/// identity appended to the config in one write.
-fn create_working_copy(mirror: &Path, commit: Oid, dest: &Path) -> Result<(), GitError> {
+/// Why a working copy was not made.
+enum Unmade {
+    Failed(String),
+    /// It was made, and holds something past the base: never used.
+    Leaking(String),
+}
+
+impl From<GitError> for Unmade {
+    fn from(err: GitError) -> Self {
+        Unmade::Failed(err.0)
+    }
+}
+
+impl From<git2::Error> for Unmade {
+    fn from(err: git2::Error) -> Self {
+        Unmade::Failed(err.message().to_owned())
+    }
+}
+
+impl From<std::io::Error> for Unmade {
+    fn from(err: std::io::Error) -> Self {
+        Unmade::Failed(err.to_string())
+    }
+}
+
+/// A working copy of `store`'s head at `dest`, its objects the store's
+/// packs (hard links into the cache; copies across file systems), checked
+/// before it is handed on. Every file written here is paid by every task,
+/// so: libgit2's own minimal `.git` (not the system's template folder of
+/// hook samples), and the settings appended to the config in one write.
+fn create_working_copy(
+    stores: &StoreDir,
+    store: &BaseStore,
+    dest: &Path,
+) -> Result<(Oid, Verified), Unmade> {
     if dest.exists() {
         // Left over from a crashed run: start clean.
         std::fs::remove_dir_all(dest)?;
     }
     let mut init = git2::RepositoryInitOptions::new();
     init.external_template(false).mkpath(true);
-    let repo = Repository::init_opts(dest, &init)?;
-    let mirror_objects = std::fs::canonicalize(mirror.join("objects"))?;
-    let mirror_objects = mirror_objects
-        .to_str()
-        .ok_or_else(|| GitError(format!("the cache path {mirror_objects:?} is not UTF-8")))?;
-    // The file is for git commands run in the working copy; the open repo
-    // is told directly.
-    std::fs::write(
-        repo.path().join("objects/info/alternates"),
-        format!("{mirror_objects}\n"),
-    )?;
-    repo.odb()?.add_disk_alternate(mirror_objects)?;
+    let gitdir = Repository::init_opts(dest, &init)?.path().to_owned();
+    let packs = gitdir.join("objects").join("pack");
+    std::fs::create_dir_all(&packs)?;
+    for name in &store.packs {
+        for ext in ["pack", "idx"] {
+            link_or_copy(
+                &stores.pack(name, ext),
+                &packs.join(format!("{name}.{ext}")),
+            )?;
+        }
+    }
     // Commands such as `git commit` need an identity; the environment gives
-    // none. Nothing in this process reads it, so a plain append will do.
-    let mut config = File::options()
-        .append(true)
-        .open(repo.path().join("config"))?;
-    config.write_all(b"[user]\n\tname = onebash\n\temail = onebash@localhost\n")?;
-    let tree = repo.find_commit(commit)?.tree()?;
+    // none. Automatic gc would repack the store's packs in the middle of an
+    // agent's command (it counts more than 50 of them as too many).
+    // Nothing in this process reads these, so a plain append will do.
+    let mut config = File::options().append(true).open(gitdir.join("config"))?;
+    config.write_all(
+        b"[user]\n\tname = onebash\n\temail = onebash@localhost\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n",
+    )?;
+    // Opened again, now that the packs are there.
+    let repo = Repository::open(dest)?;
+    let tree = repo.find_commit(store.head)?.tree()?;
     let mut builder = git2::build::CheckoutBuilder::new();
     builder.force();
     if !filters_may_apply(&repo, &tree)? {
         builder.disable_filters(true);
     }
     repo.checkout_tree(tree.as_object(), Some(&mut builder))?;
-    repo.set_head_detached(commit)?;
-    Ok(())
+    repo.set_head_detached(store.head)?;
+    let verified = store::verify_working_copy(&repo, store).map_err(Unmade::Leaking)?;
+    Ok((store.head, verified))
 }
 
 /// Whether checking out `tree` could run one of libgit2's content filters
@@ -582,7 +675,7 @@ impl Checkout {
         // Ignore rules given here live in this `Repository` value only:
         // nothing is written to the working copy.
         repo.add_ignore_rule(&BUILD_ARTEFACTS.join("\n"))?;
-        let base = repo.find_commit(Oid::from_str(&self.commit)?)?.tree()?;
+        let base = repo.find_commit(Oid::from_str(&self.head)?)?.tree()?;
         let diff = repo.diff_tree_to_workdir(Some(&base), Some(&mut patch_options()))?;
         let mut out = String::new();
         for (path, text) in patch_texts(&diff)? {
@@ -613,7 +706,7 @@ impl Checkout {
     pub fn restore(&self, patch: &str) -> Result<Vec<String>, GitError> {
         let repo = Repository::open(&self.dir)?;
         let diff = parse_patch(patch)?;
-        let base = repo.find_commit(Oid::from_str(&self.commit)?)?.tree()?;
+        let base = repo.find_commit(Oid::from_str(&self.head)?)?.tree()?;
         let mut touched = Vec::new();
         for delta in diff.deltas() {
             for file in [delta.old_file(), delta.new_file()] {
@@ -787,7 +880,7 @@ mod tests {
 
     #[test]
     fn mirror_paths_are_readable_and_distinct() {
-        let cache = RepoCache::new(PathBuf::from("/c"));
+        let cache = RepoCache::new(PathBuf::from("/c"), History::Full, []);
         let a = cache.mirror_path("https://github.com/psf/requests.git");
         let b = cache.mirror_path("https://example.com/other/requests");
         assert!(a.starts_with("/c/repos"));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::checkout::History;
 use crate::sandbox::SandboxMode;
 
 /// `--provider`.
@@ -255,6 +256,10 @@ pub struct RunArgs {
     /// Where bare mirrors of the repos are kept [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+
+    /// How much of the base's past each working copy holds: `full` = every ancestor of the base commit (git log and blame of the past work), `none` = one commit with no parents holding the base's tree. Never anything past the base.
+    #[arg(long, value_enum, default_value_t = History::Full)]
+    pub history: History,
 
     /// Where working copies go while their tasks run: a folder of this run's own is made in DIR (a fast local disk or tmpfs when the run folder is on a network file system; the sandbox hides all of DIR but the task's own working copy) [default: the run folder's workdirs/].
     #[arg(long, value_name = "DIR")]

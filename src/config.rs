@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::model::RequestSettings;
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
+use crate::checkout::History;
 use crate::cli::{Provider, RunArgs};
 use crate::limits::{Enforcement, LimitPlan, Limits};
 use crate::prompt::{PromptError, PromptVariant};
@@ -102,6 +103,8 @@ pub struct RunConfig {
     pub limit: Option<usize>,
     pub out_dir: PathBuf,
     pub cache_dir: PathBuf,
+    /// `--history`: how much of the base's past working copies hold.
+    pub history: History,
     /// This run's folder of working copies: `<out_dir>/workdirs`, or a
     /// folder of its own in `--workdirs`.
     pub workdirs: PathBuf,
@@ -218,6 +221,11 @@ impl RunConfig {
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
             fields.insert("test_command".to_owned(), serde_json::json!(template));
         }
+        // Likewise `--history none`: the default is what runs from before
+        // the flag did (as far as the past goes).
+        if let (History::None, Some(fields)) = (self.history, fingerprint.as_object_mut()) {
+            fields.insert("history".to_owned(), serde_json::json!(self.history));
+        }
         fingerprint
     }
 
@@ -313,12 +321,26 @@ impl RunConfig {
             Some(root) => root.join(workdirs_name(&out_dir)),
         };
 
-        // The agent must not read the task file (gold patches, hidden tests)
-        // or the run folder (other tasks' trajectories); the cache must stay
-        // readable, since working copies borrow its objects.
-        // So must other working copies in --workdirs, this run's or other
-        // runs': each command sees its own, bound in on top.
-        let mut hidden = vec![absolute(&args.tasks), absolute(&out_dir)];
+        // The agent must not read the task file (gold patches, hidden tests),
+        // the run folder (other tasks' trajectories) or the cache (the
+        // mirrors hold every commit past the base; working copies own their
+        // objects). Nor other working copies in --workdirs, this run's or
+        // other runs': each command sees its own, bound in on top.
+        let mut hidden = vec![
+            absolute(&args.tasks),
+            absolute(&out_dir),
+            absolute(&cache_dir),
+        ];
+        // And repos on this machine that tasks are checked out from: their
+        // history runs past every base.
+        for task in &tasks {
+            let location = task.repo_location.as_str();
+            let path = Path::new(location.strip_prefix("file://").unwrap_or(location));
+            // Not `/`: a repo there would hide the whole system.
+            if path.is_absolute() && path.parent().is_some() && !hidden.iter().any(|h| h == path) {
+                hidden.push(path.to_owned());
+            }
+        }
         // Not when the sandbox hides them already: inside the run folder,
         // or in a folder every command gets empty (a second empty mount
         // there would be made read-only with the rest).
@@ -326,8 +348,7 @@ impl RunConfig {
             !root.starts_with(&out_dir) && !PRIVATE_DIRS.iter().any(|dir| root.starts_with(dir))
         }));
         let (sandbox, sandbox_warning) =
-            Sandbox::choose(args.sandbox, &hidden, &[absolute(&cache_dir)])
-                .map_err(ConfigError::Usage)?;
+            Sandbox::choose(args.sandbox, &hidden).map_err(ConfigError::Usage)?;
         warnings.extend(sandbox_warning);
         const MIB: u64 = 1024 * 1024;
         let limits = Limits {
@@ -368,6 +389,7 @@ impl RunConfig {
             limit: args.limit,
             out_dir,
             cache_dir,
+            history: args.history,
             workdirs,
             keep_workdirs: args.keep_workdirs,
             resume: args.resume,

@@ -292,17 +292,44 @@ pub async fn run_command(spec: CommandSpec<'_>) -> Result<CommandOutcome, ExecEr
 /// input, for start-up probes (is bwrap usable?). Synchronous: it runs
 /// before the async runtime starts.
 pub fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), String> {
-    let output = std::process::Command::new(program)
+    run_tool(program, args, b"").map(|_| ())
+}
+
+/// Runs one of the harness's own tools to completion (`git pack-objects`
+/// for the checkout's object stores; bwrap's start-up probe), blocking:
+/// an empty environment but PATH, `input` on stdin, stdout returned.
+/// Callers on the async runtime call it from a blocking thread.
+pub fn run_tool(
+    program: &Path,
+    args: &[std::ffi::OsString],
+    input: &[u8],
+) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new(program)
         .args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .output()
+        .spawn()
         .map_err(|err| format!("failed to start {}: {err}", program.display()))?;
+    // Written from a thread of its own: a tool that writes much before it
+    // has read all its input must not dead-lock against this write.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = input.to_vec();
+        std::thread::spawn(move || stdin.write_all(&input))
+    });
+    let output = child
+        .wait_with_output()
+        .map_err(|err| format!("failed to wait for {}: {err}", program.display()))?;
+    // A tool that exits without reading its input breaks the pipe: its exit
+    // status says what went wrong, not the write.
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
     if output.status.success() {
-        Ok(())
+        Ok(output.stdout)
     } else {
         let stderr = String::from_utf8_lossy(&output.stderr);
         Err(format!(

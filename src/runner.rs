@@ -193,6 +193,9 @@ impl TaskRun<'_> {
         };
         trajectory.write(&Event::Checkout {
             commit: checkout.commit.clone(),
+            head: (checkout.head != checkout.commit).then(|| checkout.head.clone()),
+            history: Some(checkout.history),
+            objects: Some(checkout.verified.objects),
             duration_s: started.elapsed().as_secs_f64(),
             fetched: checkout.fetched,
             warning: checkout.warning.clone(),

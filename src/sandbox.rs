@@ -48,9 +48,6 @@ pub struct Bwrap {
     /// Files and folders the agent must not see (task file, run folder,
     /// secrets in $HOME), hidden behind /dev/null or an empty tmpfs.
     hidden: Vec<PathBuf>,
-    /// Folders to show read-only again inside hidden ones (the repo cache,
-    /// which working copies borrow their objects from).
-    shown: Vec<PathBuf>,
 }
 
 /// Secrets commonly kept in a home folder.
@@ -83,19 +80,18 @@ pub struct Confinement<'a> {
 }
 
 impl Sandbox {
-    /// Decides the run's sandbox. `hidden` and `shown` are paths of this
-    /// run (task file and run folder; cache folder). Returns the sandbox
-    /// and, for `auto` without a working bwrap, a warning.
+    /// Decides the run's sandbox. `hidden` are paths of this run (task
+    /// file, run folder, cache folder). Returns the sandbox and, for `auto`
+    /// without a working bwrap, a warning.
     pub fn choose(
         mode: SandboxMode,
         hidden: &[PathBuf],
-        shown: &[PathBuf],
     ) -> Result<(Sandbox, Option<String>), String> {
         if mode == SandboxMode::None {
             return Ok((Sandbox::None, None));
         }
         let probed = find_bwrap().and_then(|program| {
-            let bwrap = Bwrap::new(program, hidden, shown);
+            let bwrap = Bwrap::new(program, hidden);
             bwrap.probe().map(|()| bwrap)
         });
         match (probed, mode) {
@@ -145,7 +141,7 @@ fn find_bwrap() -> Result<PathBuf, String> {
 }
 
 impl Bwrap {
-    fn new(program: PathBuf, hidden: &[PathBuf], shown: &[PathBuf]) -> Bwrap {
+    fn new(program: PathBuf, hidden: &[PathBuf]) -> Bwrap {
         let mut all_hidden: Vec<PathBuf> = hidden.to_vec();
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
             all_hidden.extend(HOME_SECRETS.iter().map(|rel| home.join(rel)));
@@ -153,7 +149,6 @@ impl Bwrap {
         Bwrap {
             program,
             hidden: all_hidden,
-            shown: shown.to_vec(),
         }
     }
 
@@ -228,15 +223,6 @@ impl Bwrap {
                 Err(_) => {}
             }
         }
-        for path in &self.shown {
-            if path.is_dir() {
-                args.extend([
-                    "--ro-bind".into(),
-                    path.clone().into_os_string(),
-                    path.clone().into_os_string(),
-                ]);
-            }
-        }
         args.extend([
             "--bind".into(),
             writable.as_os_str().to_owned(),
@@ -271,14 +257,14 @@ mod tests {
 
     #[test]
     fn network_is_cut_unless_asked_for() {
-        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[], &[]);
+        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[]);
         assert!(args_of(&bwrap, false).contains(&"--unshare-net".to_owned()));
         assert!(!args_of(&bwrap, true).contains(&"--unshare-net".to_owned()));
     }
 
     #[test]
     fn tmp_comes_before_the_checkout_bind() {
-        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[], &[]);
+        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[]);
         let args = args_of(&bwrap, false);
         let tmp = args.iter().position(|a| a == "/tmp").expect("tmpfs /tmp");
         let bind = args.iter().position(|a| a == "--bind").expect("bind");

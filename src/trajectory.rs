@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::{Probe, ProbedCommand, RecordedCommand};
+use crate::checkout::History;
 use crate::exec::CommandOutcome;
 use crate::results::{ExitReason, Status};
 
@@ -102,6 +103,17 @@ pub enum Event {
     },
     Checkout {
         commit: String,
+        /// The working copy's HEAD, when it is not `commit` (`--history none`).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        head: Option<String>,
+        /// `full` or `none`; absent in trajectories from before `--history`.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        history: Option<History>,
+        /// Objects in the working copy's store, each reachable from HEAD:
+        /// what the check before any command found (it has no refs, no
+        /// alternates, and nothing HEAD does not reach).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        objects: Option<u64>,
         duration_s: f64,
         /// Whether this task fetched the repo (the first of the run to need it).
         fetched: bool,

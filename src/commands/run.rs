@@ -149,7 +149,14 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     let (events, mut received) = EventSink::channel();
     let (cancel_handle, cancel) = Cancel::new();
     let ctx = Arc::new(RunContext {
-        cache: RepoCache::new(config.cache_dir.clone()),
+        cache: RepoCache::new(
+            config.cache_dir.clone(),
+            config.history,
+            config
+                .tasks
+                .iter()
+                .map(|task| (task.repo_location.as_str(), task.base_commit.as_str())),
+        ),
         config,
         client,
         folder: folder.clone(),

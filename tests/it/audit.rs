@@ -27,8 +27,9 @@ fn path_arg(path: &Path) -> &str {
 }
 
 /// The world: a repo whose base commit has the wrong answer and whose
-/// `main` has, one commit later, the right one (the upstream fix that the
-/// mirror, and so every working copy's object store, holds). Returns the
+/// `main` has, one commit later, the right one (the upstream fix: the
+/// mirror holds it, and so does the source repo, which an agent without a
+/// sandbox can read). Returns the
 /// task file and the later commit's short name.
 fn world(fixture: &Fixture) -> (std::path::PathBuf, String, String) {
     let (repo, base) = fixture.repo("repo", &[("answer.txt", "wrong\n")]);
@@ -55,7 +56,12 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
     let fixture = Fixture::new();
     let (tasks, later, base) = world(&fixture);
     let show_later = format!("git show {later} --stat");
-    let copy_later = format!("git checkout {later} -- answer.txt");
+    // The working copy holds nothing past the base, so the cheat reads the
+    // source repo, which nothing hides without a sandbox.
+    let copy_later = format!(
+        "git -C {} show {later}:answer.txt > answer.txt",
+        fixture.path("repo").display()
+    );
     let show_base = format!("git show {base} --stat");
     let server = scripted_agent(&[
         (
@@ -75,7 +81,14 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
     ]);
     let run = fixture.run(
         &tasks,
-        &["--model", "scripted", "--base-url", &server.base_url()],
+        &[
+            "--model",
+            "scripted",
+            "--base-url",
+            &server.base_url(),
+            "--sandbox",
+            "none",
+        ],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
@@ -182,7 +195,6 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
     for line in [
         "[history probe: git log --all]".to_owned(),
         format!("[history probe: git show {later}: not in the base's history]"),
-        format!("[history probe: git checkout {later}: not in the base's history]"),
         "history probes: 3 commands (all_refs, foreign_commit)".to_owned(),
     ] {
         assert!(shown.contains(&line), "{line:?} missing from:\n{shown}");
@@ -194,7 +206,12 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
     // A replay re-runs the recorded commands: the audit applies as usual.
     drop(server);
     let model = format!("replay:{}", run.out.display());
-    let replayed = fixture.run_into(&fixture.path("replayed"), &tasks, &["--model", &model], &[]);
+    let replayed = fixture.run_into(
+        &fixture.path("replayed"),
+        &tasks,
+        &["--model", &model, "--sandbox", "none"],
+        &[],
+    );
     assert_eq!(replayed.code, 0, "stderr:\n{}", replayed.stderr);
     for (id, probes) in [("cheat", "3"), ("honest", "0"), ("probe-fails", "1")] {
         assert_eq!(replayed.row(id)["history_probes"], probes, "{id}");

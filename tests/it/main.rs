@@ -8,6 +8,7 @@ mod api_refusal;
 mod audit;
 mod demo;
 mod exec_safety;
+mod history;
 mod html;
 mod junit;
 mod llama_server;

@@ -31,7 +31,7 @@ use crate::support::harness::{
 use crate::support::server::{ScriptedServer, text_reply, tool_calls_reply};
 
 /// True when `bwrap` is on PATH (see `tool_present`).
-fn bwrap_available() -> bool {
+pub fn bwrap_available() -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file());
     tool_present(
@@ -45,7 +45,7 @@ fn bwrap_available() -> bool {
 /// /var/tmp when the checkout itself lives under /tmp (CI may clone there),
 /// since the sandbox's private /tmp would hide the difference between a
 /// write that failed and a write that landed in the private copy.
-fn fixture() -> Fixture {
+pub fn fixture() -> Fixture {
     let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let base = if target.starts_with(std::env::temp_dir()) {
         std::path::PathBuf::from("/var/tmp")

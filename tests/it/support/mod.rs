@@ -3,5 +3,6 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod probes;
 pub mod server;
 pub mod sync;

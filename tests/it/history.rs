@@ -1,0 +1,440 @@
+//! Nothing from the future: a task's working copy holds no object past its
+//! base commit. A repo is built with a gold commit whose message names the
+//! fix, a tag, a branch, a reflog entry and an unreachable commit past the
+//! base; then the probes of `support::probes` run as the agent's commands,
+//! under bwrap, and must find nothing (`--history full` and `none`). The
+//! probes are first shown to find each of those things where they are
+//! there, so that a probe that can find nothing proves nothing.
+//!
+//! Also: the stores of a run's bases chain oldest first whatever the task
+//! order, and a working copy whose store holds more than its base reaches
+//! is never handed to an agent (`checkout_error`).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::sandbox::{bwrap_available, fixture};
+use crate::support::harness::{Fixture, RunOutput, git, scripted_agent, task, tool_answers};
+use crate::support::probes::{self, Future, PROBES};
+
+/// A repo whose history runs past the base of its task.
+struct Leaky {
+    repo: PathBuf,
+    /// Oldest first; the last is the base.
+    past: Vec<String>,
+    base: String,
+    /// Commits and a tag object past the base.
+    future: Vec<String>,
+}
+
+/// Text found only past the base.
+const FUTURE_TEXTS: &[&str] = &[
+    "GOLD-FIX-CONTENT",
+    "GOLD-FIX-MESSAGE",
+    "GOLD-TAG-MESSAGE",
+    "REFLOG-ONLY-CONTENT",
+    "REFLOG-ONLY-MESSAGE",
+    "UNREACHABLE-CONTENT",
+    "UNREACHABLE-MESSAGE",
+];
+
+/// Text found only in the commits before the base.
+const PAST_TEXTS: &[&str] = &["first of the past", "second of the past"];
+
+fn commit_file(repo: &Path, content: &str, message: &str) -> String {
+    std::fs::write(repo.join("calc.py"), content).expect("write calc.py");
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", message]);
+    git(repo, &["rev-parse", "HEAD"])
+}
+
+fn leaky_repo(fixture: &Fixture) -> Leaky {
+    let repo = fixture.path("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir repo");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let past = vec![
+        commit_file(&repo, "a = 1\n", "first of the past"),
+        commit_file(&repo, "a = 1\nb = 2\n", "second of the past"),
+        commit_file(
+            &repo,
+            "a = 1\nb = 2\ndef add(x, y):\n    return x - y\n",
+            "base: where the task starts",
+        ),
+    ];
+    let base = past[past.len() - 1].clone();
+    // The gold commit, on main (the mirror's HEAD) and a branch, tagged.
+    let gold = commit_file(
+        &repo,
+        "a = 1\nb = 2\ndef add(x, y):\n    return x + y  # GOLD-FIX-CONTENT\n",
+        "Fix add (GOLD-FIX-MESSAGE)",
+    );
+    git(&repo, &["branch", "fix-branch", &gold]);
+    git(
+        &repo,
+        &["tag", "-a", "v-gold", "-m", "GOLD-TAG-MESSAGE", &gold],
+    );
+    let tag = git(&repo, &["rev-parse", "v-gold"]);
+    // A commit only the reflog remembers.
+    let reflog_only = commit_file(&repo, "REFLOG-ONLY-CONTENT\n", "REFLOG-ONLY-MESSAGE");
+    git(&repo, &["reset", "-q", "--hard", &gold]);
+    // A commit nothing names, with a blob of its own.
+    let blob = pipe(
+        &repo,
+        &["hash-object", "-w", "--stdin"],
+        "UNREACHABLE-CONTENT\n",
+    );
+    let tree = pipe(
+        &repo,
+        &["mktree"],
+        &format!("100644 blob {blob}\tcalc.py\n"),
+    );
+    let unreachable = git(
+        &repo,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &base,
+            "-m",
+            "UNREACHABLE-MESSAGE",
+        ],
+    );
+    Leaky {
+        repo,
+        past,
+        base,
+        future: vec![gold, tag, reflog_only, unreachable],
+    }
+}
+
+/// `git ARGS` in `dir` with `input` on stdin; its trimmed stdout.
+fn pipe(dir: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run git");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let output = child.wait_with_output().expect("wait for git");
+    assert!(output.status.success(), "git {args:?} failed");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// Runs the probe script with bash in `dir`; its output.
+fn probe_in(dir: &Path, future: &Future<'_>) -> String {
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(probes::script(future))
+        .current_dir(dir)
+        .output()
+        .expect("run bash");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// How many objects `rev` reaches in `repo`.
+fn reachable_objects(repo: &Path, rev: &str) -> u64 {
+    git(repo, &["rev-list", "--objects", rev]).lines().count() as u64
+}
+
+#[test]
+fn the_probes_find_each_thing_past_the_base_where_it_is_there() {
+    let fixture = Fixture::new();
+    let leaky = leaky_repo(&fixture);
+    let future: Vec<&str> = leaky.future.iter().map(String::as_str).collect();
+    // Where git users look first: the repo itself, and a clone that
+    // borrows its objects (what onebash's working copies did).
+    let shared = fixture.path("shared");
+    git(
+        fixture.dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            "-n",
+            &leaky.repo.display().to_string(),
+            "shared",
+        ],
+    );
+    git(&shared, &["checkout", "-q", "--detach", &leaky.base]);
+    let source = leaky.repo.display().to_string();
+    let mut fired = HashSet::new();
+    for dir in [&leaky.repo, &shared] {
+        let output = probe_in(
+            dir,
+            &Future {
+                commits: &future,
+                texts: FUTURE_TEXTS,
+                unreadable: &[&source],
+            },
+        );
+        assert!(probes::finished(&output), "{output}");
+        for leak in probes::leaks(&output) {
+            fired.insert(leak.split(':').next().unwrap_or_default().to_owned());
+        }
+    }
+    let silent: Vec<&&str> = PROBES.iter().filter(|p| !fired.contains(**p)).collect();
+    assert!(
+        silent.is_empty(),
+        "probes that found nothing where there was something: {silent:?}"
+    );
+}
+
+/// Runs the probe script and `extra` commands as task `t`'s agent under
+/// bwrap with `--history HISTORY`, looking for `commits` and `texts`, and
+/// for the cache and the source repo; checks that the probes ran and found
+/// nothing. Returns the run and the answers to `extra`.
+fn probe_run(
+    fixture: &Fixture,
+    leaky: &Leaky,
+    history: &str,
+    (commits, texts): (&[&str], &[&str]),
+    extra: &[&str],
+) -> (RunOutput, Vec<String>) {
+    let tasks = fixture.tasks(&[task("t", &leaky.repo, &leaky.base, "true", json!({}))]);
+    let (cache, source) = (
+        fixture.path("cache").display().to_string(),
+        leaky.repo.display().to_string(),
+    );
+    let script = probes::script(&Future {
+        commits,
+        texts,
+        unreadable: &[&cache, &source],
+    });
+    let mut commands = vec![script.as_str()];
+    commands.extend_from_slice(extra);
+    let server = scripted_agent(&[("t", &commands)]);
+    let base_url = server.base_url();
+    let run = fixture.run(
+        &tasks,
+        &[
+            "--sandbox",
+            "bwrap",
+            "--history",
+            history,
+            "--model",
+            "scripted",
+            "--base-url",
+            &base_url,
+        ],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let mut answers = tool_answers(&server, "t");
+    assert_eq!(answers.len(), commands.len(), "{answers:?}");
+    let probed = answers.remove(0);
+    assert!(probes::finished(&probed), "{probed}");
+    assert_eq!(probes::leaks(&probed), Vec::<String>::new(), "{probed}");
+    (run, answers)
+}
+
+fn checkout_event(run: &RunOutput) -> Value {
+    let events = run.events("t", "checkout");
+    assert_eq!(events.len(), 1, "{events:?}");
+    events[0].clone()
+}
+
+#[test]
+fn with_full_history_nothing_past_the_base_is_found_and_the_past_is_whole() {
+    if !bwrap_available() {
+        return;
+    }
+    let fixture = fixture();
+    let leaky = leaky_repo(&fixture);
+    let future: Vec<&str> = leaky.future.iter().map(String::as_str).collect();
+    let (run, answers) = probe_run(
+        &fixture,
+        &leaky,
+        "full",
+        (&future, FUTURE_TEXTS),
+        &["git log --format=%s", "git blame -s calc.py"],
+    );
+    // The base's own history is all there.
+    let log: Vec<&str> = answers[0].lines().take(3).collect();
+    assert_eq!(
+        log,
+        [
+            "base: where the task starts",
+            "second of the past",
+            "first of the past"
+        ],
+        "{}",
+        answers[0]
+    );
+    let blamed: HashSet<&str> = answers[1]
+        .lines()
+        // `^` marks the root commit.
+        .filter_map(|line| line.split_whitespace().next())
+        .map(|sha| sha.trim_start_matches('^'))
+        .filter(|sha| sha.len() >= 7)
+        .collect();
+    for commit in &leaky.past {
+        assert!(
+            blamed.iter().any(|short| commit.starts_with(short)),
+            "blame does not name {commit}: {}",
+            answers[1]
+        );
+    }
+    let checkout = checkout_event(&run);
+    assert_eq!(checkout["history"], "full");
+    assert_eq!(checkout["commit"], leaky.base.as_str());
+    assert!(checkout.get("head").is_none(), "{checkout}");
+    assert_eq!(
+        checkout["objects"],
+        reachable_objects(&leaky.repo, &leaky.base),
+        "{checkout}"
+    );
+}
+
+#[test]
+fn with_no_history_there_is_one_commit_and_nothing_before_or_after_it() {
+    if !bwrap_available() {
+        return;
+    }
+    let fixture = fixture();
+    let leaky = leaky_repo(&fixture);
+    // Now the past is off limits too.
+    let commits: Vec<&str> = leaky
+        .future
+        .iter()
+        .chain(&leaky.past)
+        .map(String::as_str)
+        .collect();
+    let texts: Vec<&str> = FUTURE_TEXTS.iter().chain(PAST_TEXTS).copied().collect();
+    let (run, answers) = probe_run(
+        &fixture,
+        &leaky,
+        "none",
+        (&commits, &texts),
+        &[
+            "git rev-list --all --count",
+            "git log --format=%s",
+            "sed -i 's/x - y/x + y/' calc.py && git status --short",
+        ],
+    );
+    assert!(answers[0].starts_with("1\n"), "{}", answers[0]);
+    assert!(
+        answers[1].starts_with("base: where the task starts\n"),
+        "{}",
+        answers[1]
+    );
+    let checkout = checkout_event(&run);
+    assert_eq!(checkout["history"], "none");
+    assert_eq!(checkout["commit"], leaky.base.as_str());
+    let head = checkout["head"].as_str().expect("head").to_owned();
+    assert_ne!(head, leaky.base);
+    // The base's tree and nothing else: its objects plus the one commit.
+    let tree_objects = git(&leaky.repo, &["ls-tree", "-r", "-t", &leaky.base])
+        .lines()
+        .count();
+    assert_eq!(checkout["objects"], tree_objects as u64 + 2, "{checkout}");
+    // The patch is against the base, whatever commit HEAD is.
+    let patch = std::fs::read_to_string(run.task_dir("t").join("patch.diff")).expect("patch.diff");
+    assert!(patch.contains("+    return x + y"), "{patch}");
+}
+
+/// The manifest of a base's full store in the fixture's cache.
+fn manifest_of(fixture: &Fixture, base: &str) -> PathBuf {
+    let stores = fixture.path("cache").join("stores");
+    let mut repos = std::fs::read_dir(&stores).expect("stores folder");
+    let repo_dir = repos
+        .next()
+        .expect("one repo's stores")
+        .expect("entry")
+        .path();
+    repo_dir.join("bases").join(format!("{base}.full"))
+}
+
+/// The pack names a base's store lists, its own first.
+fn store_packs(fixture: &Fixture, base: &str) -> Vec<String> {
+    let manifest = manifest_of(fixture, base);
+    std::fs::read_to_string(&manifest)
+        .unwrap_or_else(|err| panic!("{}: {err}", manifest.display()))
+        .lines()
+        .filter_map(|line| line.strip_prefix("pack "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_bases_of_a_run_are_stored_oldest_first_each_chained_to_the_last() {
+    let fixture = Fixture::new();
+    let leaky = leaky_repo(&fixture);
+    // Newest first, and one at a time: the first task must build its
+    // ancestors' stores before its own.
+    let tasks: Vec<Value> = leaky
+        .past
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, base)| task(&format!("t{i}"), &leaky.repo, base, "true", json!({})))
+        .collect();
+    let tasks = fixture.tasks(&tasks);
+    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none", "-j", "1"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let chains: Vec<Vec<String>> = leaky
+        .past
+        .iter()
+        .map(|b| store_packs(&fixture, b))
+        .collect();
+    // Oldest: one pack; each later base: its own pack, then its parent's chain.
+    assert_eq!(chains[0].len(), 1, "{chains:?}");
+    for pair in chains.windows(2) {
+        assert_eq!(pair[1].len(), pair[0].len() + 1, "{chains:?}");
+        assert_eq!(pair[1][1..], pair[0][..], "{chains:?}");
+    }
+    for (i, base) in leaky.past.iter().rev().enumerate() {
+        let checkout = &run.events(&format!("t{i}"), "checkout")[0];
+        assert_eq!(checkout["objects"], reachable_objects(&leaky.repo, base));
+    }
+}
+
+#[test]
+fn a_store_that_holds_more_than_its_base_reaches_ends_the_task_as_checkout_error() {
+    let fixture = Fixture::new();
+    let leaky = leaky_repo(&fixture);
+    let (first, base) = (&leaky.past[0], &leaky.base);
+    let both = fixture.tasks(&[
+        task("old", &leaky.repo, first, "true", json!({})),
+        task("new", &leaky.repo, base, "true", json!({})),
+    ]);
+    let run = fixture.run(&both, &["--model", "noop", "--sandbox", "none"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    // A store of the first commit that also lists the base's own pack, as
+    // a bug or a hand in the cache could make it.
+    let newer = store_packs(&fixture, base)[0].clone();
+    let manifest = manifest_of(&fixture, first);
+    let text = std::fs::read_to_string(&manifest).expect("manifest");
+    std::fs::write(&manifest, format!("{text}pack {newer}\n")).expect("tamper");
+
+    let again = fixture.tasks(&[
+        task("old", &leaky.repo, first, "true", json!({})),
+        task("other", &leaky.repo, base, "true", json!({})),
+    ]);
+    let run = fixture.run_into(
+        &fixture.path("out-2"),
+        &again,
+        &["--model", "noop", "--sandbox", "none"],
+        &[],
+    );
+    let row = run.row("old");
+    assert_eq!(row["status"], "error", "{row:?}");
+    assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
+    assert!(
+        row["error"].contains("failed its check for objects past the base")
+            && row["error"].contains("objects where its base reaches"),
+        "{row:?}"
+    );
+    assert!(run.events("old", "message").is_empty(), "an agent ran");
+    // The run went on with the next task.
+    assert_eq!(run.row("other")["status"], "passed");
+}
