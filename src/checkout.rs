@@ -541,13 +541,40 @@ fn loose_object_dirs(objects: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
+/// Where packs are copied when the cache is on another file system than
+/// the working copies: a folder beside them, so each pack is copied once
+/// per run, not once per task. Removed at the end of the run.
+pub const STAGED_PACKS: &str = ".packs";
+
+/// Links a store's pack file into a working copy; across file systems,
+/// through one copy at `staged` on the working copies' own.
+fn link_pack(from: &Path, to: &Path, staged: &Path) -> std::io::Result<()> {
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    if let Some(dir) = staged.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    link_or_copy(from, staged)?;
+    link_or_copy(staged, to)
+}
+
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     if to.exists() || std::fs::hard_link(from, to).is_ok() {
         return Ok(());
     }
-    let partial = to.with_extension("onebash-partial");
-    std::fs::copy(from, &partial)?;
-    std::fs::rename(&partial, to)
+    // A name of this copy's own: tasks may copy the same pack at once.
+    static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let partial = to.with_extension(format!(
+        "onebash-partial-{}-{}",
+        std::process::id(),
+        COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let copied = std::fs::copy(from, &partial).and_then(|_| std::fs::rename(&partial, to));
+    if copied.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    copied
 }
 
 /// Why a working copy was not made.
@@ -594,11 +621,14 @@ fn create_working_copy(
     let gitdir = Repository::init_opts(dest, &init)?.path().to_owned();
     let packs = gitdir.join("objects").join("pack");
     std::fs::create_dir_all(&packs)?;
+    let staging = dest.parent().unwrap_or(Path::new(".")).join(STAGED_PACKS);
     for name in &store.packs {
         for ext in ["pack", "idx"] {
-            link_or_copy(
+            let file = format!("{name}.{ext}");
+            link_pack(
                 &stores.pack(name, ext),
-                &packs.join(format!("{name}.{ext}")),
+                &packs.join(&file),
+                &staging.join(&file),
             )?;
         }
     }
@@ -875,7 +905,12 @@ mod tests {
         if a.dev() != b.dev() {
             assert_ne!(a.ino(), b.ino());
         }
-        assert!(!to.with_extension("onebash-partial").exists());
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .expect("read the folder")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -230,7 +230,9 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     interrupts.abort();
     display.finish();
     // Working copies live in the run's workdirs folder while their tasks
-    // run; drop it when none was kept (remove_dir only removes an empty one).
+    // run; drop it when none was kept (remove_dir only removes an empty one),
+    // with the packs copied there when the cache is on another file system.
+    let _ = std::fs::remove_dir_all(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS));
     let _ = std::fs::remove_dir(&ctx.config.workdirs);
 
     if let Err(err) = write_predictions(&folder, &rows) {

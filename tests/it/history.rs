@@ -438,3 +438,81 @@ fn a_store_that_holds_more_than_its_base_reaches_ends_the_task_as_checkout_error
     // The run went on with the next task.
     assert_eq!(run.row("other")["status"], "passed");
 }
+
+#[test]
+fn working_copies_on_another_file_system_than_the_cache_share_one_copy_of_each_pack() {
+    let fixture = Fixture::new();
+    let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("skipped: no writable /dev/shm");
+        return;
+    };
+    use std::os::unix::fs::MetadataExt;
+    let device = |path: &Path| std::fs::metadata(path).expect("stat").dev();
+    if device(shm.path()) == device(fixture.dir.path()) {
+        eprintln!("skipped: /dev/shm is on the fixture's file system");
+        return;
+    }
+    let leaky = leaky_repo(&fixture);
+    let tasks: Vec<Value> = (0..3)
+        .map(|i| {
+            task(
+                &format!("t{i}"),
+                &leaky.repo,
+                &leaky.base,
+                "true",
+                json!({}),
+            )
+        })
+        .collect();
+    let tasks = fixture.tasks(&tasks);
+    let workdirs = shm.path().display().to_string();
+    let run = fixture.run(
+        &tasks,
+        &[
+            "--model",
+            "noop",
+            "--sandbox",
+            "none",
+            "-j",
+            "3",
+            "--workdirs",
+            &workdirs,
+            "--keep-workdirs",
+        ],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    for i in 0..3 {
+        let checkout = &run.events(&format!("t{i}"), "checkout")[0];
+        assert_eq!(
+            checkout["objects"],
+            reachable_objects(&leaky.repo, &leaky.base)
+        );
+    }
+    // The three working copies share one copy of each pack, on their own
+    // file system; the staging folder is gone.
+    let own: Vec<PathBuf> = std::fs::read_dir(shm.path())
+        .expect("read /dev/shm folder")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(own.len(), 1, "{own:?}");
+    let copies: Vec<PathBuf> = std::fs::read_dir(&own[0])
+        .expect("the run's workdirs")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(copies.len(), 3, "{copies:?}");
+    let pack = store_packs(&fixture, &leaky.base)[0].clone();
+    let inodes: HashSet<u64> = copies
+        .iter()
+        .map(|copy| {
+            let file = copy.join(".git/objects/pack").join(format!("{pack}.pack"));
+            let meta = std::fs::metadata(&file).expect("the pack in the working copy");
+            assert_eq!(meta.dev(), device(shm.path()));
+            meta.ino()
+        })
+        .collect();
+    assert_eq!(
+        inodes.len(),
+        1,
+        "each working copy copied the pack: {inodes:?}"
+    );
+}
