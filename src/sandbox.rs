@@ -146,6 +146,10 @@ impl Bwrap {
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
             all_hidden.extend(HOME_SECRETS.iter().map(|rel| home.join(rel)));
         }
+        // Outer folders first: a tmpfs over a folder hides the mounts made
+        // inside it before, and the read-only remount of such a covered
+        // mount would fail (the run folder inside the cache, say).
+        all_hidden.sort_by_key(|path| path.components().count());
         Bwrap {
             program,
             hidden: all_hidden,
@@ -270,6 +274,22 @@ mod tests {
         let bind = args.iter().position(|a| a == "--bind").expect("bind");
         assert!(tmp < bind);
         assert_eq!(args[bind + 1], "/w/checkout");
+    }
+
+    #[test]
+    fn a_hidden_folder_is_mounted_before_the_hidden_folders_inside_it() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let (cache, run) = (dir.path().join("cache"), dir.path().join("cache/runs/r1"));
+        std::fs::create_dir_all(&run).expect("mkdir");
+        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[run.clone(), cache.clone()]);
+        let args = args_of(&bwrap, false);
+        let at = |path: &Path| {
+            let path = path.display().to_string();
+            args.windows(2)
+                .position(|w| w[0] == "--tmpfs" && w[1] == path)
+                .expect("a tmpfs")
+        };
+        assert!(at(&cache) < at(&run), "{args:?}");
     }
 
     #[test]

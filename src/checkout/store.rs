@@ -163,7 +163,8 @@ impl StoreDir {
     ) -> Result<Nearest, String> {
         let stored = self.stored_full_bases();
         let mut pending = Vec::new();
-        if stored.is_empty() && planned.is_empty() {
+        // Nothing to find (the first store of a repo): no walk.
+        if stored.is_empty() && planned.iter().all(|base| *base == from) {
             return Ok((None, pending));
         }
         let git = |err: git2::Error| err.message().to_owned();
@@ -213,12 +214,21 @@ impl StoreDir {
             Some((_, store)) => (self.objects_of(store)?, store.packs.clone()),
             None => (HashSet::new(), Vec::new()),
         };
-        let reached = reachable_beyond(repo, &[base], parent.as_ref().map(|(p, _)| *p), &known)?;
         let mut input = format!("{base}\n");
         if let Some((parent, _)) = &parent {
             input.push_str(&format!("^{parent}\n"));
         }
-        let own = self.pack_objects(mirror, &input)?;
+        // git packs while this walks what the pack must hold: the walk is
+        // the check, and costs as much as the packing.
+        let (own, reached) = std::thread::scope(|scope| {
+            let packing = scope.spawn(|| self.pack_objects(mirror, &input));
+            let reached = reachable_beyond(repo, &[base], parent.as_ref().map(|(p, _)| *p), &known);
+            let own = packing
+                .join()
+                .unwrap_or_else(|_| Err("the packing thread failed".to_owned()));
+            (own, reached)
+        });
+        let (own, reached) = (own?, reached?);
         self.check_pack(&own, &known, &reached)?;
         let mut packs = vec![own];
         packs.extend(chain);
