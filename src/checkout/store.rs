@@ -60,6 +60,9 @@ pub struct BaseStore {
     pub head: Oid,
     /// How many objects `head` reaches: exactly what the packs hold.
     pub objects: u64,
+    /// The packs' index entries, summed (an object in two packs of the
+    /// chain counts twice): what a working copy's check counts.
+    pub entries: u64,
     /// Pack names (`pack-<hash>`), the base's own first, then its chain.
     pub packs: Vec<String>,
 }
@@ -229,12 +232,13 @@ impl StoreDir {
             (own, reached)
         });
         let (own, reached) = (own?, reached?);
-        self.check_pack(&own, &known, &reached)?;
+        let own_entries = self.check_pack(&own, &known, &reached)?;
         let mut packs = vec![own];
         packs.extend(chain);
         let store = BaseStore {
             head: base,
             objects: (known.len() + reached.len()) as u64,
+            entries: own_entries + parent.map_or(0, |(_, store)| store.entries),
             packs,
         };
         self.write_manifest(base, History::Full, &store)?;
@@ -263,10 +267,11 @@ impl StoreDir {
             .map_err(git)?;
         let reached = reachable_beyond(repo, &[head], None, &HashSet::new())?;
         let own = self.pack_objects(mirror, &format!("{head}\n"))?;
-        self.check_pack(&own, &HashSet::new(), &reached)?;
+        let entries = self.check_pack(&own, &HashSet::new(), &reached)?;
         let store = BaseStore {
             head,
             objects: reached.len() as u64,
+            entries,
             packs: vec![own],
         };
         self.write_manifest(base, History::None, &store)?;
@@ -332,16 +337,16 @@ impl StoreDir {
     }
 
     /// The base's own pack holds what the walk found beyond the chain
-    /// (`reached`), and nothing the base cannot reach.
+    /// (`reached`), and nothing the base cannot reach. Returns its entries.
     fn check_pack(
         &self,
         name: &str,
         known: &HashSet<Oid>,
         reached: &HashSet<Oid>,
-    ) -> Result<(), String> {
-        let own: HashSet<Oid> = pack_index_oids(&self.pack(name, "idx"))?
-            .into_iter()
-            .collect();
+    ) -> Result<u64, String> {
+        let listed = pack_index_oids(&self.pack(name, "idx"))?;
+        let entries = listed.len() as u64;
+        let own: HashSet<Oid> = listed.into_iter().collect();
         if let Some(stray) = own
             .iter()
             .find(|o| !known.contains(o) && !reached.contains(o))
@@ -355,15 +360,16 @@ impl StoreDir {
                 "the new pack {name} lacks {missing}, which the base reaches"
             ));
         }
-        Ok(())
+        Ok(entries)
     }
 
     fn write_manifest(&self, base: Oid, history: History, store: &BaseStore) -> Result<(), String> {
         let mut text = format!(
-            "{MANIFEST_MAGIC}\nbase {base}\nhistory {}\nhead {}\nobjects {}\n",
+            "{MANIFEST_MAGIC}\nbase {base}\nhistory {}\nhead {}\nobjects {}\nentries {}\n",
             history.name(),
             store.head,
-            store.objects
+            store.objects,
+            store.entries
         );
         for pack in &store.packs {
             text.push_str(&format!("pack {pack}\n"));
@@ -385,12 +391,13 @@ fn parse_manifest(text: &str) -> Option<BaseStore> {
     if lines.next()? != MANIFEST_MAGIC {
         return None;
     }
-    let (mut head, mut objects, mut packs) = (None, None, Vec::new());
+    let (mut head, mut objects, mut entries, mut packs) = (None, None, None, Vec::new());
     for line in lines {
         let (key, value) = line.split_once(' ')?;
         match key {
             "head" => head = Oid::from_str(value).ok(),
             "objects" => objects = value.parse().ok(),
+            "entries" => entries = value.parse().ok(),
             "pack" if value.starts_with("pack-") && !value.contains('/') => {
                 packs.push(value.to_owned())
             }
@@ -401,6 +408,7 @@ fn parse_manifest(text: &str) -> Option<BaseStore> {
     (!packs.is_empty()).then_some(BaseStore {
         head: head?,
         objects: objects?,
+        entries: entries?,
         packs,
     })
 }
@@ -450,6 +458,20 @@ fn reachable_beyond(
     Ok(found)
 }
 
+/// How many objects a version-2 pack index lists (its header alone).
+fn pack_index_count(idx: &Path) -> Result<u64, String> {
+    use std::io::Read;
+    let mut header = [0u8; 8 + 256 * 4];
+    std::fs::File::open(idx)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .map_err(|err| format!("cannot read {}: {err}", idx.display()))?;
+    if header[..8] != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
+        return Err(format!("{} is not a version-2 pack index", idx.display()));
+    }
+    let last: [u8; 4] = [header[1028], header[1029], header[1030], header[1031]];
+    Ok(u64::from(u32::from_be_bytes(last)))
+}
+
 /// The object names a version-2 pack index lists.
 fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
     let bytes =
@@ -475,14 +497,18 @@ fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
 /// What a working copy was checked for, for the trajectory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verified {
-    /// Objects in the working copy's store, each one reachable from HEAD.
+    /// Objects in the working copy's store, each one reachable from HEAD
+    /// (the store's count, from the walk that checked it when built).
     pub objects: u64,
 }
 
 /// Checks a new working copy against its store: HEAD is the store's head,
 /// its reflog names no other commit, and no ref, `packed-refs`,
-/// `FETCH_HEAD`/`ORIG_HEAD`, remote or alternates file exists; the object store holds as many distinct objects
-/// as the head reaches (so, since it holds all of those, nothing else).
+/// `FETCH_HEAD`/`ORIG_HEAD`, remote or alternates file exists; its objects
+/// folder holds the store's packs and nothing else, with as many index
+/// entries as the store's (whose packs were checked against a walk of the
+/// base's history when it was built). Cheap: the pack indexes' headers,
+/// not their contents.
 pub fn verify_working_copy(repo: &Repository, store: &BaseStore) -> Result<Verified, String> {
     let git = |err: git2::Error| err.message().to_owned();
     let gitdir = repo.path();
@@ -526,22 +552,72 @@ pub fn verify_working_copy(repo: &Repository, store: &BaseStore) -> Result<Verif
     if head != Some(store.head) || !repo.head_detached().map_err(git)? {
         return Err(format!("HEAD is not {} alone", store.head));
     }
-    let mut objects = HashSet::with_capacity(store.objects as usize);
-    repo.odb()
-        .map_err(git)?
-        .foreach(|oid| {
-            objects.insert(*oid);
-            true
-        })
-        .map_err(git)?;
-    let count = objects.len() as u64;
-    if count != store.objects {
+    let entries = store_entries(&gitdir.join("objects"), store)?;
+    if entries != store.entries {
         return Err(format!(
-            "it holds {count} objects where its base reaches {}",
-            store.objects
+            "its packs list {entries} objects where its base's store has {} (the {} objects its base reaches)",
+            store.entries, store.objects
         ));
     }
-    Ok(Verified { objects: count })
+    Ok(Verified {
+        objects: store.objects,
+    })
+}
+
+/// The index entries of the packs in `objects`, once it is known to hold
+/// nothing else: exactly the store's packs (a `.pack` and an `.idx` each),
+/// no loose object, nothing in `info/`.
+fn store_entries(objects: &Path, store: &BaseStore) -> Result<u64, String> {
+    let read = |dir: &Path| -> Result<Vec<(String, bool)>, String> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|err| format!("cannot read {}: {err}", dir.display()))?;
+        entries
+            .map(|entry| {
+                let entry = entry.map_err(|err| err.to_string())?;
+                let is_dir = entry.file_type().map_err(|err| err.to_string())?.is_dir();
+                Ok((entry.file_name().to_string_lossy().into_owned(), is_dir))
+            })
+            .collect()
+    };
+    for (name, is_dir) in read(objects)? {
+        match (name.as_str(), is_dir) {
+            ("pack", true) => {}
+            ("info", true) => {
+                if let Some((file, _)) = read(&objects.join("info"))?.first() {
+                    return Err(format!("it has .git/objects/info/{file}"));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "it has .git/objects/{name} (a loose object, or not git's)"
+                ));
+            }
+        }
+    }
+    let wanted: HashSet<&str> = store.packs.iter().map(String::as_str).collect();
+    let (mut entries, mut packs, mut indexes) = (0, 0, 0);
+    for (name, _) in read(&objects.join("pack"))? {
+        let (stem, ext) = name.rsplit_once('.').unwrap_or((name.as_str(), ""));
+        match ext {
+            "pack" if wanted.contains(stem) => packs += 1,
+            "idx" if wanted.contains(stem) => {
+                indexes += 1;
+                entries += pack_index_count(&objects.join("pack").join(&name))?;
+            }
+            _ => {
+                return Err(format!(
+                    "it has .git/objects/pack/{name}, which its store has not"
+                ));
+            }
+        }
+    }
+    if packs != store.packs.len() || indexes != store.packs.len() {
+        return Err(format!(
+            "it has {packs} packs and {indexes} indexes where its store has {}",
+            store.packs.len()
+        ));
+    }
+    Ok(entries)
 }
 
 #[cfg(test)]
@@ -551,11 +627,11 @@ mod tests {
     #[test]
     fn a_manifest_reads_back_and_anything_odd_is_no_manifest() {
         let text = format!(
-            "{MANIFEST_MAGIC}\nbase {a}\nhistory full\nhead {a}\nobjects 12\npack pack-1\npack pack-2\n",
+            "{MANIFEST_MAGIC}\nbase {a}\nhistory full\nhead {a}\nobjects 12\nentries 14\npack pack-1\npack pack-2\n",
             a = "1".repeat(40)
         );
         let store = parse_manifest(&text).expect("a manifest");
-        assert_eq!(store.objects, 12);
+        assert_eq!((store.objects, store.entries), (12, 14));
         assert_eq!(store.packs, ["pack-1", "pack-2"]);
         for broken in [
             text.replace(MANIFEST_MAGIC, "onebash base store 9"),

@@ -431,7 +431,7 @@ fn a_store_that_holds_more_than_its_base_reaches_ends_the_task_as_checkout_error
     assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
     assert!(
         row["error"].contains("failed its check for objects past the base")
-            && row["error"].contains("objects where its base reaches"),
+            && row["error"].contains("objects where its base's store has"),
         "{row:?}"
     );
     assert!(run.events("old", "message").is_empty(), "an agent ran");
