@@ -220,7 +220,7 @@ impl RepoCache {
             let store = stores
                 .ensure(&mirror, commit, history, &planned)
                 .map_err(|message| {
-                    Unmade::Failed(format!("failed to store the base's objects: {message}"))
+                    Unmade::Failed(format!("cannot store the base's objects: {message}"))
                 })?;
             create_working_copy(&stores, &store, &dest_c)
         })

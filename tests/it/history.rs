@@ -516,3 +516,36 @@ fn working_copies_on_another_file_system_than_the_cache_share_one_copy_of_each_p
         "each working copy copied the pack: {inodes:?}"
     );
 }
+
+#[test]
+fn without_git_on_path_a_task_ends_as_checkout_error_saying_so() {
+    let fixture = Fixture::new();
+    let leaky = leaky_repo(&fixture);
+    // A PATH with bash and nothing else.
+    let bin = fixture.path("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir bin");
+    let bash = Command::new("bash")
+        .args(["-c", "command -v bash"])
+        .output()
+        .expect("find bash");
+    let bash = String::from_utf8_lossy(&bash.stdout).trim().to_owned();
+    std::os::unix::fs::symlink(&bash, bin.join("bash")).expect("link bash");
+    let tasks = fixture.tasks(&[
+        task("t", &leaky.repo, &leaky.base, "true", json!({})),
+        task("u", &leaky.repo, &leaky.past[0], "true", json!({})),
+    ]);
+    let path = bin.display().to_string();
+    let run = fixture.run_with_env(
+        &tasks,
+        &["--model", "noop", "--sandbox", "none"],
+        &[("PATH", &path)],
+    );
+    for id in ["t", "u"] {
+        let row = run.row(id);
+        assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
+        assert!(
+            row["error"].contains("git on PATH"),
+            "the message names what is missing: {row:?}"
+        );
+    }
+}
