@@ -458,36 +458,41 @@ fn reachable_beyond(
     Ok(found)
 }
 
-/// How many objects a version-2 pack index lists (its header alone).
+/// The magic and version that open a version-2 pack index, then the
+/// 256-entry fan-out table, whose last entry is the object count.
+const INDEX_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
+const INDEX_HEADER: usize = 8 + 256 * 4;
+
+/// The object count of a pack index, from its first `INDEX_HEADER` bytes
+/// (or more).
+fn index_count(bytes: &[u8], idx: &Path) -> Result<usize, String> {
+    let count = bytes
+        .get(..INDEX_HEADER)
+        .filter(|header| header[..8] == INDEX_MAGIC)
+        .and_then(|header| <[u8; 4]>::try_from(&header[INDEX_HEADER - 4..]).ok())
+        .ok_or_else(|| format!("{} is not a version-2 pack index", idx.display()))?;
+    Ok(u32::from_be_bytes(count) as usize)
+}
+
+/// How many objects a pack index lists (its header alone).
 fn pack_index_count(idx: &Path) -> Result<u64, String> {
     use std::io::Read;
-    let mut header = [0u8; 8 + 256 * 4];
+    let mut header = [0u8; INDEX_HEADER];
     std::fs::File::open(idx)
         .and_then(|mut file| file.read_exact(&mut header))
         .map_err(|err| format!("cannot read {}: {err}", idx.display()))?;
-    if header[..8] != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
-        return Err(format!("{} is not a version-2 pack index", idx.display()));
-    }
-    let last: [u8; 4] = [header[1028], header[1029], header[1030], header[1031]];
-    Ok(u64::from(u32::from_be_bytes(last)))
+    Ok(index_count(&header, idx)? as u64)
 }
 
-/// The object names a version-2 pack index lists.
+/// The object names a pack index lists.
 fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
     let bytes =
         std::fs::read(idx).map_err(|err| format!("cannot read {}: {err}", idx.display()))?;
+    let count = index_count(&bytes, idx)?;
     let bad = || format!("{} is not a version-2 pack index", idx.display());
-    if bytes.get(..8) != Some(&[0xff, b't', b'O', b'c', 0, 0, 0, 2][..]) {
-        return Err(bad());
-    }
-    let count_at = 8 + 255 * 4;
-    let count = bytes
-        .get(count_at..count_at + 4)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map(u32::from_be_bytes)
-        .ok_or_else(bad)? as usize;
-    let names = bytes.get(8 + 256 * 4..).ok_or_else(bad)?;
-    let names = names.get(..count * 20).ok_or_else(bad)?;
+    let names = bytes
+        .get(INDEX_HEADER..INDEX_HEADER + count * 20)
+        .ok_or_else(bad)?;
     names
         .chunks_exact(20)
         .map(|raw| Oid::from_bytes(raw).map_err(|_| bad()))
