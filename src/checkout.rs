@@ -11,7 +11,7 @@
 
 mod store;
 
-pub use store::{BaseStore, History, StoreDir, Verified};
+pub use store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -90,6 +90,8 @@ pub struct RepoCache {
     /// This run's base commits (full shas) by repo location: stored oldest
     /// first, so that each base's store chains to its ancestors'.
     planned: HashMap<String, Arc<HashSet<Oid>>>,
+    /// The thin packs of stores that this run fixed for its working copies.
+    fixed: Arc<FixedPacks>,
 }
 
 /// A task's working copy at its base commit.
@@ -139,7 +141,52 @@ impl RepoCache {
                 .into_iter()
                 .map(|(location, bases)| (location, Arc::new(bases)))
                 .collect(),
+            fixed: Arc::default(),
         }
+    }
+
+    /// Starts fixing, on a thread of its own at low priority, the thin
+    /// packs that the working copies of `bases` (this run's tasks, in the
+    /// order they start) link, into `staging` (the run's
+    /// [`STAGED_PACKS`] folder): so that a task's checkout finds them fixed
+    /// rather than fixing them itself. Only stores built before the run:
+    /// a base whose store this run builds is fixed by its first checkout.
+    /// Errors are left for that checkout to report.
+    pub fn prepare<'a>(
+        &self,
+        staging: PathBuf,
+        bases: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Preparer {
+        let mut seen = HashSet::new();
+        let order: Vec<(PathBuf, Oid)> = bases
+            .into_iter()
+            .filter(|(_, rev)| is_full_sha(rev))
+            .filter_map(|(location, rev)| {
+                Some((self.mirror_path(location), Oid::from_str(rev).ok()?))
+            })
+            .filter(|pair| seen.insert(pair.clone()))
+            .collect();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (fixed, history, stopped) = (Arc::clone(&self.fixed), self.history, Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("onebash-prepare".to_owned())
+            .spawn(move || {
+                lower_priority();
+                for (mirror, base) in order {
+                    let stores = StoreDir::for_mirror(&mirror);
+                    let Some(store) = stores.find(base, history) else {
+                        continue;
+                    };
+                    for pack in &store.packs {
+                        if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
+                        }
+                        let _ = fixed.get(&stores, &mirror, pack, &staging);
+                    }
+                }
+            })
+            .ok();
+        Preparer { stop, thread }
     }
 
     /// Where the mirror of `location` lives: a readable name plus a hash of
@@ -215,6 +262,7 @@ impl RepoCache {
         let ensured = self.ensure(location, rev, &mirror).await?;
         let (dest_c, commit, history) = (dest.to_owned(), ensured.commit, self.history);
         let planned = self.planned.get(location).cloned().unwrap_or_default();
+        let fixed = Arc::clone(&self.fixed);
         let made = tokio::task::spawn_blocking(move || {
             let stores = StoreDir::for_mirror(&mirror);
             let store = stores
@@ -222,7 +270,7 @@ impl RepoCache {
                 .map_err(|message| {
                     Unmade::Failed(format!("cannot store the base's objects: {message}"))
                 })?;
-            create_working_copy(&stores, &store, &dest_c)
+            create_working_copy(&stores, &mirror, &fixed, &store, &dest_c)
         })
         .await
         .unwrap_or_else(|join| {
@@ -541,9 +589,10 @@ fn loose_object_dirs(objects: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// Where packs are copied when the cache is on another file system than
-/// the working copies: a folder beside them, so each pack is copied once
-/// per run, not once per task. Removed at the end of the run.
+/// The folder beside the working copies that holds the run's fixed thin
+/// packs, and copies of whole packs when the cache is on another file
+/// system: each once per run, not once per task. Removed at the end of the
+/// run.
 pub const STAGED_PACKS: &str = ".packs";
 
 /// Links a store's pack file into a working copy; across file systems,
@@ -577,6 +626,34 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     copied
 }
 
+/// The thread of [`RepoCache::prepare`]: stopped (after the fix under
+/// way) and waited for when dropped, so nothing writes into the staging
+/// folder after the run removed it.
+pub struct Preparer {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Preparer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Nice 10 for the calling thread (and the programs it starts): work done
+/// ahead yields to the tasks' own.
+fn lower_priority() {
+    // SAFETY: gettid has no preconditions; setpriority of the calling
+    // thread's own id only changes its scheduling.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
 /// Why a working copy was not made.
 enum Unmade {
     Failed(String),
@@ -603,12 +680,14 @@ impl From<std::io::Error> for Unmade {
 }
 
 /// A working copy of `store`'s head at `dest`, its objects the store's
-/// packs (hard links into the cache; copies across file systems), checked
-/// before it is handed on. Every file written here is paid by every task,
+/// packs (hard links into the cache, or to the run's fixed thin packs or
+/// copies beside the working copies), checked before it is handed on. Every file written here is paid by every task,
 /// so: libgit2's own minimal `.git` (not the system's template folder of
 /// hook samples), and the settings appended to the config in one write.
 fn create_working_copy(
     stores: &StoreDir,
+    mirror: &Path,
+    fixed: &FixedPacks,
     store: &BaseStore,
     dest: &Path,
 ) -> Result<(Oid, Verified), Unmade> {
@@ -622,15 +701,25 @@ fn create_working_copy(
     let packs = gitdir.join("objects").join("pack");
     std::fs::create_dir_all(&packs)?;
     let staging = dest.parent().unwrap_or(Path::new(".")).join(STAGED_PACKS);
-    for name in &store.packs {
+    let mut linked = Vec::with_capacity(store.packs.len());
+    for pack in &store.packs {
+        let name = fixed
+            .get(stores, mirror, pack, &staging)
+            .map_err(|message| Unmade::Failed(format!("cannot use the base's store: {message}")))?;
         for ext in ["pack", "idx"] {
             let file = format!("{name}.{ext}");
-            link_pack(
-                &stores.pack(name, ext),
-                &packs.join(&file),
-                &staging.join(&file),
-            )?;
+            match pack {
+                StoredPack::Whole(_) => link_pack(
+                    &stores.pack(&name, ext),
+                    &packs.join(&file),
+                    &staging.join(&file),
+                )?,
+                StoredPack::Thin { .. } => {
+                    std::fs::hard_link(staging.join(&file), packs.join(&file))?
+                }
+            }
         }
+        linked.push(name);
     }
     // Commands such as `git commit` need an identity; the environment gives
     // none. Automatic gc would repack the store's packs in the middle of an
@@ -650,7 +739,7 @@ fn create_working_copy(
     }
     repo.checkout_tree(tree.as_object(), Some(&mut builder))?;
     repo.set_head_detached(store.head)?;
-    let verified = store::verify_working_copy(&repo, store).map_err(Unmade::Leaking)?;
+    let verified = store::verify_working_copy(&repo, store, &linked).map_err(Unmade::Leaking)?;
     Ok((store.head, verified))
 }
 

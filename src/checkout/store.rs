@@ -20,10 +20,11 @@
 //! copy when it is made ([`verify_working_copy`]: no refs, no alternates,
 //! and as many objects as the base reaches).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
@@ -63,15 +64,41 @@ pub struct BaseStore {
     /// The packs' index entries, summed (an object in two packs of the
     /// chain counts twice): what a working copy's check counts.
     pub entries: u64,
-    /// Pack names (`pack-<hash>`), the base's own first, then its chain.
-    pub packs: Vec<String>,
+    /// The packs, the base's own first, then its chain.
+    pub packs: Vec<StoredPack>,
+}
+
+/// One pack of a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredPack {
+    /// `pack-<hash>`: a pack whose deltas all have their bases in it,
+    /// linked into working copies as it is.
+    Whole(String),
+    /// `thin-<hash>`: the objects a base reaches beyond its nearest stored
+    /// ancestor, deltified against that ancestor's objects too, which the
+    /// pack does not hold. Git reads no such pack, so each run fixes it once
+    /// (the bases appended, from the mirror: [`StoreDir::fix_thin`]) before
+    /// linking it. Stored this way, a base that changed a few lines of a
+    /// file costs those lines, not the whole file again. Its `.idx` is the
+    /// fixed pack's, with `entries` objects.
+    Thin { name: String, entries: u64 },
+}
+
+impl StoredPack {
+    pub fn name(&self) -> &str {
+        match self {
+            StoredPack::Whole(name) | StoredPack::Thin { name, .. } => name,
+        }
+    }
 }
 
 /// The nearest stored ancestor of a commit (if any), and the planned
 /// commits without a store met before it, newest first.
 type Nearest = (Option<(Oid, BaseStore)>, Vec<Oid>);
 
-const MANIFEST_MAGIC: &str = "onebash base store 1";
+const MANIFEST_MAGIC: &str = "onebash base store 2";
+/// Manifests of version 1 list whole packs only, and read as they are.
+const MANIFEST_MAGIC_1: &str = "onebash base store 1";
 
 /// The stores of one repo: `<cache>/stores/<mirror name>/`.
 pub struct StoreDir {
@@ -105,14 +132,81 @@ impl StoreDir {
         self.root.join("packs").join(format!("{name}.{ext}"))
     }
 
+    /// Fixes the thin pack `name` into a whole one in `dir`: `git
+    /// index-pack --fix-thin` appends the bases its deltas name, read from
+    /// the mirror (which holds every object the store has ever packed).
+    /// Returns the whole pack's name (`pack-<hash>`, its `.pack` and `.idx`
+    /// in `dir`). When `entries` is given, the fixed pack must list that
+    /// many objects, as it did when the store was built and checked.
+    pub fn fix_thin(
+        &self,
+        mirror: &Path,
+        name: &str,
+        entries: Option<u64>,
+        dir: &Path,
+    ) -> Result<String, String> {
+        let thin = self.pack(name, "pack");
+        let bytes =
+            std::fs::read(&thin).map_err(|err| format!("cannot read {}: {err}", thin.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
+        // A name of this fix's own: two runs may share the folder.
+        static FIXES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let partial = dir.join(format!(
+            "{name}.fixing-{}-{}.pack",
+            std::process::id(),
+            FIXES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let partial_idx = partial.with_extension("idx");
+        let args: Vec<OsString> = vec![
+            "--git-dir".into(),
+            mirror.into(),
+            "-c".into(),
+            "pack.writeReverseIndex=false".into(),
+            "index-pack".into(),
+            "--fix-thin".into(),
+            "--stdin".into(),
+            partial.clone().into(),
+        ];
+        let fixed = crate::exec::run_tool(Path::new("git"), &args, &bytes)
+            .map_err(|err| format!("failed to fix the thin pack {name}: {err}{GIT_HINT}"))
+            .and_then(|out| {
+                let out = String::from_utf8_lossy(&out);
+                let hash = out.trim().strip_prefix("pack\t").unwrap_or_default();
+                if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!("git index-pack printed {out:?}, not a pack name"));
+                }
+                let found = pack_index_count(&partial_idx)?;
+                match entries {
+                    Some(wanted) if wanted != found => Err(format!(
+                        "the thin pack {name} fixed holds {found} objects where its store says {wanted}"
+                    )),
+                    _ => Ok(format!("pack-{hash}")),
+                }
+            })
+            .and_then(|fixed| {
+                // The index last: a reader that finds it finds its pack.
+                for (from, ext) in [(&partial, "pack"), (&partial_idx, "idx")] {
+                    let to = dir.join(format!("{fixed}.{ext}"));
+                    std::fs::rename(from, &to)
+                        .map_err(|err| format!("cannot move {}: {err}", from.display()))?;
+                }
+                Ok(fixed)
+            });
+        if fixed.is_err() {
+            let _ = std::fs::remove_file(&partial);
+            let _ = std::fs::remove_file(&partial_idx);
+        }
+        fixed
+    }
+
     /// The store of `base`, when one was built and all its packs are there.
     pub fn find(&self, base: Oid, history: History) -> Option<BaseStore> {
         let text = std::fs::read_to_string(self.manifest(base, history)).ok()?;
         let store = parse_manifest(&text)?;
-        let complete = store
-            .packs
-            .iter()
-            .all(|name| self.pack(name, "pack").is_file() && self.pack(name, "idx").is_file());
+        let complete = store.packs.iter().all(|pack| {
+            self.pack(pack.name(), "pack").is_file() && self.pack(pack.name(), "idx").is_file()
+        });
         complete.then_some(store)
     }
 
@@ -224,7 +318,10 @@ impl StoreDir {
         // git packs while this walks what the pack must hold: the walk is
         // the check, and costs as much as the packing.
         let (own, reached) = std::thread::scope(|scope| {
-            let packing = scope.spawn(|| self.pack_objects(mirror, &input));
+            let packing = scope.spawn(|| match &parent {
+                Some(_) => self.pack_thin(mirror, &input),
+                None => self.pack_objects(mirror, &input),
+            });
             let reached = reachable_beyond(repo, &[base], parent.as_ref().map(|(p, _)| *p), &known);
             let own = packing
                 .join()
@@ -232,7 +329,7 @@ impl StoreDir {
             (own, reached)
         });
         let (own, reached) = (own?, reached?);
-        let own_entries = self.check_pack(&own, &known, &reached)?;
+        let own_entries = self.check_pack(own.name(), &known, &reached)?;
         let mut packs = vec![own];
         packs.extend(chain);
         let store = BaseStore {
@@ -267,7 +364,7 @@ impl StoreDir {
             .map_err(git)?;
         let reached = reachable_beyond(repo, &[head], None, &HashSet::new())?;
         let own = self.pack_objects(mirror, &format!("{head}\n"))?;
-        let entries = self.check_pack(&own, &HashSet::new(), &reached)?;
+        let entries = self.check_pack(own.name(), &HashSet::new(), &reached)?;
         let store = BaseStore {
             head,
             objects: reached.len() as u64,
@@ -281,8 +378,8 @@ impl StoreDir {
     /// Every object of a store's packs.
     fn objects_of(&self, store: &BaseStore) -> Result<HashSet<Oid>, String> {
         let mut all = HashSet::with_capacity(store.objects as usize);
-        for name in &store.packs {
-            all.extend(pack_index_oids(&self.pack(name, "idx"))?);
+        for pack in &store.packs {
+            all.extend(pack_index_oids(&self.pack(pack.name(), "idx"))?);
         }
         if all.len() as u64 != store.objects {
             return Err(format!(
@@ -295,30 +392,27 @@ impl StoreDir {
         Ok(all)
     }
 
-    /// Writes one pack of the objects that `git rev-list --objects` lists
-    /// for `input` (one revision a line, `^` to exclude), reusing the
-    /// mirror's deltas, into `packs/`; returns its name. git does this
-    /// several times faster than libgit2's pack builder, which computes every
-    /// delta again (3 s against 0.2 s for the bench repo's 27,000 objects).
-    fn pack_objects(&self, mirror: &Path, input: &str) -> Result<String, String> {
-        // One build at a time holds the lock: a fixed folder will do, and
-        // one left by a crash is cleared here.
+    /// A clean folder for one build (the stores' lock held: one build at a
+    /// time, and one left by a crash is cleared here).
+    fn build_folder(&self) -> Result<PathBuf, String> {
         let tmp = self.root.join("tmp").join("build");
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp)
             .map_err(|err| format!("cannot make {}: {err}", tmp.display()))?;
-        let args: Vec<OsString> = vec![
-            "--git-dir".into(),
-            mirror.into(),
-            "pack-objects".into(),
-            "--revs".into(),
-            "--delta-base-offset".into(),
-            "-q".into(),
-            tmp.join("pack").into(),
-        ];
-        let out = crate::exec::run_tool(Path::new("git"), &args, input.as_bytes()).map_err(
-            |err| format!("failed to pack the base's objects: {err}\nhint: onebash needs git on PATH to build a base's object store"),
-        )?;
+        Ok(tmp)
+    }
+
+    /// Writes one pack of the objects that `git rev-list --objects` lists
+    /// for `input` (one revision a line, `^` to exclude), reusing the
+    /// mirror's deltas, into `packs/`. git does this several times faster
+    /// than libgit2's pack builder, which computes every delta again (3 s
+    /// against 0.2 s for the bench repo's 27,000 objects).
+    fn pack_objects(&self, mirror: &Path, input: &str) -> Result<StoredPack, String> {
+        let tmp = self.build_folder()?;
+        let mut args = pack_objects_args(mirror);
+        args.push(tmp.join("pack").into());
+        let out = crate::exec::run_tool(Path::new("git"), &args, input.as_bytes())
+            .map_err(|err| format!("failed to pack the base's objects: {err}{GIT_HINT}"))?;
         let hash = String::from_utf8_lossy(&out).trim().to_owned();
         if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(format!(
@@ -333,7 +427,39 @@ impl StoreDir {
                 .map_err(|err| format!("cannot move {} into the store: {err}", from.display()))?;
         }
         let _ = std::fs::remove_dir_all(&tmp);
-        Ok(name)
+        Ok(StoredPack::Whole(name))
+    }
+
+    /// As [`Self::pack_objects`], a thin pack: its deltas may have their
+    /// bases among the excluded objects. It is stored with the index of its
+    /// fixed form, which the build checks.
+    fn pack_thin(&self, mirror: &Path, input: &str) -> Result<StoredPack, String> {
+        let tmp = self.build_folder()?;
+        let mut args = pack_objects_args(mirror);
+        args.extend(["--thin".into(), "--stdout".into()]);
+        let bytes = crate::exec::run_tool(Path::new("git"), &args, input.as_bytes())
+            .map_err(|err| format!("failed to pack the base's objects: {err}{GIT_HINT}"))?;
+        // A pack ends with the SHA-1 of all that comes before.
+        let trailer = bytes
+            .len()
+            .checked_sub(20)
+            .filter(|_| bytes.starts_with(b"PACK"))
+            .map(|at| &bytes[at..])
+            .ok_or_else(|| "git pack-objects wrote no pack".to_owned())?;
+        let hash: String = trailer.iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!("thin-{hash}");
+        let thin = tmp.join(format!("{name}.pack"));
+        std::fs::write(&thin, &bytes)
+            .map_err(|err| format!("cannot write {}: {err}", thin.display()))?;
+        std::fs::rename(&thin, self.pack(&name, "pack"))
+            .map_err(|err| format!("cannot move {} into the store: {err}", thin.display()))?;
+        let fixed = self.fix_thin(mirror, &name, None, &tmp)?;
+        let idx = tmp.join(format!("{fixed}.idx"));
+        let entries = pack_index_count(&idx)?;
+        std::fs::rename(&idx, self.pack(&name, "idx"))
+            .map_err(|err| format!("cannot move {} into the store: {err}", idx.display()))?;
+        let _ = std::fs::remove_dir_all(&tmp);
+        Ok(StoredPack::Thin { name, entries })
     }
 
     /// The base's own pack holds what the walk found beyond the chain
@@ -372,7 +498,10 @@ impl StoreDir {
             store.entries
         );
         for pack in &store.packs {
-            text.push_str(&format!("pack {pack}\n"));
+            text.push_str(&match pack {
+                StoredPack::Whole(name) => format!("pack {name}\n"),
+                StoredPack::Thin { name, entries } => format!("thin {name} {entries}\n"),
+            });
         }
         let path = self.manifest(base, history);
         let partial = path.with_extension("partial");
@@ -388,9 +517,13 @@ impl StoreDir {
 
 fn parse_manifest(text: &str) -> Option<BaseStore> {
     let mut lines = text.lines();
-    if lines.next()? != MANIFEST_MAGIC {
+    if !matches!(lines.next()?, MANIFEST_MAGIC | MANIFEST_MAGIC_1) {
         return None;
     }
+    let plain = |name: &str, prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|hash| !hash.is_empty() && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
     let (mut head, mut objects, mut entries, mut packs) = (None, None, None, Vec::new());
     for line in lines {
         let (key, value) = line.split_once(' ')?;
@@ -398,8 +531,16 @@ fn parse_manifest(text: &str) -> Option<BaseStore> {
             "head" => head = Oid::from_str(value).ok(),
             "objects" => objects = value.parse().ok(),
             "entries" => entries = value.parse().ok(),
-            "pack" if value.starts_with("pack-") && !value.contains('/') => {
-                packs.push(value.to_owned())
+            "pack" if plain(value, "pack-") => packs.push(StoredPack::Whole(value.to_owned())),
+            "thin" => {
+                let (name, entries) = value.split_once(' ')?;
+                if !plain(name, "thin-") {
+                    return None;
+                }
+                packs.push(StoredPack::Thin {
+                    name: name.to_owned(),
+                    entries: entries.parse().ok()?,
+                });
             }
             "base" | "history" => {}
             _ => return None,
@@ -411,6 +552,20 @@ fn parse_manifest(text: &str) -> Option<BaseStore> {
         entries: entries?,
         packs,
     })
+}
+
+const GIT_HINT: &str = "\nhint: onebash needs git on PATH to build a base's object store";
+
+/// `git pack-objects` of the mirror, for a list of revisions on stdin.
+fn pack_objects_args(mirror: &Path) -> Vec<OsString> {
+    vec![
+        "--git-dir".into(),
+        mirror.into(),
+        "pack-objects".into(),
+        "--revs".into(),
+        "--delta-base-offset".into(),
+        "-q".into(),
+    ]
 }
 
 /// The objects reachable from `tips` that are not in `known`, walking
@@ -499,6 +654,39 @@ fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
         .collect()
 }
 
+/// The thin packs this run fixed (in the folder beside its working
+/// copies), each once, whatever number of tasks link it.
+#[derive(Default)]
+pub struct FixedPacks {
+    fixed: Mutex<HashMap<PathBuf, Arc<Fix>>>,
+}
+
+/// One thin pack's fix: the whole pack's name once made, or why not.
+type Fix = OnceLock<Result<String, String>>;
+
+impl FixedPacks {
+    /// The name of the whole pack in `dir` that thin pack `name` of
+    /// `stores` fixes into: fixed now when no task of this run has yet. A
+    /// task that asks while another fixes it waits for that one.
+    pub fn get(
+        &self,
+        stores: &StoreDir,
+        mirror: &Path,
+        pack: &StoredPack,
+        dir: &Path,
+    ) -> Result<String, String> {
+        let StoredPack::Thin { name, entries } = pack else {
+            return Ok(pack.name().to_owned());
+        };
+        let once = {
+            let mut fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(fixed.entry(dir.join(name)).or_default())
+        };
+        once.get_or_init(|| stores.fix_thin(mirror, name, Some(*entries), dir))
+            .clone()
+    }
+}
+
 /// What a working copy was checked for, for the trajectory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verified {
@@ -514,7 +702,11 @@ pub struct Verified {
 /// entries as the store's (whose packs were checked against a walk of the
 /// base's history when it was built). Cheap: the pack indexes' headers,
 /// not their contents.
-pub fn verify_working_copy(repo: &Repository, store: &BaseStore) -> Result<Verified, String> {
+pub fn verify_working_copy(
+    repo: &Repository,
+    store: &BaseStore,
+    linked: &[String],
+) -> Result<Verified, String> {
     let git = |err: git2::Error| err.message().to_owned();
     let gitdir = repo.path();
     for file in [
@@ -557,7 +749,7 @@ pub fn verify_working_copy(repo: &Repository, store: &BaseStore) -> Result<Verif
     if head != Some(store.head) || !repo.head_detached().map_err(git)? {
         return Err(format!("HEAD is not {} alone", store.head));
     }
-    let entries = store_entries(&gitdir.join("objects"), store)?;
+    let entries = store_entries(&gitdir.join("objects"), linked)?;
     if entries != store.entries {
         return Err(format!(
             "its packs list {entries} objects where its base's store has {} (the {} objects its base reaches)",
@@ -570,9 +762,9 @@ pub fn verify_working_copy(repo: &Repository, store: &BaseStore) -> Result<Verif
 }
 
 /// The index entries of the packs in `objects`, once it is known to hold
-/// nothing else: exactly the store's packs (a `.pack` and an `.idx` each),
-/// no loose object, nothing in `info/`.
-fn store_entries(objects: &Path, store: &BaseStore) -> Result<u64, String> {
+/// nothing else: exactly the packs linked from the store (`linked`, a
+/// `.pack` and an `.idx` each), no loose object, nothing in `info/`.
+fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, String> {
     let read = |dir: &Path| -> Result<Vec<(String, bool)>, String> {
         let entries = std::fs::read_dir(dir)
             .map_err(|err| format!("cannot read {}: {err}", dir.display()))?;
@@ -599,7 +791,7 @@ fn store_entries(objects: &Path, store: &BaseStore) -> Result<u64, String> {
             }
         }
     }
-    let wanted: HashSet<&str> = store.packs.iter().map(String::as_str).collect();
+    let wanted: HashSet<&str> = linked.iter().map(String::as_str).collect();
     let (mut entries, mut packs, mut indexes) = (0, 0, 0);
     for (name, _) in read(&objects.join("pack"))? {
         let (stem, ext) = name.rsplit_once('.').unwrap_or((name.as_str(), ""));
@@ -616,10 +808,10 @@ fn store_entries(objects: &Path, store: &BaseStore) -> Result<u64, String> {
             }
         }
     }
-    if packs != store.packs.len() || indexes != store.packs.len() {
+    if packs != wanted.len() || indexes != wanted.len() {
         return Err(format!(
             "it has {packs} packs and {indexes} indexes where its store has {}",
-            store.packs.len()
+            wanted.len()
         ));
     }
     Ok(entries)
@@ -632,19 +824,37 @@ mod tests {
     #[test]
     fn a_manifest_reads_back_and_anything_odd_is_no_manifest() {
         let text = format!(
-            "{MANIFEST_MAGIC}\nbase {a}\nhistory full\nhead {a}\nobjects 12\nentries 14\npack pack-1\npack pack-2\n",
+            "{MANIFEST_MAGIC}\nbase {a}\nhistory full\nhead {a}\nobjects 12\nentries 14\nthin thin-1 9\npack pack-2\n",
             a = "1".repeat(40)
         );
         let store = parse_manifest(&text).expect("a manifest");
         assert_eq!((store.objects, store.entries), (12, 14));
-        assert_eq!(store.packs, ["pack-1", "pack-2"]);
+        assert_eq!(
+            store.packs,
+            [
+                StoredPack::Thin {
+                    name: "thin-1".to_owned(),
+                    entries: 9
+                },
+                StoredPack::Whole("pack-2".to_owned())
+            ]
+        );
+        // Version 1: whole packs only, as it wrote them.
+        let old = text
+            .replace(MANIFEST_MAGIC, MANIFEST_MAGIC_1)
+            .replace("thin thin-1 9", "pack pack-1");
+        assert_eq!(parse_manifest(&old).expect("a manifest").packs.len(), 2);
         for broken in [
             text.replace(MANIFEST_MAGIC, "onebash base store 9"),
             text.replace("objects 12", "objects twelve"),
             text.replace("pack pack-2", "pack ../../elsewhere"),
+            text.replace("pack pack-2", "pack thin-2"),
+            text.replace("thin thin-1 9", "thin thin-1"),
+            text.replace("thin thin-1 9", "thin pack-1 9"),
+            text.replace("thin thin-1 9", "thin thin-1/.. 9"),
             text.replace("pack pack-2\n", "pack pack-2\nsomething else\n"),
             text.lines()
-                .filter(|l| !l.starts_with("pack"))
+                .filter(|l| !l.starts_with("pack") && !l.starts_with("thin"))
                 .collect::<Vec<_>>()
                 .join("\n"),
         ] {

@@ -193,6 +193,14 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
         }
     });
 
+    // The thin packs of the stores the tasks will use, fixed ahead of them.
+    let preparer = ctx.cache.prepare(
+        ctx.config.workdirs.join(crate::checkout::STAGED_PACKS),
+        work.iter().map(|&(i, _)| {
+            let task = &ctx.config.tasks[i];
+            (task.repo_location.as_str(), task.base_commit.as_str())
+        }),
+    );
     let mut runner = tokio::spawn(run_tasks(Arc::clone(&ctx), work));
     let mut display = ProgressDisplay::new();
     let mut write_error = None;
@@ -229,9 +237,12 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     }
     interrupts.abort();
     display.finish();
+    // The fix under way may take a while on a big repo: not on a worker.
+    let _ = tokio::task::spawn_blocking(move || drop(preparer)).await;
     // Working copies live in the run's workdirs folder while their tasks
     // run; drop it when none was kept (remove_dir only removes an empty one),
-    // with the packs copied there when the cache is on another file system.
+    // with the thin packs fixed there, and the packs copied there when the
+    // cache is on another file system.
     let _ = std::fs::remove_dir_all(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS));
     let _ = std::fs::remove_dir(&ctx.config.workdirs);
 

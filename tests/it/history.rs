@@ -167,6 +167,20 @@ fn the_probes_find_each_thing_past_the_base_where_it_is_there() {
         ],
     );
     git(&shared, &["checkout", "-q", "--detach", &leaky.base]);
+    // And a pack of every object beside them, as the packs a run fixes
+    // for its working copies lie beside those.
+    let beside = fixture.path(".packs");
+    std::fs::create_dir_all(&beside).expect("mkdir .packs");
+    pipe(
+        &leaky.repo,
+        &[
+            "pack-objects",
+            "--all",
+            "-q",
+            &beside.join("pack").display().to_string(),
+        ],
+        "",
+    );
     let source = leaky.repo.display().to_string();
     let mut fired = HashSet::new();
     for dir in [&leaky.repo, &shared] {
@@ -201,19 +215,27 @@ fn probe_run(
     (commits, texts): (&[&str], &[&str]),
     extra: &[&str],
 ) -> (RunOutput, Vec<String>) {
-    let tasks = fixture.tasks(&[task("t", &leaky.repo, &leaky.base, "true", json!({}))]);
-    let (cache, source) = (
+    // First a task at the gold commit: its store's packs (the base's own
+    // thin pack fixed for this run, in the folder beside the working
+    // copies) hold the fix while the task at the base runs.
+    let gold = &leaky.future[0];
+    let tasks = fixture.tasks(&[
+        task("later", &leaky.repo, gold, "true", json!({})),
+        task("t", &leaky.repo, &leaky.base, "true", json!({})),
+    ]);
+    let (cache, source, staged) = (
         fixture.path("cache").display().to_string(),
         leaky.repo.display().to_string(),
+        fixture.path("out/workdirs/.packs").display().to_string(),
     );
     let script = probes::script(&Future {
         commits,
         texts,
-        unreadable: &[&cache, &source],
+        unreadable: &[&cache, &source, &staged],
     });
     let mut commands = vec![script.as_str()];
     commands.extend_from_slice(extra);
-    let server = scripted_agent(&[("t", &commands)]);
+    let server = scripted_agent(&[("t", &commands), ("later", &[])]);
     let base_url = server.base_url();
     let run = fixture.run(
         &tasks,
@@ -226,9 +248,12 @@ fn probe_run(
             "scripted",
             "--base-url",
             &base_url,
+            "-j",
+            "1",
         ],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("later")["status"], "passed");
     let mut answers = tool_answers(&server, "t");
     assert_eq!(answers.len(), commands.len(), "{answers:?}");
     let probed = answers.remove(0);
@@ -354,13 +379,14 @@ fn manifest_of(fixture: &Fixture, base: &str) -> PathBuf {
     repo_dir.join("bases").join(format!("{base}.full"))
 }
 
-/// The pack names a base's store lists, its own first.
+/// The packs a base's store lists, its own first: the manifest's lines
+/// `pack NAME` (whole packs) and `thin NAME ENTRIES` (thin ones).
 fn store_packs(fixture: &Fixture, base: &str) -> Vec<String> {
     let manifest = manifest_of(fixture, base);
     std::fs::read_to_string(&manifest)
         .unwrap_or_else(|err| panic!("{}: {err}", manifest.display()))
         .lines()
-        .filter_map(|line| line.strip_prefix("pack "))
+        .filter(|line| line.starts_with("pack ") || line.starts_with("thin "))
         .map(str::to_owned)
         .collect()
 }
@@ -386,11 +412,14 @@ fn the_bases_of_a_run_are_stored_oldest_first_each_chained_to_the_last() {
         .iter()
         .map(|b| store_packs(&fixture, b))
         .collect();
-    // Oldest: one pack; each later base: its own pack, then its parent's chain.
+    // Oldest: one whole pack; each later base: its own pack (thin), then
+    // its parent's chain.
     assert_eq!(chains[0].len(), 1, "{chains:?}");
+    assert!(chains[0][0].starts_with("pack "), "{chains:?}");
     for pair in chains.windows(2) {
         assert_eq!(pair[1].len(), pair[0].len() + 1, "{chains:?}");
         assert_eq!(pair[1][1..], pair[0][..], "{chains:?}");
+        assert!(pair[1][0].starts_with("thin "), "{chains:?}");
     }
     for (i, base) in leaky.past.iter().rev().enumerate() {
         let checkout = &run.events(&format!("t{i}"), "checkout")[0];
@@ -414,7 +443,7 @@ fn a_store_that_holds_more_than_its_base_reaches_ends_the_task_as_checkout_error
     let newer = store_packs(&fixture, base)[0].clone();
     let manifest = manifest_of(&fixture, first);
     let text = std::fs::read_to_string(&manifest).expect("manifest");
-    std::fs::write(&manifest, format!("{text}pack {newer}\n")).expect("tamper");
+    std::fs::write(&manifest, format!("{text}{newer}\n")).expect("tamper");
 
     let again = fixture.tasks(&[
         task("old", &leaky.repo, first, "true", json!({})),
@@ -500,21 +529,95 @@ fn working_copies_on_another_file_system_than_the_cache_share_one_copy_of_each_p
         .map(|e| e.expect("entry").path())
         .collect();
     assert_eq!(copies.len(), 3, "{copies:?}");
-    let pack = store_packs(&fixture, &leaky.base)[0].clone();
-    let inodes: HashSet<u64> = copies
-        .iter()
-        .map(|copy| {
-            let file = copy.join(".git/objects/pack").join(format!("{pack}.pack"));
-            let meta = std::fs::metadata(&file).expect("the pack in the working copy");
+    // Each pack file: one inode, on the working copies' file system.
+    let mut inodes: std::collections::BTreeMap<String, HashSet<u64>> = Default::default();
+    for copy in &copies {
+        for file in std::fs::read_dir(copy.join(".git/objects/pack")).expect("packs") {
+            let file = file.expect("entry");
+            let meta = file.metadata().expect("stat");
             assert_eq!(meta.dev(), device(shm.path()));
-            meta.ino()
-        })
-        .collect();
-    assert_eq!(
-        inodes.len(),
-        1,
+            inodes
+                .entry(file.file_name().to_string_lossy().into_owned())
+                .or_default()
+                .insert(meta.ino());
+        }
+    }
+    assert_eq!(inodes.len(), 2, "one pack and its index: {inodes:?}");
+    assert!(
+        inodes.values().all(|set| set.len() == 1),
         "each working copy copied the pack: {inodes:?}"
     );
+}
+
+/// Text of `lines` lines that compresses poorly (each line its own
+/// numbers), so that a pack holding it whole shows.
+fn big_text(lines: usize, changed: Option<usize>) -> String {
+    let mut text = String::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..lines {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if Some(i) == changed {
+            text.push_str("CHANGED LINE\n");
+        } else {
+            text.push_str(&format!("line {i}: {x:016x}\n"));
+        }
+    }
+    text
+}
+
+#[test]
+fn a_base_that_changes_a_line_of_a_big_file_stores_about_that_line_and_reads_whole() {
+    let fixture = Fixture::new();
+    let repo = fixture.path("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir repo");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    // About 200 KB that zlib cannot shrink much, then one line changed,
+    // twice: each later base's own pack needs that line, not the file.
+    let mut bases = Vec::new();
+    for changed in [None, Some(10), Some(5000)] {
+        std::fs::write(repo.join("big.txt"), big_text(8000, changed)).expect("write");
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "a change"]);
+        bases.push(git(&repo, &["rev-parse", "HEAD"]));
+    }
+    // The newest first: its chain is built first, oldest first.
+    let tasks: Vec<Value> = bases
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, base)| {
+            // The fixed packs are whole: git reads every object of them,
+            // and blame walks the past.
+            let test = "git fsck --full --no-dangling && git blame big.txt > /dev/null \
+                        && test $(git rev-list --count HEAD) -gt 0";
+            task(&format!("t{i}"), &repo, base, test, json!({}))
+        })
+        .collect();
+    let tasks = fixture.tasks(&tasks);
+    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none", "-j", "1"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    for i in 0..3 {
+        assert_eq!(run.row(&format!("t{i}"))["status"], "passed", "{i}");
+    }
+    let packs = manifest_of(&fixture, &bases[0])
+        .parent()
+        .and_then(Path::parent)
+        .expect("the store's folder")
+        .join("packs");
+    let size = |line: &str| {
+        let name = line.split(' ').nth(1).expect("a pack's name");
+        std::fs::metadata(packs.join(format!("{name}.pack")))
+            .expect("the pack")
+            .len()
+    };
+    let first = size(&store_packs(&fixture, &bases[0])[0]);
+    assert!(first > 100_000, "the whole file: {first} bytes");
+    for base in &bases[1..] {
+        let own = size(&store_packs(&fixture, base)[0]);
+        assert!(own < first / 20, "a pack of {own} bytes against {first}");
+    }
 }
 
 #[test]
@@ -548,4 +651,77 @@ fn without_git_on_path_a_task_ends_as_checkout_error_saying_so() {
             "the message names what is missing: {row:?}"
         );
     }
+}
+
+#[test]
+fn a_run_fixes_each_thin_pack_once_whatever_the_number_of_tasks_that_link_it() {
+    let fixture = Fixture::new();
+    let leaky = leaky_repo(&fixture);
+    let bases = &leaky.past;
+    let tasks: Vec<Value> = bases
+        .iter()
+        .map(|base| {
+            task(
+                &format!("t{}", &base[..7]),
+                &leaky.repo,
+                base,
+                "true",
+                json!({}),
+            )
+        })
+        .collect();
+    let first = fixture.tasks(&tasks);
+    let run = fixture.run(&first, &["--model", "noop", "--sandbox", "none"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let thin: HashSet<String> = bases
+        .iter()
+        .flat_map(|base| store_packs(&fixture, base))
+        .filter(|line| line.starts_with("thin "))
+        .collect();
+    assert_eq!(thin.len(), bases.len() - 1, "{thin:?}");
+
+    // Again, with the stores built: 4 epochs of each base at -j 4, with a
+    // git that notes each fix.
+    let bin = fixture.path("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir bin");
+    let real = git(fixture.dir.path(), &["--exec-path"]);
+    let log = fixture.path("fixes.log");
+    let wrapper = bin.join("git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/bash\ncase \" $* \" in *' index-pack '*) echo fix >> '{}';; esac\nexec '{}/git' \"$@\"\n",
+            log.display(),
+            real
+        ),
+    )
+    .expect("write the wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = fixture.path("out-2");
+    let run = fixture.run_into(
+        &out,
+        &first,
+        &[
+            "--model",
+            "noop",
+            "--sandbox",
+            "none",
+            "--runs",
+            "4",
+            "-j",
+            "4",
+        ],
+        &[("PATH", &path)],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let fixes = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(fixes.lines().count(), thin.len(), "{fixes}");
+    // The fixed packs went with the run's working copies.
+    assert!(!out.join("workdirs").exists());
 }

@@ -28,6 +28,7 @@ pub const PROBES: &[&str] = &[
     "refs",
     "reflog",
     "git-files",
+    "nearby-packs",
 ];
 
 fn quoted(items: &[&str]) -> String {
@@ -86,6 +87,13 @@ found=$(future_in "$out") && leak reflog "$found"
 for f in .git/packed-refs .git/FETCH_HEAD .git/ORIG_HEAD $(find .git/logs .git/refs -type f 2>/dev/null); do
   [ -f "$f" ] && found=$(future_in "$f") && leak git-files "$f: $found"
 done
+# Packs beside the working copy (other tasks' copies, the run's fixed
+# packs): what their indexes list.
+me=$(basename "$PWD")
+while IFS= read -r idx; do
+  git show-index < "$idx" > "$out" 2>/dev/null
+  found=$(future_in "$out") && {{ leak nearby-packs "$idx: $found"; break; }}
+done < <(find .. -xdev -maxdepth 5 -name '*.idx' -not -path "../$me/*" 2>/dev/null)
 rm -f "$out"
 echo "PROBES DONE LEAKS $leaks""#,
         commits = quoted(future.commits),
