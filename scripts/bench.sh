@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores memory"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
 #                   built from git revision $BENCH_BASELINE (default 061c8e7,
@@ -67,6 +67,20 @@
 #             one task at the newest commit, whose store is the whole
 #             history; against `git clone --no-local` of the repo. 3 times
 #             each, medians.
+# lateness    Whether command timeouts stay on time while other tasks end
+#             at once (the async workers must not be busy with blocking
+#             work: deleting working copies, writing trajectories, killing
+#             what tasks left behind). 32 tasks on a repo of 5,000 files
+#             (10 tasks of 1,000 with BENCH_QUICK=1) run `true` a few times
+#             and end together, beside 8 tasks whose every command
+#             (`sleep 5`) hits its 0.5 s timeout, 30 turns each, all at
+#             -j 40, --sandbox none. A timeout's lateness: the command's
+#             duration minus its timeout (the kill, then the end of its
+#             output), p50 and p99 over every timed-out command; against
+#             the onebash from before (ONEBASH_HYGIENE_BIN, else built from
+#             $BENCH_HYGIENE_BASELINE, default 0bbd04a, the last commit
+#             before the blocking work moved off the workers), 2 rounds
+#             alternating.
 # memory      Peak RSS of onebash (run.json's peak_rss_bytes) with 100-turn
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
@@ -76,7 +90,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores memory}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -84,12 +98,14 @@ if [ "$quick" = 1 ]; then
     tp_tasks=4 tp_turns=5 tp_jobs="1 4 16"
     lat_tasks=16 lat_calls=2 lat_jobs=8 lat_s=0.2 lat_reps=1
     co_commits=200 co_files=30 co_tasks=5 co_reps=2 st_bases=10
+    late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
     lat_tasks=64 lat_calls=5 lat_jobs=32 lat_s=1 lat_reps=3
     co_commits=3000 co_files=300 co_tasks=50 co_reps=5 st_bases=100
+    late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
 fi
 
@@ -173,6 +189,31 @@ def rows(run):
 def peak_rss(run):
     v = json.load(open(os.path.join(run, "run.json"))).get("peak_rss_bytes")
     print(v if v is not None else "none")
+
+def lateness(run, timeout):
+    """Prints p50 p99 n over the timed-out commands of a run: seconds past
+    the timeout each took to end."""
+    late = []
+    for tid in os.listdir(os.path.join(run, "tasks")):
+        with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
+            for line in f:
+                e = json.loads(line)
+                if e.get("event") == "command" and e.get("timed_out"):
+                    late.append(e["duration_s"] - float(timeout))
+    late.sort()
+    pick = lambda q: late[min(len(late) - 1, int(q * len(late)))]
+    print(f"{pick(0.5):.6f} {pick(0.99):.6f} {len(late)}")
+
+def flat_repo(files):
+    """A fast-import stream: one commit of `files` small files in 50 folders."""
+    out = sys.stdout.buffer
+    out.write(b"commit refs/heads/main\ncommitter bench <bench@localhost> 1700000000 +0000\n")
+    out.write(b"data 4\nflat\n")
+    for i in range(files):
+        body = f"# file {i}\n".encode() * 20
+        out.write(b"M 100644 inline d%02d/f%05d.txt\n" % (i % 50, i))
+        out.write(b"data %d\n" % len(body) + body + b"\n")
+    out.write(b"\n")
 
 def checkouts(*runs):
     """Prints: fetch_s (the task that fetched) median_s (the others) n."""
@@ -454,7 +495,13 @@ baseline_bin() {
         echo "$ONEBASH_BASELINE_BIN"
         return
     fi
-    local rev=${BENCH_BASELINE:-061c8e7} dir=$root/target/bench-baseline
+    built_at "${BENCH_BASELINE:-061c8e7}"
+}
+
+# built_at REV: onebash built from git revision REV, once, kept in
+# target/bench-baseline.
+built_at() {
+    local rev=$1 dir=$root/target/bench-baseline
     if [ ! -x "$dir/onebash-$rev" ]; then
         echo "  building the baseline onebash ($rev) in $dir: minutes the first time" >&2
         rm -rf "$dir/src"
@@ -557,6 +604,55 @@ section_stores() {
         "$(calc "$first * 1000")" "$(calc "$clone * 1000")" "$(calc "$first / $clone")"
     fig "stores: first checkout of a new base / git clone --no-local" "$(calc "round($first / $clone, 2)")x" "<= 1x" \
         "$(calc "'ok' if $first <= $clone else 'MISS'")"
+}
+
+section_lateness() {
+    local before=${ONEBASH_HYGIENE_BIN:-}
+    [ -n "$before" ] || before=$(built_at "${BENCH_HYGIENE_BASELINE:-0bbd04a}")
+    local dir=$work/late timeout=0.5
+    mkdir -p "$dir"
+    git init -q --bare -b main "$dir/flat.git"
+    tools flat_repo "$late_files" | git -C "$dir/flat.git" fast-import --quiet
+    local flat_sha
+    flat_sha=$(git -C "$dir/flat.git" rev-parse main)
+    # The timers' repo: a file that tells the command to sleep.
+    git init -q -b main "$dir/slow"
+    touch "$dir/slow/SLOW"
+    git -C "$dir/slow" add -A
+    git -C "$dir/slow" -c user.name=bench -c user.email=bench@localhost commit -qm slow
+    tools tasks "$dir/timers.jsonl" "$late_timers" "$dir/slow" "$(git -C "$dir/slow" rev-parse HEAD)" slow
+    tools tasks "$dir/flat.jsonl" "$late_tasks" "$dir/flat.git" "$flat_sha" flat
+    cat "$dir/timers.jsonl" "$dir/flat.jsonl" > "$dir/tasks.jsonl"
+    local jobs=$((late_tasks + late_timers))
+    echo "$late_tasks tasks on a repo of $late_files files ending together, beside $late_timers tasks whose every command hits its ${timeout} s timeout ($late_turns turns), -j $jobs; against $("$before" --version) (before)"
+    start_server "$late_turns" 0 "if [ -e SLOW ]; then sleep 5; else true; fi"
+    local r program name p50 p99 n new99=() old99=()
+    for r in 1 2; do
+        for name in new old; do
+            program=$bin
+            [ "$name" = old ] && program=$before
+            if ! "$program" run "$dir/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$port/v1" \
+                -j "$jobs" --max-turns $((late_turns + 1)) --command-timeout "$timeout" --sandbox none \
+                -o "$dir/$name-$r" --cache-dir "$dir/cache-$name" > /dev/null 2> "$dir/$name-$r.log"; then
+                echo "onebash run failed; the end of its log:" >&2
+                tail -5 "$dir/$name-$r.log" >&2
+                return 1
+            fi
+            read -r p50 p99 n < <(tools lateness "$dir/$name-$r" "$timeout")
+            printf '  round %d, %s: %d timeouts, late by p50 %.1f ms, p99 %.1f ms\n' \
+                "$r" "$name" "$n" "$(calc "$p50 * 1000")" "$(calc "$p99 * 1000")"
+            if [ "$name" = new ]; then new99+=("$p99"); else old99+=("$p99"); fi
+        done
+    done
+    stop_server
+    local worst_new worst_old
+    worst_new=$(calc "max([${new99[*]/%/,}])")
+    worst_old=$(calc "max([${old99[*]/%/,}])")
+    printf '  p99 lateness, worse round: %.1f ms; before: %.1f ms\n' \
+        "$(calc "$worst_new * 1000")" "$(calc "$worst_old * 1000")"
+    fig "lateness: p99 of command timeouts, -j $jobs" "$(calc "round($worst_new * 1000, 1)") ms" "<= 50 ms" \
+        "$(calc "'ok' if $worst_new <= 0.05 else 'MISS'")"
+    fig "lateness: p99 before" "$(calc "round($worst_old * 1000, 1)") ms"
 }
 
 section_memory() {

@@ -870,14 +870,6 @@ impl Checkout {
         repo.apply(&diff, ApplyLocation::WorkDir, None)
             .map_err(|err| GitError(format!("the patch does not apply: {}", err.message())))
     }
-
-    /// Deletes the working copy.
-    pub fn remove(&self) -> std::io::Result<()> {
-        match std::fs::remove_dir_all(&self.dir) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
-    }
 }
 
 fn parse_patch(patch: &str) -> Result<Diff<'static>, GitError> {

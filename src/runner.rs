@@ -100,7 +100,9 @@ struct TaskRun<'a> {
     mark: String,
     env: CommandEnv,
     /// The task's cgroup, if one could be made, and the child's rlimits.
-    limits: TaskLimits,
+    /// Shared with the blocking threads that kill what is left in it and,
+    /// at the end, remove it.
+    limits: Arc<TaskLimits>,
     wall: Instant,
 }
 
@@ -120,7 +122,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
         epoch,
         dir: ctx.folder.task_dir(&task.id, epoch),
         env: CommandEnv::for_task(&mark),
-        limits: ctx.config.limit_plan.for_task(&mark),
+        limits: Arc::new(ctx.config.limit_plan.for_task(&mark)),
         mark,
         wall: Instant::now(),
     };
@@ -128,8 +130,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
         task: task.id.clone(),
         epoch,
     });
-    let trajectory = std::fs::create_dir_all(&run.dir)
-        .and_then(|()| TrajectoryWriter::create(&run.dir.join("trajectory.jsonl")));
+    let trajectory = TrajectoryWriter::create(&run.dir.join("trajectory.jsonl")).await;
     let mut trajectory = match trajectory {
         Ok(writer) => writer,
         Err(err) => {
@@ -142,28 +143,46 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
             );
         }
     };
-    trajectory.write(&run.header());
+    trajectory.write(&run.header()).await;
 
     let mut row = run.stages(&mut trajectory).await;
     // Whatever the task's commands left running dies with the task.
     run.kill_left_behind().await;
 
-    if let Some(err) = trajectory.error() {
+    if let Some(err) = trajectory.error().await {
         row.error = one_line(&if row.error.is_empty() {
-            err.to_owned()
+            err
         } else {
             format!("{}; {err}", row.error)
         });
     }
     row.wall_seconds = round_seconds(run.wall.elapsed().as_secs_f64());
-    trajectory.write(&Event::End {
-        status: row.status,
-        passed: row.passed,
-        exit_reason: row.exit_reason,
-        wall_s: row.wall_seconds,
-        error: (!row.error.is_empty()).then(|| row.error.clone()),
-    });
+    trajectory
+        .write(&Event::End {
+            status: row.status,
+            passed: row.passed,
+            exit_reason: row.exit_reason,
+            wall_s: row.wall_seconds,
+            error: (!row.error.is_empty()).then(|| row.error.clone()),
+        })
+        .await;
+    // The end is in the file before the row is handed on to results.csv.
+    let _ = trajectory.finish().await;
+    // Its cgroup goes with the task: removing one waits for its processes.
+    let limits = Arc::clone(&run.limits);
+    drop(run);
+    let _ = tokio::task::spawn_blocking(move || drop(limits)).await;
     row
+}
+
+/// Deletes a working copy (thousands of files) on a blocking thread.
+async fn remove_off_worker(dir: PathBuf) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 impl TaskRun<'_> {
@@ -180,26 +199,28 @@ impl TaskRun<'_> {
         let checkout = tokio::select! {
             checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, &workdir) => checkout,
             () = ctx.cancel.cancelled() => {
-                let _ = std::fs::remove_dir_all(&workdir);
+                let _ = remove_off_worker(workdir).await;
                 return self.error_row(ExitReason::Interrupted, INTERRUPTED);
             }
         };
         let checkout = match checkout {
             Ok(checkout) => checkout,
             Err(err) => {
-                let _ = std::fs::remove_dir_all(&workdir);
+                let _ = remove_off_worker(workdir).await;
                 return self.error_row(ExitReason::CheckoutError, &err.to_string());
             }
         };
-        trajectory.write(&Event::Checkout {
-            commit: checkout.commit.clone(),
-            head: (checkout.head != checkout.commit).then(|| checkout.head.clone()),
-            history: Some(checkout.history),
-            objects: Some(checkout.verified.objects),
-            duration_s: started.elapsed().as_secs_f64(),
-            fetched: checkout.fetched,
-            warning: checkout.warning.clone(),
-        });
+        trajectory
+            .write(&Event::Checkout {
+                commit: checkout.commit.clone(),
+                head: (checkout.head != checkout.commit).then(|| checkout.head.clone()),
+                history: Some(checkout.history),
+                objects: Some(checkout.verified.objects),
+                duration_s: started.elapsed().as_secs_f64(),
+                fetched: checkout.fetched,
+                warning: checkout.warning.clone(),
+            })
+            .await;
         if let Some(warning) = &checkout.warning {
             ctx.events
                 .emit(RunEvent::Warning(format!("{}: {warning}", self.task.id)));
@@ -207,7 +228,7 @@ impl TaskRun<'_> {
 
         let row = self.in_checkout(trajectory, &checkout).await;
         if !ctx.config.keep_workdirs
-            && let Err(err) = checkout.remove()
+            && let Err(err) = remove_off_worker(checkout.dir.clone()).await
         {
             ctx.events.emit(RunEvent::Warning(format!(
                 "failed to delete the working copy {}: {err}",
@@ -248,7 +269,7 @@ impl TaskRun<'_> {
                 outcome = run_command(spec) => match outcome {
                     Ok(outcome) => {
                         let record = CommandRecord::new(setup, &outcome);
-                        trajectory.write(&Event::Setup(record.clone()));
+                        trajectory.write(&Event::Setup(record.clone())).await;
                         (record.exit_code != 0 || record.timed_out).then(|| setup_failure(&record))
                     }
                     Err(err) => Some(err.to_string()),
@@ -297,10 +318,12 @@ impl TaskRun<'_> {
         })
         .await;
         row.history_probes = Some(audit.history_probes.len() as u32);
-        trajectory.write(&Event::Audit {
-            history_probes: audit.history_probes,
-            setup_probes: audit.setup_probes,
-        });
+        trajectory
+            .write(&Event::Audit {
+                history_probes: audit.history_probes,
+                setup_probes: audit.setup_probes,
+            })
+            .await;
         // Processes the agent left behind must not touch the diff or the tests.
         self.kill_left_behind().await;
 
@@ -364,13 +387,15 @@ impl TaskRun<'_> {
                         row.error = one_line(&format!("failed to save tests.json: {err}"));
                     }
                 }
-                trajectory.write(&Event::Test {
-                    test_patch_files: outcome.test_patch_files,
-                    test_patch_method: outcome.test_patch_method.map(str::to_owned),
-                    record: outcome.record,
-                    log_path: "test.log".to_owned(),
-                    per_test,
-                });
+                trajectory
+                    .write(&Event::Test {
+                        test_patch_files: outcome.test_patch_files,
+                        test_patch_method: outcome.test_patch_method.map(str::to_owned),
+                        record: outcome.record,
+                        log_path: "test.log".to_owned(),
+                        per_test,
+                    })
+                    .await;
             }
             Err(err) => {
                 row.status = Status::Error;
@@ -393,10 +418,12 @@ impl TaskRun<'_> {
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
         std::fs::write(self.dir.join("patch.diff"), &diff)
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
-        trajectory.write(&Event::Diff {
-            path: "patch.diff".to_owned(),
-            bytes: diff.len(),
-        });
+        trajectory
+            .write(&Event::Diff {
+                path: "patch.diff".to_owned(),
+                bytes: diff.len(),
+            })
+            .await;
         Ok(())
     }
 
@@ -418,9 +445,13 @@ impl TaskRun<'_> {
     /// Kills what the task's commands left running: everything in its
     /// cgroup, and every process carrying its mark.
     async fn kill_left_behind(&self) {
-        self.limits.kill_all();
-        let mark = self.mark.clone();
-        let _ = tokio::task::spawn_blocking(move || kill_marked_processes(&mark)).await;
+        // Both read /proc or the cgroup, and wait a little between rounds.
+        let (limits, mark) = (Arc::clone(&self.limits), self.mark.clone());
+        let _ = tokio::task::spawn_blocking(move || {
+            limits.kill_all();
+            kill_marked_processes(&mark)
+        })
+        .await;
     }
 
     fn header(&self) -> Event {

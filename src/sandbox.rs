@@ -48,6 +48,11 @@ pub struct Bwrap {
     /// Files and folders the agent must not see (task file, run folder,
     /// secrets in $HOME), hidden behind /dev/null or an empty tmpfs.
     hidden: Vec<PathBuf>,
+    /// Which of `hidden` are folders and which files (the missing ones
+    /// left out), looked up once, at the run's first command: by then its
+    /// folders exist (the run folder, the cache), and no command pays a
+    /// `stat` of each.
+    kinds: std::sync::OnceLock<Vec<(PathBuf, bool)>>,
 }
 
 /// Secrets commonly kept in a home folder.
@@ -132,6 +137,17 @@ impl Confinement<'_> {
     }
 }
 
+/// The paths of `hidden` that exist, each with whether it is a folder.
+fn kinds_of(hidden: &[PathBuf]) -> Vec<(PathBuf, bool)> {
+    hidden
+        .iter()
+        .filter_map(|path| {
+            let meta = std::fs::metadata(path).ok()?;
+            Some((path.clone(), meta.is_dir()))
+        })
+        .collect()
+}
+
 fn find_bwrap() -> Result<PathBuf, String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -153,7 +169,13 @@ impl Bwrap {
         Bwrap {
             program,
             hidden: all_hidden,
+            kinds: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The hidden paths that exist, each with whether it is a folder.
+    fn kinds(&self) -> &[(PathBuf, bool)] {
+        self.kinds.get_or_init(|| kinds_of(&self.hidden))
     }
 
     /// Runs `true` in a sandbox like the real ones, to learn at start
@@ -163,7 +185,8 @@ impl Bwrap {
         let dir = std::env::temp_dir().join(format!("onebash-probe-{}", std::process::id()));
         std::fs::create_dir_all(&dir)
             .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
-        let mut args = self.arguments(&dir, &dir, false);
+        // The paths as they are now, without deciding them for the run.
+        let mut args = self.arguments_with(&kinds_of(&self.hidden), &dir, &dir, false);
         args.extend(["--".into(), "true".into()]);
         let probed = crate::exec::probe(&self.program, &args);
         let _ = std::fs::remove_dir(&dir);
@@ -171,6 +194,16 @@ impl Bwrap {
     }
 
     fn arguments(&self, writable: &Path, cwd: &Path, network: bool) -> Vec<OsString> {
+        self.arguments_with(self.kinds(), writable, cwd, network)
+    }
+
+    fn arguments_with(
+        &self,
+        hidden: &[(PathBuf, bool)],
+        writable: &Path,
+        cwd: &Path,
+        network: bool,
+    ) -> Vec<OsString> {
         let mut args: Vec<OsString> = Vec::with_capacity(64);
         let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
         push(&[
@@ -208,23 +241,22 @@ impl Bwrap {
         // binds inside them are in place, so a write there fails as it does
         // anywhere else outside the checkout.
         let mut hidden_dirs: Vec<&Path> = Vec::new();
-        for path in &self.hidden {
-            match std::fs::metadata(path) {
+        for (path, is_dir) in hidden {
+            match is_dir {
                 // A hidden folder inside the writable one would be
                 // covered by the bind anyway.
-                Ok(meta) if meta.is_dir() && !path.starts_with(writable) => {
+                true if !path.starts_with(writable) => {
                     args.extend(["--tmpfs".into(), path.clone().into_os_string()]);
                     hidden_dirs.push(path);
                 }
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => {
+                true => {}
+                false => {
                     args.extend([
                         "--ro-bind".into(),
                         "/dev/null".into(),
                         path.clone().into_os_string(),
                     ]);
                 }
-                Err(_) => {}
             }
         }
         args.extend([
@@ -290,6 +322,23 @@ mod tests {
                 .expect("a tmpfs")
         };
         assert!(at(&cache) < at(&run), "{args:?}");
+    }
+
+    #[test]
+    fn hidden_paths_are_looked_up_once_not_for_every_command() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let (folder, file) = (dir.path().join("run"), dir.path().join("tasks.jsonl"));
+        std::fs::create_dir(&folder).expect("mkdir");
+        std::fs::write(&file, "{}").expect("write");
+        let bwrap = Bwrap::new("/usr/bin/bwrap".into(), &[folder.clone(), file.clone()]);
+        let first = args_of(&bwrap, false);
+        let shown = |path: &Path| path.display().to_string();
+        assert!(first.contains(&shown(&folder)) && first.contains(&shown(&file)));
+        // Gone now, yet the next command's line is the same: nothing was
+        // looked up again.
+        std::fs::remove_dir(&folder).expect("rmdir");
+        std::fs::remove_file(&file).expect("rm");
+        assert_eq!(args_of(&bwrap, false), first);
     }
 
     #[test]

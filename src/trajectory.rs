@@ -1,8 +1,8 @@
 //! The trajectory: one JSONL event log per (task, epoch).
 //!
 //! Owns the event types and the writer, which writes each event as one line
-//! with one `write` call as it happens, so a crash loses at most the line in
-//! flight. The format is documented in docs/trajectory.md; bump
+//! with one `write` call, on a thread of its own, in order, so a crash loses
+//! at most the lines in flight. The format is documented in docs/trajectory.md; bump
 //! [`FORMAT_VERSION`] when it changes incompatibly. It does not decide what
 //! happens, only records it.
 
@@ -251,28 +251,120 @@ struct Line<'a> {
 
 /// Appends events to a trajectory file. A failed write is remembered, not
 /// fatal: the task goes on and reports it at its end.
+///
+/// The file belongs to a writer on a blocking thread, fed through a bounded
+/// channel: a line of a command's output can be a megabyte, and writing it
+/// on an async worker would delay other tasks' timers and output reads.
+/// Lines reach the file in the order they were sent, one `write` each.
 pub struct TrajectoryWriter {
-    file: File,
+    lines: tokio::sync::mpsc::Sender<ToFile>,
+    writer: tokio::task::JoinHandle<Option<String>>,
     path: PathBuf,
     first_error: Option<String>,
+    /// Lines from [`Self::write_soon`] that found the queue full.
+    pending: std::collections::VecDeque<ToFile>,
     /// The agent's commands written so far (not their output), for the
     /// audit at the end of the agent phase: it then needs no re-reading
     /// of the file, whose outputs may run to megabytes.
     commands: Vec<RecordedCommand>,
 }
 
+/// What the trajectory's writer thread is sent.
+enum ToFile {
+    Line(Vec<u8>),
+    /// Answered once every line sent before is written: the first write
+    /// error so far.
+    Sync(tokio::sync::oneshot::Sender<Option<String>>),
+}
+
+/// Lines that may wait for the writer before `write` waits too.
+const QUEUED_LINES: usize = 64;
+
 impl TrajectoryWriter {
-    pub fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
-        let file = File::options().create(true).append(true).open(path)?;
+    /// Opens `path` for appending (making its folder), on a blocking thread.
+    pub async fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
+        let owned = path.to_owned();
+        let file = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = owned.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            File::options().create(true).append(true).open(&owned)
+        })
+        .await
+        .map_err(std::io::Error::other)??;
+        let (lines, mut queued) = tokio::sync::mpsc::channel(QUEUED_LINES);
+        let shown = path.display().to_string();
+        let writer = tokio::task::spawn_blocking(move || {
+            let mut file = file;
+            let mut first_error = None;
+            while let Some(message) = queued.blocking_recv() {
+                match message {
+                    ToFile::Line(line) => {
+                        // One write per line: a crash leaves whole lines behind.
+                        if let Err(err) = file.write_all(&line) {
+                            first_error.get_or_insert_with(|| {
+                                format!("failed to write the trajectory {shown}: {err}")
+                            });
+                        }
+                    }
+                    ToFile::Sync(answer) => {
+                        let _ = answer.send(first_error.clone());
+                    }
+                }
+            }
+            first_error
+        });
         Ok(TrajectoryWriter {
-            file,
+            lines,
+            writer,
             path: path.to_owned(),
             first_error: None,
+            pending: Default::default(),
             commands: Vec::new(),
         })
     }
 
-    pub fn write(&mut self, event: &Event) {
+    pub async fn write(&mut self, event: &Event) {
+        self.send_pending().await;
+        if let Some(line) = self.line(event) {
+            let sent = self.lines.send(ToFile::Line(line)).await;
+            if sent.is_err() {
+                self.note_error("its writer stopped".to_owned());
+            }
+        }
+    }
+
+    /// As [`Self::write`], from code that cannot wait (a callback): when
+    /// the queue is full, the line waits here and goes first with the next
+    /// `write`, so the order holds.
+    pub fn write_soon(&mut self, event: &Event) {
+        let Some(line) = self.line(event) else {
+            return;
+        };
+        let line = ToFile::Line(line);
+        if !self.pending.is_empty() {
+            self.pending.push_back(line);
+            return;
+        }
+        match self.lines.try_send(line) {
+            Ok(()) => {}
+            Err(tokio::sync::mpsc::error::TrySendError::Full(line)) => self.pending.push_back(line),
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
+                self.note_error("its writer stopped".to_owned());
+            }
+        }
+    }
+
+    async fn send_pending(&mut self) {
+        while let Some(line) = self.pending.pop_front() {
+            if self.lines.send(line).await.is_err() {
+                self.note_error("its writer stopped".to_owned());
+            }
+        }
+    }
+
+    /// The event as a line of the file (remembering a command for the audit).
+    fn line(&mut self, event: &Event) -> Option<Vec<u8>> {
         if let Event::Command {
             turn,
             tool_call_id,
@@ -290,21 +382,25 @@ impl TrajectoryWriter {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or_default();
-        let result = serde_json::to_vec(&Line { ts, event })
-            .map_err(std::io::Error::other)
-            .and_then(|mut line| {
+        match serde_json::to_vec(&Line { ts, event }) {
+            Ok(mut line) => {
                 line.push(b'\n');
-                // One write per line: a crash leaves whole lines behind.
-                self.file.write_all(&line)
-            });
-        if let Err(err) = result
-            && self.first_error.is_none()
-        {
-            self.first_error = Some(format!(
+                Some(line)
+            }
+            Err(err) => {
+                self.note_error(err.to_string());
+                None
+            }
+        }
+    }
+
+    fn note_error(&mut self, err: String) {
+        self.first_error.get_or_insert_with(|| {
+            format!(
                 "failed to write the trajectory {}: {err}",
                 self.path.display()
-            ));
-        }
+            )
+        });
     }
 
     /// The agent's commands written so far (`command` events), in order.
@@ -312,9 +408,31 @@ impl TrajectoryWriter {
         &self.commands
     }
 
-    /// The first write error, if any happened.
-    pub fn error(&self) -> Option<&str> {
-        self.first_error.as_deref()
+    /// The first write error so far, once every event written before this
+    /// call is in the file.
+    pub async fn error(&mut self) -> Option<String> {
+        self.send_pending().await;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        if self.lines.send(ToFile::Sync(answer)).await.is_err() {
+            self.note_error("its writer stopped".to_owned());
+        } else if let Ok(Some(err)) = answered.await {
+            self.first_error.get_or_insert(err);
+        }
+        self.first_error.clone()
+    }
+
+    /// Waits until every event is in the file; the first write error.
+    pub async fn finish(mut self) -> Option<String> {
+        self.send_pending().await;
+        let TrajectoryWriter {
+            lines,
+            writer,
+            first_error,
+            ..
+        } = self;
+        drop(lines);
+        let written = writer.await.unwrap_or_else(|join| Some(join.to_string()));
+        first_error.or(written)
     }
 }
 
@@ -332,27 +450,34 @@ pub fn read_events(path: &Path) -> std::io::Result<Vec<Value>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn events_are_tagged_lines_with_timestamps() {
+    #[tokio::test]
+    async fn events_are_tagged_lines_with_timestamps() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.jsonl");
-        let mut writer = TrajectoryWriter::create(&path).expect("create");
-        writer.write(&Event::Message {
-            turn: 1,
-            message: serde_json::json!({"role": "user", "content": "hi"}),
-        });
-        writer.write(&Event::AgentEnd {
-            exit_reason: ExitReason::MaxTurns,
-            turns: 3,
-            tool_calls: 2,
-            usage: Usage::default(),
-            cost_usd: None,
-            retries: 0,
-            retry_wait_s: 0.0,
-            duration_s: 1.5,
-            error: None,
-        });
-        assert!(writer.error().is_none());
+        let mut writer = TrajectoryWriter::create(&path).await.expect("create");
+        writer
+            .write(&Event::Message {
+                turn: 1,
+                message: serde_json::json!({"role": "user", "content": "hi"}),
+            })
+            .await;
+        writer
+            .write(&Event::AgentEnd {
+                exit_reason: ExitReason::MaxTurns,
+                turns: 3,
+                tool_calls: 2,
+                usage: Usage::default(),
+                cost_usd: None,
+                retries: 0,
+                retry_wait_s: 0.0,
+                duration_s: 1.5,
+                error: None,
+            })
+            .await;
+        assert!(writer.error().await.is_none());
+        // Every line is in the file once the writer answers.
+        assert_eq!(read_events(&path).expect("read").len(), 2);
+        assert!(writer.finish().await.is_none());
         let events = read_events(&path).expect("read");
         assert_eq!(events.len(), 2);
         assert_eq!(events[0]["event"], "message");

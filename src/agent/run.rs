@@ -163,17 +163,19 @@ pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter
         duration: started.elapsed(),
         error: ended.error,
     };
-    trajectory.write(&Event::AgentEnd {
-        exit_reason: outcome.exit_reason,
-        turns: outcome.turns,
-        tool_calls: outcome.tool_calls,
-        usage: outcome.usage,
-        cost_usd: outcome.cost_usd,
-        retries: outcome.retries,
-        retry_wait_s: outcome.retry_wait.as_secs_f64(),
-        duration_s: outcome.duration.as_secs_f64(),
-        error: outcome.error.clone(),
-    });
+    trajectory
+        .write(&Event::AgentEnd {
+            exit_reason: outcome.exit_reason,
+            turns: outcome.turns,
+            tool_calls: outcome.tool_calls,
+            usage: outcome.usage,
+            cost_usd: outcome.cost_usd,
+            retries: outcome.retries,
+            retry_wait_s: outcome.retry_wait.as_secs_f64(),
+            duration_s: outcome.duration.as_secs_f64(),
+            error: outcome.error.clone(),
+        })
+        .await;
     outcome
 }
 
@@ -184,16 +186,20 @@ async fn converse(
     deadline: tokio::time::Instant,
 ) -> Ended {
     if ctx.client.system_apart() {
-        trajectory.write(&Event::System {
-            content: ctx.prompt.system.clone(),
-        });
+        trajectory
+            .write(&Event::System {
+                content: ctx.prompt.system.clone(),
+            })
+            .await;
     }
     let mut messages: Vec<Value> = ctx.client.initial_messages(ctx.prompt);
     for message in &messages {
-        trajectory.write(&Event::Message {
-            turn: 0,
-            message: message.clone(),
-        });
+        trajectory
+            .write(&Event::Message {
+                turn: 0,
+                message: message.clone(),
+            })
+            .await;
     }
     loop {
         if let Some(reason) = cap_reached(ctx, progress) {
@@ -217,7 +223,7 @@ async fn converse(
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                 progress.retry_wait += note.wait.min(left);
                 failing = Some(note.error.clone());
-                trajectory.write(&Event::ModelRetry {
+                trajectory.write_soon(&Event::ModelRetry {
                     turn,
                     retry: note.retry,
                     status: note.status,
@@ -237,11 +243,13 @@ async fn converse(
         let reply = match answered {
             Ok(Ok(reply)) => reply,
             Err(cut) => {
-                trajectory.write(&Event::ModelError {
-                    turn,
-                    latency_s: asked.elapsed().as_secs_f64(),
-                    error: format!("the model call was {}", cut.describe()),
-                });
+                trajectory
+                    .write(&Event::ModelError {
+                        turn,
+                        latency_s: asked.elapsed().as_secs_f64(),
+                        error: format!("the model call was {}", cut.describe()),
+                    })
+                    .await;
                 if let (Cut::Deadline, Some(last)) = (cut, failing) {
                     return Ended {
                         reason: ExitReason::ApiError,
@@ -259,11 +267,13 @@ async fn converse(
                 return Ended { reason, error };
             }
             Ok(Err(err)) => {
-                trajectory.write(&Event::ModelError {
-                    turn,
-                    latency_s: asked.elapsed().as_secs_f64(),
-                    error: err.to_string(),
-                });
+                trajectory
+                    .write(&Event::ModelError {
+                        turn,
+                        latency_s: asked.elapsed().as_secs_f64(),
+                        error: err.to_string(),
+                    })
+                    .await;
                 return match err {
                     ModelError::ContextOverflow(_) => Ended {
                         reason: ExitReason::ContextOverflow,
@@ -277,17 +287,21 @@ async fn converse(
             }
         };
         progress.usage += reply.usage;
-        trajectory.write(&Event::ModelCall {
-            turn,
-            latency_s: asked.elapsed().as_secs_f64(),
-            usage: reply.usage,
-            finish_reason: reply.finish_reason.clone(),
-            response_id: reply.response_id.clone(),
-        });
-        trajectory.write(&Event::Message {
-            turn,
-            message: reply.message.clone(),
-        });
+        trajectory
+            .write(&Event::ModelCall {
+                turn,
+                latency_s: asked.elapsed().as_secs_f64(),
+                usage: reply.usage,
+                finish_reason: reply.finish_reason.clone(),
+                response_id: reply.response_id.clone(),
+            })
+            .await;
+        trajectory
+            .write(&Event::Message {
+                turn,
+                message: reply.message.clone(),
+            })
+            .await;
         messages.push(reply.message.clone());
         if reply.tool_calls.is_empty() {
             let reason = if reply.cut {
@@ -319,10 +333,12 @@ async fn converse(
             }
         }
         for message in ctx.client.tool_results(&results) {
-            trajectory.write(&Event::Message {
-                turn,
-                message: message.clone(),
-            });
+            trajectory
+                .write(&Event::Message {
+                    turn,
+                    message: message.clone(),
+                })
+                .await;
             messages.push(message);
         }
         if let Some(cut) = cut {
@@ -381,11 +397,13 @@ async fn run_tool_call(
         () = ctx.cancel.cancelled() => None,
     };
     let Some(answer) = ran else {
-        trajectory.write(&Event::ToolError {
-            turn,
-            tool_call_id: call.id.clone(),
-            error: format!("the command was {}", Cut::Cancel.describe()),
-        });
+        trajectory
+            .write(&Event::ToolError {
+                turn,
+                tool_call_id: call.id.clone(),
+                error: format!("the command was {}", Cut::Cancel.describe()),
+            })
+            .await;
         return Err(Cut::Cancel);
     };
     match &answer {
@@ -394,30 +412,38 @@ async fn run_tool_call(
             shown_chars,
             ..
         } => {
-            trajectory.write(&Event::Command {
-                turn,
-                tool_call_id: call.id.clone(),
-                record: record.clone(),
-                shown_chars: *shown_chars,
-            });
+            trajectory
+                .write(&Event::Command {
+                    turn,
+                    tool_call_id: call.id.clone(),
+                    record: record.clone(),
+                    shown_chars: *shown_chars,
+                })
+                .await;
             // Replaying: the same command must say the same thing.
             if let Some(recorded) = ctx.client.recorded_output(ctx.task, ctx.epoch, &call.id)
                 && recorded != record.output
             {
                 progress.replay_divergences += 1;
-                trajectory.write(&Event::ReplayDivergence {
-                    turn,
-                    tool_call_id: call.id.clone(),
-                    recorded_output: recorded,
-                    output: record.output.clone(),
-                });
+                trajectory
+                    .write(&Event::ReplayDivergence {
+                        turn,
+                        tool_call_id: call.id.clone(),
+                        recorded_output: recorded,
+                        output: record.output.clone(),
+                    })
+                    .await;
             }
         }
-        ToolAnswer::Rejected { content } => trajectory.write(&Event::ToolError {
-            turn,
-            tool_call_id: call.id.clone(),
-            error: content.clone(),
-        }),
+        ToolAnswer::Rejected { content } => {
+            trajectory
+                .write(&Event::ToolError {
+                    turn,
+                    tool_call_id: call.id.clone(),
+                    error: content.clone(),
+                })
+                .await
+        }
     }
     Ok(answer.content().to_owned())
 }
