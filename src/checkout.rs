@@ -62,7 +62,7 @@ pub enum CheckoutError {
 /// A git operation on a working copy failed (diff, restore, apply).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct GitError(String);
+pub struct GitError(pub String);
 
 impl From<git2::Error> for GitError {
     fn from(err: git2::Error) -> Self {

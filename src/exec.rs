@@ -8,6 +8,7 @@
 //! the output (that is the bash tool's job) nor what a command means.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
@@ -17,7 +18,6 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::limits::ChildSetup;
-use crate::sandbox::Confinement;
 
 /// After the shell exits, how long a background process holding the output
 /// pipe may keep the command waiting (`sleep 600 & echo started`).
@@ -149,24 +149,18 @@ impl CommandEnv {
     }
 }
 
-/// Where and how a task's commands run: everything but the command itself
-/// and its timeout.
-#[derive(Debug, Clone, Copy)]
-pub struct CommandContext<'a> {
+/// A process to start, as an environment (env/) built it: the program and
+/// its arguments (bash, or bwrap around bash), where, with what, and for
+/// how long.
+#[derive(Debug)]
+pub struct Spawn<'a> {
+    pub program: OsString,
+    pub args: Vec<OsString>,
     pub cwd: &'a Path,
     pub env: &'a CommandEnv,
-    /// The sandbox, the writable folder, the network.
-    pub confinement: Confinement<'a>,
     /// Limits the child sets on itself before exec (rlimits, cgroup).
     pub child: &'a ChildSetup,
-}
-
-/// What to run.
-#[derive(Debug, Clone, Copy)]
-pub struct CommandSpec<'a> {
-    pub command: &'a str,
     pub timeout: Duration,
-    pub context: CommandContext<'a>,
 }
 
 /// How a command ended.
@@ -188,30 +182,33 @@ pub struct CommandOutcome {
 pub enum ExecError {
     #[error("failed to create the output pipe: {0}")]
     Pipe(std::io::Error),
-    #[error("failed to start bash in {cwd}: {source}")]
-    Spawn { cwd: String, source: std::io::Error },
+    #[error("failed to start {program} in {cwd}: {source}")]
+    Spawn {
+        program: String,
+        cwd: String,
+        source: std::io::Error,
+    },
 }
 
-/// Runs `bash -c COMMAND` (in the sandbox, if any) in its own process group with stdin from /dev/null
-/// and the given environment, reading its output while waiting. At the
-/// timeout the whole group is killed; a process that escaped the group and
-/// still holds the pipe delays the return by at most [`DRAIN_AFTER_KILL`].
-pub async fn run_command(spec: CommandSpec<'_>) -> Result<CommandOutcome, ExecError> {
+/// Runs what `spec` names in its own process group with stdin from
+/// /dev/null and the given environment, reading its output while waiting.
+/// At the timeout the whole group is killed; a process that escaped the
+/// group and still holds the pipe delays the return by at most
+/// [`DRAIN_AFTER_KILL`].
+pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
-    let context = spec.context;
-    let (program, args) = context.confinement.command_line(spec.command, context.cwd);
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(context.cwd)
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(spec.cwd)
         .env_clear()
-        .envs(context.env.vars().iter().map(|(k, v)| (k, v)))
+        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
         .process_group(0)
         .kill_on_drop(true);
-    let child_setup = context.child.clone();
+    let child_setup = spec.child.clone();
     // SAFETY: `apply` makes only async-signal-safe calls (open, write,
     // close, setrlimit) on data prepared before the fork.
     unsafe {
@@ -223,7 +220,8 @@ pub async fn run_command(spec: CommandSpec<'_>) -> Result<CommandOutcome, ExecEr
     // pipe reaches end-of-file once the child's copies are closed.
     drop(cmd);
     let mut child = spawned.map_err(|source| ExecError::Spawn {
-        cwd: context.cwd.display().to_string(),
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
         source,
     })?;
     let pgid = child.id();
@@ -494,7 +492,6 @@ impl CapturedOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::Sandbox;
 
     #[test]
     fn captured_output_keeps_head_and_tail_and_counts_the_rest() {
@@ -531,23 +528,15 @@ mod tests {
         );
     }
 
-    static NO_SANDBOX: Sandbox = Sandbox::None;
-
-    fn spec<'a>(command: &'a str, env: &'a CommandEnv, timeout: Duration) -> CommandSpec<'a> {
+    fn spec<'a>(command: &str, env: &'a CommandEnv, timeout: Duration) -> Spawn<'a> {
         static NO_LIMITS: std::sync::OnceLock<ChildSetup> = std::sync::OnceLock::new();
-        CommandSpec {
-            command,
+        Spawn {
+            program: "bash".into(),
+            args: vec!["-c".into(), command.into()],
+            cwd: Path::new("/"),
+            env,
+            child: NO_LIMITS.get_or_init(ChildSetup::none),
             timeout,
-            context: CommandContext {
-                cwd: Path::new("/"),
-                env,
-                confinement: Confinement {
-                    sandbox: &NO_SANDBOX,
-                    writable: Path::new("/"),
-                    network: false,
-                },
-                child: NO_LIMITS.get_or_init(ChildSetup::none),
-            },
         }
     }
 

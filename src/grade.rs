@@ -10,8 +10,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::checkout::Checkout;
-use crate::exec::{CommandContext, CommandSpec, run_command};
+use crate::env::{Shell, Trust};
 use crate::task::TaskSpec;
 use crate::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
 use crate::trajectory::CommandRecord;
@@ -59,40 +58,28 @@ pub fn test_timeout(task: &TaskSpec, default: Duration) -> Duration {
 /// --3way`, `patch --fuzz=5`, each on freshly restored files. Returns the
 /// files and the attempt that worked.
 async fn apply_test_patch(
-    checkout: &Checkout,
+    shell: Shell<'_>,
     patch: &str,
-    context: CommandContext<'_>,
 ) -> Result<(Vec<String>, &'static str), GradeError> {
-    let restore = || {
-        let (checkout, patch) = (checkout.clone(), patch.to_owned());
-        async move {
-            tokio::task::spawn_blocking(move || checkout.restore(&patch))
-                .await
-                .map_err(|join| GradeError::TestPatch(join.to_string()))?
-                .map_err(|err| GradeError::TestPatch(err.to_string()))
-        }
+    let workspace = shell.workspace;
+    let restore = || async {
+        workspace
+            .restore(patch)
+            .await
+            .map_err(|err| GradeError::TestPatch(err.to_string()))
     };
     let files = restore().await?;
-    let strict = {
-        let (checkout, patch) = (checkout.clone(), patch.to_owned());
-        tokio::task::spawn_blocking(move || checkout.apply(&patch))
-            .await
-            .map_err(|join| GradeError::TestPatch(join.to_string()))?
-    };
-    let first_error = match strict {
+    let first_error = match workspace.apply(patch).await {
         Ok(()) => return Ok((files, "git apply")),
         Err(err) => err.to_string(),
     };
     // The fallbacks read the patch from a file outside the checkout and run
     // as the harness, not in the sandbox.
+    static PATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let file = std::env::temp_dir().join(format!(
         "onebash-test-patch-{}-{}.diff",
         std::process::id(),
-        checkout
-            .dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("task")
+        PATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     std::fs::write(&file, patch).map_err(|err| GradeError::TestPatch(err.to_string()))?;
     let quoted = format!("'{}'", file.display().to_string().replace('\'', "'\\''"));
@@ -106,22 +93,14 @@ async fn apply_test_patch(
             format!("patch --batch --no-backup-if-mismatch --fuzz=5 -p1 -i {quoted}"),
         ),
     ];
-    let harness = CommandContext {
-        confinement: crate::sandbox::Confinement {
-            sandbox: &crate::sandbox::NONE,
-            ..context.confinement
-        },
-        ..context
+    let harness = Shell {
+        trust: Trust::Harness,
+        ..shell
     };
     let mut worked = None;
     for (method, command) in &attempts {
         restore().await?;
-        let spec = CommandSpec {
-            command,
-            timeout: Duration::from_secs(120),
-            context: harness,
-        };
-        if let Ok(outcome) = run_command(spec).await
+        if let Ok(outcome) = harness.run(command, Duration::from_secs(120)).await
             && outcome.exit_code == 0
         {
             worked = Some(*method);
@@ -137,32 +116,26 @@ async fn apply_test_patch(
     }
 }
 
+/// Puts the hidden tests in, runs `test_command` through `shell` (the
+/// agent's sandbox, no network) and decides.
 pub async fn run_tests(
     task: &TaskSpec,
-    checkout: &Checkout,
-    context: CommandContext<'_>,
+    shell: Shell<'_>,
     timeout: Duration,
     junit_path: Option<&Path>,
 ) -> Result<TestOutcome, GradeError> {
     let (test_patch_files, test_patch_method) = match &task.test_patch {
         Some(patch) => {
-            let (files, method) = apply_test_patch(checkout, patch, context).await?;
+            let (files, method) = apply_test_patch(shell, patch).await?;
             (Some(files), Some(method))
         }
         None => (None, None),
     };
     let env = TEST_SETTINGS
         .iter()
-        .fold(context.env.clone(), |env, (k, v)| env.with(k, v));
-    let spec = CommandSpec {
-        command: &task.test_command,
-        timeout,
-        context: CommandContext {
-            env: &env,
-            ..context
-        },
-    };
-    let outcome = run_command(spec)
+        .fold(shell.env.clone(), |env, (k, v)| env.with(k, v));
+    let outcome = Shell { env: &env, ..shell }
+        .run(&task.test_command, timeout)
         .await
         .map_err(|err| GradeError::Exec(err.to_string()))?;
     let record = CommandRecord::new(&task.test_command, &outcome);
@@ -171,17 +144,17 @@ pub async fn run_tests(
     let per_test = if lists_tests(&task.fail_to_pass) || lists_tests(&task.pass_to_pass) {
         let results = match junit_path {
             Some(rel) => {
-                let path = checkout.dir.join(rel);
-                let xml = std::fs::read_to_string(&path).map_err(|err| {
+                let shown = || format!("{}/{}", shell.workspace.location(), rel.display());
+                let bytes = shell.workspace.read(rel).await.map_err(|err| {
                     GradeError::NoTests(format!(
                         " (the JUnit file {} could not be read: {err})",
-                        path.display()
+                        shown()
                     ))
                 })?;
-                parse_junit(&xml).map_err(|err| {
+                parse_junit(&String::from_utf8_lossy(&bytes)).map_err(|err| {
                     GradeError::NoTests(format!(
                         " (the JUnit file {} could not be parsed: {err})",
-                        path.display()
+                        shown()
                     ))
                 })?
             }
@@ -209,4 +182,125 @@ pub async fn run_tests(
         test_patch_files,
         per_test,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::checkout::GitError;
+    use crate::env::{BoxFuture, Command, Workspace};
+    use crate::exec::{CapturedOutput, CommandEnv, CommandOutcome, ExecError};
+
+    /// A workspace that is not the host's: it records what it is asked and
+    /// answers from memory, as a container's would from inside the image.
+    #[derive(Default)]
+    struct Recorded {
+        ran: Mutex<Vec<(String, Trust, Option<String>)>>,
+        restored: Mutex<u32>,
+    }
+
+    impl Workspace for Recorded {
+        fn run<'a>(
+            &'a self,
+            command: Command<'a>,
+        ) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+            let tz = command
+                .env
+                .vars()
+                .iter()
+                .find(|(k, _)| k == "TZ")
+                .map(|(_, v)| v.clone());
+            self.ran
+                .lock()
+                .expect("lock")
+                .push((command.script.to_owned(), command.trust, tz));
+            Box::pin(async {
+                Ok(CommandOutcome {
+                    exit_code: 0,
+                    signal: None,
+                    timed_out: false,
+                    duration: Duration::from_millis(1),
+                    output: CapturedOutput::new(1024, 1024),
+                })
+            })
+        }
+
+        fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+
+        fn restore(&self, _patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
+            *self.restored.lock().expect("lock") += 1;
+            Box::pin(async { Ok(vec!["tests/test_calc.py".to_owned()]) })
+        }
+
+        fn apply(&self, _patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
+            Box::pin(async { Err(GitError("does not apply strictly".to_owned())) })
+        }
+
+        fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
+            let found = relative == PathBuf::from("report.xml");
+            Box::pin(async move {
+                if found {
+                    Ok(br#"<testsuite><testcase classname="calc" name="test_mean"/></testsuite>"#.to_vec())
+                } else {
+                    Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+                }
+            })
+        }
+
+        fn location(&self) -> String {
+            "recorded:/testbed".to_owned()
+        }
+
+        fn leave(self: Box<Self>, _keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn grading_goes_through_the_workspace_alone() {
+        let line = serde_json::json!({
+            "id": "t", "repo": "/r", "base_commit": "abc1234", "problem_statement": "p",
+            "test_command": "pytest --junitxml=report.xml",
+            "test_patch": "diff --git a/tests/test_calc.py b/tests/test_calc.py\n",
+            "fail_to_pass": ["calc::test_mean"],
+        });
+        let tasks = crate::task::parse_tasks(&line.to_string(), "t.jsonl", Path::new("/"))
+            .expect("a task");
+        let workspace = Recorded::default();
+        let env = CommandEnv::for_task("t-grade");
+        let shell = Shell {
+            workspace: &workspace,
+            env: &env,
+            trust: Trust::Agent { network: false },
+        };
+        let outcome = run_tests(
+            &tasks[0],
+            shell,
+            Duration::from_secs(60),
+            Some(Path::new("report.xml")),
+        )
+        .await
+        .expect("graded");
+        assert!(outcome.passed);
+        assert_eq!(outcome.test_patch_method, Some("git apply --3way"));
+        assert_eq!(
+            outcome.test_patch_files.as_deref(),
+            Some(&["tests/test_calc.py".to_owned()][..])
+        );
+        // Restored before the strict attempt and again before the fallback.
+        assert_eq!(*workspace.restored.lock().expect("lock"), 2);
+        let ran = workspace.ran.lock().expect("lock").clone();
+        assert_eq!(ran.len(), 2, "{ran:?}");
+        // The patch fallback as the harness; the tests confined, offline,
+        // with the settings that make them repeat.
+        assert!(ran[0].0.starts_with("git apply") && ran[0].1 == Trust::Harness);
+        assert_eq!(ran[1].0, "pytest --junitxml=report.xml");
+        assert_eq!(ran[1].1, Trust::Agent { network: false });
+        assert_eq!(ran[1].2.as_deref(), Some("UTC"));
+    }
 }

@@ -23,6 +23,7 @@ pub mod checkout;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod env;
 pub mod events;
 pub mod exec;
 pub mod grade;

@@ -20,12 +20,12 @@ use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::audit::{self, AuditInput, Subject};
 use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
+use crate::env::{Environment, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
-use crate::exec::{CommandContext, CommandEnv, CommandSpec, kill_marked_processes, run_command};
+use crate::exec::{CommandEnv, kill_marked_processes};
 use crate::grade::{run_tests, test_timeout};
 use crate::limits::TaskLimits;
 use crate::results::{ExitReason, ResultRow, RunFolder, Status, one_line, round_seconds};
-use crate::sandbox::Confinement;
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
 
@@ -34,6 +34,8 @@ pub struct RunContext {
     pub config: RunConfig,
     pub client: ModelClient,
     pub cache: RepoCache,
+    /// Where tasks run (env/): the host, under the run's sandbox.
+    pub env: Arc<dyn Environment>,
     pub folder: RunFolder,
     pub events: EventSink,
     pub cancel: Cancel,
@@ -226,10 +228,15 @@ impl TaskRun<'_> {
                 .emit(RunEvent::Warning(format!("{}: {warning}", self.task.id)));
         }
 
-        let row = self.in_checkout(trajectory, &checkout).await;
-        if !ctx.config.keep_workdirs
-            && let Err(err) = remove_off_worker(checkout.dir.clone()).await
-        {
+        let workspace = match ctx.env.enter(&checkout, self.limits.child.clone()).await {
+            Ok(workspace) => workspace,
+            Err(err) => {
+                let _ = remove_off_worker(workdir).await;
+                return self.error_row(ExitReason::CheckoutError, &err);
+            }
+        };
+        let row = self.in_checkout(trajectory, &checkout, &*workspace).await;
+        if let Err(err) = workspace.leave(ctx.config.keep_workdirs).await {
             ctx.events.emit(RunEvent::Warning(format!(
                 "failed to delete the working copy {}: {err}",
                 checkout.dir.display()
@@ -243,6 +250,7 @@ impl TaskRun<'_> {
         &self,
         trajectory: &mut TrajectoryWriter,
         checkout: &Checkout,
+        workspace: &dyn Workspace,
     ) -> ResultRow {
         let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
         let test_timeout = test_timeout(task, config.test_timeout);
@@ -251,22 +259,13 @@ impl TaskRun<'_> {
             // setup_command is the task author's, not the model's: it runs
             // outside the sandbox, with the network, in the cleared environment.
             let env = self.env.with_network();
-            let spec = CommandSpec {
-                command: setup,
-                timeout: test_timeout,
-                context: CommandContext {
-                    cwd: &checkout.dir,
-                    env: &env,
-                    confinement: Confinement {
-                        sandbox: &crate::sandbox::NONE,
-                        writable: &checkout.dir,
-                        network: true,
-                    },
-                    child: &self.limits.child,
-                },
+            let harness = Shell {
+                workspace,
+                env: &env,
+                trust: Trust::Harness,
             };
             let failure = tokio::select! {
-                outcome = run_command(spec) => match outcome {
+                outcome = harness.run(setup, test_timeout) => match outcome {
                     Ok(outcome) => {
                         let record = CommandRecord::new(setup, &outcome);
                         trajectory.write(&Event::Setup(record.clone())).await;
@@ -295,7 +294,7 @@ impl TaskRun<'_> {
             task,
             epoch: self.epoch,
             prompt: &prompt,
-            commands: self.sandboxed(checkout, config.allow_network),
+            commands: self.shell(workspace, config.allow_network),
             limits: AgentLimits {
                 max_turns: config.max_turns,
                 max_tokens: config.max_tokens,
@@ -328,7 +327,7 @@ impl TaskRun<'_> {
         self.kill_left_behind().await;
 
         // The agent's change, saved before the tests touch the working copy.
-        if let Err(err) = self.save_diff(trajectory, checkout).await {
+        if let Err(err) = self.save_diff(trajectory, workspace).await {
             row.error = one_line(&err);
         }
 
@@ -346,8 +345,7 @@ impl TaskRun<'_> {
         let tested = tokio::select! {
             tested = run_tests(
                 task,
-                checkout,
-                self.sandboxed(checkout, false),
+                self.shell(workspace, false),
                 test_timeout,
                 config.junit_path.as_deref(),
             ) => tested,
@@ -408,13 +406,11 @@ impl TaskRun<'_> {
     async fn save_diff(
         &self,
         trajectory: &mut TrajectoryWriter,
-        checkout: &Checkout,
+        workspace: &dyn Workspace,
     ) -> Result<(), String> {
-        let owned = checkout.clone();
-        let diff = tokio::task::spawn_blocking(move || owned.diff())
+        let diff = workspace
+            .diff()
             .await
-            .map_err(|err| err.to_string())
-            .and_then(|diff| diff.map_err(|err| err.to_string()))
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
         std::fs::write(self.dir.join("patch.diff"), &diff)
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
@@ -427,18 +423,13 @@ impl TaskRun<'_> {
         Ok(())
     }
 
-    /// How the model's commands and the tests run: in the run's sandbox,
-    /// writing only the checkout.
-    fn sandboxed<'b>(&'b self, checkout: &'b Checkout, network: bool) -> CommandContext<'b> {
-        CommandContext {
-            cwd: &checkout.dir,
+    /// How the model's commands and the tests run: confined, writing only
+    /// the working copy.
+    fn shell<'b>(&'b self, workspace: &'b dyn Workspace, network: bool) -> Shell<'b> {
+        Shell {
+            workspace,
             env: &self.env,
-            confinement: Confinement {
-                sandbox: &self.ctx.config.sandbox,
-                writable: &checkout.dir,
-                network,
-            },
-            child: &self.limits.child,
+            trust: Trust::Agent { network },
         }
     }
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::agent::model::ToolCall;
-use crate::exec::{CommandContext, CommandOutcome, CommandSpec, run_command};
+use crate::env::Shell;
+use crate::exec::CommandOutcome;
 use crate::trajectory::CommandRecord;
 
 /// About how many characters of output the model sees: half from the start,
@@ -35,17 +36,12 @@ impl ToolAnswer {
 }
 
 /// Checks the call and runs it.
-pub async fn answer(call: &ToolCall, context: CommandContext<'_>, timeout: Duration) -> ToolAnswer {
+pub async fn answer(call: &ToolCall, shell: Shell<'_>, timeout: Duration) -> ToolAnswer {
     let command = match command_of(call) {
         Ok(command) => command,
         Err(content) => return ToolAnswer::Rejected { content },
     };
-    let spec = CommandSpec {
-        command: &command,
-        timeout,
-        context,
-    };
-    match run_command(spec).await {
+    match shell.run(&command, timeout).await {
         Ok(outcome) => {
             let (content, shown_chars) = model_view(&outcome, timeout);
             ToolAnswer::Ran {

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::agent::bash_tool::{self, ToolAnswer};
 use crate::agent::model::{ModelClient, ModelError, RetryNote, ToolCall};
+use crate::env::Shell;
 use crate::events::{Cancel, EventSink, Phase};
-use crate::exec::CommandContext;
 use crate::prompt::RenderedPrompt;
 use crate::results::ExitReason;
 use crate::task::TaskSpec;
@@ -58,7 +58,7 @@ pub struct AgentContext<'a> {
     pub epoch: u32,
     pub prompt: &'a RenderedPrompt,
     /// Where and how the agent's commands run.
-    pub commands: CommandContext<'a>,
+    pub commands: Shell<'a>,
     pub limits: AgentLimits,
     pub events: &'a EventSink,
     pub cancel: &'a Cancel,

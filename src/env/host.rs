@@ -1,0 +1,132 @@
+//! The host's own file system and programs, each command under the run's
+//! sandbox (bubblewrap, or none). The working copy is the checkout's
+//! folder; patches and the diff are git operations on it, done on blocking
+//! threads.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{BoxFuture, Command, Environment, Trust, Workspace};
+use crate::checkout::{Checkout, GitError};
+use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
+use crate::limits::ChildSetup;
+use crate::sandbox::{Confinement, NONE, Sandbox};
+
+/// Tasks on the host.
+pub struct Host {
+    sandbox: Arc<Sandbox>,
+}
+
+impl Host {
+    pub fn new(sandbox: Sandbox) -> Host {
+        Host {
+            sandbox: Arc::new(sandbox),
+        }
+    }
+}
+
+impl Environment for Host {
+    fn name(&self) -> &'static str {
+        self.sandbox.name()
+    }
+
+    fn enter<'a>(
+        &'a self,
+        checkout: &'a Checkout,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
+        let workspace: Box<dyn Workspace> = Box::new(HostWorkspace {
+            checkout: checkout.clone(),
+            sandbox: Arc::clone(&self.sandbox),
+            child,
+        });
+        Box::pin(async move { Ok(workspace) })
+    }
+}
+
+struct HostWorkspace {
+    checkout: Checkout,
+    sandbox: Arc<Sandbox>,
+    child: ChildSetup,
+}
+
+impl HostWorkspace {
+    /// Runs a git operation on a copy of the checkout, on a blocking thread.
+    fn blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Checkout) -> Result<T, GitError> + Send + 'static,
+    ) -> BoxFuture<'_, Result<T, GitError>> {
+        let checkout = self.checkout.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || job(&checkout))
+                .await
+                .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
+        })
+    }
+}
+
+impl Workspace for HostWorkspace {
+    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+        let dir = &self.checkout.dir;
+        let confinement = match command.trust {
+            Trust::Agent { network } => Confinement {
+                sandbox: &self.sandbox,
+                writable: dir,
+                network,
+            },
+            Trust::Harness => Confinement {
+                sandbox: &NONE,
+                writable: dir,
+                network: true,
+            },
+        };
+        let (program, args) = confinement.command_line(command.script, dir);
+        Box::pin(run_command(Spawn {
+            program,
+            args,
+            cwd: dir,
+            env: command.env,
+            child: &self.child,
+            timeout: command.timeout,
+        }))
+    }
+
+    fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
+        self.blocking(Checkout::diff)
+    }
+
+    fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
+        let patch = patch.to_owned();
+        self.blocking(move |checkout| checkout.restore(&patch))
+    }
+
+    fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
+        let patch = patch.to_owned();
+        self.blocking(move |checkout| checkout.apply(&patch))
+    }
+
+    fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
+        let path = self.checkout.dir.join(relative);
+        Box::pin(async move { tokio::fs::read(path).await })
+    }
+
+    fn location(&self) -> String {
+        self.checkout.dir.display().to_string()
+    }
+
+    fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
+        let dir = self.checkout.dir.clone();
+        Box::pin(async move {
+            if keep {
+                return Ok(());
+            }
+            // Thousands of files: not on an async worker.
+            tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+                _ => Ok(()),
+            })
+            .await
+            .map_err(std::io::Error::other)?
+        })
+    }
+}

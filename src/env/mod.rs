@@ -1,0 +1,126 @@
+//! Where a task runs: the seam between the runner and the places a task's
+//! commands can run. Today the host, with or without bubblewrap
+//! ([`host`]); container images come in as other implementations, each in
+//! a file of its own plus one line in [`choose`].
+//!
+//! An [`Environment`] is chosen once per run. For each (task, epoch) it
+//! makes a [`Workspace`] around the task's working copy, through which
+//! everything that touches the task's files or runs in them goes: the
+//! agent's and the tests' commands, the task's setup, the diff, the test
+//! patch, and the teardown. The runner, the agent loop and the grader know
+//! only these operations; `exec.rs` only spawns what an environment hands
+//! it.
+
+mod host;
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::checkout::{Checkout, GitError};
+use crate::exec::{CommandEnv, CommandOutcome, ExecError};
+use crate::limits::ChildSetup;
+use crate::sandbox::Sandbox;
+
+pub use host::Host;
+
+/// A future an environment returns (boxed: environments are chosen at run
+/// time, behind `dyn`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Whose command it is, which decides how confined it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// The model's commands and the tests: in the sandbox, writing only the
+    /// working copy, with the network only when `network`.
+    Agent { network: bool },
+    /// The task author's `setup_command` and the harness's own patching:
+    /// outside the sandbox, with the network.
+    Harness,
+}
+
+/// One command for a workspace: `bash -c script` in the working copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'a> {
+    pub script: &'a str,
+    pub timeout: Duration,
+    /// The cleared environment it starts with (no API key).
+    pub env: &'a CommandEnv,
+    pub trust: Trust,
+}
+
+/// A place tasks run, chosen once per run.
+pub trait Environment: Send + Sync {
+    /// Its name, as run.json and the trajectory record it.
+    fn name(&self) -> &'static str;
+
+    /// The workspace of one (task, epoch) around its working copy.
+    /// `child` is what each of its commands sets on itself before it
+    /// starts (the task's cgroup, its rlimits).
+    fn enter<'a>(
+        &'a self,
+        checkout: &'a Checkout,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>>;
+}
+
+/// One (task, epoch)'s working copy, where its commands run.
+pub trait Workspace: Send + Sync {
+    /// Runs one command to its end or its timeout (the whole process tree
+    /// killed then), stdin closed, output captured head and tail.
+    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>>;
+
+    /// The change against the base commit, as a patch `git apply` takes.
+    fn diff(&self) -> BoxFuture<'_, Result<String, GitError>>;
+
+    /// Puts the files `patch` touches back as they are at the base commit;
+    /// returns their paths.
+    fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>>;
+
+    /// Applies `patch` strictly (no fuzz, no 3-way).
+    fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>>;
+
+    /// A file of the working copy (a JUnit report, say), by relative path.
+    fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>>;
+
+    /// Where the working copy is, for messages.
+    fn location(&self) -> String;
+
+    /// Ends the workspace; the working copy is deleted unless `keep`.
+    fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>>;
+}
+
+/// The run's environment: the one registration point of every kind.
+pub fn choose(sandbox: &Sandbox) -> Arc<dyn Environment> {
+    Arc::new(Host::new(sandbox.clone()))
+}
+
+/// Where a series of commands goes: a workspace, and the environment and
+/// trust each of them gets (the agent's: its sandbox and network setting).
+#[derive(Clone, Copy)]
+pub struct Shell<'a> {
+    pub workspace: &'a dyn Workspace,
+    pub env: &'a CommandEnv,
+    pub trust: Trust,
+}
+
+impl<'a> Shell<'a> {
+    /// Runs `script` with `timeout` in the workspace.
+    pub fn run<'b>(
+        &self,
+        script: &'b str,
+        timeout: Duration,
+    ) -> BoxFuture<'b, Result<CommandOutcome, ExecError>>
+    where
+        'a: 'b,
+    {
+        self.workspace.run(Command {
+            script,
+            timeout,
+            env: self.env,
+            trust: self.trust,
+        })
+    }
+}
