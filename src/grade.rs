@@ -245,7 +245,10 @@ mod tests {
             let found = relative == PathBuf::from("report.xml");
             Box::pin(async move {
                 if found {
-                    Ok(br#"<testsuite><testcase classname="calc" name="test_mean"/></testsuite>"#.to_vec())
+                    Ok(
+                        br#"<testsuite><testcase classname="calc" name="test_mean"/></testsuite>"#
+                            .to_vec(),
+                    )
                 } else {
                     Err(std::io::Error::from(std::io::ErrorKind::NotFound))
                 }
@@ -269,8 +272,8 @@ mod tests {
             "test_patch": "diff --git a/tests/test_calc.py b/tests/test_calc.py\n",
             "fail_to_pass": ["calc::test_mean"],
         });
-        let tasks = crate::task::parse_tasks(&line.to_string(), "t.jsonl", Path::new("/"))
-            .expect("a task");
+        let tasks =
+            crate::task::parse_tasks(&line.to_string(), "t.jsonl", Path::new("/")).expect("a task");
         let workspace = Recorded::default();
         let env = CommandEnv::for_task("t-grade");
         let shell = Shell {
