@@ -171,7 +171,7 @@ impl RepoCache {
         let thread = std::thread::Builder::new()
             .name("onebash-prepare".to_owned())
             .spawn(move || {
-                lower_priority();
+                crate::blocking::lower_priority();
                 for (mirror, base) in order {
                     let stores = StoreDir::for_mirror(&mirror);
                     let Some(store) = stores.find(base, history) else {
@@ -231,7 +231,7 @@ impl RepoCache {
             return Some(oid);
         }
         let (mirror, rev_c) = (mirror.to_owned(), rev.to_owned());
-        let found = tokio::task::spawn_blocking(move || {
+        let found = crate::blocking::spawn(move || {
             let repo = Repository::open_bare(&mirror).ok()?;
             let oid = Oid::from_str(&rev_c).ok()?;
             repo.find_commit(oid).ok().map(|_| oid)
@@ -263,7 +263,7 @@ impl RepoCache {
         let (dest_c, commit, history) = (dest.to_owned(), ensured.commit, self.history);
         let planned = self.planned.get(location).cloned().unwrap_or_default();
         let fixed = Arc::clone(&self.fixed);
-        let made = tokio::task::spawn_blocking(move || {
+        let made = crate::blocking::spawn(move || {
             let stores = StoreDir::for_mirror(&mirror);
             let store = stores
                 .ensure(&mirror, commit, history, &planned)
@@ -327,7 +327,7 @@ impl RepoCache {
         let already_fetched = *fetched;
         let (location_c, rev_c, mirror_c) =
             (location.to_owned(), rev.to_owned(), mirror.to_owned());
-        let ensured = tokio::task::spawn_blocking(move || {
+        let ensured = crate::blocking::spawn(move || {
             ensure_commit(&mirror_c, &location_c, &rev_c, already_fetched)
         })
         .await
@@ -640,17 +640,6 @@ impl Drop for Preparer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// Nice 10 for the calling thread (and the programs it starts): work done
-/// ahead yields to the tasks' own.
-fn lower_priority() {
-    // SAFETY: gettid has no preconditions; setpriority of the calling
-    // thread's own id only changes its scheduling.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 

@@ -215,11 +215,8 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         cmd.pre_exec(move || child_setup.apply());
     }
     let start = Instant::now();
-    let spawned = cmd.spawn();
-    // The command holds our copies of the pipe's write end: drop it so the
-    // pipe reaches end-of-file once the child's copies are closed.
-    drop(cmd);
-    let mut child = spawned.map_err(|source| ExecError::Spawn {
+    let spawned = spawn_off_worker(cmd).await;
+    let (mut child, _starter) = spawned.map_err(|source| ExecError::Spawn {
         program: spec.program.to_string_lossy().into_owned(),
         cwd: spec.cwd.display().to_string(),
         source,
@@ -284,6 +281,50 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         duration,
         output,
     })
+}
+
+/// Starts `cmd` on a thread of its own. `fork` copies the page tables of
+/// the whole process and waits for the page faults of every other thread:
+/// with 32 checkouts in flight it took up to 0.7 s here, and on an async
+/// worker it would hold up every other task's timers and output reads
+/// (`scripts/bench.sh` section `lateness`). Not a blocking thread of
+/// [`crate::blocking`]: the child would inherit its lower priority.
+///
+/// The thread lives until the returned [`Starter`] is dropped: a parent
+/// death signal (bwrap's `--die-with-parent`) fires when the *thread* that
+/// started the child ends, so it must outlive the command.
+async fn spawn_off_worker(mut cmd: Command) -> std::io::Result<(tokio::process::Child, Starter)> {
+    let runtime = tokio::runtime::Handle::current();
+    let (sent, spawned) = tokio::sync::oneshot::channel();
+    let (done, ended) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("onebash-spawn".to_owned())
+        .spawn(move || {
+            let started = {
+                // The child is watched by this runtime's process driver.
+                let _entered = runtime.enter();
+                cmd.spawn()
+            };
+            // The command holds our copies of the pipe's write end: drop it
+            // so the pipe reaches end-of-file once the child's are closed.
+            drop(cmd);
+            let waits = started.is_ok();
+            let _ = sent.send(started);
+            if waits {
+                let _ = ended.blocking_recv();
+            }
+        })?;
+    let child = spawned.await.unwrap_or_else(|_| {
+        Err(std::io::Error::other(
+            "the thread starting the command ended",
+        ))
+    })?;
+    Ok((child, Starter { _done: done }))
+}
+
+/// Keeps the thread that started a command until the command is over.
+struct Starter {
+    _done: tokio::sync::oneshot::Sender<()>,
 }
 
 /// Runs a short program to completion with an empty environment and no

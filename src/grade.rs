@@ -186,7 +186,6 @@ pub async fn run_tests(
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
     use std::sync::Mutex;
 
     use super::*;
@@ -242,7 +241,7 @@ mod tests {
         }
 
         fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-            let found = relative == PathBuf::from("report.xml");
+            let found = relative == Path::new("report.xml");
             Box::pin(async move {
                 if found {
                     Ok(

@@ -19,6 +19,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod blocking;
 pub mod checkout;
 pub mod cli;
 pub mod commands;

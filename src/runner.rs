@@ -173,13 +173,13 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     // Its cgroup goes with the task: removing one waits for its processes.
     let limits = Arc::clone(&run.limits);
     drop(run);
-    let _ = tokio::task::spawn_blocking(move || drop(limits)).await;
+    let _ = crate::blocking::spawn(move || drop(limits)).await;
     row
 }
 
 /// Deletes a working copy (thousands of files) on a blocking thread.
 async fn remove_off_worker(dir: PathBuf) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+    crate::blocking::spawn(move || match std::fs::remove_dir_all(&dir) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
         _ => Ok(()),
     })
@@ -438,7 +438,7 @@ impl TaskRun<'_> {
     async fn kill_left_behind(&self) {
         // Both read /proc or the cgroup, and wait a little between rounds.
         let (limits, mark) = (Arc::clone(&self.limits), self.mark.clone());
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = crate::blocking::spawn(move || {
             limits.kill_all();
             kill_marked_processes(&mark)
         })

@@ -284,7 +284,7 @@ impl TrajectoryWriter {
     /// Opens `path` for appending (making its folder), on a blocking thread.
     pub async fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
         let owned = path.to_owned();
-        let file = tokio::task::spawn_blocking(move || {
+        let file = crate::blocking::spawn(move || {
             if let Some(dir) = owned.parent() {
                 std::fs::create_dir_all(dir)?;
             }
@@ -294,7 +294,7 @@ impl TrajectoryWriter {
         .map_err(std::io::Error::other)??;
         let (lines, mut queued) = tokio::sync::mpsc::channel(QUEUED_LINES);
         let shown = path.display().to_string();
-        let writer = tokio::task::spawn_blocking(move || {
+        let writer = crate::blocking::spawn(move || {
             let mut file = file;
             let mut first_error = None;
             while let Some(message) = queued.blocking_recv() {

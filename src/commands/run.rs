@@ -239,7 +239,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     interrupts.abort();
     display.finish();
     // The fix under way may take a while on a big repo: not on a worker.
-    let _ = tokio::task::spawn_blocking(move || drop(preparer)).await;
+    let _ = crate::blocking::spawn(move || drop(preparer)).await;
     // Working copies live in the run's workdirs folder while their tasks
     // run; drop it when none was kept (remove_dir only removes an empty one),
     // with the thin packs fixed there, and the packs copied there when the

@@ -58,7 +58,7 @@ impl HostWorkspace {
     ) -> BoxFuture<'_, Result<T, GitError>> {
         let checkout = self.checkout.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || job(&checkout))
+            crate::blocking::spawn(move || job(&checkout))
                 .await
                 .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
         })
@@ -121,7 +121,7 @@ impl Workspace for HostWorkspace {
                 return Ok(());
             }
             // Thousands of files: not on an async worker.
-            tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+            crate::blocking::spawn(move || match std::fs::remove_dir_all(&dir) {
                 Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
                 _ => Ok(()),
             })

@@ -1,0 +1,61 @@
+//! The harness's own blocking work (checkouts and other git work, deleting
+//! working copies, trajectory files, killing what a task left behind), on
+//! tokio's blocking threads at nice 10.
+//!
+//! The async workers keep the time onebash reports: command timeouts,
+//! durations, output reads. With 2 cores and 32 checkouts of a large repo
+//! at once, blocking threads at the workers' priority starved them, and a
+//! command's kill came up to 0.8 s after its timeout (`scripts/bench.sh`
+//! section `lateness`). At nice 10 a busy blocking thread yields to a
+//! worker that wakes. The agent's and the tests' commands are started from
+//! the workers, so they keep the normal priority; programs started from
+//! here (git) inherit the lower one.
+
+use std::cell::Cell;
+
+/// Runs `job` on a blocking thread at nice 10.
+pub fn spawn<T, F>(job: F) -> tokio::task::JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        lower_priority();
+        job()
+    })
+}
+
+thread_local! {
+    static LOWERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Nice 10 for the calling thread, once (a thread's priority can be
+/// lowered without privileges, not raised again, and blocking threads are
+/// reused).
+pub fn lower_priority() {
+    if LOWERED.with(|lowered| lowered.replace(true)) {
+        return;
+    }
+    // SAFETY: gettid has no preconditions; setpriority of the calling
+    // thread's own id only changes its scheduling.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn blocking_work_runs_at_nice_10() {
+        let nice = super::spawn(|| {
+            // SAFETY: getpriority of the calling thread has no preconditions.
+            unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+        })
+        .await
+        .expect("joined");
+        // SAFETY: as above.
+        let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+        assert_eq!(nice, (own + 10).min(19), "this thread: {own}");
+    }
+}
