@@ -24,7 +24,10 @@ use crate::events::{Cancel, EventSink, Phase, RunEvent};
 use crate::exec::{CommandContext, CommandEnv, CommandSpec, kill_marked_processes, run_command};
 use crate::grade::{run_tests, test_timeout};
 use crate::limits::TaskLimits;
-use crate::results::{ExitReason, ResultRow, RunFolder, Status, one_line, round_seconds};
+use crate::results::{
+    ExitReason, PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY,
+    one_line, round_seconds,
+};
 use crate::sandbox::Confinement;
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
@@ -129,7 +132,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
         epoch,
     });
     let trajectory = std::fs::create_dir_all(&run.dir)
-        .and_then(|()| TrajectoryWriter::create(&run.dir.join("trajectory.jsonl")));
+        .and_then(|()| TrajectoryWriter::create(&run.dir.join(TRAJECTORY)));
     let mut trajectory = match trajectory {
         Ok(writer) => writer,
         Err(err) => {
@@ -338,8 +341,7 @@ impl TaskRun<'_> {
         row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
         match tested {
             Ok(outcome) => {
-                if let Err(err) = std::fs::write(self.dir.join("test.log"), &outcome.record.output)
-                {
+                if let Err(err) = std::fs::write(self.dir.join(TEST_LOG), &outcome.record.output) {
                     row.error = one_line(&format!("failed to save the test log: {err}"));
                 }
                 row.test_exit_code = Some(outcome.record.exit_code);
@@ -360,7 +362,7 @@ impl TaskRun<'_> {
                 });
                 if let Some(per_test) = &per_test {
                     let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
-                    if let Err(err) = std::fs::write(self.dir.join("tests.json"), text) {
+                    if let Err(err) = std::fs::write(self.dir.join(TESTS_JSON), text) {
                         row.error = one_line(&format!("failed to save tests.json: {err}"));
                     }
                 }
@@ -368,7 +370,7 @@ impl TaskRun<'_> {
                     test_patch_files: outcome.test_patch_files,
                     test_patch_method: outcome.test_patch_method.map(str::to_owned),
                     record: outcome.record,
-                    log_path: "test.log".to_owned(),
+                    log_path: TEST_LOG.to_owned(),
                     per_test,
                 });
             }
@@ -391,10 +393,10 @@ impl TaskRun<'_> {
             .map_err(|err| err.to_string())
             .and_then(|diff| diff.map_err(|err| err.to_string()))
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
-        std::fs::write(self.dir.join("patch.diff"), &diff)
+        std::fs::write(self.dir.join(PATCH_DIFF), &diff)
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
         trajectory.write(&Event::Diff {
-            path: "patch.diff".to_owned(),
+            path: PATCH_DIFF.to_owned(),
             bytes: diff.len(),
         });
         Ok(())
