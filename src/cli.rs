@@ -9,7 +9,9 @@ use crate::checkout::History;
 use crate::sandbox::SandboxMode;
 
 /// `--provider`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Provider {
     Openai,

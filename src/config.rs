@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::agent::model::RequestSettings;
@@ -18,6 +18,7 @@ use crate::checkout::History;
 use crate::cli::{Provider, RunArgs};
 use crate::limits::{Enforcement, LimitPlan, Limits};
 use crate::prompt::{PromptError, PromptVariant};
+use crate::results::RunFolder;
 use crate::sandbox::{PRIVATE_DIRS, Sandbox, SandboxMode};
 use crate::task::{LoadOptions, TaskFileError, TaskSpec, load_tasks};
 
@@ -138,7 +139,7 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 }
 
 /// `--shard K/N`: 1-based K of N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     pub index: usize,
     pub count: usize,
@@ -444,11 +445,10 @@ fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoic
     }
     if let Some(dir) = args.model.strip_prefix("replay:") {
         let run_dir = PathBuf::from(dir);
-        if !run_dir.join("run.json").is_file() {
+        if let Err(message) = RunFolder::open(&run_dir) {
             return Err(ConfigError::Usage(format!(
-                "--model {}: {} is not a run folder (no run.json)",
-                args.model,
-                run_dir.display()
+                "--model {}: {message}",
+                args.model
             )));
         }
         return Ok(ModelChoice::Replay {
@@ -571,7 +571,7 @@ fn default_out_dir(model: &str, prompt: &str) -> PathBuf {
 
 fn check_out_dir(dir: &Path, resume: bool) -> Result<(), ConfigError> {
     if resume {
-        if dir.join("run.json").is_file() {
+        if RunFolder::open(dir).is_ok() {
             return Ok(());
         }
         return Err(ConfigError::Usage(format!(

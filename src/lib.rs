@@ -15,7 +15,10 @@
 //! settings; [`runner`] runs many tasks at once and emits [`events`], which
 //! [`progress`] shows and `commands::run` writes to results.csv; every step
 //! of a task is recorded by [`trajectory`]; after the agent phase, [`audit`]
-//! flags the commands that probed the repo's history past the base.
+//! flags the commands that probed the repo's history past the base. The
+//! commands that read a run folder back find its files through
+//! `results::RunFolder` and read them as the types that wrote them:
+//! [`trajectory::Event`], [`manifest::RunManifest`], `results::ResultRow`.
 
 pub mod agent;
 pub mod audit;
@@ -29,6 +32,7 @@ pub mod events;
 pub mod exec;
 pub mod grade;
 pub mod limits;
+pub mod manifest;
 pub mod progress;
 pub mod prompt;
 pub mod results;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::manifest::RunManifest;
 use crate::task::TaskId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +40,17 @@ pub enum ExitReason {
     Interrupted,
     /// onebash itself failed (a bug): the row says so rather than vanish.
     InternalError,
+}
+
+impl Status {
+    /// The CSV word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Error => "error",
+        }
+    }
 }
 
 impl ExitReason {
@@ -162,7 +174,16 @@ pub fn one_line(message: &str) -> String {
     }
 }
 
-/// The run folder's layout.
+/// Names of the files in a (task, epoch) folder. The trajectory's `diff`
+/// and `test` events give the last two relative to that folder.
+pub const TRAJECTORY: &str = "trajectory.jsonl";
+pub const PATCH_DIFF: &str = "patch.diff";
+pub const TEST_LOG: &str = "test.log";
+pub const TESTS_JSON: &str = "tests.json";
+
+/// The run folder's layout: the one place that knows where each file of a
+/// run lives (docs/results.md), for the run that writes them and for every
+/// command that reads them back.
 #[derive(Debug, Clone)]
 pub struct RunFolder {
     root: PathBuf,
@@ -182,6 +203,26 @@ impl RunFolder {
         }
     }
 
+    /// An existing run folder, to read. A run (and a merge) writes run.json
+    /// before anything else, so a folder without one is not a run folder,
+    /// or not yet one.
+    pub fn open(root: &Path) -> Result<RunFolder, String> {
+        let folder = RunFolder::at(root);
+        if !root.is_dir() {
+            return Err(format!(
+                "{} is not a run folder: no such folder\nhint: name the folder `onebash run -o` wrote",
+                root.display()
+            ));
+        }
+        if !folder.run_json().is_file() {
+            return Err(format!(
+                "{} is not a run folder (no run.json)\nhint: name the folder `onebash run -o` wrote",
+                root.display()
+            ));
+        }
+        Ok(folder)
+    }
+
     /// Makes the folder, and its parents, where missing.
     pub fn create_dir(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.root)
@@ -199,20 +240,52 @@ impl RunFolder {
         self.root.join("run.json")
     }
 
+    /// `tasks/`: a folder per task, one per epoch inside.
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.root.join("tasks")
+    }
+
     /// `tasks/<id>/epoch-<k>/`: trajectory, diff and test log of one (task, epoch).
     pub fn task_dir(&self, task: &TaskId, epoch: u32) -> PathBuf {
-        self.root
-            .join("tasks")
+        self.tasks_dir()
             .join(task.as_str())
             .join(format!("epoch-{epoch}"))
     }
 
-    /// Writes `run.json` whole, through a temporary file and a rename.
-    pub fn write_run_json(&self, value: &serde_json::Value) -> std::io::Result<()> {
+    pub fn trajectory(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(TRAJECTORY)
+    }
+
+    pub fn patch_diff(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(PATCH_DIFF)
+    }
+
+    /// The SWE-bench predictions of one epoch: `predictions.jsonl` for the
+    /// first, `predictions.epoch-<k>.jsonl` for the others.
+    pub fn predictions(&self, epoch: u32) -> PathBuf {
+        if epoch == 1 {
+            self.root.join("predictions.jsonl")
+        } else {
+            self.root.join(format!("predictions.epoch-{epoch}.jsonl"))
+        }
+    }
+
+    /// Reads run.json.
+    pub fn read_manifest(&self) -> Result<RunManifest, String> {
+        let path = self.run_json();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|err| format!("failed to read {}: {err}", path.display()))
+    }
+
+    /// Writes run.json whole, through a temporary file and a rename.
+    pub fn write_manifest(&self, manifest: &RunManifest) -> std::io::Result<()> {
         let tmp = self.root.join("run.json.tmp");
-        let mut text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-        text.push(b'\n');
-        std::fs::write(&tmp, text)?;
+        std::fs::write(
+            &tmp,
+            manifest.to_json_text().map_err(std::io::Error::other)?,
+        )?;
         std::fs::rename(&tmp, self.run_json())
     }
 }
@@ -332,8 +405,7 @@ pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> std::io::Res
         let mut text = String::new();
         for row in rows {
             let patch =
-                std::fs::read_to_string(folder.task_dir(&row.task_id, epoch).join("patch.diff"))
-                    .unwrap_or_default();
+                std::fs::read_to_string(folder.patch_diff(&row.task_id, epoch)).unwrap_or_default();
             let line = serde_json::json!({
                 "instance_id": row.task_id,
                 "model_name_or_path": row.model,
@@ -342,13 +414,8 @@ pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> std::io::Res
             text.push_str(&line.to_string());
             text.push('\n');
         }
-        let name = if epoch == 1 {
-            "predictions.jsonl".to_owned()
-        } else {
-            format!("predictions.epoch-{epoch}.jsonl")
-        };
-        let path = folder.root().join(&name);
-        let tmp = folder.root().join(format!("{name}.tmp"));
+        let path = folder.predictions(epoch);
+        let tmp = path.with_extension("jsonl.tmp");
         std::fs::write(&tmp, text)?;
         std::fs::rename(&tmp, &path)?;
     }
@@ -384,6 +451,31 @@ pub const COLUMNS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every reader opens a run folder the same way: one with run.json is
+    /// one, anything else is refused with a message that says why.
+    #[test]
+    fn only_a_folder_with_run_json_opens_as_a_run_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = RunFolder::open(&dir.path().join("nope")).expect_err("no folder");
+        assert!(missing.contains("no such folder"), "{missing}");
+        let empty = RunFolder::open(dir.path()).expect_err("no run.json");
+        assert!(empty.contains("not a run folder (no run.json)"), "{empty}");
+        std::fs::write(dir.path().join("run.json"), "{}").expect("write");
+        let folder = RunFolder::open(dir.path()).expect("a run folder");
+        let task = TaskId::parse("t1").expect("id");
+        assert_eq!(
+            folder.trajectory(&task, 2),
+            dir.path().join("tasks/t1/epoch-2/trajectory.jsonl")
+        );
+        assert_eq!(folder.predictions(1), dir.path().join("predictions.jsonl"));
+        assert_eq!(
+            folder.predictions(3),
+            dir.path().join("predictions.epoch-3.jsonl")
+        );
+        // run.json that is not a manifest opens, but does not read.
+        assert!(folder.read_manifest().is_err());
+    }
 
     fn row() -> ResultRow {
         let id = TaskId::parse("t1").expect("id");

@@ -42,11 +42,8 @@ impl ResumePlan {
 /// can be read and its settings that decide outcomes are this run's. Reads
 /// only, so it can come before anything else a run does.
 pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), String> {
-    let run_json = std::fs::read_to_string(folder.run_json())
-        .map_err(|err| format!("failed to read {}: {err}", folder.run_json().display()))?;
-    let before: Value = serde_json::from_str(&run_json)
-        .map_err(|err| format!("failed to read {}: {err}", folder.run_json().display()))?;
-    let differences = compare_fingerprints(&before["fingerprint"], &config.fingerprint());
+    let before = folder.read_manifest()?;
+    let differences = compare_fingerprints(&before.fingerprint, &config.fingerprint());
     if !differences.is_empty() {
         return Err(format!(
             "refusing to resume {}: its settings differ from this run's:\n{}\nhint: resume with the same settings, or start a new run folder",

@@ -25,7 +25,10 @@ use crate::events::{Cancel, EventSink, Phase, RunEvent};
 use crate::exec::{CommandEnv, kill_marked_processes};
 use crate::grade::{run_tests, test_timeout};
 use crate::limits::TaskLimits;
-use crate::results::{ExitReason, ResultRow, RunFolder, Status, one_line, round_seconds};
+use crate::results::{
+    ExitReason, PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY,
+    one_line, round_seconds,
+};
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
 
@@ -132,7 +135,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
         task: task.id.clone(),
         epoch,
     });
-    let trajectory = TrajectoryWriter::create(&run.dir.join("trajectory.jsonl")).await;
+    let trajectory = TrajectoryWriter::create(&run.dir.join(TRAJECTORY)).await;
     let mut trajectory = match trajectory {
         Ok(writer) => writer,
         Err(err) => {
@@ -359,8 +362,7 @@ impl TaskRun<'_> {
         row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
         match tested {
             Ok(outcome) => {
-                if let Err(err) = std::fs::write(self.dir.join("test.log"), &outcome.record.output)
-                {
+                if let Err(err) = std::fs::write(self.dir.join(TEST_LOG), &outcome.record.output) {
                     row.error = one_line(&format!("failed to save the test log: {err}"));
                 }
                 row.test_exit_code = Some(outcome.record.exit_code);
@@ -381,7 +383,7 @@ impl TaskRun<'_> {
                 });
                 if let Some(per_test) = &per_test {
                     let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
-                    if let Err(err) = std::fs::write(self.dir.join("tests.json"), text) {
+                    if let Err(err) = std::fs::write(self.dir.join(TESTS_JSON), text) {
                         row.error = one_line(&format!("failed to save tests.json: {err}"));
                     }
                 }
@@ -390,7 +392,7 @@ impl TaskRun<'_> {
                         test_patch_files: outcome.test_patch_files,
                         test_patch_method: outcome.test_patch_method.map(str::to_owned),
                         record: outcome.record,
-                        log_path: "test.log".to_owned(),
+                        log_path: TEST_LOG.to_owned(),
                         per_test,
                     })
                     .await;
@@ -412,11 +414,11 @@ impl TaskRun<'_> {
             .diff()
             .await
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
-        std::fs::write(self.dir.join("patch.diff"), &diff)
+        std::fs::write(self.dir.join(PATCH_DIFF), &diff)
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
         trajectory
             .write(&Event::Diff {
-                path: "patch.diff".to_owned(),
+                path: PATCH_DIFF.to_owned(),
                 bytes: diff.len(),
             })
             .await;

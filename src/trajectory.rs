@@ -5,6 +5,10 @@
 //! at most the lines in flight. The format is documented in docs/trajectory.md; bump
 //! [`FORMAT_VERSION`] when it changes incompatibly. It does not decide what
 //! happens, only records it.
+//!
+//! Also owns the one reader of a trajectory ([`read_trajectory`]): every
+//! command that looks back at a run (`show`, `report`, replay, the HTML
+//! transcripts) gets typed [`Event`]s from it, never raw JSON.
 
 use std::fs::File;
 use std::io::Write;
@@ -51,7 +55,7 @@ impl std::ops::AddAssign for Usage {
 }
 
 /// A command's record: what ran and how it ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandRecord {
     pub command: String,
     pub exit_code: i32,
@@ -82,7 +86,12 @@ impl CommandRecord {
 }
 
 /// One line of the trajectory.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+///
+/// Read back as well as written: a field added after the first version
+/// must be optional or `#[serde(default)]` (docs/trajectory.md says what
+/// older files lack), and the golden files of `tests/fixtures/` must still
+/// read (the tests below).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// Always first.
@@ -115,7 +124,9 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         objects: Option<u64>,
         duration_s: f64,
-        /// Whether this task fetched the repo (the first of the run to need it).
+        /// Whether this task fetched the repo (the first of the run to need
+        /// it); absent in the first trajectories.
+        #[serde(default)]
         fetched: bool,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         warning: Option<String>,
@@ -188,7 +199,10 @@ pub enum Event {
         usage: Usage,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         cost_usd: Option<f64>,
+        /// Absent in trajectories from before retries.
+        #[serde(default)]
         retries: u32,
+        #[serde(default)]
         retry_wait_s: f64,
         duration_s: f64,
         #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -232,9 +246,13 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         error: Option<String>,
     },
+    /// Read only: an event of a kind this version does not know, written
+    /// by a newer onebash. Readers skip it; it is never written.
+    #[serde(other, skip_serializing)]
+    Unknown,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptInfo {
     pub name: String,
     pub sha256: String,
@@ -436,55 +454,372 @@ impl TrajectoryWriter {
     }
 }
 
-/// Reads a trajectory back as raw JSON events (one per line), skipping a
-/// torn last line.
-pub fn read_events(path: &Path) -> std::io::Result<Vec<Value>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect())
+/// Why a trajectory cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("failed to read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A line of a known kind that does not fit its event: written by
+    /// something other than onebash, or a field was renamed.
+    #[error("failed to read {}:{line}: {source}", path.display())]
+    Event {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+}
+
+/// Reads a trajectory back, in file order. A line that is not JSON (the
+/// last one, torn by a crash) is skipped; an event of an unknown kind reads
+/// as [`Event::Unknown`]; a line of a known kind that does not fit it is an
+/// error naming the line, so a mismatch between writer and reader shows.
+pub fn read_trajectory(path: &Path) -> Result<Vec<Event>, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut events = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        match serde_json::from_str::<Event>(line) {
+            Ok(event) => events.push(event),
+            Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() => {}
+            Err(source) => {
+                return Err(ReadError::Event {
+                    path: path.to_owned(),
+                    line: index + 1,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(events)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::BTreeSet;
 
+    use super::*;
+    use crate::audit::ProbeKind;
+    use serde_json::json;
+
+    /// A trajectory written by the onebash of the first typed reader: one
+    /// event of every kind, every optional field given.
+    const GOLDEN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/trajectory.jsonl"
+    );
+    /// A whole run that version made (an Anthropic run against a scripted
+    /// server): the events as a real run writes them.
+    const GOLDEN_RUN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/run/tasks/calc-divide-by-zero/epoch-1/trajectory.jsonl"
+    );
+
+    fn record(command: &str) -> CommandRecord {
+        CommandRecord {
+            command: command.to_owned(),
+            exit_code: 137,
+            signal: Some(9),
+            timed_out: true,
+            duration_s: 1.25,
+            output: "out\n".to_owned(),
+            output_bytes: 4,
+            output_lines: 1,
+        }
+    }
+
+    fn usage() -> Usage {
+        Usage {
+            prompt_tokens: 100,
+            completion_tokens: 20,
+            total_tokens: 120,
+            cached_tokens: 40,
+            cache_write_tokens: 10,
+        }
+    }
+
+    fn probe(kind: ProbeKind, reason: &str) -> Probe {
+        Probe {
+            kind,
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// One event of every kind with every optional field set, so that a
+    /// field renamed on one side only is missed by the other.
+    fn every_event() -> Vec<Event> {
+        vec![
+            Event::Header {
+                format_version: FORMAT_VERSION,
+                onebash_version: "0.1.0".to_owned(),
+                task: json!({"id": "t1", "repo": "r"}),
+                epoch: 2,
+                model: "m".to_owned(),
+                provider: "anthropic".to_owned(),
+                prompt: PromptInfo {
+                    name: "default".to_owned(),
+                    sha256: "abc".to_owned(),
+                },
+                repo: "/repos/r".to_owned(),
+                base_commit: "HEAD~1".to_owned(),
+                request_template: json!({"url": "http://x", "model": "m"}),
+                settings: json!({"max_turns": 5}),
+            },
+            Event::Checkout {
+                commit: "c0ffee".to_owned(),
+                head: Some("beef".to_owned()),
+                history: Some(History::None),
+                objects: Some(42),
+                duration_s: 0.5,
+                fetched: true,
+                warning: Some("stale mirror".to_owned()),
+            },
+            Event::Setup(record("make setup")),
+            Event::System {
+                content: "You fix bugs.".to_owned(),
+            },
+            Event::Message {
+                turn: 0,
+                message: json!({"role": "user", "content": "Fix it."}),
+            },
+            Event::ModelRetry {
+                turn: 1,
+                retry: 1,
+                status: Some(529),
+                error: "overloaded".to_owned(),
+                wait_s: 2.5,
+            },
+            Event::ModelCall {
+                turn: 1,
+                latency_s: 0.75,
+                usage: usage(),
+                finish_reason: Some("tool_use".to_owned()),
+                response_id: Some("msg_1".to_owned()),
+            },
+            Event::Message {
+                turn: 1,
+                message: json!({"role": "assistant", "content": [{"type": "text", "text": "Looking."}]}),
+            },
+            Event::Command {
+                turn: 1,
+                tool_call_id: "call_1".to_owned(),
+                record: record("git log --all"),
+                shown_chars: 3,
+            },
+            Event::ReplayDivergence {
+                turn: 1,
+                tool_call_id: "call_1".to_owned(),
+                recorded_output: "a\n".to_owned(),
+                output: "b\n".to_owned(),
+            },
+            Event::ToolError {
+                turn: 1,
+                tool_call_id: "call_2".to_owned(),
+                error: "unknown tool".to_owned(),
+            },
+            Event::ModelError {
+                turn: 2,
+                latency_s: 3.5,
+                error: "HTTP 500".to_owned(),
+            },
+            Event::AgentEnd {
+                exit_reason: ExitReason::ApiError,
+                turns: 2,
+                tool_calls: 2,
+                usage: usage(),
+                cost_usd: Some(0.25),
+                retries: 1,
+                retry_wait_s: 2.5,
+                duration_s: 9.5,
+                error: Some("HTTP 500".to_owned()),
+            },
+            Event::Audit {
+                history_probes: vec![ProbedCommand {
+                    turn: 1,
+                    tool_call_id: "call_1".to_owned(),
+                    command: "git log --all".to_owned(),
+                    probes: vec![probe(ProbeKind::AllRefs, "git log --all")],
+                }],
+                setup_probes: vec![probe(ProbeKind::GitFetch, "git fetch")],
+            },
+            Event::Diff {
+                path: "patch.diff".to_owned(),
+                bytes: 10,
+            },
+            Event::Test {
+                test_patch_files: Some(vec!["tests/test_a.py".to_owned()]),
+                test_patch_method: Some("git apply --3way".to_owned()),
+                record: record("pytest"),
+                log_path: "test.log".to_owned(),
+                per_test: Some(json!({"statuses": {"test_a": "passed"}, "verdict": "resolved"})),
+            },
+            Event::End {
+                status: Status::Error,
+                passed: false,
+                exit_reason: ExitReason::ApiError,
+                wall_s: 12.5,
+                error: Some("HTTP 500".to_owned()),
+            },
+        ]
+    }
+
+    /// The `event` word of each kind. The match has no catch-all, so a new
+    /// variant does not compile until it is named here, and
+    /// `every_kind_is_documented_and_in_the_golden_file` then wants it in
+    /// docs/trajectory.md and in `every_event`.
+    fn kind(event: &Event) -> &'static str {
+        match event {
+            Event::Header { .. } => "header",
+            Event::Checkout { .. } => "checkout",
+            Event::Setup(_) => "setup",
+            Event::Message { .. } => "message",
+            Event::ModelCall { .. } => "model_call",
+            Event::System { .. } => "system",
+            Event::ModelRetry { .. } => "model_retry",
+            Event::ModelError { .. } => "model_error",
+            Event::Command { .. } => "command",
+            Event::ReplayDivergence { .. } => "replay_divergence",
+            Event::ToolError { .. } => "tool_error",
+            Event::AgentEnd { .. } => "agent_end",
+            Event::Audit { .. } => "audit",
+            Event::Diff { .. } => "diff",
+            Event::Test { .. } => "test",
+            Event::End { .. } => "end",
+            Event::Unknown => "unknown",
+        }
+    }
+
+    /// The event kinds docs/trajectory.md's table lists.
+    fn documented_kinds() -> BTreeSet<String> {
+        let doc = include_str!("../docs/trajectory.md");
+        let table = &doc[doc.find("## Events").expect("an Events section")..];
+        table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split_once('`'))
+            .map(|(kind, _)| kind.to_owned())
+            .collect()
+    }
+
+    /// Each line of a file as JSON, without the `ts` the writer adds.
+    fn lines_without_ts(path: &str) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .expect("golden file")
+            .lines()
+            .map(|line| {
+                let mut value: Value = serde_json::from_str(line).expect("a JSON line");
+                value.as_object_mut().expect("an object").remove("ts");
+                value
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kind_is_documented_and_in_the_golden_file() {
+        let sampled: BTreeSet<String> = every_event()
+            .iter()
+            .map(|event| {
+                assert_eq!(
+                    serde_json::to_value(event).expect("serialize")["event"],
+                    kind(event)
+                );
+                kind(event).to_owned()
+            })
+            .collect();
+        assert_eq!(sampled, documented_kinds());
+        let golden: BTreeSet<String> = read_trajectory(Path::new(GOLDEN))
+            .expect("golden trajectory")
+            .iter()
+            .map(|event| kind(event).to_owned())
+            .collect();
+        assert_eq!(golden, documented_kinds());
+    }
+
+    /// What the writer writes, the reader reads back whole.
     #[tokio::test]
-    async fn events_are_tagged_lines_with_timestamps() {
+    async fn every_event_round_trips_through_the_writer_and_the_reader() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.jsonl");
         let mut writer = TrajectoryWriter::create(&path).await.expect("create");
-        writer
-            .write(&Event::Message {
-                turn: 1,
-                message: serde_json::json!({"role": "user", "content": "hi"}),
-            })
-            .await;
-        writer
-            .write(&Event::AgentEnd {
-                exit_reason: ExitReason::MaxTurns,
-                turns: 3,
-                tool_calls: 2,
-                usage: Usage::default(),
-                cost_usd: None,
-                retries: 0,
-                retry_wait_s: 0.0,
-                duration_s: 1.5,
-                error: None,
-            })
-            .await;
+        for event in &every_event() {
+            writer.write(event).await;
+        }
+        // Every line is in the file, in order, once the writer answers.
         assert!(writer.error().await.is_none());
-        // Every line is in the file once the writer answers.
-        assert_eq!(read_events(&path).expect("read").len(), 2);
+        assert_eq!(read_trajectory(&path).expect("read"), every_event());
         assert!(writer.finish().await.is_none());
-        let events = read_events(&path).expect("read");
-        assert_eq!(events.len(), 2);
-        assert_eq!(events[0]["event"], "message");
-        assert_eq!(events[0]["message"]["content"], "hi");
-        assert!(events[0]["ts"].as_f64().is_some_and(|ts| ts > 1.6e9));
-        assert_eq!(events[1]["exit_reason"], "max_turns");
-        let parsed: Event = serde_json::from_value(events[1].clone()).expect("round trip");
-        assert!(matches!(parsed, Event::AgentEnd { turns: 3, .. }));
+    }
+
+    /// The golden file reads as the events it was written from: a field
+    /// renamed (or made required) since breaks this test, as it would break
+    /// `show`, `report` and replay on every run folder made before.
+    #[test]
+    fn the_golden_trajectory_still_reads_field_for_field() {
+        assert_eq!(read_whole(GOLDEN), every_event());
+    }
+
+    /// A real run's trajectory has no event the reader does not know and
+    /// loses nothing of any line.
+    #[test]
+    fn a_real_run_trajectory_reads_whole() {
+        let events = read_whole(GOLDEN_RUN);
+        assert!(!events.contains(&Event::Unknown), "{events:?}");
+    }
+
+    /// The events of a file, checked to be its lines (less the time) when
+    /// written again: no field of the file was dropped on the way in.
+    fn read_whole(path: &str) -> Vec<Event> {
+        let events = read_trajectory(Path::new(path)).expect("a trajectory");
+        let written: Vec<Value> = events
+            .iter()
+            .map(|event| serde_json::to_value(event).expect("serialize"))
+            .collect();
+        assert_eq!(written, lines_without_ts(path));
+        events
+    }
+
+    /// Older files lack what was added since, newer ones may hold kinds
+    /// this version does not know, and a crash tears the last line: all
+    /// read. A known kind that does not fit is an error naming its line.
+    #[test]
+    fn older_newer_and_torn_trajectories_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.jsonl");
+        let lines = [
+            r#"{"ts":1.0,"event":"checkout","commit":"abc","duration_s":0.5}"#,
+            r#"{"ts":1.0,"event":"agent_end","exit_reason":"completed","turns":1,"tool_calls":0,"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2},"duration_s":1.0}"#,
+            r#"{"ts":1.0,"event":"sparkle","turn":3}"#,
+            r#"{"ts":1.0,"event":"end","status":"pass"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let events = read_trajectory(&path).expect("read");
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert!(matches!(
+            &events[0],
+            Event::Checkout {
+                head: None,
+                history: None,
+                objects: None,
+                fetched: false,
+                ..
+            }
+        ));
+        assert!(matches!(&events[1], Event::AgentEnd { retries: 0, .. }));
+        assert_eq!(events[2], Event::Unknown);
+
+        std::fs::write(
+            &path,
+            format!("{}\n{{\"event\":\"diff\",\"bytes\":3}}\n", lines[0]),
+        )
+        .expect("write");
+        let err = read_trajectory(&path).expect_err("a diff without its path");
+        assert!(
+            err.to_string().contains("t.jsonl:2: missing field `path`"),
+            "{err}"
+        );
     }
 }

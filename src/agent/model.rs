@@ -419,7 +419,8 @@ impl ModelClient {
                     Protocol::Noop => return Ok(oracle::nothing()),
                     Protocol::Replay(store) => {
                         let recording = store
-                            .recording(&task.id, epoch)
+                            .load(&task.id, epoch)
+                            .await
                             .map_err(ModelError::Malformed)?;
                         let answered = messages
                             .iter()

@@ -6,16 +6,17 @@
 //! the recording did.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::agent::model::{ModelError, ModelReply};
 use crate::agent::{anthropic, openai};
-use crate::results::ExitReason;
+use crate::cli::Provider;
+use crate::results::{ExitReason, RunFolder};
 use crate::task::TaskId;
-use crate::trajectory::{Usage, read_events};
+use crate::trajectory::{Event, Usage, read_trajectory};
 
 /// The message format of the recorded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +47,7 @@ impl Recording {
 
 /// The recorded run, read lazily, one trajectory per (task, epoch).
 pub struct ReplayStore {
-    run_dir: PathBuf,
+    folder: RunFolder,
     pub format: RecordedFormat,
     loaded: Mutex<HashMap<(TaskId, u32), Arc<Recording>>>,
 }
@@ -54,59 +55,58 @@ pub struct ReplayStore {
 impl ReplayStore {
     /// Opens a run folder to replay; reads its protocol from run.json.
     pub fn open(run_dir: &Path) -> Result<ReplayStore, String> {
-        let run_json = std::fs::read_to_string(run_dir.join("run.json")).map_err(|err| {
-            format!(
-                "failed to read {}: {err}\nhint: replay:RUN_DIR names the folder of an earlier run",
-                run_dir.join("run.json").display()
-            )
-        })?;
-        let value: Value = serde_json::from_str(&run_json)
-            .map_err(|err| format!("failed to read {}: {err}", run_dir.display()))?;
-        let format = match value
-            .pointer("/settings/model/provider")
-            .and_then(Value::as_str)
-        {
-            Some("anthropic") => RecordedFormat::Anthropic,
-            _ => RecordedFormat::OpenAi,
+        let folder = RunFolder::open(run_dir)?;
+        let manifest = folder.read_manifest()?;
+        // The oracle and the first runs (no provider yet) spoke OpenAI's format.
+        let format = match manifest.settings.model.provider {
+            Some(Provider::Anthropic) => RecordedFormat::Anthropic,
+            Some(Provider::Openai) | None => RecordedFormat::OpenAi,
         };
         Ok(ReplayStore {
-            run_dir: run_dir.to_owned(),
+            folder,
             format,
             loaded: Mutex::new(HashMap::new()),
         })
     }
 
+    /// The recording of a (task, epoch), read now if no call read it yet.
     pub fn recording(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, String> {
-        let key = (task.clone(), epoch);
+        if let Some(found) = self.cached(task, epoch) {
+            return Ok(found);
+        }
+        let events = read_recorded(&self.folder, task, epoch)?;
+        Ok(self.keep(task, epoch, events))
+    }
+
+    /// [`Self::recording`] from async code: the file (up to megabytes of
+    /// outputs) is read on a blocking thread, not on a worker.
+    pub async fn load(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, String> {
+        if let Some(found) = self.cached(task, epoch) {
+            return Ok(found);
+        }
+        let (folder, owned) = (self.folder.clone(), task.clone());
+        let events = crate::blocking::spawn(move || read_recorded(&folder, &owned, epoch))
+            .await
+            .map_err(|join| join.to_string())??;
+        Ok(self.keep(task, epoch, events))
+    }
+
+    fn cached(&self, task: &TaskId, epoch: u32) -> Option<Arc<Recording>> {
         // The map only caches; a poisoned lock still holds usable data.
-        if let Some(found) = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(Arc::clone(found));
-        }
-        let path = self
-            .run_dir
-            .join("tasks")
-            .join(task.as_str())
-            .join(format!("epoch-{epoch}"))
-            .join("trajectory.jsonl");
-        if !path.is_file() {
-            return Err(format!(
-                "task {task} epoch {epoch} is not in the recording {}",
-                self.run_dir.display()
-            ));
-        }
-        let events = read_events(&path)
-            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
-        let recording = Arc::new(parse(&events));
         self.loaded
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, Arc::clone(&recording));
-        Ok(recording)
+            .get(&(task.clone(), epoch))
+            .cloned()
+    }
+
+    fn keep(&self, task: &TaskId, epoch: u32, events: Vec<Event>) -> Arc<Recording> {
+        let recording = Arc::new(parse(events));
+        self.loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((task.clone(), epoch), Arc::clone(&recording));
+        recording
     }
 
     /// The recorded answer to a history that holds `answered` assistant
@@ -138,34 +138,47 @@ impl ReplayStore {
     }
 }
 
-fn parse(events: &[Value]) -> Recording {
+/// The events of a recorded (task, epoch).
+fn read_recorded(folder: &RunFolder, task: &TaskId, epoch: u32) -> Result<Vec<Event>, String> {
+    let path = folder.trajectory(task, epoch);
+    if !path.is_file() {
+        return Err(format!(
+            "task {task} epoch {epoch} is not in the recording {}",
+            folder.root().display()
+        ));
+    }
+    read_trajectory(&path).map_err(|err| err.to_string())
+}
+
+fn parse(events: Vec<Event>) -> Recording {
     let mut answers = Vec::new();
     let mut outputs = HashMap::new();
     let mut pending_call: Option<(Usage, Option<String>)> = None;
     let mut end = ExitReason::Completed;
     let mut end_error = None;
     for event in events {
-        match event["event"].as_str().unwrap_or("") {
-            "model_call" => {
-                let usage = serde_json::from_value(event["usage"].clone()).unwrap_or_default();
-                let finish = event["finish_reason"].as_str().map(str::to_owned);
-                pending_call = Some((usage, finish));
-            }
-            "message" if event["message"]["role"] == "assistant" => {
+        match event {
+            Event::ModelCall {
+                usage,
+                finish_reason,
+                ..
+            } => pending_call = Some((usage, finish_reason)),
+            Event::Message { message, .. } if message["role"] == "assistant" => {
                 let (usage, finish) = pending_call.take().unwrap_or_default();
-                answers.push((event["message"].clone(), usage, finish));
+                answers.push((message, usage, finish));
             }
-            "command" => {
-                if let (Some(id), Some(output)) =
-                    (event["tool_call_id"].as_str(), event["output"].as_str())
-                {
-                    outputs.insert(id.to_owned(), output.to_owned());
-                }
+            Event::Command {
+                tool_call_id,
+                record,
+                ..
+            } => {
+                outputs.insert(tool_call_id, record.output);
             }
-            "agent_end" => {
-                end = serde_json::from_value(event["exit_reason"].clone())
-                    .unwrap_or(ExitReason::Completed);
-                end_error = event["error"].as_str().map(str::to_owned);
+            Event::AgentEnd {
+                exit_reason, error, ..
+            } => {
+                end = exit_reason;
+                end_error = error;
             }
             _ => {}
         }
@@ -175,5 +188,38 @@ fn parse(events: &[Value]) -> Recording {
         outputs,
         end,
         end_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Anthropic run of tests/fixtures (written by an earlier onebash)
+    /// plays back: its format from run.json, its answers, its command's
+    /// output and how its agent phase ended.
+    #[test]
+    fn a_recorded_anthropic_run_reads_back() {
+        let store = ReplayStore::open(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/run"
+        )))
+        .expect("a run folder");
+        assert_eq!(store.format, RecordedFormat::Anthropic);
+        let task = TaskId::parse("calc-divide-by-zero").expect("an id");
+        let recording = store.recording(&task, 1).expect("the recording");
+        assert_eq!(recording.answers.len(), 2);
+        assert_eq!(recording.answers[0].1.cached_tokens, 40);
+        assert_eq!(recording.answers[0].2.as_deref(), Some("tool_use"));
+        assert_eq!(
+            recording
+                .output_of("toolu_1")
+                .map(|out| out.lines().count()),
+            Some(3)
+        );
+        assert_eq!(recording.end, ExitReason::Completed);
+        let reply = store.answer(&recording, 0).expect("the first answer");
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert!(store.recording(&task, 2).is_err());
     }
 }

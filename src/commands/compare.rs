@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::commands::html;
 use crate::commands::report::{Format, write_output};
-use crate::results::{ResultRow, Status, read_rows};
+use crate::results::{ResultRow, RunFolder, Status, read_rows};
 use crate::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 
 #[derive(Debug, Serialize)]
@@ -63,8 +63,8 @@ pub fn compare(
     format: Format,
     output: Option<&Path>,
 ) -> Result<String, String> {
-    let a = read_rows(&run_a.join("results.csv"))?.rows;
-    let b = read_rows(&run_b.join("results.csv"))?.rows;
+    let a = read_rows(&RunFolder::open(run_a)?.results_csv())?.rows;
+    let b = read_rows(&RunFolder::open(run_b)?.results_csv())?.rows;
     let comparison = build(run_a, &a, run_b, &b);
     let text = match format {
         Format::Json => {

@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::manifest::RunManifest;
 use crate::results::{
     ResultRow, RunFolder, Status, read_rows, write_predictions, write_rows_atomically,
 };
@@ -29,16 +30,17 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
             out.display()
         )));
     }
-    let mut first: Option<(PathBuf, Value, Value)> = None;
+    let mut first: Option<(PathBuf, RunManifest)> = None;
     let mut rows: Vec<ResultRow> = Vec::new();
     let mut owner: HashMap<(TaskId, u32), &Path> = HashMap::new();
     for run in runs {
-        let run_json = read_json(&run.join("run.json"))?;
-        let fingerprint = run_json["fingerprint"].clone();
+        let folder = RunFolder::open(run).map_err(MergeError)?;
+        let manifest = folder.read_manifest().map_err(MergeError)?;
         match &first {
-            None => first = Some((run.clone(), fingerprint, run_json["settings"].clone())),
-            Some((first_run, first_fingerprint, _)) => {
-                let differences = compare_fingerprints(first_fingerprint, &fingerprint);
+            None => first = Some((run.clone(), manifest)),
+            Some((first_run, first_manifest)) => {
+                let differences =
+                    compare_fingerprints(&first_manifest.fingerprint, &manifest.fingerprint);
                 if !differences.is_empty() {
                     return Err(MergeError(format!(
                         "refusing to merge {} with {}: their settings differ:\n{}",
@@ -49,11 +51,11 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
                 }
             }
         }
-        let read = read_rows(&run.join("results.csv")).map_err(MergeError)?;
+        let read = read_rows(&folder.results_csv()).map_err(MergeError)?;
         if read.torn_at.is_some() {
             return Err(MergeError(format!(
                 "{} ends in a torn row (the run was killed)\nhint: finish it first with `onebash run ... -o {} --resume`",
-                run.join("results.csv").display(),
+                folder.results_csv().display(),
                 run.display()
             )));
         }
@@ -71,55 +73,50 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
             rows.push(row);
         }
     }
-    let Some((_, fingerprint, mut settings)) = first else {
+    let Some((_, first)) = first else {
         return Err(MergeError("no run folder to merge".to_owned()));
     };
 
     // The settings are the first shard's, less what was its own.
-    if let Some(map) = settings.as_object_mut() {
-        map.insert("shard".to_owned(), Value::Null);
-        map.insert("out_dir".to_owned(), json!(out.display().to_string()));
-    }
+    let mut settings = first.settings;
+    settings.shard = None;
+    settings.out_dir = out.to_owned();
     let folder = RunFolder::create(out).map_err(|err| io_error(out, err))?;
     for run in runs {
-        let tasks = run.join("tasks");
+        let tasks = RunFolder::at(run).tasks_dir();
         if tasks.is_dir() {
-            copy_tree(&tasks, &out.join("tasks"))?;
+            copy_tree(&tasks, &folder.tasks_dir())?;
         }
     }
     write_rows_atomically(&folder.results_csv(), &rows)
         .map_err(|err| io_error(&folder.results_csv(), err))?;
-    write_predictions(&folder, &rows)
-        .map_err(|err| io_error(&folder.root().join("predictions.jsonl"), err))?;
+    write_predictions(&folder, &rows).map_err(|err| io_error(&folder.predictions(1), err))?;
     let count = |status: Status| rows.iter().filter(|r| r.status == status).count();
-    let run_json = json!({
-        "onebash_version": env!("CARGO_PKG_VERSION"),
-        "merged_at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        "merged_from": runs.iter().map(|r| r.display().to_string()).collect::<Vec<_>>(),
-        "settings": settings,
-        "fingerprint": fingerprint,
-        "summary": {
+    let manifest = RunManifest {
+        onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
+        started_at: None,
+        resumed_at: Vec::new(),
+        merged_at: Some(
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        ),
+        merged_from: runs.iter().map(|r| r.display().to_string()).collect(),
+        settings,
+        fingerprint: first.fingerprint,
+        finished_at: None,
+        interrupted: None,
+        stopped: None,
+        summary: Some(json!({
             "rows": rows.len(),
             "passed": count(Status::Passed),
             "failed": count(Status::Failed),
             "error": count(Status::Error),
-        },
-    });
+        })),
+        peak_rss_bytes: None,
+    };
     folder
-        .write_run_json(&run_json)
+        .write_manifest(&manifest)
         .map_err(|err| io_error(&folder.run_json(), err))?;
     Ok(rows.len())
-}
-
-fn read_json(path: &Path) -> Result<Value, MergeError> {
-    let text = std::fs::read_to_string(path).map_err(|err| {
-        MergeError(format!(
-            "failed to read {}: {err}\nhint: is it a onebash run folder?",
-            path.display()
-        ))
-    })?;
-    serde_json::from_str(&text)
-        .map_err(|err| MergeError(format!("failed to read {}: {err}", path.display())))
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> MergeError {

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::commands::html;
-use crate::results::{ResultRow, Status, read_rows};
+use crate::manifest::RunManifest;
+use crate::results::{ResultRow, RunFolder, Status, read_rows};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
-use crate::trajectory::read_events;
+use crate::trajectory::{Event, read_trajectory};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -102,19 +102,19 @@ pub struct PassAtK {
 /// (always for html, default `RUN_DIR/report.html`, transcript pages in
 /// `transcripts/` next to it), written to a file whose path is returned.
 pub fn report(run: &Path, format: Format, output: Option<&Path>) -> Result<String, String> {
-    let read = read_rows(&run.join("results.csv"))?;
-    let run_json: Value = std::fs::read_to_string(run.join("run.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
-    let report = build(run, &read.rows, &run_json);
+    let folder = RunFolder::open(run)?;
+    let read = read_rows(&folder.results_csv())?;
+    // run.json only names the model of a run without rows: a report of the
+    // rows does not need it to read.
+    let manifest = folder.read_manifest().ok();
+    let report = build(&folder, &read.rows, manifest.as_ref());
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
         Format::Text => render(&report, false),
         Format::Markdown => render(&report, true),
         Format::Html => {
             let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
-            html::write_report(&report, &read.rows, run, &page)?;
+            html::write_report(&report, &read.rows, &folder, &page)?;
             return Ok(format!("{}\n", page.display()));
         }
     };
@@ -131,7 +131,7 @@ pub(crate) fn write_output(path: &Path, text: &str) -> Result<String, String> {
     Ok(format!("{}\n", path.display()))
 }
 
-pub fn build(run: &Path, rows: &[ResultRow], run_json: &Value) -> Report {
+pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>) -> Report {
     let count = |status: Status| rows.iter().filter(|r| r.status == status).count();
     let (passed, failed, error) = (
         count(Status::Passed),
@@ -213,7 +213,7 @@ pub fn build(run: &Path, rows: &[ResultRow], run_json: &Value) -> Report {
         .collect::<std::collections::HashSet<_>>()
         .len();
     Report {
-        run: run.display().to_string(),
+        run: run.root().display().to_string(),
         model: rows.first().map(|r| r.model.clone()),
         prompt: rows.first().map(|r| r.prompt.clone()),
         rows: rows.len(),
@@ -233,10 +233,10 @@ pub fn build(run: &Path, rows: &[ResultRow], run_json: &Value) -> Report {
         pass_at_k,
         history_probes: history_probes(run, rows),
     }
-    .with_run_json(run_json)
+    .with_manifest(manifest)
 }
 
-fn history_probes(run: &Path, rows: &[ResultRow]) -> Option<HistoryProbes> {
+fn history_probes(run: &RunFolder, rows: &[ResultRow]) -> Option<HistoryProbes> {
     let audited: Vec<&ResultRow> = rows.iter().filter(|r| r.history_probes.is_some()).collect();
     if audited.is_empty() {
         return None;
@@ -261,35 +261,29 @@ fn history_probes(run: &Path, rows: &[ResultRow]) -> Option<HistoryProbes> {
 
 /// The kinds of a row's probes, each once, sorted: read from the `audit`
 /// event of its trajectory.
-fn probe_kinds(run: &Path, row: &ResultRow) -> Vec<String> {
-    let path = run
-        .join("tasks")
-        .join(row.task_id.as_str())
-        .join(format!("epoch-{}", row.epoch))
-        .join("trajectory.jsonl");
-    let events = read_events(&path).unwrap_or_default();
-    let Some(audit) = events.iter().rev().find(|e| e["event"] == "audit") else {
+fn probe_kinds(run: &RunFolder, row: &ResultRow) -> Vec<String> {
+    // A trajectory that is gone or unreadable lists no kinds: the counts
+    // come from the rows, the kinds only add detail.
+    let events = read_trajectory(&run.trajectory(&row.task_id, row.epoch)).unwrap_or_default();
+    let Some(history_probes) = events.iter().rev().find_map(|event| match event {
+        Event::Audit { history_probes, .. } => Some(history_probes),
+        _ => None,
+    }) else {
         return Vec::new();
     };
-    let kinds: std::collections::BTreeSet<String> = audit["history_probes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| c["probes"].as_array().into_iter().flatten())
-        .filter_map(|p| p["kind"].as_str().map(str::to_owned))
+    let kinds: std::collections::BTreeSet<&str> = history_probes
+        .iter()
+        .flat_map(|command| &command.probes)
+        .map(|probe| probe.kind.as_str())
         .collect();
-    kinds.into_iter().collect()
+    kinds.into_iter().map(str::to_owned).collect()
 }
 
 impl Report {
     /// Fills what the rows lack (an empty run) from run.json.
-    fn with_run_json(mut self, run_json: &Value) -> Report {
+    fn with_manifest(mut self, manifest: Option<&RunManifest>) -> Report {
         if self.model.is_none() {
-            self.model = run_json
-                .pointer("/settings/model/name")
-                .or_else(|| run_json.pointer("/fingerprint/model"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            self.model = manifest.map(|m| m.settings.model.name().to_owned());
         }
         self
     }
@@ -569,7 +563,7 @@ mod tests {
             row("c", 2, Error),
             row("c", 3, Passed),
         ];
-        let report = build(Path::new("run"), &rows, &Value::Null);
+        let report = build(&RunFolder::at(Path::new("run")), &rows, None);
         assert_eq!((report.passed, report.failed, report.error), (6, 2, 1));
         assert_eq!(report.epochs, 3);
         assert_eq!(report.pass_rate, Some(0.75));
@@ -600,12 +594,12 @@ mod tests {
     #[test]
     fn one_epoch_has_no_pass_at_k_and_an_empty_run_reports() {
         let report = build(
-            Path::new("run"),
+            &RunFolder::at(Path::new("run")),
             &[row("a", 1, Status::Passed)],
-            &Value::Null,
+            None,
         );
         assert!(report.pass_at_k.is_empty());
-        let empty = build(Path::new("run"), &[], &Value::Null);
+        let empty = build(&RunFolder::at(Path::new("run")), &[], None);
         assert_eq!(empty.pass_rate, None);
         assert!(render(&empty, false).contains("pass rate: n/a"));
     }
@@ -623,7 +617,7 @@ mod tests {
         rows[2].history_probes = Some(1);
         // From an older results.csv: not audited.
         rows[3].history_probes = None;
-        let report = build(Path::new("run"), &rows, &Value::Null);
+        let report = build(&RunFolder::at(Path::new("run")), &rows, None);
         let h = report.history_probes.as_ref().expect("audited rows");
         assert_eq!((h.rows_audited, h.rows_with_probes), (3, 2));
         assert_eq!(h.passed_with_probes.len(), 1);
@@ -640,7 +634,7 @@ mod tests {
         // No probes: one line. No audited row: no section at all.
         rows[1].history_probes = Some(0);
         rows[2].history_probes = Some(0);
-        let text = render(&build(Path::new("run"), &rows, &Value::Null), false);
+        let text = render(&build(&RunFolder::at(Path::new("run")), &rows, None), false);
         assert!(
             text.contains("history probes: none in 3 rows; 1 row predates the audit\n"),
             "{text}"
@@ -648,11 +642,11 @@ mod tests {
         for row in &mut rows {
             row.history_probes = None;
         }
-        let report = build(Path::new("run"), &rows, &Value::Null);
+        let report = build(&RunFolder::at(Path::new("run")), &rows, None);
         assert!(report.history_probes.is_none());
         assert!(!render(&report, false).contains("history probes"));
         let json = serde_json::to_value(&report).expect("json");
-        assert_eq!(json["history_probes"], Value::Null);
+        assert_eq!(json["history_probes"], serde_json::Value::Null);
     }
 
     #[test]
@@ -671,7 +665,7 @@ mod tests {
         rows[5].error = "the model API answered HTTP 500: boom".into();
         rows[0].history_probes = Some(2);
         rows[4].history_probes = Some(1);
-        let report = build(Path::new("results/run"), &rows, &Value::Null);
+        let report = build(&RunFolder::at(Path::new("results/run")), &rows, None);
         insta::assert_snapshot!(render(&report, false));
         insta::assert_snapshot!("report_markdown", render(&report, true));
     }

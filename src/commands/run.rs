@@ -17,6 +17,7 @@ use crate::checkout::RepoCache;
 use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, EventSink, RunEvent};
+use crate::manifest::RunManifest;
 use crate::progress::ProgressDisplay;
 use crate::results::{ResultRow, ResultsWriter, RunFolder, Status, write_predictions};
 use crate::resume;
@@ -98,12 +99,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     let all_work: Vec<(usize, u32)> = (1..=config.runs)
         .flat_map(|epoch| (0..config.tasks.len()).map(move |i| (i, epoch)))
         .collect();
-    let mut run_json = json!({
-        "onebash_version": env!("CARGO_PKG_VERSION"),
-        "started_at": now(),
-        "settings": &config,
-        "fingerprint": config.fingerprint(),
-    });
+    let mut manifest = RunManifest::starting(&config, now())?;
     let mut rows: Vec<ResultRow> = Vec::new();
     let mut work = all_work.clone();
     if config.resume {
@@ -127,23 +123,12 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             plan.set_aside,
             work.len()
         );
-        // The first start stays the run's start; each resume is noted.
-        let before: serde_json::Value = std::fs::read_to_string(folder.run_json())
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default();
-        if let Some(started) = before.get("started_at") {
-            run_json["started_at"] = started.clone();
-        }
-        let mut resumed = before
-            .get("resumed_at")
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default();
-        resumed.push(json!(now()));
-        run_json["resumed_at"] = json!(resumed);
+        // check_settings read run.json already: it reads again.
+        let before = folder.read_manifest().map_err(anyhow::Error::msg)?;
+        manifest.resume_of(&before, now());
         rows = plan.kept;
     }
-    folder.write_run_json(&run_json)?;
+    folder.write_manifest(&manifest)?;
     let mut results = ResultsWriter::open(&folder.results_csv())?;
 
     let (events, mut received) = EventSink::channel();
@@ -255,16 +240,14 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     // same refusal of the API.
     let refused = ctx.client.refused_run();
     let summary = Summary::of(&rows);
-    run_json["finished_at"] = json!(now());
-    run_json["interrupted"] = json!(interrupted);
-    if let Some(error) = &refused {
-        run_json["stopped"] = json!(format!(
-            "the model API refused the first {REFUSALS_TO_STOP} tasks in a row: {error}"
-        ));
-    }
-    run_json["summary"] = summary.to_json();
-    run_json["peak_rss_bytes"] = json!(peak_rss_bytes());
-    folder.write_run_json(&run_json)?;
+    manifest.finished_at = Some(now());
+    manifest.interrupted = Some(interrupted);
+    manifest.stopped = refused.as_ref().map(|error| {
+        format!("the model API refused the first {REFUSALS_TO_STOP} tasks in a row: {error}")
+    });
+    manifest.summary = Some(summary.to_json());
+    manifest.peak_rss_bytes = Some(peak_rss_bytes());
+    folder.write_manifest(&manifest)?;
 
     if print_summary {
         println!(

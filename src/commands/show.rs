@@ -14,15 +14,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::trajectory::read_events;
+use crate::audit::Probe;
+use crate::results::RunFolder;
+use crate::task::TaskId;
+use crate::trajectory::{CommandRecord, Event, read_trajectory};
 
 /// Lines of a command's output shown from its start and from its end.
 const SHOWN_LINES: usize = 12;
 
 pub fn show(target: &Path, task: Option<&str>, epoch: u32) -> Result<String, String> {
     let path = trajectory_path(target, task, epoch)?;
-    let events =
-        read_events(&path).map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+    let events = read_trajectory(&path).map_err(|err| err.to_string())?;
     if events.is_empty() {
         return Err(format!("{} holds no event", path.display()));
     }
@@ -34,17 +36,14 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
     if target.is_file() {
         return Ok(target.to_owned());
     }
+    let folder = RunFolder::open(target)?;
     let task = task.ok_or_else(|| {
         format!(
             "{} is a run folder: name the task too (onebash show RUN_DIR TASK_ID)",
             target.display()
         )
     })?;
-    let path = target
-        .join("tasks")
-        .join(task)
-        .join(format!("epoch-{epoch}"))
-        .join("trajectory.jsonl");
+    let path = folder.trajectory(&TaskId::parse(task)?, epoch);
     if path.is_file() {
         Ok(path)
     } else {
@@ -56,13 +55,13 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
     }
 }
 
-/// One thing a transcript shows, read from one trajectory event. Numbers
-/// the event lacks are `None` and shown as `?`.
+/// One thing a transcript shows, read from one trajectory event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
     Header {
+        /// The task line's `id`, `?` when it has none.
         task: String,
-        epoch: Option<u64>,
+        epoch: u32,
         model: String,
         prompt: String,
         repo: String,
@@ -77,14 +76,14 @@ pub enum Entry {
     Problem(String),
     /// A model call: it starts a turn.
     Turn {
-        turn: Option<u64>,
-        prompt_tokens: Option<u64>,
-        completion_tokens: Option<u64>,
+        turn: u32,
+        prompt_tokens: u64,
+        completion_tokens: u64,
         seconds: f64,
     },
     ModelText(String),
     Retry {
-        retry: Option<u64>,
+        retry: u32,
         wait_seconds: f64,
         error: String,
     },
@@ -93,9 +92,9 @@ pub enum Entry {
     ToolError(String),
     AgentEnd {
         exit_reason: String,
-        turns: Option<u64>,
-        tool_calls: Option<u64>,
-        total_tokens: Option<u64>,
+        turns: u32,
+        tool_calls: u32,
+        total_tokens: u64,
     },
     /// The audit of the agent's commands (docs/results.md, "History probes").
     Audit {
@@ -121,8 +120,7 @@ pub enum Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandRun {
     pub command: String,
-    /// -1 when the event has none.
-    pub exit_code: i64,
+    pub exit_code: i32,
     pub timed_out: bool,
     pub seconds: f64,
     pub output: String,
@@ -169,61 +167,49 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-fn string(v: &Value) -> String {
-    v.as_str().unwrap_or("?").to_owned()
-}
-
-fn command_run(event: &Value) -> CommandRun {
+fn command_run(record: &CommandRecord, probes: Vec<String>) -> CommandRun {
     CommandRun {
-        command: event["command"].as_str().unwrap_or("").to_owned(),
-        exit_code: event["exit_code"].as_i64().unwrap_or(-1),
-        timed_out: event["timed_out"].as_bool() == Some(true),
-        seconds: event["duration_s"].as_f64().unwrap_or(0.0),
-        output: event["output"].as_str().unwrap_or("").to_owned(),
-        probes: Vec::new(),
+        command: record.command.clone(),
+        exit_code: record.exit_code,
+        timed_out: record.timed_out,
+        seconds: record.duration_s,
+        output: record.output.clone(),
+        probes,
     }
 }
 
-/// The reasons of a list of probes (`[{kind, reason}]`).
-fn reasons(probes: &Value) -> Vec<String> {
-    probes
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p["reason"].as_str().map(str::to_owned))
-        .collect()
+/// The reasons of a list of probes.
+fn reasons(probes: &[Probe]) -> Vec<String> {
+    probes.iter().map(|p| p.reason.clone()).collect()
 }
 
 /// The kinds of a list of probes, each once, sorted.
-fn kinds(probes: impl Iterator<Item = Value>) -> Vec<String> {
-    let kinds: BTreeSet<String> = probes
-        .filter_map(|p| p["kind"].as_str().map(str::to_owned))
-        .collect();
-    kinds.into_iter().collect()
+fn kinds<'a>(probes: impl Iterator<Item = &'a Probe>) -> Vec<String> {
+    let kinds: BTreeSet<&str> = probes.map(|p| p.kind.as_str()).collect();
+    kinds.into_iter().map(str::to_owned).collect()
 }
 
 /// The reasons the audit gave, by (turn, tool call id) of the command.
-type Flags = HashMap<(u64, String), Vec<String>>;
+type Flags = HashMap<(u32, String), Vec<String>>;
 
 /// The audit's flags of the agent's commands, and those of the setup:
 /// read first, since the `audit` event follows the commands it flags.
-fn audit_flags(events: &[Value]) -> (Flags, Vec<String>) {
-    let Some(audit) = events.iter().rev().find(|e| e["event"] == "audit") else {
+fn audit_flags(events: &[Event]) -> (Flags, Vec<String>) {
+    let audit = events.iter().rev().find_map(|event| match event {
+        Event::Audit {
+            history_probes,
+            setup_probes,
+        } => Some((history_probes, setup_probes)),
+        _ => None,
+    });
+    let Some((history_probes, setup_probes)) = audit else {
         return (HashMap::new(), Vec::new());
     };
-    let commands = audit["history_probes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let key = (
-                c["turn"].as_u64().unwrap_or(0),
-                c["tool_call_id"].as_str().unwrap_or("").to_owned(),
-            );
-            (key, reasons(&c["probes"]))
-        })
+    let commands = history_probes
+        .iter()
+        .map(|c| ((c.turn, c.tool_call_id.clone()), reasons(&c.probes)))
         .collect();
-    (commands, reasons(&audit["setup_probes"]))
+    (commands, reasons(setup_probes))
 }
 
 /// `[history probe: git log --all; ...]` after a flagged command.
@@ -248,117 +234,123 @@ pub fn audit_summary(commands: usize, kinds: &[String], setup_kinds: &[String]) 
 }
 
 /// The walk: what a reader of the conversation is shown, in order. Events
-/// of unknown kinds, the system prompt and the tool answers (already shown
-/// with their commands) are left out.
-pub fn entries(events: &[Value]) -> Vec<Entry> {
+/// of unknown kinds, the system prompt, retries' details beyond the line,
+/// replay divergences, the diff and the tool answers (already shown with
+/// their commands) are left out.
+pub fn entries(events: &[Event]) -> Vec<Entry> {
     let (flagged, setup_flags) = audit_flags(events);
     let mut out = Vec::new();
     for event in events {
-        let entry = match event["event"].as_str().unwrap_or("") {
-            "header" => Entry::Header {
-                task: string(&event["task"]["id"]),
-                epoch: event["epoch"].as_u64(),
-                model: string(&event["model"]),
-                prompt: string(&event["prompt"]["name"]),
-                repo: string(&event["repo"]),
-                base_commit: string(&event["base_commit"]),
+        let entry = match event {
+            Event::Header {
+                task,
+                epoch,
+                model,
+                prompt,
+                repo,
+                base_commit,
+                ..
+            } => Entry::Header {
+                task: task["id"].as_str().unwrap_or("?").to_owned(),
+                epoch: *epoch,
+                model: model.clone(),
+                prompt: prompt.name.clone(),
+                repo: repo.clone(),
+                base_commit: base_commit.clone(),
             },
-            "checkout" => Entry::Checkout {
-                commit: string(&event["commit"]),
-                seconds: event["duration_s"].as_f64().unwrap_or(0.0),
+            Event::Checkout {
+                commit, duration_s, ..
+            } => Entry::Checkout {
+                commit: commit.clone(),
+                seconds: *duration_s,
             },
-            "setup" => Entry::Setup(CommandRun {
-                probes: setup_flags.clone(),
-                ..command_run(event)
-            }),
-            "message" => {
-                let message = &event["message"];
-                match message["role"].as_str().unwrap_or("") {
-                    "user" if event["turn"].as_u64().unwrap_or(0) == 0 => {
-                        Entry::Problem(text_of(&message["content"]))
+            Event::Setup(record) => Entry::Setup(command_run(record, setup_flags.clone())),
+            Event::Message { turn, message } => match message["role"].as_str().unwrap_or("") {
+                "user" if *turn == 0 => Entry::Problem(text_of(&message["content"])),
+                "assistant" => {
+                    let text = text_of(&message["content"]);
+                    if text.trim().is_empty() {
+                        continue;
                     }
-                    "assistant" => {
-                        let text = text_of(&message["content"]);
-                        if text.trim().is_empty() {
-                            continue;
-                        }
-                        Entry::ModelText(text.trim().to_owned())
-                    }
-                    _ => continue,
+                    Entry::ModelText(text.trim().to_owned())
                 }
-            }
-            "model_call" => Entry::Turn {
-                turn: event["turn"].as_u64(),
-                prompt_tokens: event["usage"]["prompt_tokens"].as_u64(),
-                completion_tokens: event["usage"]["completion_tokens"].as_u64(),
-                seconds: event["latency_s"].as_f64().unwrap_or(0.0),
+                _ => continue,
             },
-            "model_retry" => Entry::Retry {
-                retry: event["retry"].as_u64(),
-                wait_seconds: event["wait_s"].as_f64().unwrap_or(0.0),
-                error: event["error"].as_str().unwrap_or("").to_owned(),
+            Event::ModelCall {
+                turn,
+                latency_s,
+                usage,
+                ..
+            } => Entry::Turn {
+                turn: *turn,
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                seconds: *latency_s,
             },
-            "model_error" => Entry::ModelError(event["error"].as_str().unwrap_or("").to_owned()),
-            "command" => {
-                let key = (
-                    event["turn"].as_u64().unwrap_or(0),
-                    event["tool_call_id"].as_str().unwrap_or("").to_owned(),
-                );
-                Entry::Command(CommandRun {
-                    probes: flagged.get(&key).cloned().unwrap_or_default(),
-                    ..command_run(event)
-                })
-            }
-            "tool_error" => Entry::ToolError(event["error"].as_str().unwrap_or("").to_owned()),
-            "agent_end" => Entry::AgentEnd {
-                exit_reason: string(&event["exit_reason"]),
-                turns: event["turns"].as_u64(),
-                tool_calls: event["tool_calls"].as_u64(),
-                total_tokens: event["usage"]["total_tokens"].as_u64(),
+            Event::ModelRetry {
+                retry,
+                wait_s,
+                error,
+                ..
+            } => Entry::Retry {
+                retry: *retry,
+                wait_seconds: *wait_s,
+                error: error.clone(),
             },
-            "audit" => {
-                let commands = event["history_probes"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                Entry::Audit {
-                    commands: commands.len(),
-                    kinds: kinds(
-                        commands
-                            .into_iter()
-                            .flat_map(|c| c["probes"].as_array().cloned().unwrap_or_default()),
-                    ),
-                    setup_kinds: kinds(
-                        event["setup_probes"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                            .into_iter(),
-                    ),
-                }
+            Event::ModelError { error, .. } => Entry::ModelError(error.clone()),
+            Event::Command {
+                turn,
+                tool_call_id,
+                record,
+                ..
+            } => {
+                let key = (*turn, tool_call_id.clone());
+                let probes = flagged.get(&key).cloned().unwrap_or_default();
+                Entry::Command(command_run(record, probes))
             }
-            "test" => {
-                let run = command_run(event);
-                Entry::Test {
-                    passed: run.exit_code == 0 && !run.timed_out,
-                    run,
-                }
-            }
-            "end" => Entry::End {
-                status: string(&event["status"]),
-                exit_reason: string(&event["exit_reason"]),
-                error: event["error"].as_str().map(str::to_owned),
+            Event::ToolError { error, .. } => Entry::ToolError(error.clone()),
+            Event::AgentEnd {
+                exit_reason,
+                turns,
+                tool_calls,
+                usage,
+                ..
+            } => Entry::AgentEnd {
+                exit_reason: exit_reason.as_str().to_owned(),
+                turns: *turns,
+                tool_calls: *tool_calls,
+                total_tokens: usage.total_tokens,
             },
-            _ => continue,
+            Event::Audit {
+                history_probes,
+                setup_probes,
+            } => Entry::Audit {
+                commands: history_probes.len(),
+                kinds: kinds(history_probes.iter().flat_map(|c| &c.probes)),
+                setup_kinds: kinds(setup_probes.iter()),
+            },
+            Event::Test { record, .. } => Entry::Test {
+                passed: record.exit_code == 0 && !record.timed_out,
+                run: command_run(record, Vec::new()),
+            },
+            Event::End {
+                status,
+                exit_reason,
+                error,
+                ..
+            } => Entry::End {
+                status: status.as_str().to_owned(),
+                exit_reason: exit_reason.as_str().to_owned(),
+                error: error.clone(),
+            },
+            Event::System { .. }
+            | Event::ReplayDivergence { .. }
+            | Event::Diff { .. }
+            | Event::Unknown => continue,
         };
         out.push(entry);
     }
     out
-}
-
-/// A number an event may lack, for display.
-pub fn number(n: Option<u64>) -> String {
-    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
 }
 
 /// Seconds, for display.
@@ -421,7 +413,7 @@ fn shortened_text(text: &str) -> String {
     }
 }
 
-pub fn render(events: &[Value], colors: bool) -> String {
+pub fn render(events: &[Event], colors: bool) -> String {
     let s = Style { on: colors };
     let mut out = Vec::new();
     for entry in entries(events) {
@@ -435,8 +427,7 @@ pub fn render(events: &[Value], colors: bool) -> String {
                 base_commit,
             } => {
                 out.push(s.bold(&format!(
-                    "task {task}  epoch {}  model {model}  prompt {prompt}",
-                    number(epoch)
+                    "task {task}  epoch {epoch}  model {model}  prompt {prompt}"
                 )));
                 out.push(s.dim(&format!("repo {repo} at {base_commit}")));
             }
@@ -469,10 +460,7 @@ pub fn render(events: &[Value], colors: bool) -> String {
             } => {
                 out.push(String::new());
                 out.push(s.bold(&format!(
-                    "--- turn {} ---  {} + {} tokens, {}",
-                    number(turn),
-                    number(prompt_tokens),
-                    number(completion_tokens),
+                    "--- turn {turn} ---  {prompt_tokens} + {completion_tokens} tokens, {}",
                     seconds(t)
                 )));
             }
@@ -481,8 +469,7 @@ pub fn render(events: &[Value], colors: bool) -> String {
                 wait_seconds,
                 error,
             } => out.push(s.dim(&format!(
-                "(retry {} after {}: {error})",
-                number(retry),
+                "(retry {retry} after {}: {error})",
                 seconds(wait_seconds)
             ))),
             Entry::ModelError(error) => out.push(s.red(&format!("model error: {error}"))),
@@ -515,10 +502,7 @@ pub fn render(events: &[Value], colors: bool) -> String {
             } => {
                 out.push(String::new());
                 out.push(s.bold(&format!(
-                    "agent ended: {exit_reason} after {} turns, {} tool calls, {} tokens",
-                    number(turns),
-                    number(tool_calls),
-                    number(total_tokens)
+                    "agent ended: {exit_reason} after {turns} turns, {tool_calls} tool calls, {total_tokens} tokens"
                 )));
             }
             Entry::Audit {
@@ -568,25 +552,161 @@ pub fn render(events: &[Value], colors: bool) -> String {
     out.join("\n") + "\n"
 }
 
+/// Typed events for the tests of the transcript walk, here and in
+/// `commands::html::transcript`: each with the fields a test sets, the
+/// rest as a real trajectory would have them.
+#[cfg(test)]
+pub(crate) mod sample {
+    use serde_json::{Value, json};
+
+    use crate::audit::{Probe, ProbeKind, ProbedCommand};
+    use crate::results::{ExitReason, Status};
+    use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, Usage};
+
+    pub fn header() -> Event {
+        Event::Header {
+            format_version: FORMAT_VERSION,
+            onebash_version: "0.1.0".to_owned(),
+            task: json!({"id": "t1"}),
+            epoch: 1,
+            model: "m".to_owned(),
+            provider: "openai".to_owned(),
+            prompt: PromptInfo {
+                name: "default".to_owned(),
+                sha256: String::new(),
+            },
+            repo: "r".to_owned(),
+            base_commit: "abc".to_owned(),
+            request_template: Value::Null,
+            settings: Value::Null,
+        }
+    }
+
+    pub fn message(turn: u32, role: &str, content: &str) -> Event {
+        Event::Message {
+            turn,
+            message: json!({"role": role, "content": content}),
+        }
+    }
+
+    pub fn model_call(turn: u32, latency_s: f64, prompt: u64, completion: u64) -> Event {
+        Event::ModelCall {
+            turn,
+            latency_s,
+            usage: Usage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                total_tokens: prompt + completion,
+                ..Usage::default()
+            },
+            finish_reason: None,
+            response_id: None,
+        }
+    }
+
+    pub fn record(command: &str, exit_code: i32, duration_s: f64, output: &str) -> CommandRecord {
+        CommandRecord {
+            command: command.to_owned(),
+            exit_code,
+            signal: None,
+            timed_out: false,
+            duration_s,
+            output: output.to_owned(),
+            output_bytes: output.len() as u64,
+            output_lines: output.lines().count() as u64,
+        }
+    }
+
+    /// An agent command that took 0.01 s.
+    pub fn command(turn: u32, id: &str, command: &str, exit_code: i32, output: &str) -> Event {
+        Event::Command {
+            turn,
+            tool_call_id: id.to_owned(),
+            record: record(command, exit_code, 0.01, output),
+            shown_chars: output.len(),
+        }
+    }
+
+    pub fn agent_end(turns: u32, tool_calls: u32, total_tokens: u64) -> Event {
+        Event::AgentEnd {
+            exit_reason: ExitReason::Completed,
+            turns,
+            tool_calls,
+            usage: Usage {
+                total_tokens,
+                ..Usage::default()
+            },
+            cost_usd: None,
+            retries: 0,
+            retry_wait_s: 0.0,
+            duration_s: 1.0,
+            error: None,
+        }
+    }
+
+    pub fn probe(kind: ProbeKind, reason: &str) -> Probe {
+        Probe {
+            kind,
+            reason: reason.to_owned(),
+        }
+    }
+
+    pub fn probed(turn: u32, id: &str, command: &str, probes: Vec<Probe>) -> ProbedCommand {
+        ProbedCommand {
+            turn,
+            tool_call_id: id.to_owned(),
+            command: command.to_owned(),
+            probes,
+        }
+    }
+
+    /// The test command `true`, passed in 0.2 s.
+    pub fn passed_test() -> Event {
+        Event::Test {
+            test_patch_files: None,
+            test_patch_method: None,
+            record: record("true", 0, 0.2, "ok"),
+            log_path: "test.log".to_owned(),
+            per_test: None,
+        }
+    }
+
+    /// The start of a conversation: the header, the problem, one turn
+    /// with a long-output command and a failing one, the agent's end.
+    pub fn conversation(problem: &str, answer: &str, first_command: &str) -> Vec<Event> {
+        let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
+        vec![
+            header(),
+            message(0, "user", problem),
+            model_call(1, 0.5, 10, 5),
+            message(1, "assistant", answer),
+            command(1, "c1", first_command, 0, &long),
+            command(1, "c2", "false", 1, ""),
+            agent_end(1, 2, 15),
+        ]
+    }
+
+    pub fn passed_end() -> Event {
+        Event::End {
+            status: Status::Passed,
+            passed: true,
+            exit_reason: ExitReason::Completed,
+            wall_s: 2.0,
+            error: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::sample::*;
     use super::*;
-    use serde_json::json;
+    use crate::audit::ProbeKind;
 
     #[test]
     fn renders_a_conversation_without_colours() {
-        let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
-        let events = vec![
-            json!({"event":"header","task":{"id":"t1"},"epoch":1,"model":"m","prompt":{"name":"default"},"repo":"r","base_commit":"abc"}),
-            json!({"event":"message","turn":0,"message":{"role":"user","content":"Fix it."}}),
-            json!({"event":"model_call","turn":1,"latency_s":0.5,"usage":{"prompt_tokens":10,"completion_tokens":5}}),
-            json!({"event":"message","turn":1,"message":{"role":"assistant","content":"Looking."}}),
-            json!({"event":"command","turn":1,"command":"cat big","exit_code":0,"timed_out":false,"duration_s":0.01,"output":long}),
-            json!({"event":"command","turn":1,"command":"false","exit_code":1,"timed_out":false,"duration_s":0.01,"output":""}),
-            json!({"event":"agent_end","exit_reason":"completed","turns":1,"tool_calls":2,"usage":{"total_tokens":15}}),
-            json!({"event":"test","command":"true","exit_code":0,"timed_out":false,"duration_s":0.2,"output":"ok"}),
-            json!({"event":"end","status":"passed","exit_reason":"completed"}),
-        ];
+        let mut events = conversation("Fix it.", "Looking.", "cat big");
+        events.extend([passed_test(), passed_end()]);
         let text = render(&events, false);
         assert!(
             text.contains("task t1  epoch 1  model m  prompt default"),
@@ -614,20 +734,36 @@ mod tests {
     /// marked where it ran, the setup too, and a summary line follows.
     #[test]
     fn audited_commands_are_marked_and_summed_up() {
-        let command = |turn: u64, id: &str, command: &str| json!({"event":"command","turn":turn,"tool_call_id":id,"command":command,"exit_code":0,"timed_out":false,"duration_s":0.01,"output":""});
         let events = vec![
-            json!({"event":"setup","command":"git fetch origin","exit_code":0,"timed_out":false,"duration_s":0.1,"output":""}),
-            command(1, "c1", "git log --all --oneline"),
-            command(1, "c2", "git status"),
+            Event::Setup(record("git fetch origin", 0, 0.1, "")),
+            command(1, "c1", "git log --all --oneline", 0, ""),
+            command(1, "c2", "git status", 0, ""),
             // The same id in another turn is another command.
-            command(2, "c1", "git show 9999999"),
-            json!({"event":"agent_end","exit_reason":"completed","turns":2,"tool_calls":3,"usage":{"total_tokens":15}}),
-            json!({"event":"audit","history_probes":[
-                {"turn":1,"tool_call_id":"c1","command":"git log --all --oneline","probes":[{"kind":"all_refs","reason":"git log --all"}]},
-                {"turn":2,"tool_call_id":"c1","command":"git show 9999999","probes":[
-                    {"kind":"foreign_commit","reason":"git show 9999999: not in the base's history"},
-                    {"kind":"all_refs","reason":"other"}]}],
-                "setup_probes":[{"kind":"git_fetch","reason":"git fetch"}]}),
+            command(2, "c1", "git show 9999999", 0, ""),
+            agent_end(2, 3, 15),
+            Event::Audit {
+                history_probes: vec![
+                    probed(
+                        1,
+                        "c1",
+                        "git log --all --oneline",
+                        vec![probe(ProbeKind::AllRefs, "git log --all")],
+                    ),
+                    probed(
+                        2,
+                        "c1",
+                        "git show 9999999",
+                        vec![
+                            probe(
+                                ProbeKind::ForeignCommit,
+                                "git show 9999999: not in the base's history",
+                            ),
+                            probe(ProbeKind::AllRefs, "other"),
+                        ],
+                    ),
+                ],
+                setup_probes: vec![probe(ProbeKind::GitFetch, "git fetch")],
+            },
         ];
         let text = render(&events, false);
         let lines: Vec<&str> = text.lines().collect();
@@ -647,8 +783,11 @@ mod tests {
         assert!(lines.contains(&"$ git show 9999999  [exit 0, 0.01 s]  [history probe: git show 9999999: not in the base's history; other]"), "{text}");
         assert!(lines.contains(&"history probes: 2 commands (all_refs, foreign_commit); setup_command: git_fetch (the task's, not counted)"), "{text}");
         let clean = vec![
-            command(1, "c1", "git status"),
-            json!({"event":"audit","history_probes":[]}),
+            command(1, "c1", "git status", 0, ""),
+            Event::Audit {
+                history_probes: Vec::new(),
+                setup_probes: Vec::new(),
+            },
         ];
         let text = render(&clean, false);
         assert!(text.contains("\nhistory probes: none\n"), "{text}");

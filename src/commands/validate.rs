@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::cli::{Cli, Command};
 use crate::commands::run::run_with;
 use crate::config::RunConfig;
-use crate::results::{ExitReason, ResultRow, Status, read_rows};
+use crate::results::{ExitReason, ResultRow, RunFolder, Status, read_rows};
 
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]
@@ -83,12 +83,12 @@ pub async fn validate(configs: Vec<RunConfig>, runs: u32, out: &Path) -> anyhow:
             return Ok(130);
         }
     }
-    let noop = read_rows(&out.join("noop/results.csv"))
-        .map_err(anyhow::Error::msg)?
-        .rows;
-    let oracle = read_rows(&out.join("oracle/results.csv"))
-        .map_err(anyhow::Error::msg)?
-        .rows;
+    let rows_of = |phase: &str| {
+        read_rows(&RunFolder::at(&out.join(phase)).results_csv())
+            .map(|read| read.rows)
+            .map_err(anyhow::Error::msg)
+    };
+    let (noop, oracle) = (rows_of("noop")?, rows_of("oracle")?);
     let checks = judge(&noop, &oracle);
     let exclude: Vec<&String> = checks
         .iter()

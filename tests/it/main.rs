@@ -13,6 +13,7 @@ mod html;
 mod junit;
 mod llama_server;
 mod model_faults;
+mod old_run_folder;
 mod patches;
 mod pipeline;
 mod replay;

@@ -11,8 +11,8 @@ use super::{
 };
 use crate::commands::report::{HistoryProbes, MEASURES, Measures, Report, history_probes_summary};
 use crate::commands::show;
-use crate::results::ResultRow;
-use crate::trajectory::read_events;
+use crate::results::{ResultRow, RunFolder};
+use crate::trajectory::read_trajectory;
 
 /// The folder, next to the report page, that holds the transcript pages.
 const TRANSCRIPTS: &str = "transcripts";
@@ -23,7 +23,7 @@ const TRANSCRIPTS: &str = "transcripts";
 pub fn write_report(
     report: &Report,
     rows: &[ResultRow],
-    run: &Path,
+    run: &RunFolder,
     page: &Path,
 ) -> Result<usize, String> {
     let dir = page
@@ -37,17 +37,12 @@ pub fn write_report(
     let transcripts = dir.join(TRANSCRIPTS);
     let mut links = Vec::with_capacity(rows.len());
     for row in rows {
-        let trajectory = run
-            .join("tasks")
-            .join(row.task_id.as_str())
-            .join(format!("epoch-{}", row.epoch))
-            .join("trajectory.jsonl");
+        let trajectory = run.trajectory(&row.task_id, row.epoch);
         if !trajectory.is_file() {
             links.push(None);
             continue;
         }
-        let events = read_events(&trajectory)
-            .map_err(|err| format!("failed to read {}: {err}", trajectory.display()))?;
+        let events = read_trajectory(&trajectory).map_err(|err| err.to_string())?;
         let name = format!("{}.epoch-{}.html", row.task_id.as_str(), row.epoch);
         let html = super::transcript_page(&show::entries(&events), &format!("../{page_name}"));
         write_file(&transcripts.join(&name), &html)?;
@@ -476,7 +471,6 @@ mod tests {
     use super::*;
     use crate::commands::html::tests::row;
     use crate::results::Status;
-    use serde_json::json;
 
     #[test]
     fn report_page_has_charts_one_row_per_result_and_escapes_text() {
@@ -485,7 +479,7 @@ mod tests {
             row("b", Status::Failed, 10, 9000),
             row("c", Status::Error, 1, 0),
         ];
-        let report = crate::commands::report::build(Path::new("run"), &rows, &json!(null));
+        let report = crate::commands::report::build(&RunFolder::at(Path::new("run")), &rows, None);
         let links = vec![Some("transcripts/a.epoch-1.html".to_owned()), None, None];
         let html = report_page(&report, &rows, &links);
         for id in [
@@ -518,7 +512,7 @@ mod tests {
         ];
         rows[1].history_probes = Some(2);
         rows[2].history_probes = Some(1);
-        let report = crate::commands::report::build(Path::new("run"), &rows, &json!(null));
+        let report = crate::commands::report::build(&RunFolder::at(Path::new("run")), &rows, None);
         let links = vec![None, Some("transcripts/b.epoch-1.html".to_owned()), None];
         let html = report_page(&report, &rows, &links);
         assert!(

@@ -71,11 +71,11 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
                 repo,
                 base_commit,
             } => {
-                title = format!("{task} epoch {}", show::number(*epoch));
+                title = format!("{task} epoch {}", epoch);
                 body.push_str(&format!(
                     "<header><h1>{}</h1><p class=\"meta\">model <b>{}</b> · prompt <b>{}</b> · repo \
                      <code>{}</code> at <code>{}</code></p></header>\n",
-                    escape(&format!("task {task}, epoch {}", show::number(*epoch))),
+                    escape(&format!("task {task}, epoch {}", epoch)),
                     escape(model),
                     escape(prompt),
                     escape(repo),
@@ -103,9 +103,9 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
                 in_turn = true;
                 body.push_str(&format!(
                     "<section class=\"turn\" id=\"turn-{0}\"><h2>Turn {0} <span class=\"meta\">{1} + {2} tokens, {3}</span></h2>\n",
-                    show::number(*turn),
-                    show::number(*prompt_tokens),
-                    show::number(*completion_tokens),
+                    turn,
+                    prompt_tokens,
+                    completion_tokens,
                     show::seconds(*seconds)
                 ));
             }
@@ -119,7 +119,7 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
                 error,
             } => body.push_str(&format!(
                 "<p class=\"meta\">retry {} after {}: {}</p>\n",
-                show::number(*retry),
+                retry,
                 show::seconds(*wait_seconds),
                 escape(error)
             )),
@@ -142,9 +142,9 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
                 body.push_str(&format!(
                     "<h2>Agent ended: {} after {} turns, {} tool calls, {} tokens</h2>\n",
                     escape(exit_reason),
-                    show::number(*turns),
-                    show::number(*tool_calls),
-                    show::number(*total_tokens)
+                    turns,
+                    tool_calls,
+                    total_tokens
                 ));
             }
             Entry::Audit {
@@ -196,23 +196,26 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::audit::ProbeKind;
+    use crate::commands::show::sample::*;
+    use crate::trajectory::Event;
 
     #[test]
     fn transcript_page_shows_turns_commands_cuts_and_the_verdict() {
-        let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
-        let events = vec![
-            json!({"event":"header","task":{"id":"t1"},"epoch":1,"model":"m","prompt":{"name":"default"},"repo":"r","base_commit":"abc"}),
-            json!({"event":"message","turn":0,"message":{"role":"user","content":"Fix <it>."}}),
-            json!({"event":"model_call","turn":1,"latency_s":0.5,"usage":{"prompt_tokens":10,"completion_tokens":5}}),
-            json!({"event":"message","turn":1,"message":{"role":"assistant","content":"I'll run <script>."}}),
-            json!({"event":"command","turn":1,"command":"cat big && echo '<b>'","exit_code":0,"timed_out":false,"duration_s":0.01,"output":long}),
-            json!({"event":"command","turn":1,"tool_call_id":"c2","command":"false","exit_code":1,"timed_out":false,"duration_s":0.01,"output":""}),
-            json!({"event":"agent_end","exit_reason":"completed","turns":1,"tool_calls":2,"usage":{"total_tokens":15}}),
-            json!({"event":"audit","history_probes":[{"turn":1,"tool_call_id":"c2","command":"false","probes":[{"kind":"reflog","reason":"git <reflog>"}]}]}),
-            json!({"event":"test","command":"true","exit_code":0,"timed_out":false,"duration_s":0.2,"output":"ok"}),
-            json!({"event":"end","status":"passed","exit_reason":"completed"}),
-        ];
+        let mut events = conversation("Fix <it>.", "I'll run <script>.", "cat big && echo '<b>'");
+        events.extend([
+            Event::Audit {
+                history_probes: vec![probed(
+                    1,
+                    "c2",
+                    "false",
+                    vec![probe(ProbeKind::Reflog, "git <reflog>")],
+                )],
+                setup_probes: Vec::new(),
+            },
+            passed_test(),
+            passed_end(),
+        ]);
         let html = transcript_page(&show::entries(&events), "../report.html");
         assert!(html.contains("<title>t1 epoch 1</title>"), "{html}");
         assert!(html.contains("Turn 1 <span class=\"meta\">10 + 5 tokens, 0.50 s</span>"));
