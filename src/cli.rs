@@ -8,6 +8,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::checkout::History;
 use crate::sandbox::SandboxMode;
 
+/// The most MiB a limit can name: their bytes must fit in a u64.
+pub const MAX_MIB: u64 = u64::MAX >> 20;
+
 /// `--provider`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
@@ -280,11 +283,11 @@ pub struct RunArgs {
     pub max_processes: u64,
 
     /// Memory of one task in MiB (cgroup; RLIMIT_DATA per process where no cgroup can be made).
-    #[arg(long, value_name = "MIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..))]
+    #[arg(long, value_name = "MIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=MAX_MIB))]
     pub max_memory: u64,
 
     /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
-    #[arg(long, value_name = "MIB", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MIB", default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=MAX_MIB))]
     pub max_file_size: u64,
 
     /// Continue the run in --out: skip (task, epoch) pairs that have a row, redo the rest. Refused if the settings differ.

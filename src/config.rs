@@ -351,15 +351,23 @@ impl RunConfig {
         let (sandbox, sandbox_warning) =
             Sandbox::choose(args.sandbox, &hidden).map_err(ConfigError::Usage)?;
         warnings.extend(sandbox_warning);
-        const MIB: u64 = 1024 * 1024;
+        // clap caps both at what fits; checked all the same.
+        let bytes = |flag: &str, mib: u64| {
+            mib.checked_mul(1024 * 1024).ok_or_else(|| {
+                ConfigError::Usage(format!(
+                    "{flag} {mib}: too many MiB to count in bytes (at most {})",
+                    crate::cli::MAX_MIB
+                ))
+            })
+        };
         let limits = Limits {
             max_processes: args.max_processes,
-            max_memory_bytes: args.max_memory * MIB,
-            max_file_size_bytes: args.max_file_size * MIB,
+            max_memory_bytes: bytes("--max-memory", args.max_memory)?,
+            max_file_size_bytes: bytes("--max-file-size", args.max_file_size)?,
         };
         let limit_plan = LimitPlan::new(limits);
         let limits_enforced = limit_plan.enforcement();
-        if limits_enforced.processes.starts_with("not enforced") {
+        if limits_enforced.processes == crate::limits::Mechanism::NotEnforced {
             warnings.push(format!(
                 "the process limit is not enforced: {}",
                 limit_plan

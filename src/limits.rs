@@ -30,9 +30,49 @@ pub struct Limits {
 /// How each limit is enforced on this machine, for run.json and the README.
 #[derive(Debug, Clone, Serialize)]
 pub struct Enforcement {
-    pub processes: &'static str,
-    pub memory: &'static str,
-    pub file_size: &'static str,
+    pub processes: Mechanism,
+    pub memory: Mechanism,
+    pub file_size: Mechanism,
+}
+
+/// One way a limit is kept, written to run.json as its description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    CgroupV1Pids,
+    CgroupV1Memory,
+    CgroupV2Pids,
+    CgroupV2Memory,
+    RlimitNproc,
+    RlimitData,
+    RlimitFsize,
+    /// Not kept at all: root is exempt from RLIMIT_NPROC, and no cgroup
+    /// could be made.
+    NotEnforced,
+}
+
+impl Mechanism {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mechanism::CgroupV1Pids => "cgroup v1 pids.max, per task",
+            Mechanism::CgroupV1Memory => "cgroup v1 memory.limit_in_bytes, per task",
+            Mechanism::CgroupV2Pids => "cgroup v2 pids.max, per task",
+            Mechanism::CgroupV2Memory => "cgroup v2 memory.max, per task",
+            Mechanism::RlimitNproc => {
+                "RLIMIT_NPROC, per user (counts the user's other processes too)"
+            }
+            Mechanism::RlimitData => "RLIMIT_DATA, per process",
+            Mechanism::RlimitFsize => "RLIMIT_FSIZE, per process",
+            Mechanism::NotEnforced => {
+                "not enforced (root is exempt from RLIMIT_NPROC and no cgroup could be made)"
+            }
+        }
+    }
+}
+
+impl Serialize for Mechanism {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.describe())
+    }
 }
 
 /// Where task cgroups can be made, found once per run.
@@ -78,30 +118,21 @@ impl LimitPlan {
     pub fn enforcement(&self) -> Enforcement {
         let (processes, memory) = match &self.cgroups {
             Some(CgroupRoot::V1 { memory, .. }) => (
-                "cgroup v1 pids.max, per task",
+                Mechanism::CgroupV1Pids,
                 if memory.is_some() {
-                    "cgroup v1 memory.limit_in_bytes, per task"
+                    Mechanism::CgroupV1Memory
                 } else {
-                    "RLIMIT_DATA, per process"
+                    Mechanism::RlimitData
                 },
             ),
-            Some(CgroupRoot::V2 { .. }) => (
-                "cgroup v2 pids.max, per task",
-                "cgroup v2 memory.max, per task",
-            ),
-            None if self.is_root => (
-                "not enforced (root is exempt from RLIMIT_NPROC and no cgroup could be made)",
-                "RLIMIT_DATA, per process",
-            ),
-            None => (
-                "RLIMIT_NPROC, per user (counts the user's other processes too)",
-                "RLIMIT_DATA, per process",
-            ),
+            Some(CgroupRoot::V2 { .. }) => (Mechanism::CgroupV2Pids, Mechanism::CgroupV2Memory),
+            None if self.is_root => (Mechanism::NotEnforced, Mechanism::RlimitData),
+            None => (Mechanism::RlimitNproc, Mechanism::RlimitData),
         };
         Enforcement {
             processes,
             memory,
-            file_size: "RLIMIT_FSIZE, per process",
+            file_size: Mechanism::RlimitFsize,
         }
     }
 
@@ -436,7 +467,11 @@ mod tests {
             max_file_size_bytes: 1 << 20,
         });
         let enforced = plan.enforcement();
-        assert!(enforced.file_size.contains("RLIMIT_FSIZE"));
-        assert!(!enforced.memory.is_empty() && !enforced.processes.is_empty());
+        assert_eq!(enforced.file_size, Mechanism::RlimitFsize);
+        assert_ne!(enforced.memory, Mechanism::NotEnforced);
+        // run.json holds the words, as before.
+        let written = serde_json::to_value(&enforced).expect("serialize");
+        assert_eq!(written["file_size"], "RLIMIT_FSIZE, per process");
+        assert_eq!(written["processes"], enforced.processes.describe());
     }
 }

@@ -870,6 +870,30 @@ fn workdirs_that_hold_the_run_or_sit_in_the_cache_are_refused() {
 }
 
 #[test]
+fn limits_too_large_to_count_in_bytes_are_refused_not_wrapped() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("a", &repo, &sha, "true", json!({}))]);
+    // 2^44 MiB is 2^64 bytes: one more than a u64 holds.
+    for flag in ["--max-memory", "--max-file-size"] {
+        let run = fixture.run(
+            &tasks,
+            &[
+                "--model",
+                "noop",
+                "--sandbox",
+                "none",
+                flag,
+                "17592186044416",
+            ],
+        );
+        assert_eq!(run.code, 2, "{flag}: {}", run.stderr);
+        assert!(run.stderr.contains(flag), "{flag}: {}", run.stderr);
+        assert!(!run.out.join("results.csv").exists());
+    }
+}
+
+#[test]
 fn a_folder_name_that_is_not_utf8_checks_out() {
     // git allows any bytes but / and NUL in a name; git2's tree walk gives
     // up on them, which must not stop the checkout.
