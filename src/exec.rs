@@ -198,8 +198,18 @@ pub enum ExecError {
 pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
+    // With limits, through onebash's own exec helper (see limits.rs): no
+    // closure between fork and exec, so the child starts by posix_spawn.
+    let (program, args): (OsString, Vec<OsString>) = if spec.child.is_empty() {
+        (spec.program.clone(), spec.args.clone())
+    } else {
+        let mut args = spec.child.helper_args();
+        args.push(spec.program.clone());
+        args.extend(spec.args.iter().cloned());
+        (OWN_PROGRAM.into(), args)
+    };
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
         .current_dir(spec.cwd)
         .env_clear()
         .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
@@ -208,12 +218,6 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
         .process_group(0)
         .kill_on_drop(true);
-    let child_setup = spec.child.clone();
-    // SAFETY: `apply` makes only async-signal-safe calls (open, write,
-    // close, setrlimit) on data prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || child_setup.apply());
-    }
     let start = Instant::now();
     let spawned = spawn_off_worker(cmd).await;
     let (mut child, _starter) = spawned.map_err(|source| ExecError::Spawn {
@@ -282,6 +286,10 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         output,
     })
 }
+
+/// This very program, whichever file it was started from, even if that
+/// file was replaced since (the exec helper must be this version).
+const OWN_PROGRAM: &str = "/proc/self/exe";
 
 /// Starts `cmd` on a thread of its own. `fork` copies the page tables of
 /// the whole process and waits for the page faults of every other thread:

@@ -14,7 +14,8 @@
 //! [`LimitPlan`] is decided once per run; [`TaskLimits`] is one task's
 //! cgroup and the settings a child applies between fork and exec.
 
-use std::ffi::CString;
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -195,13 +196,19 @@ impl TaskLimits {
     }
 }
 
-/// What a child does between fork and exec: only async-signal-safe calls,
-/// on data prepared before the fork.
+/// What a task's command sets on itself before it starts: cgroups to join
+/// and rlimits. Done by onebash's exec helper ([`exec_limited`]) in the
+/// command's own process, just before it execs the command.
 #[derive(Debug, Clone)]
 pub struct ChildSetup {
     rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
     procs_files: Vec<CString>,
 }
+
+/// The hidden first argument under which onebash is its own exec helper:
+/// it applies a task's limits to itself, then execs the command (see
+/// [`ChildSetup::helper_args`] and [`exec_limited`]).
+pub const EXEC_LIMITED: &str = "__exec-limited";
 
 impl ChildSetup {
     /// No limits at all.
@@ -212,8 +219,32 @@ impl ChildSetup {
         }
     }
 
-    /// Runs in the child after fork: joins the task's cgroups (writing "0"
-    /// to `cgroup.procs` moves the writer) and sets the rlimits.
+    pub fn is_empty(&self) -> bool {
+        self.rlimits.is_empty() && self.procs_files.is_empty()
+    }
+
+    /// The arguments that make onebash, started as `onebash
+    /// __exec-limited ARGS PROGRAM...`, set these limits on itself and exec
+    /// PROGRAM. A command is started that way rather than with a closure
+    /// between fork and exec: without such a closure the standard library
+    /// starts it with `posix_spawn`, which does not copy the page tables of
+    /// onebash (a `fork` did, holding up the async workers; see exec.rs).
+    pub fn helper_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![EXEC_LIMITED.into()];
+        for file in &self.procs_files {
+            args.push("--join".into());
+            args.push(OsString::from_vec(file.as_bytes().to_vec()));
+        }
+        for (resource, value) in &self.rlimits {
+            args.push("--rlimit".into());
+            args.push(format!("{resource}={value}").into());
+        }
+        args.push("--".into());
+        args
+    }
+
+    /// Joins the task's cgroups (writing "0" to `cgroup.procs` moves the
+    /// writer) and sets the rlimits, on the calling process.
     pub fn apply(&self) -> std::io::Result<()> {
         for file in &self.procs_files {
             // SAFETY: open/write/close are async-signal-safe; the path is a
@@ -242,6 +273,47 @@ impl ChildSetup {
         }
         Ok(())
     }
+}
+
+/// onebash as its own exec helper (`args` follow [`EXEC_LIMITED`]): joins
+/// the cgroups and sets the rlimits they name, then execs the program that
+/// follows `--`, in this process (so it keeps the pid, the cgroups and the
+/// limits). Returns only when that fails: what went wrong.
+pub fn exec_limited(args: &[OsString]) -> String {
+    use std::os::unix::process::CommandExt;
+    let mut setup = ChildSetup::none();
+    let mut rest = args.iter();
+    loop {
+        let Some(flag) = rest.next() else {
+            return "no `--` before the program".to_owned();
+        };
+        match flag.to_str() {
+            Some("--") => break,
+            Some("--join") => match rest.next().map(|f| CString::new(f.as_bytes())) {
+                Some(Ok(file)) => setup.procs_files.push(file),
+                _ => return "--join needs a file".to_owned(),
+            },
+            Some("--rlimit") => {
+                let parsed = rest.next().and_then(|raw| {
+                    let (resource, value) = raw.to_str()?.split_once('=')?;
+                    Some((resource.parse().ok()?, value.parse().ok()?))
+                });
+                match parsed {
+                    Some(limit) => setup.rlimits.push(limit),
+                    None => return "--rlimit needs RESOURCE=VALUE".to_owned(),
+                }
+            }
+            _ => return format!("unknown argument {flag:?}"),
+        }
+    }
+    let Some(program) = rest.next() else {
+        return "no program after `--`".to_owned();
+    };
+    if let Err(err) = setup.apply() {
+        return format!("cannot set the task's limits: {err}");
+    }
+    let err = std::process::Command::new(program).args(rest).exec();
+    format!("cannot run {}: {err}", program.to_string_lossy())
 }
 
 #[derive(Debug)]
@@ -452,6 +524,50 @@ mod tests {
         assert!(!dead.exists());
         assert!(alive.exists());
         assert!(other.exists());
+    }
+
+    #[test]
+    fn the_exec_helper_refuses_what_it_cannot_read_without_running_anything() {
+        let args = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        for (given, said) in [
+            (args(&[]), "no `--`"),
+            (args(&["--rlimit", "1"]), "RESOURCE=VALUE"),
+            (args(&["--join"]), "needs a file"),
+            (args(&["--what", "--"]), "unknown argument"),
+            (args(&["--rlimit", "4=0", "--"]), "no program"),
+        ] {
+            let message = exec_limited(&given);
+            assert!(message.contains(said), "{given:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn helper_arguments_read_back_as_the_same_limits() {
+        let setup = ChildSetup {
+            rlimits: vec![(libc::RLIMIT_FSIZE, 1 << 20), (libc::RLIMIT_CORE, 0)],
+            procs_files: vec![CString::new("/sys/fs/cgroup/pids/x/cgroup.procs").expect("path")],
+        };
+        let args = setup.helper_args();
+        assert_eq!(args[0], EXEC_LIMITED);
+        assert_eq!(
+            args.last().map(OsString::as_os_str),
+            Some(std::ffi::OsStr::new("--"))
+        );
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            shown[1..shown.len() - 1],
+            [
+                "--join",
+                "/sys/fs/cgroup/pids/x/cgroup.procs",
+                "--rlimit",
+                &format!("{}=1048576", libc::RLIMIT_FSIZE),
+                "--rlimit",
+                &format!("{}=0", libc::RLIMIT_CORE),
+            ]
+        );
     }
 
     #[test]

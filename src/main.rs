@@ -3,6 +3,8 @@
 //! task got a verdict, 1 some task ended in error, 2 bad usage or input, 130
 //! interrupted.
 
+use std::ffi::{OsStr, OsString};
+
 use clap::Parser;
 
 use onebash::cli::{Cli, Command};
@@ -10,6 +12,13 @@ use onebash::commands::run::{EXIT_TASK_ERRORS, EXIT_USAGE};
 use onebash::config::RunConfig;
 
 fn main() {
+    // onebash as its own exec helper, between the start of a task's command
+    // and the command (see limits::exec_limited): nothing else runs.
+    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(onebash::limits::EXEC_LIMITED)) {
+        let args: Vec<OsString> = std::env::args_os().skip(2).collect();
+        eprintln!("onebash: {}", onebash::limits::exec_limited(&args));
+        std::process::exit(126);
+    }
     // Not dumpable: a process of the same user (an agent's command) cannot
     // attach to onebash or read its memory, where the API key lives.
     // SAFETY: prctl with these arguments has no memory-safety preconditions.
