@@ -243,8 +243,8 @@ pub struct RunArgs {
     pub runs: u32,
 
     /// Run only tasks whose 0-based index i in the file has i mod N == K-1.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
 
     /// Run only tasks whose id matches this regular expression.
     #[arg(long, value_name = "REGEX")]
@@ -301,4 +301,38 @@ pub struct RunArgs {
     /// Keep each task's working copy (under the run folder's workdirs/, or --workdirs) instead of deleting it.
     #[arg(long)]
     pub keep_workdirs: bool,
+}
+
+/// `--shard K/N`: 1-based K of N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub fn parse(raw: &str) -> Result<Shard, String> {
+        let (k, n) = raw
+            .split_once('/')
+            .ok_or_else(|| format!("{raw:?} is not K/N (for example 2/4)"))?;
+        let index: usize = k
+            .trim()
+            .parse()
+            .map_err(|_| format!("{raw:?}: K is not a number"))?;
+        let count: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("{raw:?}: N is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!(
+                "{raw:?}: K must be between 1 and N, and N at least 1"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether the task at 0-based position `i` of the file belongs to this shard.
+    pub fn contains(&self, i: usize) -> bool {
+        i % self.count == self.index - 1
+    }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::agent::model::RequestSettings;
@@ -138,39 +138,7 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// `--shard K/N`: 1-based K of N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-impl Shard {
-    pub fn parse(raw: &str) -> Result<Shard, String> {
-        let (k, n) = raw
-            .split_once('/')
-            .ok_or_else(|| format!("--shard {raw:?} is not K/N (for example 2/4)"))?;
-        let index: usize = k
-            .trim()
-            .parse()
-            .map_err(|_| format!("--shard {raw:?}: K is not a number"))?;
-        let count: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("--shard {raw:?}: N is not a number"))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(format!(
-                "--shard {raw:?}: K must be between 1 and N, and N at least 1"
-            ));
-        }
-        Ok(Shard { index, count })
-    }
-
-    /// Whether the task at 0-based position `i` of the file belongs to this shard.
-    pub fn contains(&self, i: usize) -> bool {
-        i % self.count == self.index - 1
-    }
-}
+pub use crate::cli::Shard;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -230,7 +198,9 @@ impl RunConfig {
         fingerprint
     }
 
-    pub fn from_args(args: &RunArgs) -> Result<RunConfig, ConfigError> {
+    /// The run's configuration from its arguments and the keys `main` took
+    /// out of the environment.
+    pub fn from_args(args: &RunArgs, secrets: &Secrets) -> Result<RunConfig, ConfigError> {
         let options = LoadOptions {
             repo_base: args.repo_base.clone(),
             test_command: args.test_command.clone(),
@@ -239,12 +209,7 @@ impl RunConfig {
         let task_file_sha256 = std::fs::read(&args.tasks)
             .map(|bytes| crate::prompt::hex(&Sha256::digest(bytes)))
             .unwrap_or_default();
-        let shard = args
-            .shard
-            .as_deref()
-            .map(Shard::parse)
-            .transpose()
-            .map_err(ConfigError::Usage)?;
+        let shard = args.shard;
         let filter = args
             .filter
             .as_deref()
@@ -277,7 +242,7 @@ impl RunConfig {
         }
 
         let mut warnings = Vec::new();
-        let model = model_choice(args, &mut warnings)?;
+        let model = model_choice(args, secrets, &mut warnings)?;
         if matches!(model, ModelChoice::Oracle) {
             let missing: Vec<&str> = tasks
                 .iter()
@@ -418,7 +383,11 @@ impl RunConfig {
     }
 }
 
-fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoice, ConfigError> {
+fn model_choice(
+    args: &RunArgs,
+    secrets: &Secrets,
+    warnings: &mut Vec<String>,
+) -> Result<ModelChoice, ConfigError> {
     let (url_env, default_url, default_key_env) = match args.provider {
         Provider::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY"),
         Provider::Anthropic => (
@@ -431,12 +400,9 @@ fn model_choice(args: &RunArgs, warnings: &mut Vec<String>) -> Result<ModelChoic
         .api_key_env
         .clone()
         .unwrap_or_else(|| default_key_env.to_owned());
-    // Every key variable is erased from the process, used or not, so that
-    // no command can read one back from the harness's /proc/PID/environ.
-    let api_key = take_secret_env(&api_key_env);
-    for other in KEY_VARIABLES {
-        take_secret_env(other);
-    }
+    // `main` erased every key variable from the process, used or not, so
+    // that no command can read one back from the harness's environ.
+    let api_key = secrets.get(&api_key_env);
     if args
         .max_cost
         .is_some_and(|max| !(max.is_finite() && max > 0.0))
@@ -605,23 +571,61 @@ fn check_out_dir(dir: &Path, resume: bool) -> Result<(), ConfigError> {
     }
 }
 
-/// Reads a secret from the environment and erases it from the process: the
-/// bytes of `NAME=value` that /proc/<pid>/environ shows (the block the
-/// process started with) are overwritten, then the variable is removed.
-/// A child could otherwise read the key back from its parent's environ.
+/// The API keys of a run, taken out of the process's environment before
+/// anything else runs ([`Secrets::take`]): configuration reads them from
+/// here, never from the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    keys: Vec<(String, String)>,
+}
+
+impl Secrets {
+    /// Takes every variable that holds an API key (the providers' own, and
+    /// `extra`, a `--api-key-env` name) out of the environment: the bytes of
+    /// `NAME=value` that /proc/<pid>/environ shows (the block the process
+    /// started with) are overwritten, then the variable is removed. A
+    /// child could otherwise read a key back from its parent's environ.
+    ///
+    /// # Safety
+    ///
+    /// The process must have one thread: this writes the environment block
+    /// in place, which another thread could be reading. `main` calls it
+    /// before the async runtime starts.
+    pub unsafe fn take(extra: Option<&str>) -> Secrets {
+        let mut keys = Vec::new();
+        for name in KEY_VARIABLES.iter().copied().chain(extra) {
+            // SAFETY: single-threaded, as this function's contract says.
+            if let Some(value) = unsafe { take_secret_env(name) } {
+                keys.push((name.to_owned(), value));
+            }
+        }
+        Secrets { keys }
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.keys
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+    }
+}
+
+/// Reads a secret from the environment and erases it from the process.
 ///
-/// Must run while the process has one thread: config is built in `main`
-/// before the async runtime starts.
-fn take_secret_env(name: &str) -> Option<String> {
+/// # Safety
+///
+/// As [`Secrets::take`]: one thread only.
+unsafe fn take_secret_env(name: &str) -> Option<String> {
     let value = std::env::var(name).ok().filter(|v| !v.is_empty());
     let prefix = format!("{name}=");
     unsafe extern "C" {
         static mut environ: *mut *mut std::ffi::c_char;
     }
-    // SAFETY: single-threaded (see above), so nothing reads or changes the
-    // environment meanwhile. `environ` is a null-terminated array of
-    // pointers to NUL-terminated strings owned by the process; we only
-    // overwrite bytes inside those strings, never past their terminator.
+    // SAFETY: single-threaded (the caller's contract), so nothing reads or
+    // changes the environment meanwhile. `environ` is a null-terminated
+    // array of pointers to NUL-terminated strings owned by the process; we
+    // only overwrite bytes inside those strings, never past their
+    // terminator.
     unsafe {
         let mut entry = environ;
         while !entry.is_null() && !(*entry).is_null() {

@@ -9,7 +9,7 @@ use clap::Parser;
 
 use onebash::cli::{Cli, Command};
 use onebash::commands::run::{EXIT_TASK_ERRORS, EXIT_USAGE};
-use onebash::config::RunConfig;
+use onebash::config::{RunConfig, Secrets};
 
 fn main() {
     // onebash as its own exec helper, between the start of a task's command
@@ -33,8 +33,17 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // The keys leave the environment while this is the only thread: no
+    // command started later can read them back from onebash's environ.
+    let secrets = match &cli.command {
+        // SAFETY: no other thread exists yet (the runtime starts below).
+        Command::Run(args) => unsafe { Secrets::take(args.api_key_env.as_deref()) },
+        // SAFETY: as above. Its runs need no key; none stays behind.
+        Command::Validate(_) => unsafe { Secrets::take(None) },
+        _ => Secrets::default(),
+    };
     let code = match cli.command {
-        Command::Run(args) => match RunConfig::from_args(&args) {
+        Command::Run(args) => match RunConfig::from_args(&args, &secrets) {
             Ok(config) => {
                 for warning in &config.warnings {
                     eprintln!("warning: {warning}");

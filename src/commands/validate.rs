@@ -63,7 +63,10 @@ pub fn configs(
         let Command::Run(args) = cli.command else {
             return Err("internal error: validate built a command that is not `run`".to_owned());
         };
-        configs.push(RunConfig::from_args(&args).map_err(|err| err.to_string())?);
+        configs.push(
+            RunConfig::from_args(&args, &crate::config::Secrets::default())
+                .map_err(|err| err.to_string())?,
+        );
     }
     Ok(configs)
 }

@@ -894,6 +894,25 @@ fn limits_too_large_to_count_in_bytes_are_refused_not_wrapped() {
 }
 
 #[test]
+fn a_shard_that_is_not_k_of_n_is_refused_by_the_command_line() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("a", &repo, &sha, "true", json!({}))]);
+    for (shard, said) in [("0/3", "K must be between 1 and N"), ("2", "is not K/N")] {
+        let run = fixture.run(
+            &tasks,
+            &["--model", "noop", "--sandbox", "none", "--shard", shard],
+        );
+        assert_eq!(run.code, 2, "{shard}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("--shard") && run.stderr.contains(said),
+            "{shard}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
 fn a_folder_name_that_is_not_utf8_checks_out() {
     // git allows any bytes but / and NUL in a name; git2's tree walk gives
     // up on them, which must not stop the checkout.
