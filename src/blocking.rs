@@ -36,12 +36,32 @@ pub fn lower_priority() {
     if LOWERED.with(|lowered| lowered.replace(true)) {
         return;
     }
-    // SAFETY: gettid has no preconditions; setpriority of the calling
-    // thread's own id only changes its scheduling.
+    // Ten more than now (setpriority takes a value, not a step: 10 would
+    // raise a run started with `nice -n 15`).
+    // SAFETY: gettid has no preconditions; getpriority and setpriority of
+    // the calling thread's own id only read and change its scheduling.
     unsafe {
         let tid = libc::gettid() as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (now + 10).min(19));
     }
+}
+
+/// Runs `job` on a new thread at the run's own priority, for work that must
+/// not yield to what it works against: killing a task's runaway processes.
+pub async fn urgent<T, F>(job: F) -> Option<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (sent, done) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("onebash-urgent".to_owned())
+        .spawn(move || {
+            let _ = sent.send(job());
+        })
+        .ok()?;
+    done.await.ok()
 }
 
 #[cfg(test)]

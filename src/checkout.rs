@@ -173,6 +173,10 @@ impl RepoCache {
             .spawn(move || {
                 crate::blocking::lower_priority();
                 for (mirror, base) in order {
+                    // A mirror this run has yet to make: its first task will.
+                    if !mirror.is_dir() {
+                        continue;
+                    }
                     let stores = StoreDir::for_mirror(&mirror);
                     let Some(store) = stores.find(base, history) else {
                         continue;

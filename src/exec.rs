@@ -200,20 +200,26 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
     // With limits, through onebash's own exec helper (see limits.rs): no
     // closure between fork and exec, so the child starts by posix_spawn.
-    let (program, args): (OsString, Vec<OsString>) = if spec.child.is_empty() {
-        (spec.program.clone(), spec.args.clone())
+    // The helper reports on its stdin whether it got as far as the
+    // command: a message when it failed, end-of-file once the command's
+    // exec closed it (then stdin is /dev/null, as without it).
+    let (program, args, stdin, helper) = if spec.child.is_empty() {
+        let args = spec.args.clone();
+        (spec.program.clone(), args, Stdio::null(), None)
     } else {
+        let (report, reporter) = std::io::pipe().map_err(ExecError::Pipe)?;
         let mut args = spec.child.helper_args();
         args.push(spec.program.clone());
         args.extend(spec.args.iter().cloned());
-        (OWN_PROGRAM.into(), args)
+        let stdin = Stdio::from(OwnedFd::from(reporter));
+        (OsString::from(OWN_PROGRAM), args, stdin, Some(report))
     };
     let mut cmd = Command::new(&program);
     cmd.args(&args)
         .current_dir(spec.cwd)
         .env_clear()
         .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
         .process_group(0)
@@ -226,6 +232,18 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         source,
     })?;
     let pgid = child.id();
+    if let Some(report) = helper {
+        let failed = helper_failure(report).await.map_err(ExecError::Pipe)?;
+        if let Some(message) = failed {
+            kill_group(pgid);
+            let _ = child.wait().await;
+            return Err(ExecError::Spawn {
+                program: spec.program.to_string_lossy().into_owned(),
+                cwd: spec.cwd.display().to_string(),
+                source: std::io::Error::other(message),
+            });
+        }
+    }
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(ExecError::Pipe)?;
 
@@ -285,6 +303,15 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         duration,
         output,
     })
+}
+
+/// What the exec helper wrote on its status pipe before it closed it:
+/// nothing when it started the command.
+async fn helper_failure(report: std::io::PipeReader) -> std::io::Result<Option<String>> {
+    let mut report = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(report))?;
+    let mut message = Vec::new();
+    report.read_to_end(&mut message).await?;
+    Ok((!message.is_empty()).then(|| String::from_utf8_lossy(&message).trim().to_owned()))
 }
 
 /// This very program, whichever file it was started from, even if that

@@ -280,6 +280,33 @@ impl ChildSetup {
 /// follows `--`, in this process (so it keeps the pid, the cgroups and the
 /// limits). Returns only when that fails: what went wrong.
 pub fn exec_limited(args: &[OsString]) -> String {
+    // The status pipe comes in as stdin: kept apart, closed by the exec,
+    // and stdin becomes /dev/null as every command's is.
+    // SAFETY: fcntl, open, dup2 and close act on this process's own
+    // descriptors only.
+    let status = unsafe {
+        let status = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::close(null);
+        }
+        status
+    };
+    let failed = exec_with(args);
+    if status >= 0 {
+        let bytes = failed.as_bytes();
+        // SAFETY: writes `bytes` to a descriptor this process owns.
+        unsafe {
+            libc::write(status, bytes.as_ptr().cast(), bytes.len());
+        }
+    }
+    failed
+}
+
+/// Applies the limits `args` name and execs the program after `--`;
+/// returns only on failure.
+fn exec_with(args: &[OsString]) -> String {
     use std::os::unix::process::CommandExt;
     let mut setup = ChildSetup::none();
     let mut rest = args.iter();
@@ -536,7 +563,7 @@ mod tests {
             (args(&["--what", "--"]), "unknown argument"),
             (args(&["--rlimit", "4=0", "--"]), "no program"),
         ] {
-            let message = exec_limited(&given);
+            let message = exec_with(&given);
             assert!(message.contains(said), "{given:?}: {message}");
         }
     }

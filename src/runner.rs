@@ -176,7 +176,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     // Its cgroup goes with the task: removing one waits for its processes.
     let limits = Arc::clone(&run.limits);
     drop(run);
-    let _ = crate::blocking::spawn(move || drop(limits)).await;
+    let _ = crate::blocking::urgent(move || drop(limits)).await;
     row
 }
 
@@ -440,7 +440,7 @@ impl TaskRun<'_> {
     async fn kill_left_behind(&self) {
         // Both read /proc or the cgroup, and wait a little between rounds.
         let (limits, mark) = (Arc::clone(&self.limits), self.mark.clone());
-        let _ = crate::blocking::spawn(move || {
+        let _ = crate::blocking::urgent(move || {
             limits.kill_all();
             kill_marked_processes(&mark)
         })

@@ -276,7 +276,8 @@ struct Line<'a> {
 /// Lines reach the file in the order they were sent, one `write` each.
 pub struct TrajectoryWriter {
     lines: tokio::sync::mpsc::Sender<ToFile>,
-    writer: tokio::task::JoinHandle<Option<String>>,
+    /// The writer thread's first error, sent when it ends.
+    writer: tokio::sync::oneshot::Receiver<Option<String>>,
     path: PathBuf,
     first_error: Option<String>,
     /// Lines from [`Self::write_soon`] that found the queue full.
@@ -312,7 +313,12 @@ impl TrajectoryWriter {
         .map_err(std::io::Error::other)??;
         let (lines, mut queued) = tokio::sync::mpsc::channel(QUEUED_LINES);
         let shown = path.display().to_string();
-        let writer = crate::blocking::spawn(move || {
+        let (ended, writer) = tokio::sync::oneshot::channel();
+        // A thread of its own, not one of tokio's blocking pool: it lives
+        // as long as the task, and at -j 512 the writers would take every
+        // thread of the pool and leave none for the checkouts.
+        let thread = std::thread::Builder::new().name("onebash-trajectory".to_owned());
+        thread.spawn(move || {
             let mut file = file;
             let mut first_error = None;
             while let Some(message) = queued.blocking_recv() {
@@ -330,8 +336,8 @@ impl TrajectoryWriter {
                     }
                 }
             }
-            first_error
-        });
+            let _ = ended.send(first_error);
+        })?;
         Ok(TrajectoryWriter {
             lines,
             writer,
@@ -342,13 +348,17 @@ impl TrajectoryWriter {
         })
     }
 
+    /// Cancel-safe: until a place in the queue is free nothing changes,
+    /// and after that nothing waits.
     pub async fn write(&mut self, event: &Event) {
         self.send_pending().await;
+        let lines = self.lines.clone();
+        let Ok(place) = lines.reserve().await else {
+            self.note_error("its writer stopped".to_owned());
+            return;
+        };
         if let Some(line) = self.line(event) {
-            let sent = self.lines.send(ToFile::Line(line)).await;
-            if sent.is_err() {
-                self.note_error("its writer stopped".to_owned());
-            }
+            place.send(ToFile::Line(line));
         }
     }
 
@@ -374,9 +384,14 @@ impl TrajectoryWriter {
     }
 
     async fn send_pending(&mut self) {
-        while let Some(line) = self.pending.pop_front() {
-            if self.lines.send(line).await.is_err() {
+        while !self.pending.is_empty() {
+            let Ok(place) = self.lines.reserve().await else {
                 self.note_error("its writer stopped".to_owned());
+                self.pending.clear();
+                return;
+            };
+            if let Some(line) = self.pending.pop_front() {
+                place.send(line);
             }
         }
     }
@@ -449,7 +464,9 @@ impl TrajectoryWriter {
             ..
         } = self;
         drop(lines);
-        let written = writer.await.unwrap_or_else(|join| Some(join.to_string()));
+        let written = writer
+            .await
+            .unwrap_or_else(|_| Some("the trajectory's writer thread ended early".to_owned()));
         first_error.or(written)
     }
 }

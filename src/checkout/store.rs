@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
@@ -658,16 +658,15 @@ fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
 /// copies), each once, whatever number of tasks link it.
 #[derive(Default)]
 pub struct FixedPacks {
-    fixed: Mutex<HashMap<PathBuf, Arc<Fix>>>,
+    fixed: Mutex<HashMap<PathBuf, Arc<Mutex<Option<String>>>>>,
 }
-
-/// One thin pack's fix: the whole pack's name once made, or why not.
-type Fix = OnceLock<Result<String, String>>;
 
 impl FixedPacks {
     /// The name of the whole pack in `dir` that thin pack `name` of
     /// `stores` fixes into: fixed now when no task of this run has yet. A
-    /// task that asks while another fixes it waits for that one.
+    /// task that asks while another fixes it waits for that one. A failed
+    /// fix is not remembered: the next task to ask tries again (git killed
+    /// for memory, a full disk, a mirror not there yet).
     pub fn get(
         &self,
         stores: &StoreDir,
@@ -678,12 +677,17 @@ impl FixedPacks {
         let StoredPack::Thin { name, entries } = pack else {
             return Ok(pack.name().to_owned());
         };
-        let once = {
+        let slot = {
             let mut fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(fixed.entry(dir.join(name)).or_default())
         };
-        once.get_or_init(|| stores.fix_thin(mirror, name, Some(*entries), dir))
-            .clone()
+        let mut fixed = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = fixed.as_ref() {
+            return Ok(done.clone());
+        }
+        let done = stores.fix_thin(mirror, name, Some(*entries), dir)?;
+        *fixed = Some(done.clone());
+        Ok(done)
     }
 }
 
@@ -860,6 +864,63 @@ mod tests {
         ] {
             assert_eq!(parse_manifest(&broken), None, "{broken}");
         }
+    }
+
+    /// `git ARGS` in `dir`, which must work.
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn a_fix_that_failed_is_tried_again_by_the_next_task() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).expect("mkdir");
+        git(&work, &["init", "-q", "-b", "main"]);
+        let mut bases = Vec::new();
+        for text in ["one\n", "one\ntwo\n"] {
+            std::fs::write(work.join("f.txt"), text).expect("write");
+            git(&work, &["add", "-A"]);
+            git(&work, &["commit", "-q", "-m", text.trim()]);
+            bases.push(Oid::from_str(&git(&work, &["rev-parse", "HEAD"])).expect("sha"));
+        }
+        let mirror = dir.path().join("cache/repos/m.git");
+        git(
+            dir.path(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                "work",
+                &mirror.display().to_string(),
+            ],
+        );
+        let stores = StoreDir::for_mirror(&mirror);
+        let planned: HashSet<Oid> = bases.iter().copied().collect();
+        let store = stores
+            .ensure(&mirror, bases[1], History::Full, &planned)
+            .expect("the newer base's store");
+        let thin = store.packs[0].clone();
+        assert!(matches!(thin, StoredPack::Thin { .. }), "{:?}", store.packs);
+        let (fixed, staging) = (FixedPacks::default(), dir.path().join("staging"));
+        // The mirror, where the fix reads its bases, is away for a moment.
+        let away = dir.path().join("away.git");
+        std::fs::rename(&mirror, &away).expect("move the mirror away");
+        assert!(fixed.get(&stores, &mirror, &thin, &staging).is_err());
+        std::fs::rename(&away, &mirror).expect("put it back");
+        let name = fixed
+            .get(&stores, &mirror, &thin, &staging)
+            .expect("fixed on the second try");
+        assert!(staging.join(format!("{name}.idx")).is_file());
+        // And remembered from then on.
+        assert_eq!(fixed.get(&stores, &mirror, &thin, &staging), Ok(name));
     }
 
     #[test]

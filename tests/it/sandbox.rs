@@ -1257,3 +1257,51 @@ fn workdirs_in_tmp_leave_tmp_writable() {
         );
     }
 }
+
+/// onebash's exec helper (`__exec-limited`) tells its starter on stdin
+/// whether it got as far as the command: nothing (end-of-file at the exec)
+/// when it did, the reason when it did not, so that a failure to set a
+/// task's limits is the harness's error, not a command that failed.
+#[test]
+fn the_exec_helper_reports_on_its_stdin_and_gives_the_command_dev_null() {
+    use std::io::Read;
+    let run = |args: &[&str]| {
+        let (mut report, reporter) = std::io::pipe().expect("pipe");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_onebash"));
+        command
+            .arg("__exec-limited")
+            .args(args)
+            .stdin(reporter)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let child = command.spawn().expect("start the helper");
+        // Our copy of the write end goes with the command.
+        drop(command);
+        let output = child.wait_with_output().expect("wait");
+        let mut said = String::new();
+        report.read_to_string(&mut said).expect("read the report");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            said,
+        )
+    };
+    let (code, out, said) = run(&["--", "bash", "-c", "readlink /proc/self/fd/0"]);
+    assert_eq!(
+        (code, out.trim(), said.as_str()),
+        (Some(0), "/dev/null", "")
+    );
+    let (code, out, said) = run(&[
+        "--join",
+        "/nonexistent/cgroup.procs",
+        "--",
+        "bash",
+        "-c",
+        "echo ran",
+    ]);
+    assert_eq!((code, out.as_str()), (Some(126), ""));
+    assert!(said.contains("cannot set the task's limits"), "{said}");
+    let (code, _, said) = run(&["--", "/nonexistent/program"]);
+    assert_eq!(code, Some(126));
+    assert!(said.contains("cannot run /nonexistent/program"), "{said}");
+}
