@@ -77,8 +77,8 @@ pub struct ReportArgs {
     /// The run folder.
     pub run: PathBuf,
     /// Output format. `html` writes a self-contained page with charts (and one transcript page per task in `transcripts/` next to it) and prints its path.
-    #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
-    pub format: crate::commands::report::Format,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Write to this file instead of stdout [default: stdout; for html RUN/report.html].
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
@@ -91,8 +91,8 @@ pub struct CompareArgs {
     /// Run B (differences are B - A).
     pub run_b: PathBuf,
     /// Output format. `html` writes a self-contained page with charts and prints its path.
-    #[arg(long, value_enum, default_value_t = crate::commands::report::Format::Text)]
-    pub format: crate::commands::report::Format,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Write to this file instead of stdout [default: stdout; for html compare.html in the current folder].
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
@@ -335,4 +335,14 @@ impl Shard {
     pub fn contains(&self, i: usize) -> bool {
         i % self.count == self.index - 1
     }
+}
+
+/// `--format` of `report` and `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+    /// A self-contained page with charts, written to a file (`--output`).
+    Html,
 }

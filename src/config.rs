@@ -12,7 +12,6 @@ use regex::Regex;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::agent::model::RequestSettings;
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
 use crate::cli::{Provider, RunArgs};
@@ -132,6 +131,24 @@ pub struct RunConfig {
     /// What the user should know before the run starts (no sandbox, no cgroup).
     #[serde(skip)]
     pub warnings: Vec<String>,
+}
+
+/// Sampling and request settings sent with every call, recorded in run.json.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RequestSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// `--model-arg KEY=JSON`: added to the request body as given.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    #[serde(serialize_with = "seconds")]
+    pub request_timeout: Duration,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

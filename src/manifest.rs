@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::Provider;
 use crate::config::{RunConfig, Shard};
+use crate::results::RunFolder;
 
 /// The contents of run.json. Fields that only some writers give (a merge
 /// has no start, a run being written has no end yet) are optional, and so
@@ -108,6 +109,23 @@ impl ModelSettings {
 }
 
 impl RunManifest {
+    /// Reads a run folder's run.json.
+    pub fn read(folder: &RunFolder) -> Result<RunManifest, String> {
+        let path = folder.run_json();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|err| format!("failed to read {}: {err}", path.display()))
+    }
+
+    /// Writes a run folder's run.json whole, through a temporary file and a
+    /// rename.
+    pub fn write(&self, folder: &RunFolder) -> std::io::Result<()> {
+        let tmp = folder.root().join("run.json.tmp");
+        std::fs::write(&tmp, self.to_json_text().map_err(std::io::Error::other)?)?;
+        std::fs::rename(&tmp, folder.run_json())
+    }
+
     /// The manifest of a run about to start at `now`.
     pub fn starting(config: &RunConfig, now: String) -> serde_json::Result<RunManifest> {
         Ok(RunManifest {

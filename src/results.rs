@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::RunManifest;
 use crate::task::TaskId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,25 +268,6 @@ impl RunFolder {
             self.root.join(format!("predictions.epoch-{epoch}.jsonl"))
         }
     }
-
-    /// Reads run.json.
-    pub fn read_manifest(&self) -> Result<RunManifest, String> {
-        let path = self.run_json();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|err| format!("failed to read {}: {err}", path.display()))
-    }
-
-    /// Writes run.json whole, through a temporary file and a rename.
-    pub fn write_manifest(&self, manifest: &RunManifest) -> std::io::Result<()> {
-        let tmp = self.root.join("run.json.tmp");
-        std::fs::write(
-            &tmp,
-            manifest.to_json_text().map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(&tmp, self.run_json())
-    }
 }
 
 /// Appends rows to results.csv, the header first when the file is new.
@@ -474,7 +454,7 @@ mod tests {
             dir.path().join("predictions.epoch-3.jsonl")
         );
         // run.json that is not a manifest opens, but does not read.
-        assert!(folder.read_manifest().is_err());
+        assert!(crate::manifest::RunManifest::read(&folder).is_err());
     }
 
     fn row() -> ResultRow {

@@ -42,7 +42,7 @@ impl ResumePlan {
 /// can be read and its settings that decide outcomes are this run's. Reads
 /// only, so it can come before anything else a run does.
 pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), String> {
-    let before = folder.read_manifest()?;
+    let before = crate::manifest::RunManifest::read(folder)?;
     let differences = compare_fingerprints(&before.fingerprint, &config.fingerprint());
     if !differences.is_empty() {
         return Err(format!(

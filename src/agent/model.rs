@@ -9,8 +9,7 @@
 use std::sync::PoisonError;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::agent::anthropic::AnthropicClient;
 use crate::agent::openai::OpenAiClient;
@@ -125,27 +124,7 @@ pub fn is_context_overflow(status: u16, code: Option<&str>, message: &str) -> bo
     .any(|needle| message.contains(needle))
 }
 
-/// Sampling and request settings sent with every call, recorded in run.json.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RequestSettings {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_output_tokens: Option<u64>,
-    /// `--model-arg KEY=JSON`: added to the request body as given.
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub extra: Map<String, Value>,
-    #[serde(serialize_with = "seconds")]
-    pub request_timeout: Duration,
-}
-
-fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
+pub use crate::config::RequestSettings;
 
 /// A retry about to happen, for the trajectory.
 #[derive(Debug, Clone)]

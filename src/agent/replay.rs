@@ -56,7 +56,7 @@ impl ReplayStore {
     /// Opens a run folder to replay; reads its protocol from run.json.
     pub fn open(run_dir: &Path) -> Result<ReplayStore, String> {
         let folder = RunFolder::open(run_dir)?;
-        let manifest = folder.read_manifest()?;
+        let manifest = crate::manifest::RunManifest::read(&folder)?;
         // The oracle and the first runs (no provider yet) spoke OpenAI's format.
         let format = match manifest.settings.model.provider {
             Some(Provider::Anthropic) => RecordedFormat::Anthropic,

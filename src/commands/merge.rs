@@ -35,7 +35,7 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     let mut owner: HashMap<(TaskId, u32), &Path> = HashMap::new();
     for run in runs {
         let folder = RunFolder::open(run).map_err(MergeError)?;
-        let manifest = folder.read_manifest().map_err(MergeError)?;
+        let manifest = crate::manifest::RunManifest::read(&folder).map_err(MergeError)?;
         match &first {
             None => first = Some((run.clone(), manifest)),
             Some((first_run, first_manifest)) => {
@@ -113,8 +113,8 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
         })),
         peak_rss_bytes: None,
     };
-    folder
-        .write_manifest(&manifest)
+    manifest
+        .write(&folder)
         .map_err(|err| io_error(&folder.run_json(), err))?;
     Ok(rows.len())
 }

@@ -17,14 +17,7 @@ use crate::results::{ResultRow, RunFolder, Status, read_rows};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
 use crate::trajectory::{Event, read_trajectory};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Markdown,
-    Json,
-    /// A self-contained page with charts, written to a file (`--output`).
-    Html,
-}
+pub use crate::cli::Format;
 
 /// Everything the report says, also its JSON form.
 #[derive(Debug, Serialize)]
@@ -106,7 +99,7 @@ pub fn report(run: &Path, format: Format, output: Option<&Path>) -> Result<Strin
     let read = read_rows(&folder.results_csv())?;
     // run.json only names the model of a run without rows: a report of the
     // rows does not need it to read.
-    let manifest = folder.read_manifest().ok();
+    let manifest = crate::manifest::RunManifest::read(&folder).ok();
     let report = build(&folder, &read.rows, manifest.as_ref());
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",

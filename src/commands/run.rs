@@ -124,11 +124,11 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             work.len()
         );
         // check_settings read run.json already: it reads again.
-        let before = folder.read_manifest().map_err(anyhow::Error::msg)?;
+        let before = crate::manifest::RunManifest::read(&folder).map_err(anyhow::Error::msg)?;
         manifest.resume_of(&before, now());
         rows = plan.kept;
     }
-    folder.write_manifest(&manifest)?;
+    manifest.write(&folder)?;
     let mut results = ResultsWriter::open(&folder.results_csv())?;
 
     let (events, mut received) = EventSink::channel();
@@ -247,7 +247,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     });
     manifest.summary = Some(summary.to_json());
     manifest.peak_rss_bytes = Some(peak_rss_bytes());
-    folder.write_manifest(&manifest)?;
+    manifest.write(&folder)?;
 
     if print_summary {
         println!(

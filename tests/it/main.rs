@@ -11,6 +11,7 @@ mod exec_safety;
 mod history;
 mod html;
 mod junit;
+mod layers;
 mod llama_server;
 mod model_faults;
 mod old_run_folder;
