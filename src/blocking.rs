@@ -25,6 +25,17 @@ where
     })
 }
 
+/// Deletes a folder and all in it (a working copy: thousands of files) on
+/// a blocking thread; one already gone is fine.
+pub async fn remove_dir(dir: std::path::PathBuf) -> std::io::Result<()> {
+    spawn(move || match std::fs::remove_dir_all(&dir) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
 thread_local! {
     static LOWERED: Cell<bool> = const { Cell::new(false) };
 }

@@ -180,16 +180,6 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     row
 }
 
-/// Deletes a working copy (thousands of files) on a blocking thread.
-async fn remove_off_worker(dir: PathBuf) -> std::io::Result<()> {
-    crate::blocking::spawn(move || match std::fs::remove_dir_all(&dir) {
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
-        _ => Ok(()),
-    })
-    .await
-    .map_err(std::io::Error::other)?
-}
-
 impl TaskRun<'_> {
     /// Checkout, then the rest; the working copy is deleted at the end
     /// unless `--keep-workdirs`.
@@ -204,14 +194,14 @@ impl TaskRun<'_> {
         let checkout = tokio::select! {
             checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, &workdir) => checkout,
             () = ctx.cancel.cancelled() => {
-                let _ = remove_off_worker(workdir).await;
+                let _ = crate::blocking::remove_dir(workdir).await;
                 return self.error_row(ExitReason::Interrupted, INTERRUPTED);
             }
         };
         let checkout = match checkout {
             Ok(checkout) => checkout,
             Err(err) => {
-                let _ = remove_off_worker(workdir).await;
+                let _ = crate::blocking::remove_dir(workdir).await;
                 return self.error_row(ExitReason::CheckoutError, &err.to_string());
             }
         };
@@ -234,7 +224,7 @@ impl TaskRun<'_> {
         let workspace = match ctx.env.enter(&checkout, self.limits.child.clone()).await {
             Ok(workspace) => workspace,
             Err(err) => {
-                let _ = remove_off_worker(workdir).await;
+                let _ = crate::blocking::remove_dir(workdir).await;
                 return self.error_row(ExitReason::CheckoutError, &err);
             }
         };

@@ -120,13 +120,7 @@ impl Workspace for HostWorkspace {
             if keep {
                 return Ok(());
             }
-            // Thousands of files: not on an async worker.
-            crate::blocking::spawn(move || match std::fs::remove_dir_all(&dir) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
-                _ => Ok(()),
-            })
-            .await
-            .map_err(std::io::Error::other)?
+            crate::blocking::remove_dir(dir).await
         })
     }
 }
