@@ -10,6 +10,7 @@
 //! patch. It runs no command but `git pack-objects`, to build a store.
 
 mod store;
+mod thin;
 
 pub use store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
 

@@ -30,6 +30,7 @@ use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::FileLock;
+use super::thin::{self, INDEX_HEADER, INDEX_MAGIC};
 
 /// `--history`: how much of the base's past a working copy holds.
 #[derive(
@@ -132,12 +133,14 @@ impl StoreDir {
         self.root.join("packs").join(format!("{name}.{ext}"))
     }
 
-    /// Fixes the thin pack `name` into a whole one in `dir`: `git
-    /// index-pack --fix-thin` appends the bases its deltas name, read from
-    /// the mirror (which holds every object the store has ever packed).
-    /// Returns the whole pack's name (`pack-<hash>`, its `.pack` and `.idx`
-    /// in `dir`). When `entries` is given, the fixed pack must list that
-    /// many objects, as it did when the store was built and checked.
+    /// Fixes the thin pack `name` into a whole one in `dir`, its bases
+    /// appended from the mirror (which holds every object the store has ever
+    /// packed). Returns the whole pack's name (`pack-<hash>`, its `.pack` and
+    /// `.idx` in `dir`). A stored pack (`entries` given: the fixed pack must
+    /// list that many objects, as it did when the store was built and
+    /// checked) is fixed in process when that gives the very pack its stored
+    /// index was made for ([`thin`]); otherwise, and for a pack being built,
+    /// by `git index-pack --fix-thin`.
     pub fn fix_thin(
         &self,
         mirror: &Path,
@@ -145,29 +148,19 @@ impl StoreDir {
         entries: Option<u64>,
         dir: &Path,
     ) -> Result<String, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
+        if let Some(entries) = entries
+            && let Ok(Some(fixed)) = self.fix_again(mirror, name, entries, dir)
+        {
+            return Ok(fixed);
+        }
         let thin = self.pack(name, "pack");
         let bytes =
             std::fs::read(&thin).map_err(|err| format!("cannot read {}: {err}", thin.display()))?;
-        std::fs::create_dir_all(dir)
-            .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
-        // A name of this fix's own: two runs may share the folder.
-        static FIXES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let partial = dir.join(format!(
-            "{name}.fixing-{}-{}.pack",
-            std::process::id(),
-            FIXES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
+        let partial = partial_pack(dir, name);
         let partial_idx = partial.with_extension("idx");
-        let args: Vec<OsString> = vec![
-            "--git-dir".into(),
-            mirror.into(),
-            "-c".into(),
-            "pack.writeReverseIndex=false".into(),
-            "index-pack".into(),
-            "--fix-thin".into(),
-            "--stdin".into(),
-            partial.clone().into(),
-        ];
+        let args = index_pack_args(mirror, &["--fix-thin", "--stdin"], &partial);
         let fixed = crate::exec::run_tool(Path::new("git"), &args, &bytes)
             .map_err(|err| format!("failed to fix the thin pack {name}: {err}{GIT_HINT}"))
             .and_then(|out| {
@@ -185,12 +178,7 @@ impl StoreDir {
                 }
             })
             .and_then(|fixed| {
-                // The index last: a reader that finds it finds its pack.
-                for (from, ext) in [(&partial, "pack"), (&partial_idx, "idx")] {
-                    let to = dir.join(format!("{fixed}.{ext}"));
-                    std::fs::rename(from, &to)
-                        .map_err(|err| format!("cannot move {}: {err}", from.display()))?;
-                }
+                move_pack(&partial, &partial_idx, dir, &fixed)?;
                 Ok(fixed)
             });
         if fixed.is_err() {
@@ -198,6 +186,47 @@ impl StoreDir {
             let _ = std::fs::remove_file(&partial_idx);
         }
         fixed
+    }
+
+    /// Fixes stored thin pack `name` in process, as it was when the store
+    /// was built, and takes its stored index: `None` when the pack so made
+    /// is not the one that index was made for (its trailing SHA-1 differs:
+    /// a store of an older onebash) or lists other than `entries` objects.
+    fn fix_again(
+        &self,
+        mirror: &Path,
+        name: &str,
+        entries: u64,
+        dir: &Path,
+    ) -> Result<Option<String>, String> {
+        let (thin, stored_idx) = (self.pack(name, "pack"), self.pack(name, "idx"));
+        let index = thin::PackIndex::read(&stored_idx)?;
+        let pack = thin::ThinPack::read(&thin)?;
+        let bases = index.appended_after(pack.body);
+        if index.ids.len() as u64 != entries || pack.count as usize + bases.len() != index.ids.len()
+        {
+            return Ok(None);
+        }
+        let git = |err: git2::Error| err.message().to_owned();
+        let repo = Repository::open_bare(mirror).map_err(git)?;
+        let odb = repo.odb().map_err(git)?;
+        let partial = partial_pack(dir, name);
+        let partial_idx = partial.with_extension("idx");
+        let trailer = thin::fix(&thin, &bases, &odb, &partial)?;
+        if trailer != index.pack_checksum {
+            let _ = std::fs::remove_file(&partial);
+            return Ok(None);
+        }
+        let fixed = format!("pack-{}", hex(&trailer));
+        let moved = std::fs::copy(&stored_idx, &partial_idx)
+            .map_err(|err| format!("cannot copy {}: {err}", stored_idx.display()))
+            .and_then(|_| move_pack(&partial, &partial_idx, dir, &fixed));
+        if let Err(err) = moved {
+            let _ = std::fs::remove_file(&partial);
+            let _ = std::fs::remove_file(&partial_idx);
+            return Err(err);
+        }
+        Ok(Some(fixed))
     }
 
     /// The store of `base`, when one was built and all its packs are there.
@@ -446,16 +475,36 @@ impl StoreDir {
             .filter(|_| bytes.starts_with(b"PACK"))
             .map(|at| &bytes[at..])
             .ok_or_else(|| "git pack-objects wrote no pack".to_owned())?;
-        let hash: String = trailer.iter().map(|b| format!("{b:02x}")).collect();
+        let hash = hex(trailer);
         let name = format!("thin-{hash}");
         let thin = tmp.join(format!("{name}.pack"));
         std::fs::write(&thin, &bytes)
             .map_err(|err| format!("cannot write {}: {err}", thin.display()))?;
         std::fs::rename(&thin, self.pack(&name, "pack"))
             .map_err(|err| format!("cannot move {} into the store: {err}", thin.display()))?;
-        let fixed = self.fix_thin(mirror, &name, None, &tmp)?;
-        let idx = tmp.join(format!("{fixed}.idx"));
+        // git fixes it once, to tell which bases it needs; onebash then
+        // fixes it as every run will, and git indexes that pack, checking
+        // every object and delta.
+        let by_git = self.fix_thin(mirror, &name, None, &tmp)?;
+        let bases = thin::PackIndex::read(&tmp.join(format!("{by_git}.idx")))?
+            .appended_after(thin::ThinPack::read(&self.pack(&name, "pack"))?.body);
+        let git = |err: git2::Error| err.message().to_owned();
+        let repo = Repository::open_bare(mirror).map_err(git)?;
+        let odb = repo.odb().map_err(git)?;
+        let own = tmp.join("own.pack");
+        thin::fix(&self.pack(&name, "pack"), &bases, &odb, &own)?;
+        let idx = own.with_extension("idx");
+        let mut args = index_pack_args(mirror, &["-o"], &idx);
+        args.push(own.into());
+        crate::exec::run_tool(Path::new("git"), &args, &[])
+            .map_err(|err| format!("failed to index the fixed pack {name}: {err}{GIT_HINT}"))?;
         let entries = pack_index_count(&idx)?;
+        let by_git_entries = pack_index_count(&tmp.join(format!("{by_git}.idx")))?;
+        if entries != by_git_entries {
+            return Err(format!(
+                "the thin pack {name} fixed holds {entries} objects where git's fix holds {by_git_entries}"
+            ));
+        }
         std::fs::rename(&idx, self.pack(&name, "idx"))
             .map_err(|err| format!("cannot move {} into the store: {err}", idx.display()))?;
         let _ = std::fs::remove_dir_all(&tmp);
@@ -568,6 +617,48 @@ fn pack_objects_args(mirror: &Path) -> Vec<OsString> {
     ]
 }
 
+/// `git index-pack` with the mirror's settings (no reverse index: a
+/// working copy's pack folder holds a `.pack` and an `.idx`, nothing else),
+/// `flags`, then `path`.
+fn index_pack_args(mirror: &Path, flags: &[&str], path: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--git-dir".into(),
+        mirror.into(),
+        "-c".into(),
+        "pack.writeReverseIndex=false".into(),
+        "index-pack".into(),
+    ];
+    args.extend(flags.iter().map(OsString::from));
+    args.push(path.into());
+    args
+}
+
+/// A name in `dir` for one fix of thin pack `name` to write to (two runs
+/// may share the folder).
+fn partial_pack(dir: &Path, name: &str) -> PathBuf {
+    static FIXES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    dir.join(format!(
+        "{name}.fixing-{}-{}.pack",
+        std::process::id(),
+        FIXES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ))
+}
+
+/// Moves a fixed pack and its index to `dir` as `fixed`: the index last,
+/// so a reader that finds it finds its pack.
+fn move_pack(pack: &Path, idx: &Path, dir: &Path, fixed: &str) -> Result<(), String> {
+    for (from, ext) in [(pack, "pack"), (idx, "idx")] {
+        let to = dir.join(format!("{fixed}.{ext}"));
+        std::fs::rename(from, &to)
+            .map_err(|err| format!("cannot move {}: {err}", from.display()))?;
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The objects reachable from `tips` that are not in `known`, walking
 /// commits down to `stop` (excluded with its ancestors) and each new
 /// commit's tree, skipping known subtrees. Gitlinks (submodule commits) are
@@ -612,11 +703,6 @@ fn reachable_beyond(
     }
     Ok(found)
 }
-
-/// The magic and version that open a version-2 pack index, then the
-/// 256-entry fan-out table, whose last entry is the object count.
-const INDEX_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
-const INDEX_HEADER: usize = 8 + 256 * 4;
 
 /// The object count of a pack index, from its first `INDEX_HEADER` bytes
 /// (or more).

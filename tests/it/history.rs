@@ -112,6 +112,11 @@ fn leaky_repo(fixture: &Fixture) -> Leaky {
 
 /// `git ARGS` in `dir` with `input` on stdin; its trimmed stdout.
 fn pipe(dir: &Path, args: &[&str], input: &str) -> String {
+    pipe_bytes(dir, args, input.as_bytes())
+}
+
+/// As [`pipe`], with bytes on stdin.
+fn pipe_bytes(dir: &Path, args: &[&str], input: &[u8]) -> String {
     use std::io::Write;
     let mut child = Command::new("git")
         .args(args)
@@ -124,7 +129,7 @@ fn pipe(dir: &Path, args: &[&str], input: &str) -> String {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(input.as_bytes())
+        .write_all(input)
         .expect("write stdin");
     let output = child.wait_with_output().expect("wait for git");
     assert!(output.status.success(), "git {args:?} failed");
@@ -567,14 +572,13 @@ fn big_text(lines: usize, changed: Option<usize>) -> String {
     text
 }
 
-#[test]
-fn a_base_that_changes_a_line_of_a_big_file_stores_about_that_line_and_reads_whole() {
-    let fixture = Fixture::new();
+/// A repo of one file of about 200 KB that zlib cannot shrink much, then
+/// one line of it changed, twice: each later base's own pack needs that
+/// line, not the file. The repo and its three commits, oldest first.
+fn big_file_repo(fixture: &Fixture) -> (PathBuf, Vec<String>) {
     let repo = fixture.path("repo");
     std::fs::create_dir_all(&repo).expect("mkdir repo");
     git(&repo, &["init", "-q", "-b", "main"]);
-    // About 200 KB that zlib cannot shrink much, then one line changed,
-    // twice: each later base's own pack needs that line, not the file.
     let mut bases = Vec::new();
     for changed in [None, Some(10), Some(5000)] {
         std::fs::write(repo.join("big.txt"), big_text(8000, changed)).expect("write");
@@ -582,6 +586,13 @@ fn a_base_that_changes_a_line_of_a_big_file_stores_about_that_line_and_reads_who
         git(&repo, &["commit", "-q", "-m", "a change"]);
         bases.push(git(&repo, &["rev-parse", "HEAD"]));
     }
+    (repo, bases)
+}
+
+#[test]
+fn a_base_that_changes_a_line_of_a_big_file_stores_about_that_line_and_reads_whole() {
+    let fixture = Fixture::new();
+    let (repo, bases) = big_file_repo(&fixture);
     // The newest first: its chain is built first, oldest first.
     let tasks: Vec<Value> = bases
         .iter()
@@ -654,20 +665,16 @@ fn without_git_on_path_a_task_ends_as_checkout_error_saying_so() {
 }
 
 #[test]
-fn a_run_fixes_each_thin_pack_once_whatever_the_number_of_tasks_that_link_it() {
+fn a_run_fixes_each_thin_pack_once_and_without_git_when_its_store_is_this_onebashs() {
     let fixture = Fixture::new();
-    let leaky = leaky_repo(&fixture);
-    let bases = &leaky.past;
+    // Deltas against the ancestors' objects: each thin pack needs a base.
+    let (repo, bases) = big_file_repo(&fixture);
+    let bases = &bases;
     let tasks: Vec<Value> = bases
         .iter()
         .map(|base| {
-            task(
-                &format!("t{}", &base[..7]),
-                &leaky.repo,
-                base,
-                "true",
-                json!({}),
-            )
+            let test = "git fsck --full --no-dangling";
+            task(&format!("t{}", &base[..7]), &repo, base, test, json!({}))
         })
         .collect();
     let first = fixture.tasks(&tasks);
@@ -676,12 +683,12 @@ fn a_run_fixes_each_thin_pack_once_whatever_the_number_of_tasks_that_link_it() {
     let thin: HashSet<String> = bases
         .iter()
         .flat_map(|base| store_packs(&fixture, base))
-        .filter(|line| line.starts_with("thin "))
+        .filter_map(|line| Some(line.strip_prefix("thin ")?.split(' ').next()?.to_owned()))
         .collect();
     assert_eq!(thin.len(), bases.len() - 1, "{thin:?}");
 
     // Again, with the stores built: 4 epochs of each base at -j 4, with a
-    // git that notes each fix.
+    // git that notes each fix it makes.
     let bin = fixture.path("bin");
     std::fs::create_dir_all(&bin).expect("mkdir bin");
     let real = git(fixture.dir.path(), &["--exec-path"]);
@@ -703,25 +710,70 @@ fn a_run_fixes_each_thin_pack_once_whatever_the_number_of_tasks_that_link_it() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = fixture.path("out-2");
-    let run = fixture.run_into(
-        &out,
-        &first,
-        &[
-            "--model",
-            "noop",
-            "--sandbox",
-            "none",
-            "--runs",
-            "4",
-            "-j",
-            "4",
-        ],
-        &[("PATH", &path)],
-    );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let fixes = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(fixes.lines().count(), thin.len(), "{fixes}");
-    // The fixed packs went with the run's working copies.
-    assert!(!out.join("workdirs").exists());
+    let rerun = |out: &str| {
+        let out = fixture.path(out);
+        let run = fixture.run_into(
+            &out,
+            &first,
+            &[
+                "--model",
+                "noop",
+                "--sandbox",
+                "none",
+                "--runs",
+                "4",
+                "-j",
+                "4",
+            ],
+            &[("PATH", &path)],
+        );
+        assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+        let rows = run.rows();
+        assert_eq!(rows.len(), 4 * bases.len());
+        assert!(rows.iter().all(|row| row["status"] == "passed"), "{rows:?}");
+        // The fixed packs went with the run's working copies.
+        assert!(!out.join("workdirs").exists());
+        let fixes = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        fixes.lines().count()
+    };
+    // The stores' own fixes are made again in process: no git.
+    assert_eq!(rerun("out-2"), 0);
+
+    // A store whose index is of another fix of its pack (one that git made,
+    // as an older onebash stored them): git fixes each pack, once.
+    let stores = manifest_of(&fixture, &bases[0]);
+    let packs = stores
+        .parent()
+        .and_then(Path::parent)
+        .expect("stores")
+        .join("packs");
+    let scratch = fixture.path("refix");
+    std::fs::create_dir_all(&scratch).expect("mkdir refix");
+    let mut mirrors = std::fs::read_dir(fixture.path("cache").join("repos")).expect("repos");
+    let mirror = mirrors.next().expect("one mirror").expect("entry").path();
+    for name in &thin {
+        let fixed = scratch.join(format!("{name}.pack"));
+        let thin_pack = std::fs::read(packs.join(format!("{name}.pack"))).expect("read thin");
+        pipe_bytes(
+            &mirror,
+            &[
+                "-c",
+                "pack.compression=0",
+                "-c",
+                "core.compression=0",
+                "index-pack",
+                "--fix-thin",
+                "--stdin",
+                &fixed.display().to_string(),
+            ],
+            &thin_pack,
+        );
+        std::fs::copy(
+            fixed.with_extension("idx"),
+            packs.join(format!("{name}.idx")),
+        )
+        .expect("replace the index");
+    }
+    assert_eq!(rerun("out-3"), thin.len());
 }
