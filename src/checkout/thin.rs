@@ -7,8 +7,9 @@
 //! against the mirror and the hashing of every object (about 20 ms for one
 //! of the bench repo's increments, once per base per run).
 //!
-//! [`fix`] does only the appending, with a compressor of its own, so the
-//! same thin pack and bases always give the same bytes. A store is built
+//! [`fix`] does only the appending, each base as a zlib stream of stored
+//! blocks (nothing to compress, and bytes the format fixes), so the same
+//! thin pack and bases always give the same bytes. A store is built
 //! with it and git indexes the result (`git index-pack`, which checks every
 //! object and every delta); each later run fixes the thin pack again with
 //! [`fix`] and uses the stored index when the pack's trailing SHA-1 is the
@@ -20,8 +21,6 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
-use flate2::Compression;
-use flate2::write::ZlibEncoder;
 use git2::{ObjectType, Odb, Oid};
 use sha1::{Digest, Sha1};
 
@@ -168,10 +167,7 @@ pub fn fix(thin: &Path, bases: &[Oid], odb: &Odb, out: &Path) -> Result<[u8; 20]
         for id in bases {
             let object = odb.read(*id).map_err(std::io::Error::other)?;
             writer.write_all(&object_header(object.kind(), object.len())?)?;
-            // The fastest level: the fixed pack lives for one run.
-            let mut zlib = ZlibEncoder::new(&mut writer, Compression::fast());
-            zlib.write_all(object.data())?;
-            zlib.finish()?;
+            write_stored(&mut writer, object.data())?;
         }
         let trailer: [u8; 20] = writer.sha.clone().finalize().into();
         writer.inner.write_all(&trailer)?;
@@ -186,6 +182,46 @@ pub fn fix(thin: &Path, bases: &[Oid], odb: &Odb, out: &Path) -> Result<[u8; 20]
             out.display()
         )
     })
+}
+
+/// Writes `data` as a zlib stream of stored (uncompressed) blocks of the
+/// largest size, as RFC 1950 and 1951 define them: the same bytes whatever
+/// the compressor, and no compressing to do. The fixed pack lives for one
+/// run, in the folder of its working copies.
+fn write_stored(out: &mut impl Write, data: &[u8]) -> std::io::Result<()> {
+    // CMF: deflate, 32 KiB window; FLG: no dictionary, level 0, and
+    // CMF * 256 + FLG a multiple of 31.
+    out.write_all(&[0x78, 0x01])?;
+    let mut blocks = data.chunks(usize::from(u16::MAX)).peekable();
+    if blocks.peek().is_none() {
+        // One empty final block.
+        out.write_all(&[1, 0, 0, 0xff, 0xff])?;
+    }
+    while let Some(block) = blocks.next() {
+        let last = u8::from(blocks.peek().is_none());
+        let len = block.len() as u16;
+        out.write_all(&[last])?;
+        out.write_all(&len.to_le_bytes())?;
+        out.write_all(&(!len).to_le_bytes())?;
+        out.write_all(block)?;
+    }
+    out.write_all(&adler32(data).to_be_bytes())
+}
+
+/// The Adler-32 checksum of RFC 1950.
+fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65521;
+    // 5552 bytes is the most that cannot overflow b before the modulo.
+    let (mut a, mut b) = (1u32, 0u32);
+    for chunk in data.chunks(5552) {
+        for byte in chunk {
+            a += u32::from(*byte);
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
 }
 
 /// A pack entry's header for a whole object: its type in bits 4-6 of the
@@ -244,6 +280,22 @@ mod tests {
             [0x80 | 0x10 | 0x0c, 0x12]
         );
         assert!(object_header(ObjectType::Any, 1).is_err());
+    }
+
+    #[test]
+    fn stored_zlib_streams_inflate_to_their_data() {
+        use std::io::Read;
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for data in [&b""[..], b"a = 1\n", &big] {
+            let mut stream = Vec::new();
+            write_stored(&mut stream, data).expect("write");
+            let mut back = Vec::new();
+            flate2::read::ZlibDecoder::new(&stream[..])
+                .read_to_end(&mut back)
+                .expect("a valid zlib stream");
+            assert_eq!(back, data);
+        }
+        assert_eq!(adler32(b"Wikipedia"), 0x11e6_0398);
     }
 
     #[test]
