@@ -19,7 +19,7 @@ use crate::limits::{Enforcement, LimitPlan, Limits};
 use crate::prompt::{PromptError, PromptVariant};
 use crate::results::RunFolder;
 use crate::sandbox::{PRIVATE_DIRS, Sandbox, SandboxMode};
-use crate::task::{LoadOptions, TaskFileError, TaskSpec, load_tasks};
+use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -222,10 +222,10 @@ impl RunConfig {
             repo_base: args.repo_base.clone(),
             test_command: args.test_command.clone(),
         };
-        let all_tasks = load_tasks(&args.tasks, &options)?;
-        let task_file_sha256 = std::fs::read(&args.tasks)
-            .map(|bytes| crate::prompt::hex(&Sha256::digest(bytes)))
-            .unwrap_or_default();
+        let TaskFile {
+            tasks: all_tasks,
+            sha256: task_file_sha256,
+        } = load_tasks(&args.tasks, &options)?;
         let shard = args.shard;
         let filter = args
             .filter
@@ -721,7 +721,51 @@ fn default_cache_dir() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+    use crate::cli::{Cli, Command};
+
+    /// One task with a gold patch, from an absolute repo path.
+    const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
+
+    /// `onebash run TASKS ARGS` as the command line parses it.
+    fn run_args(tasks: &Path, args: &[&str]) -> RunArgs {
+        let tasks = tasks.to_str().expect("a UTF-8 path");
+        let argv = ["onebash", "run", tasks]
+            .into_iter()
+            .chain(args.iter().copied());
+        let Command::Run(run) = Cli::try_parse_from(argv).expect("valid arguments").command else {
+            panic!("not a run");
+        };
+        *run
+    }
+
+    /// `onebash run <(jq ...)`: a pipe gives its bytes once. The file was
+    /// read a second time for its hash, which found the pipe empty, and
+    /// run.json held the hash of no bytes at all.
+    #[test]
+    fn a_task_file_from_a_pipe_is_hashed_as_it_was_read() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let (reader, mut writer) = std::io::pipe().expect("pipe");
+        writer.write_all(TASK_LINE.as_bytes()).expect("write");
+        drop(writer);
+        let pipe = PathBuf::from(format!("/proc/self/fd/{}", reader.as_raw_fd()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
+        let out = out.to_str().expect("a UTF-8 path");
+        let args = run_args(
+            &pipe,
+            &["--model", "oracle", "--sandbox", "none", "-o", out],
+        );
+        let config = RunConfig::from_args(&args, &Secrets::default()).expect("a valid config");
+        assert_eq!(config.task_count, 1);
+        assert_eq!(
+            config.task_file_sha256,
+            format!("{:x}", Sha256::digest(TASK_LINE))
+        );
+    }
 
     #[test]
     fn shard_parsing_and_membership() {
