@@ -371,9 +371,9 @@ impl RunConfig {
             max_turns: args.max_turns,
             max_tokens: args.max_tokens,
             max_cost: args.max_cost,
-            command_timeout: positive_seconds("--command-timeout", args.command_timeout)?,
-            task_timeout: positive_seconds("--task-timeout", args.task_timeout)?,
-            test_timeout: positive_seconds("--test-timeout", args.test_timeout)?,
+            command_timeout: args.command_timeout,
+            task_timeout: args.task_timeout,
+            test_timeout: args.test_timeout,
             runs: args.runs,
             shard,
             filter: args.filter.clone(),
@@ -471,7 +471,7 @@ fn model_choice(
         seed: args.seed,
         max_output_tokens: args.max_output_tokens,
         extra: parse_model_args(&args.model_args)?,
-        request_timeout: positive_seconds("--request-timeout", args.request_timeout)?,
+        request_timeout: args.request_timeout,
     };
     if args.provider == Provider::Anthropic && args.seed.is_some() {
         warnings.push("--seed is not sent: the Anthropic Messages API has no seed".to_owned());
@@ -500,7 +500,7 @@ fn model_choice(
         api_key,
         request,
         max_retries: args.max_retries,
-        retry_delay: positive_seconds("--retry-delay", args.retry_delay)?,
+        retry_delay: args.retry_delay,
         max_connections: args.max_connections.unwrap_or(args.jobs) as usize,
         price,
         price_source,
@@ -528,16 +528,6 @@ fn parse_model_args(
         extra.insert(key.to_owned(), value);
     }
     Ok(extra)
-}
-
-fn positive_seconds(flag: &str, value: f64) -> Result<Duration, ConfigError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(ConfigError::Usage(format!(
-            "{flag} must be a positive number of seconds, got {value}"
-        )))
-    }
 }
 
 /// `results/<UTC time>_<model>_<prompt>`, with characters that do not belong
