@@ -142,7 +142,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
                 .iter()
                 .map(|task| (task.repo_location.as_str(), task.base_commit.as_str())),
         ),
-        env: crate::env::choose(&config.sandbox),
+        env: crate::env::choose(&config.probed.sandbox),
         config,
         client,
         folder: folder.clone(),
