@@ -2,6 +2,7 @@
 //! the environment or the file system live in `config.rs`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -171,16 +172,16 @@ pub struct RunArgs {
     pub max_retries: u32,
 
     /// Seconds before the first retry of a model call; each next wait doubles, up to 60 s, with jitter. A server's Retry-After wins.
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
-    pub retry_delay: f64,
+    #[arg(long, value_name = "S", default_value = "1", value_parser = seconds)]
+    pub retry_delay: Duration,
 
     /// Model calls in flight at once for the whole run [default: --jobs].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
 
     /// Seconds one model call may take before it counts as failed (and is retried).
-    #[arg(long, value_name = "S", default_value_t = 600.0)]
-    pub request_timeout: f64,
+    #[arg(long, value_name = "S", default_value = "600", value_parser = seconds)]
+    pub request_timeout: Duration,
 
     /// Sampling temperature sent to the model [default: the server's].
     #[arg(long, value_name = "T")]
@@ -227,16 +228,16 @@ pub struct RunArgs {
     pub max_tokens: Option<u64>,
 
     /// Seconds one bash command may run before its process group is killed.
-    #[arg(long, value_name = "S", default_value_t = 120.0)]
-    pub command_timeout: f64,
+    #[arg(long, value_name = "S", default_value = "120", value_parser = seconds)]
+    pub command_timeout: Duration,
 
     /// Seconds the whole agent phase of one task may take.
-    #[arg(long, value_name = "S", default_value_t = 3600.0)]
-    pub task_timeout: f64,
+    #[arg(long, value_name = "S", default_value = "3600", value_parser = seconds)]
+    pub task_timeout: Duration,
 
     /// Seconds the test phase of one task may take (a task's test_timeout_s overrides it).
-    #[arg(long, value_name = "S", default_value_t = 1800.0)]
-    pub test_timeout: f64,
+    #[arg(long, value_name = "S", default_value = "1800", value_parser = seconds)]
+    pub test_timeout: Duration,
 
     /// Run every task K times (epochs 1..K).
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -303,6 +304,29 @@ pub struct RunArgs {
     pub keep_workdirs: bool,
 }
 
+/// The longest duration a flag can give, in seconds (about 31 years). A
+/// deadline is the start of a command or task plus its duration, and must
+/// fit in an `Instant`: far larger values made a task panic.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// A duration flag (`--command-timeout S` and the like): a positive number
+/// of seconds, fractions allowed, as `f64` reads it (`90`, `0.5`, `1e3`).
+pub fn seconds(raw: &str) -> Result<Duration, String> {
+    let value: f64 = raw
+        .parse()
+        .map_err(|_| "not a number of seconds".to_owned())?;
+    if !(value.is_finite() && value > 0.0) {
+        return Err("must be a positive number of seconds".to_owned());
+    }
+    if value > MAX_SECONDS {
+        return Err(format!(
+            "too long: at most {MAX_SECONDS:e} seconds (about 31 years)"
+        ));
+    }
+    // Finite, positive and at most MAX_SECONDS: from_secs_f64 cannot panic.
+    Ok(Duration::from_secs_f64(value))
+}
+
 /// `--shard K/N`: 1-based K of N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Shard {
@@ -345,4 +369,36 @@ pub enum Format {
     Json,
     /// A self-contained page with charts, written to a file (`--output`).
     Html,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_positive_numbers_a_deadline_can_hold() {
+        for (raw, want) in [
+            ("120", Duration::from_secs(120)),
+            ("0.05", Duration::from_millis(50)),
+            ("1e3", Duration::from_secs(1000)),
+            ("1e9", Duration::from_secs(1_000_000_000)),
+        ] {
+            assert_eq!(seconds(raw), Ok(want), "{raw}");
+        }
+        for (raw, said) in [
+            ("0", "must be a positive number of seconds"),
+            ("-1", "must be a positive number of seconds"),
+            ("inf", "must be a positive number of seconds"),
+            ("NaN", "must be a positive number of seconds"),
+            ("abc", "not a number of seconds"),
+            (" 5", "not a number of seconds"),
+            // Past what a Duration holds, and past what start + duration
+            // can be: both panicked.
+            ("1e300", "too long: at most 1e9 seconds"),
+            ("1e19", "too long: at most 1e9 seconds"),
+        ] {
+            let err = seconds(raw).expect_err(raw);
+            assert!(err.contains(said), "{raw}: {err}");
+        }
+    }
 }

@@ -1,9 +1,15 @@
 //! Validated settings for a run, built from the command line.
 //!
 //! Owns every check that can be made before anything runs (the task file,
-//! the prompt rendered for every selected task, the shard, the filter, the
-//! model and its key, the run folder) and turns them into [`RunConfig`]. A
-//! failure here is bad usage or bad input: exit code 2, nothing ran.
+//! the prompt rendered for every selected task, the filter, the model and
+//! its key, the run folder) and turns them into [`RunConfig`]. A failure
+//! here is bad usage or bad input: exit code 2, nothing ran.
+//!
+//! Building a config reads the files its arguments name and nothing else
+//! of the machine: whether bwrap works and where cgroups can be made are
+//! found by [`RunConfig::probe`] (see `probe.rs`), a step of its own that
+//! `main` takes once the arguments are good. Values the command line can
+//! check itself (`--shard`, durations, ranges) are clap's, in `cli.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,11 +21,12 @@ use sha2::{Digest, Sha256};
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
 use crate::cli::{Provider, RunArgs};
-use crate::limits::{Enforcement, LimitPlan, Limits};
+use crate::limits::Limits;
+use crate::probe::Probed;
 use crate::prompt::{PromptError, PromptVariant};
 use crate::results::RunFolder;
-use crate::sandbox::{PRIVATE_DIRS, Sandbox, SandboxMode};
-use crate::task::{LoadOptions, TaskFileError, TaskSpec, load_tasks};
+use crate::sandbox::{PRIVATE_DIRS, SandboxMode};
+use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -75,9 +82,11 @@ impl ModelChoice {
     }
 }
 
-/// Everything a run needs, checked.
+/// Everything a run needs, checked. `P` is what is known of the machine:
+/// [`Unprobed`] as [`RunConfig::from_args`] builds it, [`Probed`] once
+/// [`RunConfig::probe`] looked; a run takes only the latter.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunConfig {
+pub struct RunConfig<P = Probed> {
     pub task_file: PathBuf,
     #[serde(skip)]
     pub tasks: Vec<TaskSpec>,
@@ -118,20 +127,23 @@ pub struct RunConfig {
     /// `--test-command`: the template for tasks that have no test command.
     pub test_command: Option<String>,
     pub sandbox_mode: SandboxMode,
+    /// What the sandbox hides from every command, given to the bwrap probe
+    /// and the sandbox.
     #[serde(skip)]
-    pub sandbox: Sandbox,
-    /// The sandbox in use: `bwrap` or `none`.
-    pub sandbox_used: &'static str,
+    pub hidden: Vec<PathBuf>,
     pub allow_network: bool,
     pub limits: Limits,
-    #[serde(skip)]
-    pub limit_plan: LimitPlan,
-    /// How each limit is enforced here.
-    pub limits_enforced: Enforcement,
+    /// What the machine allows: the sandbox in use, how limits are kept.
+    #[serde(flatten)]
+    pub probed: P,
     /// What the user should know before the run starts (no sandbox, no cgroup).
     #[serde(skip)]
     pub warnings: Vec<String>,
 }
+
+/// A [`RunConfig`] whose machine has not been looked at yet.
+#[derive(Debug, Clone, Copy)]
+pub struct Unprobed;
 
 /// Sampling and request settings sent with every call, recorded in run.json.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -194,7 +206,7 @@ impl RunConfig {
             "command_timeout_s": self.command_timeout.as_secs_f64(),
             "task_timeout_s": self.task_timeout.as_secs_f64(),
             "test_timeout_s": self.test_timeout.as_secs_f64(),
-            "sandbox": self.sandbox_used,
+            "sandbox": self.probed.sandbox_used,
             "junit_path": self.junit_path,
             "allow_network": self.allow_network,
             "limits": self.limits,
@@ -214,18 +226,25 @@ impl RunConfig {
         }
         fingerprint
     }
+}
 
+impl RunConfig<Unprobed> {
     /// The run's configuration from its arguments and the keys `main` took
-    /// out of the environment.
-    pub fn from_args(args: &RunArgs, secrets: &Secrets) -> Result<RunConfig, ConfigError> {
+    /// out of the environment. It reads the files the arguments name (the
+    /// task file, the prompt, the run folder) and looks at nothing else:
+    /// no program runs and nothing is written.
+    pub fn from_args(
+        args: &RunArgs,
+        secrets: &Secrets,
+    ) -> Result<RunConfig<Unprobed>, ConfigError> {
         let options = LoadOptions {
             repo_base: args.repo_base.clone(),
             test_command: args.test_command.clone(),
         };
-        let all_tasks = load_tasks(&args.tasks, &options)?;
-        let task_file_sha256 = std::fs::read(&args.tasks)
-            .map(|bytes| crate::prompt::hex(&Sha256::digest(bytes)))
-            .unwrap_or_default();
+        let TaskFile {
+            tasks: all_tasks,
+            sha256: task_file_sha256,
+        } = load_tasks(&args.tasks, &options)?;
         let shard = args.shard;
         let filter = args
             .filter
@@ -330,9 +349,6 @@ impl RunConfig {
         hidden.extend(workdirs_root.filter(|root| {
             !root.starts_with(&out_dir) && !PRIVATE_DIRS.iter().any(|dir| root.starts_with(dir))
         }));
-        let (sandbox, sandbox_warning) =
-            Sandbox::choose(args.sandbox, &hidden).map_err(ConfigError::Usage)?;
-        warnings.extend(sandbox_warning);
         // clap caps both at what fits; checked all the same.
         let bytes = |flag: &str, mib: u64| {
             mib.checked_mul(1024 * 1024).ok_or_else(|| {
@@ -347,17 +363,6 @@ impl RunConfig {
             max_memory_bytes: bytes("--max-memory", args.max_memory)?,
             max_file_size_bytes: bytes("--max-file-size", args.max_file_size)?,
         };
-        let limit_plan = LimitPlan::new(limits);
-        let limits_enforced = limit_plan.enforcement();
-        if limits_enforced.processes == crate::limits::Mechanism::NotEnforced {
-            warnings.push(format!(
-                "the process limit is not enforced: {}",
-                limit_plan
-                    .cgroup_problem
-                    .as_deref()
-                    .unwrap_or("no cgroup could be made")
-            ));
-        }
 
         Ok(RunConfig {
             task_file: args.tasks.clone(),
@@ -371,9 +376,9 @@ impl RunConfig {
             max_turns: args.max_turns,
             max_tokens: args.max_tokens,
             max_cost: args.max_cost,
-            command_timeout: positive_seconds("--command-timeout", args.command_timeout)?,
-            task_timeout: positive_seconds("--task-timeout", args.task_timeout)?,
-            test_timeout: positive_seconds("--test-timeout", args.test_timeout)?,
+            command_timeout: args.command_timeout,
+            task_timeout: args.task_timeout,
+            test_timeout: args.test_timeout,
             runs: args.runs,
             shard,
             filter: args.filter.clone(),
@@ -389,14 +394,64 @@ impl RunConfig {
             task_file_sha256,
             test_command: args.test_command.clone(),
             sandbox_mode: args.sandbox,
-            sandbox_used: sandbox.name(),
-            sandbox,
+            hidden,
             allow_network: args.allow_network,
             limits,
-            limit_plan,
-            limits_enforced,
+            probed: Unprobed,
             warnings,
         })
+    }
+
+    /// Looks at the machine (see `probe.rs`): runs bwrap once with the
+    /// paths to hide, unless `--sandbox none`, and finds where task cgroups
+    /// can be made. `--sandbox bwrap` that cannot be had is an error like
+    /// a bad argument (exit 2); a fallback adds a warning.
+    pub fn probe(self) -> Result<RunConfig, ConfigError> {
+        let (probed, warnings) = Probed::probe(self.sandbox_mode, &self.hidden, self.limits)
+            .map_err(ConfigError::Usage)?;
+        let mut config = self.with_probed(probed);
+        config.warnings.extend(warnings);
+        Ok(config)
+    }
+
+    /// The same settings with what is known of the machine.
+    fn with_probed(self, probed: Probed) -> RunConfig {
+        RunConfig {
+            task_file: self.task_file,
+            tasks: self.tasks,
+            task_count: self.task_count,
+            model: self.model,
+            prompt: self.prompt,
+            prompt_name: self.prompt_name,
+            prompt_sha256: self.prompt_sha256,
+            jobs: self.jobs,
+            max_turns: self.max_turns,
+            max_tokens: self.max_tokens,
+            max_cost: self.max_cost,
+            command_timeout: self.command_timeout,
+            task_timeout: self.task_timeout,
+            test_timeout: self.test_timeout,
+            runs: self.runs,
+            shard: self.shard,
+            filter: self.filter,
+            limit: self.limit,
+            out_dir: self.out_dir,
+            cache_dir: self.cache_dir,
+            history: self.history,
+            workdirs: self.workdirs,
+            keep_workdirs: self.keep_workdirs,
+            resume: self.resume,
+            retry_errors: self.retry_errors,
+            junit_path: self.junit_path,
+            task_file_sha256: self.task_file_sha256,
+            test_command: self.test_command,
+            sandbox_mode: self.sandbox_mode,
+            hidden: self.hidden,
+            allow_network: self.allow_network,
+            limits: self.limits,
+            probed,
+            warnings: self.warnings,
+        }
     }
 }
 
@@ -471,7 +526,7 @@ fn model_choice(
         seed: args.seed,
         max_output_tokens: args.max_output_tokens,
         extra: parse_model_args(&args.model_args)?,
-        request_timeout: positive_seconds("--request-timeout", args.request_timeout)?,
+        request_timeout: args.request_timeout,
     };
     if args.provider == Provider::Anthropic && args.seed.is_some() {
         warnings.push("--seed is not sent: the Anthropic Messages API has no seed".to_owned());
@@ -500,7 +555,7 @@ fn model_choice(
         api_key,
         request,
         max_retries: args.max_retries,
-        retry_delay: positive_seconds("--retry-delay", args.retry_delay)?,
+        retry_delay: args.retry_delay,
         max_connections: args.max_connections.unwrap_or(args.jobs) as usize,
         price,
         price_source,
@@ -528,16 +583,6 @@ fn parse_model_args(
         extra.insert(key.to_owned(), value);
     }
     Ok(extra)
-}
-
-fn positive_seconds(flag: &str, value: f64) -> Result<Duration, ConfigError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(ConfigError::Usage(format!(
-            "{flag} must be a positive number of seconds, got {value}"
-        )))
-    }
 }
 
 /// `results/<UTC time>_<model>_<prompt>`, with characters that do not belong
@@ -721,7 +766,89 @@ fn default_cache_dir() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+    use crate::cli::{Cli, Command};
+
+    /// One task with a gold patch, from an absolute repo path.
+    const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
+
+    /// `onebash run TASKS ARGS` as the command line parses it.
+    fn run_args(tasks: &Path, args: &[&str]) -> RunArgs {
+        let tasks = tasks.to_str().expect("a UTF-8 path");
+        let argv = ["onebash", "run", tasks]
+            .into_iter()
+            .chain(args.iter().copied());
+        let Command::Run(run) = Cli::try_parse_from(argv).expect("valid arguments").command else {
+            panic!("not a run");
+        };
+        *run
+    }
+
+    /// `onebash run <(jq ...)`: a pipe gives its bytes once. The file was
+    /// read a second time for its hash, which found the pipe empty, and
+    /// run.json held the hash of no bytes at all.
+    #[test]
+    fn a_task_file_from_a_pipe_is_hashed_as_it_was_read() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let (reader, mut writer) = std::io::pipe().expect("pipe");
+        writer.write_all(TASK_LINE.as_bytes()).expect("write");
+        drop(writer);
+        let pipe = PathBuf::from(format!("/proc/self/fd/{}", reader.as_raw_fd()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
+        let out = out.to_str().expect("a UTF-8 path");
+        let args = run_args(
+            &pipe,
+            &["--model", "oracle", "--sandbox", "none", "-o", out],
+        );
+        let config = RunConfig::from_args(&args, &Secrets::default()).expect("a valid config");
+        assert_eq!(config.task_count, 1);
+        assert_eq!(
+            config.task_file_sha256,
+            format!("{:x}", Sha256::digest(TASK_LINE))
+        );
+    }
+
+    /// Checking the arguments looks at nothing but the files they name. It
+    /// used to run bwrap and make cgroup folders on the way, so a config
+    /// with `--sandbox bwrap` could not be built where bwrap does not
+    /// work, and every test that built one touched the machine. Whether
+    /// bwrap works is the probe's to find, with the paths kept here.
+    #[test]
+    fn from_args_probes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        std::fs::write(&tasks, TASK_LINE).expect("write tasks");
+        let cache = dir.path().join("cache");
+        for mode in ["auto", "bwrap", "none"] {
+            let out = dir.path().join(format!("out-{mode}"));
+            let args = run_args(
+                &tasks,
+                &[
+                    "--model",
+                    "oracle",
+                    "--sandbox",
+                    mode,
+                    "-o",
+                    out.to_str().expect("a UTF-8 path"),
+                    "--cache-dir",
+                    cache.to_str().expect("a UTF-8 path"),
+                ],
+            );
+            let config = RunConfig::from_args(&args, &Secrets::default()).expect(mode);
+            assert_eq!(config.sandbox_mode, args.sandbox, "{mode}");
+            assert_eq!(config.warnings, Vec::<String>::new(), "{mode}");
+            // What the sandbox is to hide: the task file, the run folder,
+            // the cache and the task's repo.
+            for path in [&tasks, &out, &cache, &PathBuf::from("/r")] {
+                assert!(config.hidden.contains(path), "{mode}: {path:?}");
+            }
+            assert!(!out.exists(), "{mode}: the run folder was made");
+        }
+    }
 
     #[test]
     fn shard_parsing_and_membership() {

@@ -12,7 +12,8 @@
 //! 5. [`results`]: one CSV row per (task, epoch).
 //!
 //! Around them: [`config`] turns the command line ([`cli`]) into checked
-//! settings; [`runner`] runs many tasks at once and emits [`events`], which
+//! settings, without looking at the machine, and [`probe`] then finds what
+//! the machine allows (bwrap, cgroups); [`runner`] runs many tasks at once and emits [`events`], which
 //! [`progress`] shows and `commands::run` writes to results.csv; every step
 //! of a task is recorded by [`trajectory`]; after the agent phase, [`audit`]
 //! flags the commands that probed the repo's history past the base. The
@@ -33,6 +34,7 @@ pub mod exec;
 pub mod grade;
 pub mod limits;
 pub mod manifest;
+pub mod probe;
 pub mod progress;
 pub mod prompt;
 pub mod results;

@@ -43,18 +43,22 @@ fn main() {
         _ => Secrets::default(),
     };
     let code = match cli.command {
-        Command::Run(args) => match RunConfig::from_args(&args, &secrets) {
-            Ok(config) => {
-                for warning in &config.warnings {
-                    eprintln!("warning: {warning}");
+        // The arguments are checked first; only then is the machine looked
+        // at (bwrap run once, cgroups found), still before the runtime.
+        Command::Run(args) => {
+            match RunConfig::from_args(&args, &secrets).and_then(RunConfig::probe) {
+                Ok(config) => {
+                    for warning in &config.warnings {
+                        eprintln!("warning: {warning}");
+                    }
+                    run_async(onebash::commands::run::run(config))
                 }
-                run_async(onebash::commands::run::run(config))
+                Err(err) => {
+                    eprintln!("error: {err}");
+                    EXIT_USAGE
+                }
             }
-            Err(err) => {
-                eprintln!("error: {err}");
-                EXIT_USAGE
-            }
-        },
+        }
         Command::Report(args) => {
             match onebash::commands::report::report(&args.run, args.format, args.output.as_deref())
             {

@@ -198,7 +198,9 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not a run");
         };
-        RunConfig::from_args(&run, &crate::config::Secrets::default()).expect("a valid config")
+        RunConfig::from_args(&run, &crate::config::Secrets::default())
+            .and_then(RunConfig::probe)
+            .expect("a valid config")
     }
 
     #[test]

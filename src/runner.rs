@@ -127,7 +127,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
         epoch,
         dir: ctx.folder.task_dir(&task.id, epoch),
         env: CommandEnv::for_task(&mark),
-        limits: Arc::new(ctx.config.limit_plan.for_task(&mark)),
+        limits: Arc::new(ctx.config.probed.limit_plan.for_task(&mark)),
         mark,
         wall: Instant::now(),
     };

@@ -1,8 +1,9 @@
 //! Stage 1: the task spec and the task file.
 //!
 //! Owns [`TaskSpec`], [`TaskId`] and [`load_tasks`], which reads a JSONL task
-//! file and checks every line before anything runs. It does not know how a task
-//! is checked out, run or graded.
+//! file once (its tasks and the sha256 of the bytes they came from) and
+//! checks every line before anything runs. It does not know how a task is
+//! checked out, run or graded.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 /// How many bad lines are listed before the rest are only counted.
 const MAX_LISTED_ERRORS: usize = 20;
@@ -167,19 +169,35 @@ impl Default for LoadOptions {
     }
 }
 
+/// A task file as read: its tasks, and what identifies the bytes they came
+/// from.
+#[derive(Debug, Clone)]
+pub struct TaskFile {
+    pub tasks: Vec<TaskSpec>,
+    /// sha256 of the bytes the tasks were parsed from, in lowercase hex.
+    pub sha256: String,
+}
+
 /// Reads and checks a whole task file. Every bad line is reported as
 /// `FILE:LINE: what is wrong`; nothing is returned unless all lines are good.
-pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<Vec<TaskSpec>, TaskFileError> {
-    let text = std::fs::read(path).map_err(|source| TaskFileError::Read {
+///
+/// The file is read once: the tasks and the hash come from the same bytes,
+/// also when the file is a pipe (`<(jq ...)`) or changes meanwhile.
+pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile, TaskFileError> {
+    let bytes = std::fs::read(path).map_err(|source| TaskFileError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let text = String::from_utf8_lossy(&text);
+    let text = String::from_utf8_lossy(&bytes);
     let base_dir = path
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    parse_tasks_with(&text, &path.display().to_string(), &base_dir, options)
+    let tasks = parse_tasks_with(&text, &path.display().to_string(), &base_dir, options)?;
+    Ok(TaskFile {
+        tasks,
+        sha256: format!("{:x}", Sha256::digest(&bytes)),
+    })
 }
 
 /// [`parse_tasks_with`] with the default options.

@@ -2,10 +2,13 @@
 //! client and the run folder, starts the runner, feeds its events to the
 //! progress display and the results writer, handles Ctrl-C, and prints the
 //! summary. Returns the exit code docs/exit-codes.md promises.
+//! [`run_with`] calls the stages in order, one function each.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::agent::ModelClient;
 use crate::agent::anthropic::AnthropicClient;
@@ -16,7 +19,7 @@ use crate::agent::retry::{Gate, RetryPolicy};
 use crate::checkout::RepoCache;
 use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
-use crate::events::{Cancel, EventSink, RunEvent};
+use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
 use crate::manifest::RunManifest;
 use crate::progress::ProgressDisplay;
 use crate::results::{ResultRow, ResultsWriter, RunFolder, Status, write_predictions};
@@ -38,9 +41,37 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     run_with(config, true).await
 }
 
-/// A run; `print_summary` says whether the summary goes to stdout.
+/// A run; `print_summary` says whether the summary goes to stdout. The
+/// stages in order: the model client, the checks that may still refuse
+/// the run before anything is written, the run folder and the work to do,
+/// the tasks themselves, and the summary with the exit code.
 pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<i32> {
-    let client = match &config.model {
+    let client = model_client(&config.model)?;
+    let folder = RunFolder::at(&config.out_dir);
+    if let Some(code) = refuse_early(&folder, &config, &client).await {
+        return Ok(code);
+    }
+    let opened = match open_run_folder(&folder, &config)? {
+        ControlFlow::Continue(opened) => opened,
+        ControlFlow::Break(code) => return Ok(code),
+    };
+    let (ctx, received, cancel_handle) = shared_context(config, client, folder);
+    let executed = execute(
+        &ctx,
+        opened.work,
+        opened.rows,
+        opened.results,
+        received,
+        cancel_handle,
+    )
+    .await;
+    finish(&ctx, opened.manifest, executed, print_summary)
+}
+
+/// The client of the model the run asks: an API behind its retries, gate
+/// and price, or one that needs no API (oracle, noop, a replay).
+fn model_client(model: &ModelChoice) -> anyhow::Result<ModelClient> {
+    Ok(match model {
         ModelChoice::Oracle => ModelClient::oracle(),
         ModelChoice::Noop => ModelClient::noop(),
         ModelChoice::Replay { run_dir, .. } => {
@@ -67,15 +98,20 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
                 api.price,
             )
         }
-    };
+    })
+}
+
+/// What refuses the run before anything is written, with its exit code
+/// and its message printed: a resume with other settings (2), then a model
+/// API that cannot be used at all (3).
+async fn refuse_early(folder: &RunFolder, config: &RunConfig, client: &ModelClient) -> Option<i32> {
     // A resume with other settings is refused first: that is about the
     // command line, whatever the API says.
-    let folder = RunFolder::at(&config.out_dir);
     if config.resume
-        && let Err(message) = resume::check_settings(&folder, &config)
+        && let Err(message) = resume::check_settings(folder, config)
     {
         eprintln!("error: {message}");
-        return Ok(EXIT_USAGE);
+        return Some(EXIT_USAGE);
     }
     // An API that cannot be used at all is found before any repo is checked
     // out or any folder made: the same command runs again once it is fixed.
@@ -86,20 +122,42 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             config.model.name(),
             refusal_hint(&err),
         );
-        return Ok(EXIT_API_REFUSED);
+        return Some(EXIT_API_REFUSED);
     }
+    None
+}
+
+/// A run folder open for the run, and what is left to do in it.
+struct Opened {
+    /// run.json as written at the start; [`finish`] completes it.
+    manifest: RunManifest,
+    /// The rows kept from an earlier attempt (on `--resume`); the new ones
+    /// are added as tasks end.
+    rows: Vec<ResultRow>,
+    /// The (task index, epoch) pairs to run, in order.
+    work: Vec<(usize, u32)>,
+    results: ResultsWriter,
+}
+
+/// Makes the run folder, works out the (task, epoch) pairs to run (all of
+/// them, or on `--resume` those without a row, the rest set aside), and
+/// writes run.json and opens results.csv. Breaks with exit code 2 when the
+/// folder cannot be resumed.
+fn open_run_folder(
+    folder: &RunFolder,
+    config: &RunConfig,
+) -> anyhow::Result<ControlFlow<i32, Opened>> {
     folder.create_dir().map_err(|err| {
         anyhow::anyhow!(
             "failed to create the run folder {}: {err}",
             config.out_dir.display()
         )
     })?;
-    let now = || humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // Every (task, epoch), epoch by epoch, in the order of the task file.
     let all_work: Vec<(usize, u32)> = (1..=config.runs)
         .flat_map(|epoch| (0..config.tasks.len()).map(move |i| (i, epoch)))
         .collect();
-    let mut manifest = RunManifest::starting(&config, now())?;
+    let mut manifest = RunManifest::starting(config, now())?;
     let mut rows: Vec<ResultRow> = Vec::new();
     let mut work = all_work.clone();
     if config.resume {
@@ -107,11 +165,11 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             .iter()
             .map(|&(i, epoch)| (config.tasks[i].id.clone(), epoch))
             .collect();
-        let plan = match resume::prepare(&folder, &config, &ids) {
+        let plan = match resume::prepare(folder, config, &ids) {
             Ok(plan) => plan,
             Err(message) => {
                 eprintln!("error: {message}");
-                return Ok(EXIT_USAGE);
+                return Ok(ControlFlow::Break(EXIT_USAGE));
             }
         };
         work.retain(|&(i, epoch)| !plan.is_done(&config.tasks[i].id, epoch));
@@ -124,16 +182,31 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             work.len()
         );
         // check_settings read run.json already: it reads again.
-        let before = crate::manifest::RunManifest::read(&folder).map_err(anyhow::Error::msg)?;
+        let before = RunManifest::read(folder).map_err(anyhow::Error::msg)?;
         manifest.resume_of(&before, now());
         rows = plan.kept;
     }
-    manifest.write(&folder)?;
-    let mut results = ResultsWriter::open(&folder.results_csv())?;
+    manifest.write(folder)?;
+    let results = ResultsWriter::open(&folder.results_csv())?;
+    Ok(ControlFlow::Continue(Opened {
+        manifest,
+        rows,
+        work,
+        results,
+    }))
+}
 
-    let (events, mut received) = EventSink::channel();
+/// What every task shares (the repo cache over the run's bases, where
+/// commands run, the client, the run folder), with the other ends of its
+/// event channel and of its cancellation.
+fn shared_context(
+    config: RunConfig,
+    client: ModelClient,
+    folder: RunFolder,
+) -> (Arc<RunContext>, UnboundedReceiver<RunEvent>, CancelHandle) {
+    let (events, received) = EventSink::channel();
     let (cancel_handle, cancel) = Cancel::new();
-    let ctx = Arc::new(RunContext {
+    let ctx = RunContext {
         cache: RepoCache::new(
             config.cache_dir.clone(),
             config.history,
@@ -142,43 +215,36 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
                 .iter()
                 .map(|task| (task.repo_location.as_str(), task.base_commit.as_str())),
         ),
-        env: crate::env::choose(&config.sandbox),
+        env: crate::env::choose(&config.probed.sandbox),
         config,
         client,
-        folder: folder.clone(),
+        folder,
         events,
         cancel,
-    });
+    };
+    (Arc::new(ctx), received, cancel_handle)
+}
 
-    // Ctrl-C (or SIGTERM, what Kubernetes and Slurm send) once: start
-    // nothing new, end running tasks as interrupted. Twice: leave at once
-    // (rows already written are complete).
-    let interrupts = tokio::spawn(async move {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let mut signals = 0;
-        loop {
-            let term = async {
-                match terminate.as_mut() {
-                    Some(stream) => {
-                        stream.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                result = tokio::signal::ctrl_c() => if result.is_err() { return },
-                () = term => {}
-            }
-            signals += 1;
-            if signals == 1 {
-                cancel_handle.cancel();
-            } else {
-                std::process::exit(EXIT_INTERRUPTED);
-            }
-        }
-    });
+/// What the tasks left: every row of the run, and whether results.csv
+/// could not be written.
+struct Executed {
+    rows: Vec<ResultRow>,
+    write_error: Option<String>,
+}
 
+/// Runs the work: the runner's tasks with the thin packs they need fixed
+/// ahead of them, each event shown and each row appended to results.csv as
+/// it comes, Ctrl-C heard. Returns once every started task has its row and
+/// the run's working-copy folder is cleared.
+async fn execute(
+    ctx: &Arc<RunContext>,
+    work: Vec<(usize, u32)>,
+    mut rows: Vec<ResultRow>,
+    mut results: ResultsWriter,
+    mut received: UnboundedReceiver<RunEvent>,
+    cancel_handle: CancelHandle,
+) -> Executed {
+    let interrupts = tokio::spawn(hear_interrupts(cancel_handle));
     // The thin packs of the stores the tasks will use, fixed ahead of them.
     let preparer = ctx.cache.prepare(
         ctx.config.workdirs.join(crate::checkout::STAGED_PACKS),
@@ -187,7 +253,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             (task.repo_location.as_str(), task.base_commit.as_str())
         }),
     );
-    let mut runner = tokio::spawn(run_tasks(Arc::clone(&ctx), work));
+    let mut runner = tokio::spawn(run_tasks(Arc::clone(ctx), work));
     let mut display = ProgressDisplay::new();
     let mut write_error = None;
     let mut handle = |event: RunEvent, display: &mut ProgressDisplay| {
@@ -197,7 +263,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
             {
                 write_error = Some(format!(
                     "failed to write {}: {err}",
-                    folder.results_csv().display()
+                    ctx.folder.results_csv().display()
                 ));
             }
             rows.push((**row).clone());
@@ -231,8 +297,50 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     // cache is on another file system.
     let _ = std::fs::remove_dir_all(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS));
     let _ = std::fs::remove_dir(&ctx.config.workdirs);
+    Executed { rows, write_error }
+}
 
-    if let Err(err) = write_predictions(&folder, &rows) {
+/// Ctrl-C (or SIGTERM, what Kubernetes and Slurm send) once: start
+/// nothing new, end running tasks as interrupted. Twice: leave at once
+/// (rows already written are complete).
+async fn hear_interrupts(cancel_handle: CancelHandle) {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut signals = 0;
+    loop {
+        let term = async {
+            match terminate.as_mut() {
+                Some(stream) => {
+                    stream.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => if result.is_err() { return },
+            () = term => {}
+        }
+        signals += 1;
+        if signals == 1 {
+            cancel_handle.cancel();
+        } else {
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+    }
+}
+
+/// Ends the run: predictions.jsonl, run.json completed (end, interruption,
+/// why it stopped, summary, peak memory), the summary printed when asked,
+/// and the exit code docs/exit-codes.md promises.
+fn finish(
+    ctx: &RunContext,
+    mut manifest: RunManifest,
+    executed: Executed,
+    print_summary: bool,
+) -> anyhow::Result<i32> {
+    let Executed { rows, write_error } = executed;
+    let folder = &ctx.folder;
+    if let Err(err) = write_predictions(folder, &rows) {
         eprintln!("warning: failed to write predictions.jsonl: {err}");
     }
     let interrupted = ctx.cancel.is_cancelled();
@@ -247,7 +355,7 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     });
     manifest.summary = Some(summary.to_json());
     manifest.peak_rss_bytes = Some(peak_rss_bytes());
-    manifest.write(&folder)?;
+    manifest.write(folder)?;
 
     if print_summary {
         println!(
@@ -275,6 +383,11 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
     } else {
         EXIT_OK
     })
+}
+
+/// The time now, as run.json writes it.
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 #[derive(Debug, Default)]

@@ -32,9 +32,9 @@ pub struct TaskCheck {
     pub oracle_errors: usize,
 }
 
-/// The two runs' settings, checked before anything runs (and before the
-/// async runtime starts: building a config erases key variables from the
-/// process environment, which must happen with one thread).
+/// The two runs' settings, checked before anything runs, each with what
+/// the machine allows it (probed before the async runtime starts: the
+/// probes run bwrap and look at cgroups, blocking work).
 pub fn configs(
     tasks: &Path,
     runs: u32,
@@ -65,6 +65,7 @@ pub fn configs(
         };
         configs.push(
             RunConfig::from_args(&args, &crate::config::Secrets::default())
+                .and_then(RunConfig::probe)
                 .map_err(|err| err.to_string())?,
         );
     }

@@ -893,6 +893,44 @@ fn limits_too_large_to_count_in_bytes_are_refused_not_wrapped() {
     }
 }
 
+/// Durations are read by the command line, which names the flag: a value
+/// too large for a Duration panicked (exit 101), and one too large for a
+/// deadline panicked the task's worker once the run had started.
+#[test]
+fn a_bad_duration_is_refused_by_the_command_line() {
+    let flags = [
+        "--command-timeout",
+        "--task-timeout",
+        "--test-timeout",
+        "--request-timeout",
+        "--retry-delay",
+    ];
+    let values = [
+        ("0", "must be a positive number of seconds"),
+        ("soon", "not a number of seconds"),
+        ("1e300", "too long"),
+        ("1e19", "too long"),
+    ];
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("a", &repo, &sha, "true", json!({}))]);
+    for flag in flags {
+        for (value, said) in values {
+            let run = fixture.run(
+                &tasks,
+                &["--model", "noop", "--sandbox", "none", flag, value],
+            );
+            assert_eq!(run.code, 2, "{flag} {value}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(&format!("'{flag} <S>'")) && run.stderr.contains(said),
+                "{flag} {value}: {}",
+                run.stderr
+            );
+            assert!(!run.out.join("results.csv").exists());
+        }
+    }
+}
+
 #[test]
 fn a_shard_that_is_not_k_of_n_is_refused_by_the_command_line() {
     let fixture = Fixture::new();

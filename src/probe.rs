@@ -1,0 +1,67 @@
+//! What this machine allows a run: whether bwrap works here, and whether
+//! each task can have a cgroup.
+//!
+//! Owns [`Probed`] and the one call that finds it. Probing runs bwrap once
+//! and makes (and reaps) folders in the cgroup file system, so it is not
+//! part of checking the arguments (`config.rs`, which builds a config
+//! without looking at the machine): `main` calls it, through
+//! `RunConfig::probe`, once the arguments are good and before the async
+//! runtime starts. What the sandbox hides is `config.rs`'s choice; how a
+//! command is confined is `sandbox.rs`'s, how a limit is kept `limits.rs`'s.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::limits::{Enforcement, LimitPlan, Limits, Mechanism};
+use crate::sandbox::{Sandbox, SandboxMode};
+
+/// What the probes found: the sandbox in use and how each limit is kept.
+/// run.json records the names (`sandbox_used`, `limits_enforced`) among
+/// the settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probed {
+    #[serde(skip)]
+    pub sandbox: Sandbox,
+    /// The sandbox in use: `bwrap` or `none`.
+    pub sandbox_used: &'static str,
+    #[serde(skip)]
+    pub limit_plan: LimitPlan,
+    /// How each limit is enforced here.
+    pub limits_enforced: Enforcement,
+}
+
+impl Probed {
+    /// Probes bwrap (unless `mode` is `none`) with the paths its commands
+    /// must not see, and the cgroup file system. Returns what it found and
+    /// what the user should know before the run starts (no sandbox, a
+    /// process limit that is not kept); an error when `--sandbox bwrap`
+    /// cannot be had.
+    pub fn probe(
+        mode: SandboxMode,
+        hidden: &[PathBuf],
+        limits: Limits,
+    ) -> Result<(Probed, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let (sandbox, sandbox_warning) = Sandbox::choose(mode, hidden)?;
+        warnings.extend(sandbox_warning);
+        let limit_plan = LimitPlan::new(limits);
+        let limits_enforced = limit_plan.enforcement();
+        if limits_enforced.processes == Mechanism::NotEnforced {
+            warnings.push(format!(
+                "the process limit is not enforced: {}",
+                limit_plan
+                    .cgroup_problem
+                    .as_deref()
+                    .unwrap_or("no cgroup could be made")
+            ));
+        }
+        let probed = Probed {
+            sandbox_used: sandbox.name(),
+            sandbox,
+            limit_plan,
+            limits_enforced,
+        };
+        Ok((probed, warnings))
+    }
+}
