@@ -1,6 +1,7 @@
 //! Stage 5: outcomes, the CSV row and the run folder.
 //!
-//! Owns [`Status`] and [`ExitReason`] (serialized as docs/results.md's words),
+//! Owns [`Status`] (serialized as docs/results.md's words; the exit reason
+//! beside it is the agent phase's, `agent::types::ExitReason`),
 //! [`ResultRow`] with the CSV columns in order, the append-only
 //! `results.csv` writer (one `write` per row, so a row is whole or absent),
 //! `run.json`, and where each (task, epoch)'s files go.
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::types::ExitReason;
 use crate::task::TaskId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,25 +24,6 @@ pub enum Status {
     Error,
 }
 
-/// Why the agent phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExitReason {
-    Completed,
-    MaxTurns,
-    MaxTokens,
-    MaxCost,
-    TaskTimeout,
-    Length,
-    ContextOverflow,
-    ApiError,
-    CheckoutError,
-    SetupError,
-    Interrupted,
-    /// onebash itself failed (a bug): the row says so rather than vanish.
-    InternalError,
-}
-
 impl Status {
     /// The CSV word.
     pub fn as_str(self) -> &'static str {
@@ -48,38 +31,6 @@ impl Status {
             Status::Passed => "passed",
             Status::Failed => "failed",
             Status::Error => "error",
-        }
-    }
-}
-
-impl ExitReason {
-    /// Whether the agent's work can be graded: the phase ended for a reason
-    /// that says something about the model, not about the harness or API.
-    pub fn is_gradable(self) -> bool {
-        !matches!(
-            self,
-            ExitReason::ApiError
-                | ExitReason::CheckoutError
-                | ExitReason::SetupError
-                | ExitReason::Interrupted
-                | ExitReason::InternalError
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExitReason::Completed => "completed",
-            ExitReason::MaxTurns => "max_turns",
-            ExitReason::MaxTokens => "max_tokens",
-            ExitReason::MaxCost => "max_cost",
-            ExitReason::TaskTimeout => "task_timeout",
-            ExitReason::Length => "length",
-            ExitReason::ContextOverflow => "context_overflow",
-            ExitReason::ApiError => "api_error",
-            ExitReason::CheckoutError => "checkout_error",
-            ExitReason::SetupError => "setup_error",
-            ExitReason::Interrupted => "interrupted",
-            ExitReason::InternalError => "internal_error",
         }
     }
 }

@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::agent::run::AgentContext;
+use crate::agent::types::ExitReason;
 use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::audit::{self, AuditInput, Subject};
 use crate::checkout::{Checkout, RepoCache};
@@ -26,8 +27,8 @@ use crate::exec::{CommandEnv, kill_marked_processes};
 use crate::grade::{run_tests, test_timeout};
 use crate::limits::TaskLimits;
 use crate::results::{
-    ExitReason, PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY,
-    one_line, round_seconds,
+    PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
+    round_seconds,
 };
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};

@@ -12,10 +12,11 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::agent::ModelClient;
 use crate::agent::anthropic::AnthropicClient;
-use crate::agent::model::{ModelError, Protocol, REFUSALS_TO_STOP};
+use crate::agent::model::{Protocol, REFUSALS_TO_STOP};
 use crate::agent::openai::OpenAiClient;
 use crate::agent::replay::ReplayStore;
 use crate::agent::retry::{Gate, RetryPolicy};
+use crate::agent::types::ModelError;
 use crate::checkout::RepoCache;
 use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
