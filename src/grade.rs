@@ -81,7 +81,9 @@ async fn apply_test_patch(
         std::process::id(),
         PATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    std::fs::write(&file, patch).map_err(|err| GradeError::TestPatch(err.to_string()))?;
+    crate::blocking::write_file(file.clone(), patch.as_bytes().to_vec())
+        .await
+        .map_err(|err| GradeError::TestPatch(err.to_string()))?;
     let quoted = format!("'{}'", file.display().to_string().replace('\'', "'\\''"));
     let attempts: [(&'static str, String); 2] = [
         (

@@ -353,7 +353,12 @@ impl TaskRun<'_> {
         row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
         match tested {
             Ok(outcome) => {
-                if let Err(err) = std::fs::write(self.dir.join(TEST_LOG), &outcome.record.output) {
+                if let Err(err) = crate::blocking::write_file(
+                    self.dir.join(TEST_LOG),
+                    outcome.record.output.clone().into_bytes(),
+                )
+                .await
+                {
                     row.error = one_line(&format!("failed to save the test log: {err}"));
                 }
                 row.test_exit_code = Some(outcome.record.exit_code);
@@ -374,7 +379,10 @@ impl TaskRun<'_> {
                 });
                 if let Some(per_test) = &per_test {
                     let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
-                    if let Err(err) = std::fs::write(self.dir.join(TESTS_JSON), text) {
+                    if let Err(err) =
+                        crate::blocking::write_file(self.dir.join(TESTS_JSON), text.into_bytes())
+                            .await
+                    {
                         row.error = one_line(&format!("failed to save tests.json: {err}"));
                     }
                 }
@@ -405,7 +413,8 @@ impl TaskRun<'_> {
             .diff()
             .await
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
-        std::fs::write(self.dir.join(PATCH_DIFF), &diff)
+        crate::blocking::write_file(self.dir.join(PATCH_DIFF), diff.clone().into_bytes())
+            .await
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
         trajectory
             .write(&Event::Diff {
