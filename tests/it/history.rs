@@ -724,8 +724,12 @@ fn a_run_fixes_each_thin_pack_once_and_without_git_when_its_store_is_this_onebas
         .join("packs");
     let scratch = fixture.path("refix");
     std::fs::create_dir_all(&scratch).expect("mkdir refix");
-    let mut mirrors = std::fs::read_dir(fixture.path("cache").join("repos")).expect("repos");
-    let mirror = mirrors.next().expect("one mirror").expect("entry").path();
+    // The one mirror (`repos/` holds its lock file too).
+    let mirror = std::fs::read_dir(fixture.path("cache").join("repos"))
+        .expect("repos")
+        .map(|entry| entry.expect("entry").path())
+        .find(|path| path.is_dir())
+        .expect("the mirror");
     for name in &thin {
         let fixed = scratch.join(format!("{name}.pack"));
         let thin_pack = std::fs::read(packs.join(format!("{name}.pack"))).expect("read thin");
