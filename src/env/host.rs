@@ -11,6 +11,7 @@ use crate::checkout::{Checkout, GitError};
 use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::limits::ChildSetup;
 use crate::sandbox::{Confinement, NONE, Sandbox};
+use crate::task::TaskSpec;
 
 /// Tasks on the host.
 pub struct Host {
@@ -32,6 +33,8 @@ impl Environment for Host {
 
     fn enter<'a>(
         &'a self,
+        _task: &'a TaskSpec,
+        _epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
@@ -50,18 +53,27 @@ struct HostWorkspace {
     child: ChildSetup,
 }
 
+/// Runs a git operation on a copy of the checkout, on a blocking thread.
+/// The container environment's too: its working copy is this checkout,
+/// bind-mounted.
+pub(super) fn on_checkout<T: Send + 'static>(
+    checkout: &Checkout,
+    job: impl FnOnce(&Checkout) -> Result<T, GitError> + Send + 'static,
+) -> BoxFuture<'static, Result<T, GitError>> {
+    let checkout = checkout.clone();
+    Box::pin(async move {
+        crate::blocking::spawn(move || job(&checkout))
+            .await
+            .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
+    })
+}
+
 impl HostWorkspace {
-    /// Runs a git operation on a copy of the checkout, on a blocking thread.
     fn blocking<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Checkout) -> Result<T, GitError> + Send + 'static,
     ) -> BoxFuture<'_, Result<T, GitError>> {
-        let checkout = self.checkout.clone();
-        Box::pin(async move {
-            crate::blocking::spawn(move || job(&checkout))
-                .await
-                .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
-        })
+        on_checkout(&self.checkout, job)
     }
 }
 
@@ -108,6 +120,11 @@ impl Workspace for HostWorkspace {
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
         let path = self.checkout.dir.join(relative);
         Box::pin(async move { tokio::fs::read(path).await })
+    }
+
+    fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
+        let path = self.checkout.dir.join(relative);
+        Box::pin(async move { tokio::fs::write(path, bytes).await })
     }
 
     fn location(&self) -> String {
