@@ -598,6 +598,18 @@ mod tests {
                 r#"{"instance_id":"django__django-1","repo":"django/django","base_commit":"c","problem_statement":"p"}"#,
                 "missing required field `test_command`",
             ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","workdir":"testbed"}"#,
+                "`workdir` must be an absolute path other than `/`",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","workdir":"/"}"#,
+                "`workdir` must be an absolute path other than `/`",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","image":" "}"#,
+                "`image` must not be empty",
+            ),
         ];
         for (line, expected) in cases {
             let errors = parse(line).expect_err(line);
@@ -704,9 +716,31 @@ mod tests {
             test_command: Some(
                 "pytest -rA {{ test_files | join(' ') }}  # {{ metadata.version }}".to_owned(),
             ),
+            image: Some(
+                r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#
+                    .to_owned(),
+            ),
         };
         let tasks = parse_tasks_with(&text, "f", Path::new("/"), &options).expect("valid");
         assert_eq!(tasks[0].test_command, "true", "a task's own command wins");
+        // SWE-bench's rule, over the instance's id; a onebash line's id
+        // stands in for `instance_id`.
+        assert_eq!(
+            tasks[1].image.as_deref(),
+            Some("swebench/sweb.eval.x86_64.o_1776_r-1:latest")
+        );
+        assert_eq!(
+            tasks[0].image.as_deref(),
+            Some("swebench/sweb.eval.x86_64.t1:latest")
+        );
+        let own = GOOD.replace("}", r#","image":"mine:1","workdir":"/src"}"#);
+        let tasks_own = parse_tasks_with(&own, "f", Path::new("/"), &options).expect("valid");
+        assert_eq!(
+            tasks_own[0].image.as_deref(),
+            Some("mine:1"),
+            "a task's own image wins"
+        );
+        assert_eq!(tasks_own[0].workdir.as_deref(), Some("/src"));
         let instance = &tasks[1];
         assert_eq!(instance.id.as_str(), "o__r-1");
         assert_eq!(instance.repo, "/mirrors/o/r.git");

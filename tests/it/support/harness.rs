@@ -328,6 +328,14 @@ pub fn diff_of(repo: &Path, changes: &[(&str, &str)]) -> String {
 /// request is answered with one `bash` call running `plan[task][k]`, or, once
 /// the commands are used up, with a final text.
 pub fn scripted_agent(plan: &[(&str, &[&str])]) -> super::server::ScriptedServer {
+    super::server::ScriptedServer::start_with(scripted_handler(plan))
+}
+
+/// The handler of [`scripted_agent`], for a server that does more with
+/// each request.
+pub fn scripted_handler(
+    plan: &[(&str, &[&str])],
+) -> impl Fn(&super::server::Request) -> super::server::Reply + Send + Sync + 'static {
     let plan: Vec<(String, Vec<String>)> = plan
         .iter()
         .map(|(id, commands)| {
@@ -337,7 +345,7 @@ pub fn scripted_agent(plan: &[(&str, &[&str])]) -> super::server::ScriptedServer
             )
         })
         .collect();
-    super::server::ScriptedServer::start_with(move |request| {
+    move |request: &super::server::Request| {
         let messages = request.body["messages"]
             .as_array()
             .cloned()
@@ -359,7 +367,7 @@ pub fn scripted_agent(plan: &[(&str, &[&str])]) -> super::server::ScriptedServer
             }
             None => super::server::text_reply("Done.", "stop", 10, 2),
         }
-    })
+    }
 }
 
 /// The tool messages the model was sent for `task`, in order, read from the
