@@ -438,17 +438,21 @@ pub fn run_tool(
     if let Some(writer) = writer {
         let _ = writer.join();
     }
+    stdout_of(&program.display().to_string(), output)
+}
+
+/// A finished tool's stdout, or, when it failed, `WHAT exited with STATUS:
+/// STDERR`.
+fn stdout_of(what: &str, output: std::process::Output) -> Result<Vec<u8>, String> {
     if output.status.success() {
-        Ok(output.stdout)
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(format!(
-            "{} exited with {}: {}",
-            program.display(),
-            output.status,
-            stderr.trim()
-        ))
+        return Ok(output.stdout);
     }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Err(format!(
+        "{what} exited with {}: {}",
+        output.status,
+        stderr.trim()
+    ))
 }
 
 /// Runs a container engine's client to completion (`podman run -d`,
@@ -474,27 +478,14 @@ pub fn run_client(
     } else {
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    let shown = || {
-        let words: Vec<String> = std::iter::once(program.as_os_str())
-            .chain(args.iter().map(OsString::as_os_str))
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        words.join(" ")
-    };
     let output = command
         .output()
         .map_err(|err| format!("failed to start {}: {err}", program.display()))?;
-    if output.status.success() {
-        Ok(output.stdout)
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(format!(
-            "`{}` exited with {}: {}",
-            shown(),
-            output.status,
-            stderr.trim()
-        ))
-    }
+    let words: Vec<String> = std::iter::once(program.as_os_str())
+        .chain(args.iter().map(OsString::as_os_str))
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    stdout_of(&format!("`{}`", words.join(" ")), output)
 }
 
 /// SIGKILL to a whole process group. A group that is already gone is fine.

@@ -19,7 +19,7 @@
 //! sweep of containers a killed run left. The working copy is onebash's
 //! own leak-proof checkout on the host, bind-mounted at the task's
 //! workdir: the diff, restoring files and applying patches are the host's
-//! git operations on it (see `host.rs`).
+//! git operations on it (`host::Files`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -210,6 +210,7 @@ impl Environment for Containers {
                     format!("onebash.epoch={epoch}"),
                 ],
                 checkout: checkout.clone(),
+                files: host::Files(checkout.clone()),
                 child,
                 client_env: CommandEnv::engine_client(&format!(
                     "{}-{}-{epoch}",
@@ -264,6 +265,7 @@ struct ContainerWorkspace {
     workdir: String,
     labels: Vec<String>,
     checkout: Checkout,
+    files: host::Files,
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
@@ -498,27 +500,23 @@ impl Workspace for ContainerWorkspace {
     }
 
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
-        host::on_checkout(&self.checkout, Checkout::diff)
+        self.files.diff()
     }
 
     fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
-        let patch = patch.to_owned();
-        host::on_checkout(&self.checkout, move |checkout| checkout.restore(&patch))
+        self.files.restore(patch)
     }
 
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-        let patch = patch.to_owned();
-        host::on_checkout(&self.checkout, move |checkout| checkout.apply(&patch))
+        self.files.apply(patch)
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-        let path = self.checkout.dir.join(relative);
-        Box::pin(async move { tokio::fs::read(path).await })
+        self.files.read(relative)
     }
 
     fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
-        let path = self.checkout.dir.join(relative);
-        Box::pin(async move { tokio::fs::write(path, bytes).await })
+        self.files.write(relative, bytes)
     }
 
     fn location(&self) -> String {

@@ -69,14 +69,10 @@ fn one_task(fixture: &Fixture, id: &str, test_command: &str) -> std::path::PathB
     fixture.tasks(&[task(id, &repo, &sha, test_command, json!({}))])
 }
 
-fn run_in_podman(
-    fixture: &Fixture,
-    tasks: &Path,
-    server: &ScriptedServer,
-    extra: &[&str],
-) -> crate::support::harness::RunOutput {
+/// The flags of a run in podman, from the test image, against `server`.
+fn podman_args(server: &ScriptedServer) -> Vec<String> {
     let url = server.base_url();
-    let mut args = vec![
+    [
         "--model",
         "scripted",
         "--base-url",
@@ -87,7 +83,19 @@ fn run_in_podman(
         IMAGE,
         "--pull",
         "never",
-    ];
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn run_in_podman(
+    fixture: &Fixture,
+    tasks: &Path,
+    server: &ScriptedServer,
+    extra: &[&str],
+) -> crate::support::harness::RunOutput {
+    let args = podman_args(server);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     args.extend_from_slice(extra);
     // A key the commands must never see.
     fixture.run_with_env(tasks, &args, &[("OPENAI_API_KEY", "sk-container-secret")])
@@ -254,18 +262,7 @@ fn kill_9_then_resume_leaves_no_container_of_the_run() {
         .arg(&out)
         .arg("--cache-dir")
         .arg(fixture.path("cache"))
-        .args([
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
-            "--env",
-            "podman",
-            "--image",
-            IMAGE,
-            "--pull",
-            "never",
-        ])
+        .args(podman_args(&server))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -286,24 +283,10 @@ fn kill_9_then_resume_leaves_no_container_of_the_run() {
     );
 
     let answering = ScriptedServer::start(vec![text_reply("Done.", "stop", 10, 2)]);
-    let run = fixture.run_into(
-        &out,
-        &tasks,
-        &[
-            "--model",
-            "scripted",
-            "--base-url",
-            &answering.base_url(),
-            "--env",
-            "podman",
-            "--image",
-            IMAGE,
-            "--pull",
-            "never",
-            "--resume",
-        ],
-        &[],
-    );
+    let mut args = podman_args(&answering);
+    args.push("--resume".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = fixture.run_into(&out, &tasks, &args, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row(&id)["status"], "passed");
     assert!(
