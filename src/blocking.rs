@@ -36,6 +36,14 @@ pub async fn remove_dir(dir: std::path::PathBuf) -> std::io::Result<()> {
     .map_err(std::io::Error::other)?
 }
 
+/// Writes a file (a task's test log, its diff) on a blocking thread: a
+/// write can wait for the disk while other tasks' checkouts fill it.
+pub async fn write_file(path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
+    spawn(move || std::fs::write(&path, bytes))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
 thread_local! {
     static LOWERED: Cell<bool> = const { Cell::new(false) };
 }

@@ -1,6 +1,7 @@
 //! Stage 5: outcomes, the CSV row and the run folder.
 //!
-//! Owns [`Status`] and [`ExitReason`] (serialized as docs/results.md's words),
+//! Owns [`Status`] (serialized as docs/results.md's words; the exit reason
+//! beside it is the agent phase's, `agent::types::ExitReason`),
 //! [`ResultRow`] with the CSV columns in order, the append-only
 //! `results.csv` writer (one `write` per row, so a row is whole or absent),
 //! `run.json`, and where each (task, epoch)'s files go.
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::types::ExitReason;
 use crate::task::TaskId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,25 +24,6 @@ pub enum Status {
     Error,
 }
 
-/// Why the agent phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExitReason {
-    Completed,
-    MaxTurns,
-    MaxTokens,
-    MaxCost,
-    TaskTimeout,
-    Length,
-    ContextOverflow,
-    ApiError,
-    CheckoutError,
-    SetupError,
-    Interrupted,
-    /// onebash itself failed (a bug): the row says so rather than vanish.
-    InternalError,
-}
-
 impl Status {
     /// The CSV word.
     pub fn as_str(self) -> &'static str {
@@ -48,38 +31,6 @@ impl Status {
             Status::Passed => "passed",
             Status::Failed => "failed",
             Status::Error => "error",
-        }
-    }
-}
-
-impl ExitReason {
-    /// Whether the agent's work can be graded: the phase ended for a reason
-    /// that says something about the model, not about the harness or API.
-    pub fn is_gradable(self) -> bool {
-        !matches!(
-            self,
-            ExitReason::ApiError
-                | ExitReason::CheckoutError
-                | ExitReason::SetupError
-                | ExitReason::Interrupted
-                | ExitReason::InternalError
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExitReason::Completed => "completed",
-            ExitReason::MaxTurns => "max_turns",
-            ExitReason::MaxTokens => "max_tokens",
-            ExitReason::MaxCost => "max_cost",
-            ExitReason::TaskTimeout => "task_timeout",
-            ExitReason::Length => "length",
-            ExitReason::ContextOverflow => "context_overflow",
-            ExitReason::ApiError => "api_error",
-            ExitReason::CheckoutError => "checkout_error",
-            ExitReason::SetupError => "setup_error",
-            ExitReason::Interrupted => "interrupted",
-            ExitReason::InternalError => "internal_error",
         }
     }
 }
@@ -311,6 +262,53 @@ impl ResultsWriter {
     }
 }
 
+/// results.csv written on a thread of its own. A row's write and sync
+/// waits for the disk, tens of milliseconds while other tasks' checkouts
+/// fill it: on an async worker that wait delayed the timers and output
+/// reads of every task on it. Rows are written in the order they are
+/// sent; a row sent is on disk once [`RowSink::finish`] returns.
+pub struct RowSink {
+    rows: std::sync::mpsc::Sender<ResultRow>,
+    thread: std::thread::JoinHandle<Option<String>>,
+}
+
+impl RowSink {
+    /// Starts the thread that appends to `writer` (results.csv at `path`,
+    /// for messages).
+    pub fn start(mut writer: ResultsWriter, path: PathBuf) -> std::io::Result<RowSink> {
+        let (rows, received) = std::sync::mpsc::channel::<ResultRow>();
+        let thread = std::thread::Builder::new()
+            .name("results.csv".to_owned())
+            .spawn(move || {
+                let mut first_error = None;
+                for row in received {
+                    if let Err(err) = writer.append(&row)
+                        && first_error.is_none()
+                    {
+                        first_error = Some(format!("failed to write {}: {err}", path.display()));
+                    }
+                }
+                first_error
+            })?;
+        Ok(RowSink { rows, thread })
+    }
+
+    /// Queues `row` (never waits).
+    pub fn send(&self, row: ResultRow) {
+        // The thread ends only when this sink is dropped or finished.
+        let _ = self.rows.send(row);
+    }
+
+    /// Waits until every row sent is written (a blocking wait: call it off
+    /// the async workers); the first write error, if any.
+    pub fn finish(self) -> Option<String> {
+        drop(self.rows);
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Some("the results.csv writer failed".to_owned()))
+    }
+}
+
 /// Reads results.csv back. A last line without its newline is a row torn
 /// by a crash: it is not returned, and `torn_at` says where it starts so
 /// the caller can cut it off.
@@ -495,6 +493,33 @@ mod tests {
             lines[1],
             "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0"
         );
+    }
+
+    #[test]
+    fn the_row_sink_writes_rows_in_order_and_reports_the_first_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("results.csv");
+        let sink =
+            RowSink::start(ResultsWriter::open(&path).expect("open"), path.clone()).expect("start");
+        for epoch in 1..=50 {
+            sink.send(ResultRow { epoch, ..row() });
+        }
+        assert_eq!(sink.finish(), None);
+        let read = read_rows(&path).expect("read back");
+        let epochs: Vec<u32> = read.rows.iter().map(|row| row.epoch).collect();
+        assert_eq!(epochs, (1..=50).collect::<Vec<_>>());
+
+        // A disk that is full: every write fails, the run is told once.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let sink = RowSink::start(ResultsWriter { file: full }, PathBuf::from("/dev/full"))
+            .expect("start");
+        sink.send(row());
+        sink.send(row());
+        let error = sink.finish().expect("an error");
+        assert!(error.starts_with("failed to write /dev/full: "), "{error}");
     }
 
     /// A results.csv from before `history_probes` (and `replay_divergences`)

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agent::types::ExitReason;
 use crate::config::RunConfig;
-use crate::results::{ExitReason, ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
+use crate::results::{ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
 use crate::task::TaskId;
 
 /// What a resumed run does.

@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::agent::run::AgentContext;
+use crate::agent::types::ExitReason;
 use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::audit::{self, AuditInput, Subject};
 use crate::checkout::{Checkout, RepoCache};
@@ -26,8 +27,8 @@ use crate::exec::{CommandEnv, kill_marked_processes};
 use crate::grade::{GradeError, run_tests, test_timeout};
 use crate::limits::TaskLimits;
 use crate::results::{
-    ExitReason, PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY,
-    one_line, round_seconds,
+    PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
+    round_seconds,
 };
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
@@ -364,7 +365,12 @@ impl TaskRun<'_> {
         row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
         match tested {
             Ok(outcome) => {
-                if let Err(err) = std::fs::write(self.dir.join(TEST_LOG), &outcome.record.output) {
+                if let Err(err) = crate::blocking::write_file(
+                    self.dir.join(TEST_LOG),
+                    outcome.record.output.clone().into_bytes(),
+                )
+                .await
+                {
                     row.error = one_line(&format!("failed to save the test log: {err}"));
                 }
                 row.test_exit_code = Some(outcome.record.exit_code);
@@ -385,7 +391,10 @@ impl TaskRun<'_> {
                 });
                 if let Some(per_test) = &per_test {
                     let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
-                    if let Err(err) = std::fs::write(self.dir.join(TESTS_JSON), text) {
+                    if let Err(err) =
+                        crate::blocking::write_file(self.dir.join(TESTS_JSON), text.into_bytes())
+                            .await
+                    {
                         row.error = one_line(&format!("failed to save tests.json: {err}"));
                     }
                 }
@@ -416,7 +425,8 @@ impl TaskRun<'_> {
             .diff()
             .await
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
-        std::fs::write(self.dir.join(PATCH_DIFF), &diff)
+        crate::blocking::write_file(self.dir.join(PATCH_DIFF), diff.clone().into_bytes())
+            .await
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
         trajectory
             .write(&Event::Diff {

@@ -18,41 +18,13 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::types::{ExitReason, Usage};
 use crate::audit::{Probe, ProbedCommand, RecordedCommand};
 use crate::checkout::History;
 use crate::exec::CommandOutcome;
-use crate::results::{ExitReason, Status};
+use crate::results::Status;
 
 pub const FORMAT_VERSION: u32 = 1;
-
-/// Token counts of one model call, or summed over a task.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Every input token, cached reads and cache writes included.
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub total_tokens: u64,
-    /// Input tokens read from the provider's prompt cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached_tokens: u64,
-    /// Input tokens written to the prompt cache (Anthropic).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_write_tokens: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, other: Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.total_tokens += other.total_tokens;
-        self.cached_tokens += other.cached_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-    }
-}
 
 /// A command's record: what ran and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::agent::http;
-use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall};
-use crate::trajectory::Usage;
+use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
+use crate::config::RequestSettings;
 
 const API_VERSION: &str = "2023-06-01";
 /// The Messages API requires `max_tokens`; this is used when

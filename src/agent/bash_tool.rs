@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agent::model::ToolCall;
+use crate::agent::types::ToolCall;
 use crate::env::Shell;
 use crate::exec::CommandOutcome;
 use crate::trajectory::CommandRecord;

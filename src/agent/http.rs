@@ -3,12 +3,11 @@
 //! (status, `Retry-After`, the server's message, a context-window error in
 //! any dialect) or a lost connection into a [`ModelError`].
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::agent::model::{ModelError, is_context_overflow};
-use crate::agent::retry::parse_retry_after;
+use crate::agent::types::ModelError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the preflight request may take before the run goes on without
@@ -65,7 +64,7 @@ pub async fn preflight(request: reqwest::RequestBuilder) -> Result<(), ModelErro
 /// The `Retry-After` header, as seconds or an HTTP date.
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    parse_retry_after(value, std::time::SystemTime::now())
+    parse_retry_after(value, SystemTime::now())
 }
 
 pub fn transport_error(err: reqwest::Error) -> ModelError {
@@ -114,5 +113,156 @@ pub fn http_error(status: u16, body: &str, retry_after: Option<Duration>) -> Mod
         status,
         message,
         retry_after,
+    }
+}
+
+/// Whether an error answer says the conversation is too long for the
+/// model, in the words of OpenAI, vLLM, llama.cpp, Ollama or Anthropic.
+fn is_context_overflow(status: u16, code: Option<&str>, message: &str) -> bool {
+    if !matches!(status, 400 | 413 | 422) {
+        return false;
+    }
+    if matches!(
+        code,
+        Some("context_length_exceeded" | "exceed_context_size_error")
+    ) {
+        return true;
+    }
+    let message = message.to_ascii_lowercase();
+    [
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "exceeds the available context size",
+        "exceed context limit",
+        "longer than the maximum model length",
+        "prompt is too long",
+        "context window",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle))
+}
+
+/// Parses a `Retry-After` value: seconds, or an HTTP date (RFC 9110
+/// IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
+fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    // "Sun, 06 Nov 1994 08:49:37 GMT"
+    let rest = value.split_once(", ")?.1;
+    let mut parts = rest.split_whitespace();
+    let day: i64 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut clock = parts.next()?.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
+    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let seconds = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s;
+    let seconds = u64::try_from(seconds).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_770);
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after(" 0.5 ", now),
+            Some(Duration::from_millis(500))
+        );
+        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        // A date in the past means now.
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        for bad in [
+            "",
+            "-1",
+            "soon",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:00:00 GMT",
+        ] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn context_overflow_in_every_dialect() {
+        let cases = [
+            (400, Some("context_length_exceeded"), "anything"),
+            (
+                400,
+                None,
+                "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens",
+            ),
+            (
+                400,
+                None,
+                "The decoder prompt (length 9000) is longer than the maximum model length of 8192.",
+            ),
+            (
+                400,
+                Some("exceed_context_size_error"),
+                "the request exceeds the available context size, try increasing it",
+            ),
+            (
+                400,
+                None,
+                "prompt is too long: 208310 tokens > 200000 maximum",
+            ),
+            (
+                400,
+                None,
+                "input length and `max_tokens` exceed context limit: 199000 + 8192 > 200000",
+            ),
+        ];
+        for (status, code, message) in cases {
+            assert!(is_context_overflow(status, code, message), "{message}");
+        }
+        assert!(!is_context_overflow(400, None, "invalid model"));
+        assert!(!is_context_overflow(500, None, "maximum context length"));
     }
 }

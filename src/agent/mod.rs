@@ -1,7 +1,10 @@
 //! Stage 3: the agent. The loop (`run.rs`) asks a model (`model.rs`, with
 //! the wire protocols in `openai.rs`, `anthropic.rs`, `oracle.rs` and `replay.rs`,
-//! retries in `retry.rs` and prices in `pricing.rs`) for its next answer and
-//! answers every tool call with the one tool, `bash` (`bash_tool.rs`).
+//! the HTTP side in `http.rs`, retries in `retry.rs` and prices in
+//! `pricing.rs`) for its next answer and answers every tool call with the
+//! one tool, `bash` (`bash_tool.rs`). What a model call and the phase
+//! produce (tool calls, replies, errors, usage, the exit reason) is in
+//! `types.rs`, the leaf the others import.
 
 pub mod anthropic;
 pub mod bash_tool;
@@ -13,6 +16,7 @@ pub mod pricing;
 pub mod replay;
 pub mod retry;
 pub mod run;
+pub mod types;
 
-pub use model::{ModelClient, ModelError, ModelReply, ToolCall};
+pub use model::ModelClient;
 pub use run::{AgentLimits, AgentOutcome, run_agent};

@@ -3,8 +3,11 @@
 //! what a call cost.
 //!
 //! Owns [`ModelClient`] (a protocol, the run's retry policy and gate, the
-//! price), [`ModelReply`] and [`ModelError`]. Each protocol keeps its native
-//! message format in the history: the loop treats messages as opaque JSON.
+//! price) and [`Protocol`], the one place that dispatches to the protocol
+//! files. What they answer ([`ModelReply`], [`ModelError`]) is in
+//! `types.rs`, which they import instead of this file. Each protocol keeps
+//! its native message format in the history: the loop treats messages as
+//! opaque JSON.
 
 use std::sync::PoisonError;
 use std::time::Duration;
@@ -17,114 +20,9 @@ use crate::agent::oracle;
 use crate::agent::pricing::Price;
 use crate::agent::replay::{RecordedFormat, ReplayStore};
 use crate::agent::retry::{Gate, RetryPolicy};
+use crate::agent::types::{ModelError, ModelReply, Usage};
 use crate::prompt::RenderedPrompt;
-use crate::results::ExitReason;
 use crate::task::TaskSpec;
-use crate::trajectory::Usage;
-
-/// A tool call as the model sent it; `arguments` is the raw JSON text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// One answer of the model.
-#[derive(Debug, Clone)]
-pub struct ModelReply {
-    /// The assistant message exactly as received, to append to the history.
-    pub message: Value,
-    pub tool_calls: Vec<ToolCall>,
-    /// Why the model stopped, as the server said it (`stop`, `length`,
-    /// `tool_calls`; Anthropic's `end_turn`, `max_tokens`, `tool_use`).
-    pub finish_reason: Option<String>,
-    /// The answer was cut by the output-token limit.
-    pub cut: bool,
-    pub usage: Usage,
-    pub response_id: Option<String>,
-}
-
-/// A model call that gave no usable answer.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ModelError {
-    /// The server answered with an error status.
-    #[error("the model API answered HTTP {status}: {message}")]
-    Http {
-        status: u16,
-        message: String,
-        /// The server's `Retry-After`, when it sent one.
-        retry_after: Option<Duration>,
-    },
-    /// No answer: connection refused or dropped, timeout.
-    #[error("failed to reach the model API: {0}")]
-    Transport(String),
-    /// An answer that is not what the protocol promises.
-    #[error("the model API sent a malformed answer: {0}")]
-    Malformed(String),
-    /// The conversation no longer fits the model's context window.
-    #[error("the conversation exceeds the model's context window: {0}")]
-    ContextOverflow(String),
-    /// The server gave the same error to the same request twice in a row,
-    /// in words that say nothing of load: it refuses this request (a
-    /// validation error of its own, say) and would go on refusing it.
-    #[error(
-        "the model API answered HTTP {status} twice with the same error to the same request, so it refuses the request rather than being overloaded (not retried again): {message}"
-    )]
-    Repeated { status: u16, message: String },
-    /// A replayed recording has no more answers: the loop ends as the
-    /// recording did.
-    #[error("the recording ended ({})", reason.as_str())]
-    RecordingEnded {
-        reason: ExitReason,
-        error: Option<String>,
-    },
-}
-
-impl ModelError {
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            ModelError::Http { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
-}
-
-/// Whether an error answer says the conversation is too long for the
-/// model, in the words of OpenAI, vLLM, llama.cpp, Ollama or Anthropic.
-pub fn is_context_overflow(status: u16, code: Option<&str>, message: &str) -> bool {
-    if !matches!(status, 400 | 413 | 422) {
-        return false;
-    }
-    if matches!(
-        code,
-        Some("context_length_exceeded" | "exceed_context_size_error")
-    ) {
-        return true;
-    }
-    let message = message.to_ascii_lowercase();
-    [
-        "maximum context length",
-        "context length exceeded",
-        "context_length_exceeded",
-        "exceeds the available context size",
-        "exceed context limit",
-        "longer than the maximum model length",
-        "prompt is too long",
-        "context window",
-    ]
-    .iter()
-    .any(|needle| message.contains(needle))
-}
-
-pub use crate::config::RequestSettings;
 
 /// A retry about to happen, for the trajectory.
 #[derive(Debug, Clone)]
@@ -437,46 +335,4 @@ impl ModelClient {
 
 fn anthropic_user(text: &str) -> Vec<Value> {
     vec![serde_json::json!({"role": "user", "content": text})]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn context_overflow_in_every_dialect() {
-        let cases = [
-            (400, Some("context_length_exceeded"), "anything"),
-            (
-                400,
-                None,
-                "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens",
-            ),
-            (
-                400,
-                None,
-                "The decoder prompt (length 9000) is longer than the maximum model length of 8192.",
-            ),
-            (
-                400,
-                Some("exceed_context_size_error"),
-                "the request exceeds the available context size, try increasing it",
-            ),
-            (
-                400,
-                None,
-                "prompt is too long: 208310 tokens > 200000 maximum",
-            ),
-            (
-                400,
-                None,
-                "input length and `max_tokens` exceed context limit: 199000 + 8192 > 200000",
-            ),
-        ];
-        for (status, code, message) in cases {
-            assert!(is_context_overflow(status, code, message), "{message}");
-        }
-        assert!(!is_context_overflow(400, None, "invalid model"));
-        assert!(!is_context_overflow(500, None, "maximum context length"));
-    }
 }

@@ -10,8 +10,8 @@ use std::borrow::Cow;
 use serde_json::{Value, json};
 
 use crate::agent::http;
-use crate::agent::model::{ModelError, ModelReply, RequestSettings, ToolCall};
-use crate::trajectory::Usage;
+use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
+use crate::config::RequestSettings;
 
 pub struct OpenAiClient {
     http: reqwest::Client,

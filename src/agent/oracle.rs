@@ -5,9 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::agent::model::{ModelError, ModelReply, ToolCall};
+use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
 use crate::task::TaskSpec;
-use crate::trajectory::Usage;
 
 /// The oracle's answer to a history: a tool call that applies the gold patch
 /// when it has not answered yet, else a final text.

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::trajectory::Usage;
+use crate::agent::types::Usage;
 
 /// When the built-in prices were taken from the providers' price pages.
 /// Prices change: `--price` overrides them.

@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::agent::model::{ModelError, ModelReply};
+use crate::agent::types::{ExitReason, ModelError, ModelReply, Usage};
 use crate::agent::{anthropic, openai};
 use crate::cli::Provider;
-use crate::results::{ExitReason, RunFolder};
+use crate::results::RunFolder;
 use crate::task::TaskId;
-use crate::trajectory::{Event, Usage, read_trajectory};
+use crate::trajectory::{Event, read_trajectory};
 
 /// The message format of the recorded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{Mutex, Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
-use crate::agent::model::ModelError;
+use crate::agent::http::TIMED_OUT;
+use crate::agent::types::ModelError;
 
 /// How a run retries model calls.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +101,7 @@ impl ModelError {
     /// A call that got no answer in time: the server may only be slow.
     pub fn is_timeout(&self) -> bool {
         match self {
-            ModelError::Transport(message) => message.starts_with(crate::agent::http::TIMED_OUT),
+            ModelError::Transport(message) => message.starts_with(TIMED_OUT),
             ModelError::Http { status, .. } => matches!(*status, 408 | 504),
             _ => false,
         }
@@ -153,59 +154,6 @@ fn random_unit() -> f64 {
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Parses a `Retry-After` value: seconds, or an HTTP date (RFC 9110
-/// IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
-    }
-    let at = parse_http_date(value)?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-fn parse_http_date(value: &str) -> Option<SystemTime> {
-    // "Sun, 06 Nov 1994 08:49:37 GMT"
-    let rest = value.split_once(", ")?.1;
-    let mut parts = rest.split_whitespace();
-    let day: i64 = parts.next()?.parse().ok()?;
-    let month = match parts.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut clock = parts.next()?.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    let seconds = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s;
-    let seconds = u64::try_from(seconds).ok()?;
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// What every model call of a run passes through.
 #[derive(Debug)]
 pub struct Gate {
@@ -256,35 +204,6 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_seconds_and_http_dates() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_770);
-        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after(" 0.5 ", now),
-            Some(Duration::from_millis(500))
-        );
-        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
-            Some(Duration::from_secs(7))
-        );
-        // A date in the past means now.
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        for bad in [
-            "",
-            "-1",
-            "soon",
-            "Sun, 06 Foo 1994 08:49:37 GMT",
-            "Sun, 06 Nov 1994 25:00:00 GMT",
-        ] {
-            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
-        }
-    }
 
     #[test]
     fn which_errors_are_retried() {

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::agent::bash_tool::{self, ToolAnswer};
-use crate::agent::model::{ModelClient, ModelError, RetryNote, ToolCall};
+use crate::agent::model::{ModelClient, RetryNote};
+use crate::agent::types::{ExitReason, ModelError, ToolCall, Usage};
 use crate::env::Shell;
 use crate::events::{Cancel, EventSink, Phase};
 use crate::prompt::RenderedPrompt;
-use crate::results::ExitReason;
 use crate::task::TaskSpec;
-use crate::trajectory::{Event, TrajectoryWriter, Usage};
+use crate::trajectory::{Event, TrajectoryWriter};
 
 /// The caps of one task's agent phase.
 #[derive(Debug, Clone, Copy)]

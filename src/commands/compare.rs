@@ -339,7 +339,7 @@ pub(crate) fn format_p(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::ExitReason;
+    use crate::agent::types::ExitReason;
     use crate::task::TaskId;
 
     fn row(task: &str, passed: Option<bool>, tokens: u64) -> ResultRow {

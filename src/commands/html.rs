@@ -200,7 +200,8 @@ fn legend(keys: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{ExitReason, ResultRow};
+    use crate::agent::types::ExitReason;
+    use crate::results::ResultRow;
     use crate::task::TaskId;
 
     /// A row for the page tests of the submodules.

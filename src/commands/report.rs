@@ -513,7 +513,7 @@ fn render_table(header: &[&str], rows: &[Vec<String>], markdown: bool) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::ExitReason;
+    use crate::agent::types::ExitReason;
     use crate::task::TaskId;
 
     fn row(task: &str, epoch: u32, status: Status) -> ResultRow {

@@ -12,17 +12,18 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::agent::ModelClient;
 use crate::agent::anthropic::AnthropicClient;
-use crate::agent::model::{ModelError, Protocol, REFUSALS_TO_STOP};
+use crate::agent::model::{Protocol, REFUSALS_TO_STOP};
 use crate::agent::openai::OpenAiClient;
 use crate::agent::replay::ReplayStore;
 use crate::agent::retry::{Gate, RetryPolicy};
+use crate::agent::types::ModelError;
 use crate::checkout::RepoCache;
 use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
 use crate::manifest::RunManifest;
 use crate::progress::ProgressDisplay;
-use crate::results::{ResultRow, ResultsWriter, RunFolder, Status, write_predictions};
+use crate::results::{ResultRow, ResultsWriter, RowSink, RunFolder, Status, write_predictions};
 use crate::resume;
 use crate::runner::{RunContext, run_tasks};
 use crate::task::TaskId;
@@ -136,7 +137,7 @@ struct Opened {
     rows: Vec<ResultRow>,
     /// The (task index, epoch) pairs to run, in order.
     work: Vec<(usize, u32)>,
-    results: ResultsWriter,
+    results: RowSink,
 }
 
 /// Makes the run folder, works out the (task, epoch) pairs to run (all of
@@ -187,7 +188,10 @@ fn open_run_folder(
         rows = plan.kept;
     }
     manifest.write(folder)?;
-    let results = ResultsWriter::open(&folder.results_csv())?;
+    let results = RowSink::start(
+        ResultsWriter::open(&folder.results_csv())?,
+        folder.results_csv(),
+    )?;
     Ok(ControlFlow::Continue(Opened {
         manifest,
         rows,
@@ -265,7 +269,7 @@ async fn execute(
     ctx: &Arc<RunContext>,
     work: Vec<(usize, u32)>,
     mut rows: Vec<ResultRow>,
-    mut results: ResultsWriter,
+    results: RowSink,
     mut received: UnboundedReceiver<RunEvent>,
     cancel_handle: CancelHandle,
 ) -> Executed {
@@ -290,17 +294,9 @@ async fn execute(
         }),
     );
     let mut runner = tokio::spawn(run_tasks(Arc::clone(ctx), work));
-    let mut write_error = None;
     let mut handle = |event: RunEvent, display: &mut ProgressDisplay| {
         if let RunEvent::TaskFinished { row } = &event {
-            if let Err(err) = results.append(row)
-                && write_error.is_none()
-            {
-                write_error = Some(format!(
-                    "failed to write {}: {err}",
-                    ctx.folder.results_csv().display()
-                ));
-            }
+            results.send((**row).clone());
             rows.push((**row).clone());
         }
         display.handle(&event);
@@ -324,13 +320,17 @@ async fn execute(
     }
     interrupts.abort();
     display.finish();
+    let write_error = tokio::task::spawn_blocking(move || results.finish())
+        .await
+        .unwrap_or_else(|_| Some("the results.csv writer failed".to_owned()));
     // The fix under way may take a while on a big repo: not on a worker.
     let _ = crate::blocking::spawn(move || drop(preparer)).await;
     // Working copies live in the run's workdirs folder while their tasks
     // run; drop it when none was kept (remove_dir only removes an empty one),
     // with the thin packs fixed there, and the packs copied there when the
     // cache is on another file system.
-    let _ = std::fs::remove_dir_all(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS));
+    let _ =
+        crate::blocking::remove_dir(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS)).await;
     let _ = std::fs::remove_dir(&ctx.config.workdirs);
     Executed { rows, write_error }
 }

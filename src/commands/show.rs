@@ -559,9 +559,10 @@ pub fn render(events: &[Event], colors: bool) -> String {
 pub(crate) mod sample {
     use serde_json::{Value, json};
 
+    use crate::agent::types::{ExitReason, Usage};
     use crate::audit::{Probe, ProbeKind, ProbedCommand};
-    use crate::results::{ExitReason, Status};
-    use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, Usage};
+    use crate::results::Status;
+    use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo};
 
     pub fn header() -> Event {
         Event::Header {

@@ -99,7 +99,7 @@ impl Files {
         bytes: Vec<u8>,
     ) -> BoxFuture<'static, std::io::Result<()>> {
         let path = self.0.dir.join(relative);
-        Box::pin(async move { tokio::fs::write(path, bytes).await })
+        Box::pin(crate::blocking::write_file(path, bytes))
     }
 }
 

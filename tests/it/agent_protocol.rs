@@ -7,68 +7,42 @@
 //! stages around the agent (pipeline.rs).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::harness::{Fixture, RunOutput, task};
+use crate::support::harness::{RunOutput, f64_of};
 use crate::support::server::{
     Reply, Request, ScriptedServer, error_reply, raw_tool_call_reply, text_reply, tool_calls_reply,
 };
+use crate::support::world::{FIX, TEST_COMMAND, World};
 
 /// The model name every run asks for.
 const MODEL: &str = "scripted-gpt";
-/// Passes once the agent ran [`FIX`].
-const TEST_COMMAND: &str = "grep -qx fixed fix.txt";
-const FIX: &str = "echo fixed > fix.txt";
 
 // ---------------------------------------------------------------------------
 // Helpers: the world a test runs in, scripts, and readers of requests.
 // ---------------------------------------------------------------------------
 
-/// One fixture with one repo; every task of a test works on that repo.
-struct World {
-    fixture: Fixture,
-    repo: PathBuf,
-    commit: String,
+/// Runs the tasks `ids` of `w` against `server` with `args` after the
+/// model flags.
+fn run_tasks(w: &World, ids: &[&str], server: &ScriptedServer, args: &[&str]) -> RunOutput {
+    run_tasks_with_env(w, ids, server, args, &[])
 }
 
-fn world() -> World {
-    let fixture = Fixture::new();
-    let (repo, commit) = fixture.repo("repo", &[("README.md", "A small repo.\n")]);
-    World {
-        fixture,
-        repo,
-        commit,
-    }
-}
-
-impl World {
-    /// Runs the tasks `ids` against `server` with `args` after the model flags.
-    fn run(&self, ids: &[&str], server: &ScriptedServer, args: &[&str]) -> RunOutput {
-        self.run_with_env(ids, server, args, &[])
-    }
-
-    fn run_with_env(
-        &self,
-        ids: &[&str],
-        server: &ScriptedServer,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> RunOutput {
-        let tasks: Vec<Value> = ids
-            .iter()
-            .map(|id| task(id, &self.repo, &self.commit, TEST_COMMAND, json!({})))
-            .collect();
-        let tasks = self.fixture.tasks(&tasks);
-        let base_url = server.base_url();
-        let mut all = vec!["--model", MODEL, "--base-url", &base_url];
-        all.extend_from_slice(args);
-        self.fixture.run_with_env(&tasks, &all, env)
-    }
+fn run_tasks_with_env(
+    w: &World,
+    ids: &[&str],
+    server: &ScriptedServer,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> RunOutput {
+    let base_url = server.base_url();
+    let mut all = vec!["--model", MODEL, "--base-url", &base_url];
+    all.extend_from_slice(args);
+    w.run("out", ids, &all, env)
 }
 
 /// A full chat-completion response around `message`, shaped like the real
@@ -298,19 +272,13 @@ fn assert_test_ran_and_failed(row: &HashMap<String, String>) {
     );
 }
 
-fn f64_of(row: &HashMap<String, String>, column: &str) -> f64 {
-    row[column]
-        .parse()
-        .unwrap_or_else(|_| panic!("{column} is not a number: {row:?}"))
-}
-
 // ---------------------------------------------------------------------------
 // The history and the tool calls.
 // ---------------------------------------------------------------------------
 
 #[test]
 fn every_request_sends_the_whole_history_with_each_tool_answer_in_order() {
-    let w = world();
+    let w = World::new();
     // The first answer has text and a field some servers add: both must come
     // back exactly as sent.
     let first = completion(
@@ -330,7 +298,8 @@ fn every_request_sends_the_whole_history_with_each_tool_answer_in_order() {
         text_reply("All done.", "stop", 303, 33),
     ];
     let server = ScriptedServer::start(replies.clone());
-    let run = w.run_with_env(
+    let run = run_tasks_with_env(
+        &w,
         &["t1"],
         &server,
         &["--api-key-env", "ONEBASH_TEST_KEY"],
@@ -382,7 +351,7 @@ fn every_request_sends_the_whole_history_with_each_tool_answer_in_order() {
 
 #[test]
 fn tool_calls_of_one_answer_run_one_after_another_in_order() {
-    let w = world();
+    let w = World::new();
     // The first call is slow: if calls ran at once, `second` would be
     // written first.
     let replies = vec![
@@ -399,7 +368,7 @@ fn tool_calls_of_one_answer_run_one_after_another_in_order() {
         text_reply("Fixed.", "stop", 20, 5),
     ];
     let server = ScriptedServer::start(replies.clone());
-    let run = w.run(&["t1"], &server, &[]);
+    let run = run_tasks(&w, &["t1"], &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let requests = server.requests();
@@ -433,7 +402,7 @@ fn tool_calls_of_one_answer_run_one_after_another_in_order() {
 
 #[test]
 fn tool_calls_run_whatever_the_finish_reason_and_only_a_plain_answer_ends_the_loop() {
-    let w = world();
+    let w = World::new();
     let server = per_task_server(vec![
         // Tool calls with `stop`, then with `length`: both are run and the
         // loop goes on; the plain answer ends it.
@@ -461,7 +430,7 @@ fn tool_calls_run_whatever_the_finish_reason_and_only_a_plain_answer_ends_the_lo
             )],
         ),
     ]);
-    let run = w.run(&["calls", "cut", "empty"], &server, &["-j", "3"]);
+    let run = run_tasks(&w, &["calls", "cut", "empty"], &server, &["-j", "3"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let requests = requests_of(&server, "calls");
@@ -493,7 +462,7 @@ fn tool_calls_run_whatever_the_finish_reason_and_only_a_plain_answer_ends_the_lo
 
 #[test]
 fn bad_tool_calls_get_an_error_answer_and_the_loop_goes_on() {
-    let w = world();
+    let w = World::new();
     let replies = vec![
         calls_reply(
             vec![
@@ -515,7 +484,7 @@ fn bad_tool_calls_get_an_error_answer_and_the_loop_goes_on() {
         text_reply("Fixed.", "stop", 30, 5),
     ];
     let server = ScriptedServer::start(replies.clone());
-    let run = w.run(&["t1"], &server, &[]);
+    let run = run_tasks(&w, &["t1"], &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let requests = server.requests();
@@ -574,7 +543,7 @@ fn bad_tool_calls_get_an_error_answer_and_the_loop_goes_on() {
 
 #[test]
 fn max_turns_stops_after_n_model_calls_with_every_usage_summed() {
-    let w = world();
+    let w = World::new();
     // Distinct numbers per turn, so a turn counted twice or lost shows.
     let usage = |n: u64| (1000 + 17 * n, 3 * n + n * n);
     let replies: Vec<Reply> = (1..=21)
@@ -586,7 +555,7 @@ fn max_turns_stops_after_n_model_calls_with_every_usage_summed() {
         })
         .collect();
     let server = ScriptedServer::start(replies.clone());
-    let run = w.run(&["t1"], &server, &["--max-turns", "20"]);
+    let run = run_tasks(&w, &["t1"], &server, &["--max-turns", "20"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let requests = server.requests();
@@ -618,7 +587,7 @@ fn max_turns_stops_after_n_model_calls_with_every_usage_summed() {
 
 #[test]
 fn max_tokens_makes_no_model_call_once_the_sum_reached_it() {
-    let w = world();
+    let w = World::new();
     let replies = vec![
         tool_calls_reply(&[("a", "echo a")], 30, 20),
         tool_calls_reply(&[("b", "echo b")], 45, 15),
@@ -626,7 +595,7 @@ fn max_tokens_makes_no_model_call_once_the_sum_reached_it() {
     ];
     let server = ScriptedServer::start(replies);
     // 50 after the first call (below: go on), 110 after the second (reached).
-    let run = w.run(&["t1"], &server, &["--max-tokens", "110"]);
+    let run = run_tasks(&w, &["t1"], &server, &["--max-tokens", "110"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     assert_eq!(server.requests().len(), 2);
@@ -642,7 +611,7 @@ fn max_tokens_makes_no_model_call_once_the_sum_reached_it() {
 
 #[test]
 fn api_errors_end_their_task_with_the_status_and_message_and_other_tasks_go_on() {
-    let w = world();
+    let w = World::new();
     let server = per_task_server(vec![
         (
             "unauthorized",
@@ -672,7 +641,7 @@ fn api_errors_end_their_task_with_the_status_and_message_and_other_tasks_go_on()
     let ids = ["unauthorized", "server_error", "not_json", "dropped", "ok"];
     // One at a time: the good task runs after every failed one. No
     // retries: what a failure does when retries are used up.
-    let run = w.run(&ids, &server, &["-j", "1", "--max-retries", "0"]);
+    let run = run_tasks(&w, &ids, &server, &["-j", "1", "--max-retries", "0"]);
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     assert_eq!(run.rows().len(), 5);
 
@@ -741,7 +710,7 @@ fn api_errors_end_their_task_with_the_status_and_message_and_other_tasks_go_on()
 
 #[test]
 fn context_overflow_ends_the_agent_but_the_tests_still_run() {
-    let w = world();
+    let w = World::new();
     let overflow = Reply::Status(
         400,
         json!({"error": {
@@ -759,7 +728,7 @@ fn context_overflow_ends_the_agent_but_the_tests_still_run() {
         ),
         ("unfixed", vec![overflow]),
     ]);
-    let run = w.run(&["fixed_first", "unfixed"], &server, &["-j", "2"]);
+    let run = run_tasks(&w, &["fixed_first", "unfixed"], &server, &["-j", "2"]);
     // Both got a verdict.
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
@@ -782,7 +751,7 @@ fn context_overflow_ends_the_agent_but_the_tests_still_run() {
 
 #[test]
 fn task_timeout_ends_a_hung_model_call_or_a_long_command_promptly() {
-    let w = world();
+    let w = World::new();
     // The hung model answers only once `_release` is dropped, at the end of
     // the test; the long command would sleep for ten minutes. The run can
     // only end, as it must, by cutting both at the task timeout.
@@ -799,7 +768,8 @@ fn task_timeout_ends_a_hung_model_call_or_a_long_command_promptly() {
             _ => text_reply("too late", "stop", 1, 1),
         }
     });
-    let run = w.run(
+    let run = run_tasks(
+        &w,
         &["hung_model", "long_command"],
         &server,
         &["-j", "2", "--task-timeout", "2"],
@@ -829,13 +799,13 @@ fn task_timeout_ends_a_hung_model_call_or_a_long_command_promptly() {
 
 #[test]
 fn a_command_cut_by_the_task_timeout_is_still_in_the_trajectory() {
-    let w = world();
+    let w = World::new();
     let replies = vec![
         tool_calls_reply(&[("sleep", "echo started; sleep 30")], 5, 5),
         text_reply("too late", "stop", 1, 1),
     ];
     let server = ScriptedServer::start(replies);
-    let run = w.run(&["t1"], &server, &["--task-timeout", "2"]);
+    let run = run_tasks(&w, &["t1"], &server, &["--task-timeout", "2"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("t1")["exit_reason"], "task_timeout");
     // CONTRACT.md: the trajectory holds every command with its exit code,
@@ -851,12 +821,12 @@ fn a_command_cut_by_the_task_timeout_is_still_in_the_trajectory() {
 
 #[test]
 fn a_model_call_cut_by_the_task_timeout_is_still_in_the_trajectory() {
-    let w = world();
+    let w = World::new();
     let server = ScriptedServer::start(vec![Reply::Delay(
         Duration::from_secs(30),
         Box::new(text_reply("too late", "stop", 1, 1)),
     )]);
-    let run = w.run(&["t1"], &server, &["--task-timeout", "2"]);
+    let run = run_tasks(&w, &["t1"], &server, &["--task-timeout", "2"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let row = run.row("t1");
     assert_eq!(row["exit_reason"], "task_timeout");
@@ -869,7 +839,7 @@ fn a_model_call_cut_by_the_task_timeout_is_still_in_the_trajectory() {
 
 #[test]
 fn the_model_sees_exit_codes_and_command_timeouts() {
-    let w = world();
+    let w = World::new();
     let replies = vec![
         tool_calls_reply(
             &[
@@ -882,7 +852,7 @@ fn the_model_sees_exit_codes_and_command_timeouts() {
         text_reply("Giving up.", "stop", 20, 5),
     ];
     let server = ScriptedServer::start(replies);
-    let run = w.run(&["t1"], &server, &["--command-timeout", "1"]);
+    let run = run_tasks(&w, &["t1"], &server, &["--command-timeout", "1"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let requests = server.requests();
@@ -917,7 +887,7 @@ fn the_model_sees_exit_codes_and_command_timeouts() {
 
 #[test]
 fn the_trajectory_records_every_step_and_rebuilds_the_last_request() {
-    let w = world();
+    let w = World::new();
     let replies = vec![
         calls_reply(
             vec![
@@ -932,7 +902,7 @@ fn the_trajectory_records_every_step_and_rebuilds_the_last_request() {
         text_reply("Fixed.", "stop", 300, 30),
     ];
     let server = ScriptedServer::start(replies.clone());
-    let run = w.run(&["t1"], &server, &[]);
+    let run = run_tasks(&w, &["t1"], &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -1117,7 +1087,7 @@ fn the_trajectory_records_every_step_and_rebuilds_the_last_request() {
 
 #[test]
 fn concurrent_tasks_keep_their_own_histories() {
-    let w = world();
+    let w = World::new();
     let ids = ["alpha", "beta", "gamma"];
     // Each reply waits a little, so the three conversations interleave.
     let script = |id: &str| -> Vec<Reply> {
@@ -1135,7 +1105,7 @@ fn concurrent_tasks_keep_their_own_histories() {
     let scripts: Vec<(&str, Vec<Reply>)> = ids.iter().map(|id| (*id, script(id))).collect();
     let replies: HashMap<&str, Vec<Reply>> = scripts.iter().cloned().collect();
     let server = per_task_server(scripts);
-    let run = w.run(&ids, &server, &["-j", "3"]);
+    let run = run_tasks(&w, &ids, &server, &["-j", "3"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     for id in ids {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, RunOutput, task};
+use crate::support::harness::{Fixture, RunOutput, numbered_tasks};
 use crate::support::server::{Reply, ScriptedServer, error_reply, tool_calls_reply};
 
 const EXIT_API_REFUSED: i32 = 3;
@@ -21,24 +21,17 @@ const EXIT_API_REFUSED: i32 = 3;
 /// `count` tasks `t0`, `t1`... over one repo; they pass once `fixed.txt` exists.
 fn world(fixture: &Fixture, count: usize) -> std::path::PathBuf {
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
-    let tasks: Vec<Value> = (0..count)
-        .map(|i| {
-            task(
-                &format!("t{i}"),
-                &repo,
-                &sha,
-                "test -f fixed.txt",
-                json!({}),
-            )
-        })
-        .collect();
-    fixture.tasks(&tasks)
+    fixture.tasks(&numbered_tasks(
+        count,
+        &repo,
+        &sha,
+        "test -f fixed.txt",
+        json!({}),
+    ))
 }
 
 fn run(fixture: &Fixture, tasks: &std::path::Path, base_url: &str, more: &[&str]) -> RunOutput {
-    let mut args = vec!["--model", "scripted-model", "--base-url", base_url];
-    args.extend_from_slice(more);
-    fixture.run(tasks, &args)
+    fixture.run_model(tasks, "scripted-model", base_url, more)
 }
 
 /// A base URL where nothing listens: a port that was just bound and freed.

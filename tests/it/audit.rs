@@ -9,21 +9,14 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, RunOutput, git, onebash, scripted_agent, task};
+use crate::support::harness::{
+    Fixture, RunOutput, git, onebash_ok, path_arg, scripted_agent, task,
+};
 
-/// Runs `onebash ARGS`, expecting success; returns stdout.
-fn onebash_ok(args: &[&str]) -> String {
-    let output = onebash().args(args).output().expect("run onebash");
-    assert!(
-        output.status.success(),
-        "onebash {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("stdout is UTF-8")
-}
-
-fn path_arg(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 path")
+/// `onebash report RUN_DIR --format json`.
+fn report_json(run: &Path) -> Value {
+    serde_json::from_str(&onebash_ok(&["report", path_arg(run), "--format", "json"]))
+        .expect("report JSON")
 }
 
 /// The world: a repo whose base commit has the wrong answer and whose
@@ -79,17 +72,7 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
         ),
         ("probe-fails", &["git reflog"]),
     ]);
-    let run = fixture.run(
-        &tasks,
-        &[
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
-            "--sandbox",
-            "none",
-        ],
-    );
+    let run = fixture.run_scripted(&tasks, &server, &["--sandbox", "none"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     // results.csv: the new last column.
@@ -172,13 +155,7 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
         vec![vec!["cheat", "1", "3", "all_refs,", "foreign_commit"]],
         "{text}"
     );
-    let report: Value = serde_json::from_str(&onebash_ok(&[
-        "report",
-        path_arg(&run.out),
-        "--format",
-        "json",
-    ]))
-    .expect("report JSON");
+    let report = report_json(&run.out);
     assert_eq!(
         report["history_probes"],
         json!({
@@ -247,8 +224,7 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
         ("honest", &["echo right > answer.txt"]),
         ("probe-fails", &["git fsck --lost-found"]),
     ]);
-    let args = ["--model", "scripted", "--base-url", &server.base_url()];
-    let run = fixture.run(&tasks, &args);
+    let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let csv_path = run.out.join("results.csv");
     strip_last_column(&csv_path);
@@ -257,13 +233,7 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
     let text = onebash_ok(&["report", path_arg(&run.out)]);
     assert!(text.contains("rows: 3 "), "{text}");
     assert!(!text.contains("history probes"), "{text}");
-    let report: Value = serde_json::from_str(&onebash_ok(&[
-        "report",
-        path_arg(&run.out),
-        "--format",
-        "json",
-    ]))
-    .expect("report JSON");
+    let report = report_json(&run.out);
     assert_eq!(report["history_probes"], Value::Null);
 
     // merge: today's header, the old rows' column empty.
@@ -281,9 +251,7 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
     // resume: nothing to redo, but the file is rewritten with today's
     // header, so rows appended later line up with it.
     let requests = server.requests().len();
-    let mut resume_args = args.to_vec();
-    resume_args.push("--resume");
-    let resumed = fixture.run(&tasks, &resume_args);
+    let resumed = fixture.run_scripted(&tasks, &server, &["--resume"]);
     assert_eq!(resumed.code, 0, "stderr:\n{}", resumed.stderr);
     assert_eq!(server.requests().len(), requests, "nothing ran again");
     let text = std::fs::read_to_string(&csv_path).expect("csv");

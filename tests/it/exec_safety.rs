@@ -10,58 +10,23 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, onebash, processes_matching, scripted_agent, task, tool_answers,
+    Fixture, RunOutput, onebash, run_commands, scripted_agent, small_task, task, tool_answers,
 };
+use crate::support::processes::{PROMPTLY, assert_no_process_left, duration_s, running};
 use crate::support::server::ScriptedServer;
 
-/// One task over a small repo whose (scripted) agent runs `commands`, one
-/// per turn; the test command always passes.
-fn run_commands(
+/// Task `t` over a small repo, whose test always passes and whose
+/// (scripted) agent runs `commands`, one per turn. These are the guarantees
+/// that hold without a sandbox: the sandbox suite (sandbox.rs) repeats the
+/// dangerous ones under bwrap.
+fn run_unsandboxed(
     fixture: &Fixture,
     commands: &[&str],
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (RunOutput, ScriptedServer) {
-    let (repo, sha) = fixture.repo(
-        "repo",
-        &[("README.md", "hello\n"), ("src/lib.txt", "code\n")],
-    );
-    let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
-    let server = scripted_agent(&[("t", commands)]);
-    // These are the guarantees that hold without a sandbox: the sandbox
-    // suite (sandbox.rs) repeats the dangerous ones under bwrap.
-    let mut all_args = vec!["--sandbox", "none", "--model", "scripted", "--base-url"];
-    let base_url = server.base_url();
-    all_args.push(&base_url);
-    all_args.extend_from_slice(args);
-    let run = fixture.run_into(&fixture.path("out"), &tasks, &all_args, env);
-    (run, server)
-}
-
-/// Asserts that no process matching `needle` is left, allowing killed
-/// processes time to be torn down (a hang guard: they are usually gone at
-/// once).
-fn assert_no_process_left(needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = processes_matching(needle);
-        if left.is_empty() {
-            return;
-        }
-        if Instant::now() > deadline {
-            // Do not leave them for the next test run either.
-            for (pid, _) in &left {
-                if let Ok(pid) = libc::pid_t::try_from(*pid) {
-                    // SAFETY: kill has no memory-safety preconditions.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
-                }
-            }
-            panic!("processes left behind after the run: {left:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let tasks = small_task(fixture, "true", json!({}));
+    run_commands(fixture, &tasks, "none", commands, args, env)
 }
 
 /// The single `command` event of task `t`.
@@ -71,103 +36,69 @@ fn only_command(run: &RunOutput) -> Value {
     commands.into_iter().next().expect("one command")
 }
 
-fn duration_s(event: &Value) -> f64 {
-    event["duration_s"].as_f64().expect("duration_s")
-}
-
-/// A bound on how long a command that should return at once may take: a
-/// hang guard far above any machine's need, and far below the ten minutes
-/// the sleeps these tests leave behind would hold a command that waited for
-/// them.
-const PROMPTLY: f64 = 120.0;
-
-/// The processes whose whole command line is `command` (not a shell whose
-/// script mentions it).
-fn running(command: &str) -> bool {
-    processes_matching(command)
-        .iter()
-        .any(|(_, cmdline)| cmdline == command)
+/// Runs `command` as the agent's only one, under `--command-timeout
+/// TIMEOUT`, and checks what every test of a command that leaves processes
+/// behind checks: the run went well, the command came back promptly, timed
+/// out or not as `timed_out` says, and no process of `left` outlived the
+/// task. Returns what the model read of the command and its event.
+fn run_leaving(command: &str, timeout: &str, timed_out: bool, left: &[&str]) -> (String, Value) {
+    let fixture = Fixture::new();
+    let (run, server) = run_unsandboxed(&fixture, &[command], &["--command-timeout", timeout], &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let event = only_command(&run);
+    assert!(duration_s(&event) < PROMPTLY, "{event}");
+    assert_eq!(event["timed_out"], timed_out, "{event}");
+    for needle in left {
+        assert_no_process_left(needle);
+    }
+    let answer = tool_answers(&server, "t").remove(0);
+    (answer, event)
 }
 
 #[test]
 fn background_process_does_not_hold_the_command_and_dies_with_the_task() {
-    let fixture = Fixture::new();
-    let (run, server) = run_commands(
-        &fixture,
-        &["sleep 613 & echo started"],
-        &["--command-timeout", "60"],
-        &[],
-    );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
-    assert!(answers[0].starts_with("started\n"), "{answers:?}");
     // Held by the sleep, the command would have timed out, or waited 613 s.
-    let command = only_command(&run);
-    assert!(duration_s(&command) < PROMPTLY, "{command}");
-    assert_eq!(command["timed_out"], false);
+    let (answer, command) = run_leaving("sleep 613 & echo started", "60", false, &["sleep 613"]);
+    assert!(answer.starts_with("started\n"), "{answer:?}");
     assert_eq!(command["exit_code"], 0);
-    assert_no_process_left("sleep 613");
 }
 
 #[test]
 fn detached_daemon_does_not_hold_the_command_and_dies_with_the_task() {
-    let fixture = Fixture::new();
-    let (run, server) = run_commands(
-        &fixture,
-        &["(setsid sleep 614 &); echo detached"],
-        &["--command-timeout", "60"],
-        &[],
+    let (answer, _) = run_leaving(
+        "(setsid sleep 614 &); echo detached",
+        "60",
+        false,
+        &["sleep 614"],
     );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
-    assert!(answers[0].starts_with("detached\n"), "{answers:?}");
-    let command = only_command(&run);
-    assert!(duration_s(&command) < PROMPTLY, "{command}");
-    assert_eq!(command["timed_out"], false);
-    assert_no_process_left("sleep 614");
+    assert!(answer.starts_with("detached\n"), "{answer:?}");
 }
 
 #[test]
 fn timeout_with_a_background_child_holding_the_pipe_returns_promptly() {
     // The command never ends on its own: only the timeout ends it.
-    let fixture = Fixture::new();
-    let (run, server) = run_commands(
-        &fixture,
-        &["sleep 615 & echo waiting; sleep 617"],
-        &["--command-timeout", "1"],
-        &[],
+    let (answer, command) = run_leaving(
+        "sleep 615 & echo waiting; sleep 617",
+        "1",
+        true,
+        &["sleep 615", "sleep 617"],
     );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let command = only_command(&run);
-    assert!(duration_s(&command) < PROMPTLY, "{command}");
-    assert_eq!(command["timed_out"], true);
     assert_eq!(command["output"], "waiting\n");
-    let answers = tool_answers(&server, "t");
     assert!(
-        answers[0].contains("waiting\n") && answers[0].contains("timed out after 1 s"),
-        "{answers:?}"
+        answer.contains("waiting\n") && answer.contains("timed out after 1 s"),
+        "{answer:?}"
     );
-    assert_no_process_left("sleep 615");
-    assert_no_process_left("sleep 617");
 }
 
 #[test]
 fn timeout_with_an_escaped_daemon_holding_the_pipe_returns_promptly() {
-    let fixture = Fixture::new();
-    let (run, server) = run_commands(
-        &fixture,
-        &["(setsid sleep 616 &); sleep 618"],
-        &["--command-timeout", "1"],
-        &[],
+    let (answer, _) = run_leaving(
+        "(setsid sleep 616 &); sleep 618",
+        "1",
+        true,
+        &["sleep 616", "sleep 618"],
     );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let command = only_command(&run);
-    assert!(duration_s(&command) < PROMPTLY, "{command}");
-    assert_eq!(command["timed_out"], true);
-    let answers = tool_answers(&server, "t");
-    assert!(answers[0].contains("timed out after 1 s"), "{answers:?}");
-    assert_no_process_left("sleep 616");
-    assert_no_process_left("sleep 618");
+    assert!(answer.contains("timed out after 1 s"), "{answer:?}");
 }
 
 const SECRET: &str = "sk-test-SECRET-123";
@@ -192,7 +123,7 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn api_key_is_sent_to_the_api_but_never_reaches_a_command_or_a_file() {
     let fixture = Fixture::new();
-    let (run, server) = run_commands(
+    let (run, server) = run_unsandboxed(
         &fixture,
         &["echo \"key=$OPENAI_API_KEY\"", "env"],
         &["--keep-workdirs"],
@@ -237,7 +168,7 @@ fn api_key_is_sent_to_the_api_but_never_reaches_a_command_or_a_file() {
 #[test]
 fn api_key_cannot_be_read_from_the_harness_process() {
     let fixture = Fixture::new();
-    let (run, server) = run_commands(
+    let (run, server) = run_unsandboxed(
         &fixture,
         &["tr '\\0' '\\n' < /proc/$PPID/environ | grep -c SECRET"],
         &[],
@@ -259,11 +190,11 @@ fn peak_rss(run: &RunOutput) -> u64 {
 fn huge_output_is_bounded_for_the_model_the_trajectory_and_memory() {
     const TOTAL: u64 = 30_000_000;
     let small_fixture = Fixture::new();
-    let (small, _server) = run_commands(&small_fixture, &["echo tiny"], &[], &[]);
+    let (small, _server) = run_unsandboxed(&small_fixture, &["echo tiny"], &[], &[]);
     assert_eq!(small.code, 0, "stderr:\n{}", small.stderr);
 
     let fixture = Fixture::new();
-    let (run, server) = run_commands(
+    let (run, server) = run_unsandboxed(
         &fixture,
         &["head -c 30000000 /dev/zero | tr '\\0' 'a'"],
         &[],
@@ -300,7 +231,7 @@ fn huge_output_is_bounded_for_the_model_the_trajectory_and_memory() {
 #[test]
 fn command_runs_in_the_checkout_with_empty_stdin_and_lossy_output() {
     let fixture = Fixture::new();
-    let (run, server) = run_commands(
+    let (run, server) = run_unsandboxed(
         &fixture,
         &[
             "cat; echo after-cat",
@@ -356,19 +287,7 @@ fn setup_and_test_commands_leave_no_process_behind() {
         json!({"setup_command": "(setsid sleep 620 &); echo set up"}),
     )]);
     let server = scripted_agent(&[("t", &["echo agent"])]);
-    let run = fixture.run_into(
-        &fixture.path("out"),
-        &tasks,
-        &[
-            "--sandbox",
-            "none",
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
-        ],
-        &[],
-    );
+    let run = fixture.run_scripted(&tasks, &server, &["--sandbox", "none"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("t")["status"], "passed");
     // Neither waited for the sleep it left (which the task's end kills).

@@ -16,8 +16,10 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::sandbox::{bwrap_available, fixture};
-use crate::support::harness::{Fixture, RunOutput, git, scripted_agent, task, tool_answers};
+use crate::sandbox::bwrap_fixture;
+use crate::support::harness::{
+    Fixture, RunOutput, git, numbered_tasks, scripted_agent, task, tool_answers,
+};
 use crate::support::probes::{self, Future, PROBES};
 
 /// A repo whose history runs past the base of its task.
@@ -241,21 +243,10 @@ fn probe_run(
     let mut commands = vec![script.as_str()];
     commands.extend_from_slice(extra);
     let server = scripted_agent(&[("t", &commands), ("later", &[])]);
-    let base_url = server.base_url();
-    let run = fixture.run(
+    let run = fixture.run_scripted(
         &tasks,
-        &[
-            "--sandbox",
-            "bwrap",
-            "--history",
-            history,
-            "--model",
-            "scripted",
-            "--base-url",
-            &base_url,
-            "-j",
-            "1",
-        ],
+        &server,
+        &["--sandbox", "bwrap", "--history", history, "-j", "1"],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("later")["status"], "passed");
@@ -275,10 +266,9 @@ fn checkout_event(run: &RunOutput) -> Value {
 
 #[test]
 fn with_full_history_nothing_past_the_base_is_found_and_the_past_is_whole() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let leaky = leaky_repo(&fixture);
     let future: Vec<&str> = leaky.future.iter().map(String::as_str).collect();
     let (run, answers) = probe_run(
@@ -327,10 +317,9 @@ fn with_full_history_nothing_past_the_base_is_found_and_the_past_is_whole() {
 
 #[test]
 fn with_no_history_there_is_one_commit_and_nothing_before_or_after_it() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let leaky = leaky_repo(&fixture);
     // Now the past is off limits too.
     let commits: Vec<&str> = leaky
@@ -410,7 +399,7 @@ fn the_bases_of_a_run_are_stored_oldest_first_each_chained_to_the_last() {
         .map(|(i, base)| task(&format!("t{i}"), &leaky.repo, base, "true", json!({})))
         .collect();
     let tasks = fixture.tasks(&tasks);
-    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none", "-j", "1"]);
+    let run = fixture.run_noop(&tasks, &["-j", "1"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let chains: Vec<Vec<String>> = leaky
         .past
@@ -441,7 +430,7 @@ fn a_store_that_holds_more_than_its_base_reaches_ends_the_task_as_checkout_error
         task("old", &leaky.repo, first, "true", json!({})),
         task("new", &leaky.repo, base, "true", json!({})),
     ]);
-    let run = fixture.run(&both, &["--model", "noop", "--sandbox", "none"]);
+    let run = fixture.run_noop(&both, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     // A store of the first commit that also lists the base's own pack, as
     // a bug or a hand in the cache could make it.
@@ -487,32 +476,17 @@ fn working_copies_on_another_file_system_than_the_cache_share_one_copy_of_each_p
         return;
     }
     let leaky = leaky_repo(&fixture);
-    let tasks: Vec<Value> = (0..3)
-        .map(|i| {
-            task(
-                &format!("t{i}"),
-                &leaky.repo,
-                &leaky.base,
-                "true",
-                json!({}),
-            )
-        })
-        .collect();
-    let tasks = fixture.tasks(&tasks);
+    let tasks = fixture.tasks(&numbered_tasks(
+        3,
+        &leaky.repo,
+        &leaky.base,
+        "true",
+        json!({}),
+    ));
     let workdirs = shm.path().display().to_string();
-    let run = fixture.run(
+    let run = fixture.run_noop(
         &tasks,
-        &[
-            "--model",
-            "noop",
-            "--sandbox",
-            "none",
-            "-j",
-            "3",
-            "--workdirs",
-            &workdirs,
-            "--keep-workdirs",
-        ],
+        &["-j", "3", "--workdirs", &workdirs, "--keep-workdirs"],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     for i in 0..3 {
@@ -607,7 +581,7 @@ fn a_base_that_changes_a_line_of_a_big_file_stores_about_that_line_and_reads_who
         })
         .collect();
     let tasks = fixture.tasks(&tasks);
-    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none", "-j", "1"]);
+    let run = fixture.run_noop(&tasks, &["-j", "1"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     for i in 0..3 {
         assert_eq!(run.row(&format!("t{i}"))["status"], "passed", "{i}");
@@ -678,7 +652,7 @@ fn a_run_fixes_each_thin_pack_once_and_without_git_when_its_store_is_this_onebas
         })
         .collect();
     let first = fixture.tasks(&tasks);
-    let run = fixture.run(&first, &["--model", "noop", "--sandbox", "none"]);
+    let run = fixture.run_noop(&first, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let thin: HashSet<String> = bases
         .iter()

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent, tool_present};
+use crate::support::harness::{
+    Fixture, RunOutput, onebash_ok_in, path_arg, scripted_agent, tool_present,
+};
 
 /// What the scripted model prints in one task: markup and URLs that must
 /// reach the page as text, never as markup or a reference.
@@ -84,19 +86,7 @@ fn two_runs() -> Runs {
     let plan: Vec<(&str, &[&str])> = plan.iter().map(|(id, c)| (*id, c.as_slice())).collect();
     let server = scripted_agent(&plan);
     let copy = fixture.tasks(&tasks);
-    let scripted = fixture.run_into(
-        &fixture.path("scripted"),
-        &copy,
-        &[
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
-            "-j",
-            "4",
-        ],
-        &[],
-    );
+    let scripted = fixture.run_scripted_into("scripted", &copy, &server, &["-j", "4"]);
     assert_eq!(scripted.code, 0, "stderr:\n{}", scripted.stderr);
     for row in scripted.rows() {
         let passes = ["calc-divide-by-zero", "calc-clamp-upper-bound"].contains(&&*row["task_id"]);
@@ -107,25 +97,6 @@ fn two_runs() -> Runs {
         oracle,
         scripted,
     }
-}
-
-/// Runs `onebash ARGS` in `cwd`; returns stdout, asserting success.
-fn onebash_ok(cwd: &Path, args: &[&str]) -> String {
-    let output = onebash()
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run onebash");
-    assert!(
-        output.status.success(),
-        "onebash {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8 stdout")
-}
-
-fn path_arg(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
 }
 
 fn read(path: &Path) -> String {
@@ -223,7 +194,7 @@ fn column(html: &str, key: &str) -> Vec<f64> {
 fn report_and_compare_write_self_contained_pages_with_working_links() {
     let runs = two_runs();
     for run in [&runs.oracle, &runs.scripted] {
-        let stdout = onebash_ok(
+        let stdout = onebash_ok_in(
             runs.fixture.dir.path(),
             &["report", path_arg(&run.out), "--format", "html"],
         );
@@ -284,7 +255,7 @@ fn report_and_compare_write_self_contained_pages_with_working_links() {
     assert!(transcript.contains("10 + 5 tokens"), "tokens per turn");
 
     // compare: compare.html in the current folder by default.
-    let stdout = onebash_ok(
+    let stdout = onebash_ok_in(
         runs.fixture.dir.path(),
         &[
             "compare",
@@ -312,33 +283,26 @@ fn report_and_compare_write_self_contained_pages_with_working_links() {
     }
 
     // --output puts the page (and its transcripts) elsewhere; text formats too.
+    let report_into = |format: &str, output_flag: &str, page: &Path| {
+        onebash_ok_in(
+            runs.fixture.dir.path(),
+            &[
+                "report",
+                path_arg(&runs.scripted.out),
+                "--format",
+                format,
+                output_flag,
+                path_arg(page),
+            ],
+        )
+    };
     let elsewhere = runs.fixture.path("pages/run.html");
-    onebash_ok(
-        runs.fixture.dir.path(),
-        &[
-            "report",
-            path_arg(&runs.scripted.out),
-            "--format",
-            "html",
-            "-o",
-            path_arg(&elsewhere),
-        ],
-    );
+    report_into("html", "-o", &elsewhere);
     let html = read(&elsewhere);
     assert_eq!(assert_links_resolve(&elsewhere, &html), 7);
     assert!(runs.fixture.path("pages/transcripts").is_dir());
     let markdown = runs.fixture.path("pages/report.md");
-    let stdout = onebash_ok(
-        runs.fixture.dir.path(),
-        &[
-            "report",
-            path_arg(&runs.scripted.out),
-            "--format",
-            "markdown",
-            "--output",
-            path_arg(&markdown),
-        ],
-    );
+    let stdout = report_into("markdown", "--output", &markdown);
     assert_eq!(stdout, format!("{}\n", markdown.display()));
     assert!(read(&markdown).starts_with("# onebash report"));
 }
@@ -439,12 +403,12 @@ fn html_pages_render_in_headless_chromium() {
     let browser = found.expect("found");
     let runs = two_runs();
     let dir = runs.fixture.dir.path();
-    onebash_ok(
+    onebash_ok_in(
         dir,
         &["report", path_arg(&runs.scripted.out), "--format", "html"],
     );
     let compare = runs.fixture.path("compare.html");
-    onebash_ok(
+    onebash_ok_in(
         dir,
         &[
             "compare",

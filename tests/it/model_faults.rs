@@ -11,19 +11,15 @@
 //! (pipeline.rs).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, RunOutput, task};
+use crate::support::harness::{RunOutput, f64_of};
 use crate::support::server::{Reply, Request, ScriptedServer};
 use crate::support::sync::{HANG_GUARD, Latch, eventually};
-
-/// Passes once the agent ran [`FIX`].
-const TEST_COMMAND: &str = "grep -qx fixed fix.txt";
-const FIX: &str = "echo fixed > fix.txt";
+use crate::support::world::{FIX, World};
 
 // ---------------------------------------------------------------------------
 // The two protocols, as a scripted model speaks them.
@@ -362,52 +358,20 @@ fn logged(out: &std::path::Path, task: &str, text: &str) -> bool {
 // The world a test runs in, and readers of what a run wrote.
 // ---------------------------------------------------------------------------
 
-/// One fixture with one repo; every task of a test works on that repo.
-struct World {
-    fixture: Fixture,
-    repo: PathBuf,
-    commit: String,
-}
-
-fn world() -> World {
-    let fixture = Fixture::new();
-    let (repo, commit) = fixture.repo("repo", &[("README.md", "A small repo.\n")]);
-    World {
-        fixture,
-        repo,
-        commit,
+/// Runs the tasks `ids` of `w` into the run folder `out` against `model`,
+/// with the provider, its key, and (unless `args` gives them) the model
+/// name and base URL.
+fn run_against(w: &World, out: &str, ids: &[&str], model: &Model, args: &[&str]) -> RunOutput {
+    let base_url = model.base_url();
+    let mut all = vec!["--provider", model.proto.flag()];
+    if !args.contains(&"--model") {
+        all.extend(["--model", model.proto.model_name()]);
     }
-}
-
-impl World {
-    /// Runs the tasks `ids` into the run folder `out` against `model`, with
-    /// the provider, its key, and (unless `args` gives them) the model name
-    /// and base URL.
-    fn run(&self, out: &str, ids: &[&str], model: &Model, args: &[&str]) -> RunOutput {
-        let tasks: Vec<Value> = ids
-            .iter()
-            .map(|id| task(id, &self.repo, &self.commit, TEST_COMMAND, json!({})))
-            .collect();
-        let tasks = self.fixture.tasks(&tasks);
-        let base_url = model.base_url();
-        let mut all = vec!["--provider", model.proto.flag()];
-        if !args.contains(&"--model") {
-            all.extend(["--model", model.proto.model_name()]);
-        }
-        if !args.contains(&"--base-url") {
-            all.extend(["--base-url", &base_url]);
-        }
-        all.extend_from_slice(args);
-        let key = model.proto.key();
-        self.fixture
-            .run_into(&self.fixture.path(out), &tasks, &all, &[key])
+    if !args.contains(&"--base-url") {
+        all.extend(["--base-url", &base_url]);
     }
-}
-
-fn f64_of(row: &HashMap<String, String>, column: &str) -> f64 {
-    row[column]
-        .parse()
-        .unwrap_or_else(|_| panic!("{column} is not a number: {row:?}"))
+    all.extend_from_slice(args);
+    w.run(out, ids, &all, &[model.proto.key()])
 }
 
 /// Every model_retry event of a run, over all tasks.
@@ -696,7 +660,7 @@ fn forty_tasks_get_their_verdicts_though_a_quarter_of_requests_fail(proto: Proto
         "no call fails twice"
     );
 
-    let w = world();
+    let w = World::new();
     // A hung request is answered once the run is over: never in time,
     // however slow the machine.
     let run_over = Latch::new();
@@ -717,7 +681,8 @@ fn forty_tasks_get_their_verdicts_though_a_quarter_of_requests_fail(proto: Proto
     });
     let ids: Vec<String> = (0..FAULT_TASKS).map(fault_task_id).collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let run = w.run(
+    let run = run_against(
+        &w,
         "out",
         &ids,
         &model,
@@ -871,7 +836,7 @@ fn client_errors_end_their_task_at_once_without_a_retry(proto: Proto) {
             ),
         ],
     };
-    let w = world();
+    let w = World::new();
     let mut scripts: Vec<(&str, Vec<Reply>)> = cases
         .iter()
         .map(|(id, status, kind, message)| (*id, vec![proto.error(*status, kind, message)]))
@@ -892,7 +857,7 @@ fn client_errors_end_their_task_at_once_without_a_retry(proto: Proto) {
         "fine",
     ];
     // A retry would show as a second request and a `model_retry` event.
-    let run = w.run("out", &ids, &model, &["-j", "5", "--max-retries", "3"]);
+    let run = run_against(&w, "out", &ids, &model, &["-j", "5", "--max-retries", "3"]);
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     assert_eq!(run.rows().len(), 5);
     for (id, status, _, message) in cases {
@@ -932,7 +897,7 @@ fn anthropic_client_errors_end_their_task_at_once_without_a_retry() {
 /// Each case is (task, whether the agent fixed the repo before the overflow,
 /// the overflow as the server says it).
 fn context_overflow_is_named_and_not_retried(proto: Proto, cases: Vec<(&str, bool, Reply)>) {
-    let w = world();
+    let w = World::new();
     let scripts: Vec<(&str, Vec<Reply>)> = cases
         .iter()
         .map(|(id, fixed, overflow)| {
@@ -946,7 +911,13 @@ fn context_overflow_is_named_and_not_retried(proto: Proto, cases: Vec<(&str, boo
         .collect();
     let model = Model::scripted(proto, scripts);
     let ids: Vec<&str> = cases.iter().map(|c| c.0).collect();
-    let run = w.run("out", &ids, &model, &["-j", "4", "--retry-delay", "0.05"]);
+    let run = run_against(
+        &w,
+        "out",
+        &ids,
+        &model,
+        &["-j", "4", "--retry-delay", "0.05"],
+    );
     // Every task got a verdict.
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     for (id, fixed, _) in &cases {
@@ -1053,14 +1024,14 @@ fn rate_limited(proto: Proto, retry_after: &str) -> Reply {
 }
 
 fn retry_after_is_honoured_and_recorded(proto: Proto) {
-    let w = world();
+    let w = World::new();
     let model = Model::start(proto, move |seen| match (seen.turn, seen.attempt) {
         (0, 0) => rate_limited(proto, "2"),
         (0, _) => proto.answer(&bash(&[("f", FIX)]), tokens(10, 5)),
         _ => proto.answer(&say("Fixed."), tokens(12, 2)),
     });
     // A backoff of its own far shorter than the server asks for.
-    let run = w.run("out", &["limited"], &model, &["--retry-delay", "0.05"]);
+    let run = run_against(&w, "out", &["limited"], &model, &["--retry-delay", "0.05"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let seen = model.seen();
     assert_eq!(seen.len(), 3);
@@ -1117,7 +1088,7 @@ fn anthropic_retry_after_is_honoured_and_recorded() {
 /// records the retry (the pause is set by then); busy's command takes no
 /// time, so its third call would follow at once but for the pause.
 fn a_rate_limit_pauses_every_task_of_the_run(proto: Proto) {
-    let w = world();
+    let w = World::new();
     let out = w.fixture.path("out");
     let busy_waiting = Latch::new();
     let (waiting, asked) = (busy_waiting.clone(), busy_waiting.clone());
@@ -1143,7 +1114,8 @@ fn a_rate_limit_pauses_every_task_of_the_run(proto: Proto) {
         }
         _ => proto.answer(&say("Nothing to do."), tokens(10, 2)),
     });
-    let run = w.run(
+    let run = run_against(
+        &w,
         "out",
         &["limited", "busy"],
         &model,
@@ -1194,7 +1166,7 @@ fn anthropic_rate_limit_pauses_every_task_of_the_run() {
 }
 
 fn retries_stop_at_max_retries(proto: Proto) {
-    let w = world();
+    let w = World::new();
     let model = Model::start(proto, move |_| {
         proto.error(
             503,
@@ -1202,7 +1174,8 @@ fn retries_stop_at_max_retries(proto: Proto) {
             "The service is temporarily overloaded.",
         )
     });
-    let run = w.run(
+    let run = run_against(
+        &w,
         "out",
         &["overloaded"],
         &model,
@@ -1251,7 +1224,7 @@ fn anthropic_retries_stop_at_max_retries() {
 #[test]
 fn anthropic_requests_keep_the_system_apart_and_answer_every_tool_use_in_one_message() {
     let proto = Proto::Anthropic;
-    let w = world();
+    let w = World::new();
     let several = json!([
         {"type": "text", "text": "Let me look."},
         {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "echo one"}},
@@ -1282,7 +1255,8 @@ fn anthropic_requests_keep_the_system_apart_and_answer_every_tool_use_in_one_mes
     );
     // A model with a built-in price that counts cache reads and writes apart.
     let name = "claude-sonnet-4-5-20250929";
-    let run = w.run(
+    let run = run_against(
+        &w,
         "out",
         &["several", "cut"],
         &model,
@@ -1403,7 +1377,7 @@ fn anthropic_requests_keep_the_system_apart_and_answer_every_tool_use_in_one_mes
 #[test]
 fn anthropic_base_urls_with_v1_reach_v1_messages_and_settings_are_sent() {
     let proto = Proto::Anthropic;
-    let w = world();
+    let w = World::new();
     let model = Model::scripted(
         proto,
         vec![(
@@ -1413,7 +1387,8 @@ fn anthropic_base_urls_with_v1_reach_v1_messages_and_settings_are_sent() {
     );
     for (n, suffix) in ["/v1", "/v1/"].into_iter().enumerate() {
         let base_url = format!("http://{}{suffix}", model.server.addr());
-        let run = w.run(
+        let run = run_against(
+            &w,
             &format!("out-{n}"),
             &["plain"],
             &model,
@@ -1451,7 +1426,7 @@ fn anthropic_base_urls_with_v1_reach_v1_messages_and_settings_are_sent() {
 #[test]
 fn sampling_settings_and_model_args_go_into_every_openai_request_and_run_json() {
     let proto = Proto::OpenAi;
-    let w = world();
+    let w = World::new();
     let model = Model::scripted(
         proto,
         vec![(
@@ -1462,7 +1437,8 @@ fn sampling_settings_and_model_args_go_into_every_openai_request_and_run_json() 
             ],
         )],
     );
-    let run = w.run(
+    let run = run_against(
+        &w,
         "out",
         &["tuned"],
         &model,
@@ -1559,11 +1535,11 @@ fn cost_of(row: &HashMap<String, String>) -> f64 {
 
 #[test]
 fn costs_come_from_price_or_the_built_in_table_and_are_empty_when_unknown() {
-    let w = world();
+    let w = World::new();
     let ids = ["a", "b"];
 
     let model = priced_model();
-    let run = w.run("priced", &ids, &model, &["--price", "2,8", "-j", "2"]);
+    let run = run_against(&w, "priced", &ids, &model, &["--price", "2,8", "-j", "2"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     for row in run.rows() {
         let prompt = f64_of(&row, "prompt_tokens");
@@ -1576,7 +1552,13 @@ fn costs_come_from_price_or_the_built_in_table_and_are_empty_when_unknown() {
 
     // gpt-4o: 2.50 in, 1.25 cached in, 10 out.
     let model = priced_model();
-    let run = w.run("builtin", &ids, &model, &["--model", "gpt-4o", "-j", "2"]);
+    let run = run_against(
+        &w,
+        "builtin",
+        &ids,
+        &model,
+        &["--model", "gpt-4o", "-j", "2"],
+    );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let a = (2234.0 * 2.5 + 1000.0 * 1.25 + 600.0 * 10.0) / 1e6;
     assert!((cost_of(&run.row("a")) - a).abs() < 1e-12, "{a}");
@@ -1584,7 +1566,7 @@ fn costs_come_from_price_or_the_built_in_table_and_are_empty_when_unknown() {
     assert_eq!(model.server.requests()[0].body["model"], "gpt-4o");
 
     let model = priced_model();
-    let run = w.run("unknown", &ids, &model, &["-j", "2"]);
+    let run = run_against(&w, "unknown", &ids, &model, &["-j", "2"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     for row in run.rows() {
         assert_eq!(row["cost_usd"], "", "{row:?}");
@@ -1594,9 +1576,10 @@ fn costs_come_from_price_or_the_built_in_table_and_are_empty_when_unknown() {
 
 #[test]
 fn max_cost_stops_a_task_after_the_call_that_reached_it_and_needs_a_price() {
-    let w = world();
+    let w = World::new();
     let model = priced_model();
-    let run = w.run(
+    let run = run_against(
+        &w,
         "capped",
         &["a", "b"],
         &model,
@@ -1614,7 +1597,7 @@ fn max_cost_stops_a_task_after_the_call_that_reached_it_and_needs_a_price() {
     assert_eq!(run.row("b")["exit_reason"], "completed");
 
     let model = priced_model();
-    let run = w.run("no-price", &["a", "b"], &model, &["--max-cost", "0.5"]);
+    let run = run_against(&w, "no-price", &["a", "b"], &model, &["--max-cost", "0.5"]);
     assert_eq!(run.code, 2, "stderr:\n{}", run.stderr);
     assert!(run.stderr.contains("--max-cost"), "{}", run.stderr);
     assert!(
@@ -1641,7 +1624,7 @@ struct InFlight {
 #[test]
 fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
     let proto = Proto::OpenAi;
-    let w = world();
+    let w = World::new();
     let ids = ["c1", "c2", "c3", "c4"];
     for (out, args, capped) in [
         ("capped", &["-j", "4", "--max-connections", "1"][..], true),
@@ -1685,7 +1668,7 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
                 _ => proto.answer(&say("Fixed."), tokens(10, 2)),
             }
         });
-        let run = w.run(out, &ids, &model, args);
+        let run = run_against(&w, out, &ids, &model, args);
         assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
         let peak = in_flight
             .0
@@ -1714,13 +1697,14 @@ fn max_connections_caps_the_model_calls_in_flight_for_the_whole_run() {
 #[test]
 fn an_api_outage_until_the_task_timeout_gives_no_verdict() {
     let proto = Proto::OpenAi;
-    let w = world();
+    let w = World::new();
     let model = Model::start(proto, move |_| {
         proto.error(500, "server_error", "The server had an error.")
     });
     // The first failure must come back before the timeout: 3 s is far
     // above a local round trip, however loaded the machine.
-    let run = w.run(
+    let run = run_against(
+        &w,
         "out",
         &["outage"],
         &model,
@@ -1740,11 +1724,11 @@ fn an_api_outage_until_the_task_timeout_gives_no_verdict() {
 #[test]
 fn retry_wait_counts_only_the_time_waited() {
     let proto = Proto::OpenAi;
-    let w = world();
+    let w = World::new();
     // The first 429 comes back long before the 3 s timeout, and the wait it
     // asks for ends long after it.
     let model = Model::start(proto, move |_| rate_limited(proto, "600"));
-    let run = w.run("out", &["limited"], &model, &["--task-timeout", "3"]);
+    let run = run_against(&w, "out", &["limited"], &model, &["--task-timeout", "3"]);
     let row = run.row("limited");
     assert_eq!(row["exit_reason"], "api_error", "{row:?}");
     assert_eq!(row["status"], "error", "{row:?}");

@@ -5,24 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::harness::onebash;
+use crate::support::harness::{onebash, onebash_ok};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run")
 }
 
-/// Runs onebash with `args`; returns stdout, after checking it exited 0.
-fn ok(args: &[&std::ffi::OsStr]) -> String {
-    let output = onebash().args(args).output().expect("onebash runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{args:?}: {stderr}");
-    String::from_utf8(output.stdout).expect("UTF-8")
-}
-
 #[test]
 fn an_older_run_folder_shows_reports_compares_and_merges() {
     let run = fixture();
-    let shown = ok(&[
+    let shown = onebash_ok(&[
         "show".as_ref(),
         run.as_os_str(),
         "calc-divide-by-zero".as_ref(),
@@ -37,7 +29,7 @@ fn an_older_run_folder_shows_reports_compares_and_merges() {
     );
     assert!(shown.contains("result: failed (completed)"), "{shown}");
 
-    let report = ok(&[
+    let report = onebash_ok(&[
         "report".as_ref(),
         run.as_os_str(),
         "--format".as_ref(),
@@ -49,7 +41,7 @@ fn an_older_run_folder_shows_reports_compares_and_merges() {
 
     let scratch = tempfile::tempdir().expect("tempdir");
     let page = scratch.path().join("report.html");
-    ok(&[
+    onebash_ok(&[
         "report".as_ref(),
         run.as_os_str(),
         "--format".as_ref(),
@@ -62,11 +54,11 @@ fn an_older_run_folder_shows_reports_compares_and_merges() {
         .join("transcripts/calc-divide-by-zero.epoch-1.html");
     assert!(transcript.is_file());
 
-    let compared = ok(&["compare".as_ref(), run.as_os_str(), run.as_os_str()]);
+    let compared = onebash_ok(&["compare".as_ref(), run.as_os_str(), run.as_os_str()]);
     assert!(!compared.is_empty());
 
     let merged = scratch.path().join("merged");
-    ok(&["merge".as_ref(), merged.as_os_str(), run.as_os_str()]);
+    onebash_ok(&["merge".as_ref(), merged.as_os_str(), run.as_os_str()]);
     let text = std::fs::read_to_string(merged.join("run.json")).expect("merged run.json");
     let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(json["settings"]["model"]["provider"], "anthropic");

@@ -48,10 +48,7 @@ fn a_patch_leaves_build_artefacts_out_and_applies_with_binary_and_latin1_files()
     let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
     let server = scripted_agent(&[("t", &commands)]);
     let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
-    let run = fixture.run(
-        &tasks,
-        &["--model", "scripted", "--base-url", &server.base_url()],
-    );
+    let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("t")["status"], "passed");
     for command in run.events("t", "command") {
@@ -137,10 +134,7 @@ fn a_tracked_file_that_looks_like_an_artefact_stays_in_the_patch() {
         &["echo 'so v2' > vendored/lib.so && echo changed > __pycache__/keep.txt"],
     )]);
     let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
-    let run = fixture.run(
-        &tasks,
-        &["--model", "scripted", "--base-url", &server.base_url()],
-    );
+    let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let patch = std::fs::read_to_string(run.task_dir("t").join("patch.diff")).expect("patch");
     assert!(patch.contains("+so v2"), "{patch}");

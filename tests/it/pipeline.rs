@@ -13,24 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, assert_patches_apply, diff_of, git, onebash, scripted_agent, task,
-    tool_answers,
+    Fixture, RunOutput, assert_patches_apply, diff_of, git, numbered_tasks, onebash,
+    scripted_agent, task, tool_answers,
 };
 use crate::support::server::{ScriptedServer, text_reply};
-
-/// Runs `tasks` into `<fixture>/<out>` against `server`.
-fn run_against(
-    fixture: &Fixture,
-    out: &str,
-    tasks: &Path,
-    server: &ScriptedServer,
-    extra: &[&str],
-) -> RunOutput {
-    let base_url = server.base_url();
-    let mut args = vec!["--model", "scripted", "--base-url", &base_url];
-    args.extend_from_slice(extra);
-    fixture.run_into(&fixture.path(out), tasks, &args, &[])
-}
 
 /// The (task_id, epoch) pairs of results.csv, sorted.
 fn selected(run: &RunOutput) -> BTreeSet<(String, String)> {
@@ -101,7 +87,7 @@ fn each_bad_task_line_is_reported_with_file_and_line_and_nothing_runs() {
         let fixture = Fixture::new();
         let path = fixture.path("tasks.jsonl");
         std::fs::write(&path, format!("{}\n{bad}\n", good_line())).expect("write");
-        let run = run_against(&fixture, "out", &path, &server, &[]);
+        let run = fixture.run_scripted(&path, &server, &[]);
         assert_nothing_ran(&run, &server);
         let wanted = format!("{}:2: {expected}", path.display());
         assert!(
@@ -125,7 +111,7 @@ fn every_bad_line_of_a_task_file_is_listed_at_once() {
         text.push('\n');
     }
     std::fs::write(&path, text).expect("write");
-    let run = run_against(&fixture, "out", &path, &server, &[]);
+    let run = fixture.run_scripted(&path, &server, &[]);
     assert_nothing_ran(&run, &server);
     for (i, (_, expected)) in BAD_LINES.iter().enumerate() {
         let wanted = format!("{}:{}: {expected}", path.display(), i + 3);
@@ -155,7 +141,7 @@ fn bad_repo_or_commit_is_a_checkout_error_of_that_task_only() {
         task("good-too", &repo, &sha, "true", json!({})),
     ]);
     let server = scripted_agent(&[]);
-    let run = run_against(&fixture, "out", &tasks, &server, &["-j", "2"]);
+    let run = fixture.run_scripted(&tasks, &server, &["-j", "2"]);
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     assert_eq!(run.rows().len(), 5);
     for good in ["good", "good-too"] {
@@ -212,19 +198,13 @@ fn repo_is_fetched_once_per_run_and_not_again_from_the_cache() {
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let gold = diff_of(&repo, &[("fixed.txt", "fixed\n")]);
     let ids: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
-    let tasks: Vec<Value> = ids
-        .iter()
-        .map(|id| {
-            task(
-                id,
-                &repo,
-                &sha,
-                "test -f fixed.txt",
-                json!({"gold_patch": gold}),
-            )
-        })
-        .collect();
-    let tasks = fixture.tasks(&tasks);
+    let tasks = fixture.tasks(&numbered_tasks(
+        ids.len(),
+        &repo,
+        &sha,
+        "test -f fixed.txt",
+        json!({"gold_patch": gold}),
+    ));
 
     let first = fixture.run_into(
         &fixture.path("out1"),
@@ -419,7 +399,7 @@ fn a_local_repo_with_alternates_of_its_own_is_fetched_not_linked() {
         "test -f a.txt && test -f b.txt && test -f c.txt",
         json!({}),
     )]);
-    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none"]);
+    let run = fixture.run_noop(&tasks, &[]);
     assert_eq!(
         run.row("shared")["status"],
         "passed",
@@ -451,7 +431,7 @@ fn attributes_in_the_tree_convert_line_endings_and_expand_ident_as_git_does() {
     let check = "cd sub/deeper && printf 'x\\r\\ny\\r\\n' | cmp - a.txt \
         && grep -q '\\$Id: [0-9a-f]\\{40\\} \\$' id.c && cmp ../../README.md - <<< top";
     let tasks = fixture.tasks(&[task("attrs", &repo, &sha, check, json!({}))]);
-    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none"]);
+    let run = fixture.run_noop(&tasks, &[]);
     assert_eq!(
         run.row("attrs")["status"],
         "passed",
@@ -494,18 +474,13 @@ fn two_processes_can_share_a_fresh_cache() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let gold = diff_of(&repo, &[("fixed.txt", "fixed\n")]);
-    let tasks: Vec<Value> = (0..6)
-        .map(|i| {
-            task(
-                &format!("t{i}"),
-                &repo,
-                &sha,
-                "test -f fixed.txt",
-                json!({"gold_patch": gold}),
-            )
-        })
-        .collect();
-    let tasks = fixture.tasks(&tasks);
+    let tasks = fixture.tasks(&numbered_tasks(
+        6,
+        &repo,
+        &sha,
+        "test -f fixed.txt",
+        json!({"gold_patch": gold}),
+    ));
     // Both start on an empty cache at once: the file lock makes one create
     // and fetch the mirror while the other waits, then finds the commit.
     let spawn = |out: &str| {
@@ -590,7 +565,7 @@ fn test_patch_undoes_tampering_with_the_tests_and_adds_new_test_files() {
         ("tamper-and-fix", &[tamper_and_fix]),
         ("new-file", &[squat]),
     ]);
-    let run = run_against(&fixture, "out", &tasks, &server, &["-j", "3"]);
+    let run = fixture.run_scripted(&tasks, &server, &["-j", "3"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let row = run.row("tamper");
@@ -648,7 +623,7 @@ fn agent_diff_holds_modified_new_and_deleted_files_and_applies_to_the_base() {
                   && echo top > top.txt && rm src/gone.txt";
     let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
     let server = scripted_agent(&[("t", &[change])]);
-    let run = run_against(&fixture, "out", &tasks, &server, &[]);
+    let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
 
     let diff_path = run.task_dir("t").join("patch.diff");
@@ -709,7 +684,7 @@ fn setup_command_runs_first_and_its_failure_is_a_setup_error() {
         ),
     ]);
     let server = scripted_agent(&[("setup-ok", &["cat marker.txt"])]);
-    let run = run_against(&fixture, "out", &tasks, &server, &[]);
+    let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
 
     let row = run.row("setup-ok");
@@ -756,7 +731,7 @@ fn working_copy_is_kept_only_with_keep_workdirs() {
     let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
     let server = scripted_agent(&[("t", &["echo kept > kept.txt"])]);
 
-    let kept = run_against(&fixture, "kept", &tasks, &server, &["--keep-workdirs"]);
+    let kept = fixture.run_scripted_into("kept", &tasks, &server, &["--keep-workdirs"]);
     assert_eq!(kept.code, 0, "stderr:\n{}", kept.stderr);
     let workdir = kept.out.join("workdirs").join("t.epoch-1");
     assert_eq!(
@@ -769,7 +744,7 @@ fn working_copy_is_kept_only_with_keep_workdirs() {
     );
     assert!(workdir.join(".git").is_dir());
 
-    let deleted = run_against(&fixture, "deleted", &tasks, &server, &[]);
+    let deleted = fixture.run_scripted_into("deleted", &tasks, &server, &[]);
     assert_eq!(deleted.code, 0, "stderr:\n{}", deleted.stderr);
     assert!(!deleted.out.join("workdirs").join("t.epoch-1").exists());
 }
@@ -859,10 +834,7 @@ fn workdirs_that_hold_the_run_or_sit_in_the_cache_are_refused() {
     ];
     for (dir, why) in cases {
         let dir = dir.to_str().expect("UTF-8").to_owned();
-        let run = fixture.run(
-            &tasks,
-            &["--model", "noop", "--sandbox", "none", "--workdirs", &dir],
-        );
+        let run = fixture.run_noop(&tasks, &["--workdirs", &dir]);
         assert_eq!(run.code, 2, "{dir}: {}", run.stderr);
         assert!(run.stderr.contains(why), "{dir}: {}", run.stderr);
         assert!(!run.out.join("results.csv").exists());
@@ -876,17 +848,7 @@ fn limits_too_large_to_count_in_bytes_are_refused_not_wrapped() {
     let tasks = fixture.tasks(&[task("a", &repo, &sha, "true", json!({}))]);
     // 2^44 MiB is 2^64 bytes: one more than a u64 holds.
     for flag in ["--max-memory", "--max-file-size"] {
-        let run = fixture.run(
-            &tasks,
-            &[
-                "--model",
-                "noop",
-                "--sandbox",
-                "none",
-                flag,
-                "17592186044416",
-            ],
-        );
+        let run = fixture.run_noop(&tasks, &[flag, "17592186044416"]);
         assert_eq!(run.code, 2, "{flag}: {}", run.stderr);
         assert!(run.stderr.contains(flag), "{flag}: {}", run.stderr);
         assert!(!run.out.join("results.csv").exists());
@@ -937,10 +899,7 @@ fn a_shard_that_is_not_k_of_n_is_refused_by_the_command_line() {
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task("a", &repo, &sha, "true", json!({}))]);
     for (shard, said) in [("0/3", "K must be between 1 and N"), ("2", "is not K/N")] {
-        let run = fixture.run(
-            &tasks,
-            &["--model", "noop", "--sandbox", "none", "--shard", shard],
-        );
+        let run = fixture.run_noop(&tasks, &["--shard", shard]);
         assert_eq!(run.code, 2, "{shard}: {}", run.stderr);
         assert!(
             run.stderr.contains("--shard") && run.stderr.contains(said),
@@ -970,7 +929,7 @@ fn a_folder_name_that_is_not_utf8_checks_out() {
         "cat caf*/menu.txt | grep -q soup",
         json!({}),
     )]);
-    let run = fixture.run(&tasks, &["--model", "noop", "--sandbox", "none"]);
+    let run = fixture.run_noop(&tasks, &[]);
     assert_eq!(run.row("t")["status"], "passed", "{}", run.stderr);
 }
 
@@ -989,7 +948,7 @@ fn runs_shard_filter_and_limit_select_the_right_tasks() {
     let mut n = 0;
     let mut run = |args: &[&str]| {
         n += 1;
-        let run = run_against(&fixture, &format!("out{n}"), &tasks, &server, args);
+        let run = fixture.run_scripted_into(&format!("out{n}"), &tasks, &server, args);
         assert_eq!(run.code, 0, "{args:?} stderr:\n{}", run.stderr);
         run
     };
@@ -1042,7 +1001,7 @@ fn existing_non_empty_run_folder_is_refused() {
     let out = fixture.path("out");
     std::fs::create_dir_all(&out).expect("mkdir");
     std::fs::write(out.join("results.csv"), "precious\n").expect("write");
-    let run = run_against(&fixture, "out", &tasks, &server, &[]);
+    let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 2, "stderr:\n{}", run.stderr);
     assert!(run.stderr.contains("not empty"), "{}", run.stderr);
     assert_eq!(
@@ -1054,7 +1013,7 @@ fn existing_non_empty_run_folder_is_refused() {
 
     // An empty folder is fine.
     std::fs::create_dir_all(fixture.path("empty")).expect("mkdir");
-    let run = run_against(&fixture, "empty", &tasks, &server, &[]);
+    let run = fixture.run_scripted_into("empty", &tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.rows().len(), 1);
 }

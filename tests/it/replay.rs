@@ -33,19 +33,7 @@ fn a_replay_reproduces_every_verdict_with_no_server() {
             &["echo 1", "echo 2", "echo 3", "echo 4", "echo 5"],
         ),
     ]);
-    let recorded = fixture.run_into(
-        &fixture.path("recorded"),
-        &tasks,
-        &[
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
-            "--max-turns",
-            "3",
-        ],
-        &[],
-    );
+    let recorded = fixture.run_scripted_into("recorded", &tasks, &server, &["--max-turns", "3"]);
     assert_eq!(recorded.code, 0, "stderr:\n{}", recorded.stderr);
     let requests = server.requests().len();
     drop(server);
@@ -89,12 +77,7 @@ fn a_task_missing_from_the_recording_is_an_error_row_naming_it() {
     let (repo, sha) = fixture.repo("repo", &[("value.txt", "1\n")]);
     let one = fixture.tasks(&[task("one", &repo, &sha, "true", json!({}))]);
     let server = scripted_agent(&[("one", &["true"])]);
-    let recorded = fixture.run_into(
-        &fixture.path("recorded"),
-        &one,
-        &["--model", "scripted", "--base-url", &server.base_url()],
-        &[],
-    );
+    let recorded = fixture.run_scripted_into("recorded", &one, &server, &[]);
     assert_eq!(recorded.code, 0, "stderr:\n{}", recorded.stderr);
     drop(server);
     let both = fixture.tasks(&[

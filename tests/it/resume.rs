@@ -1285,27 +1285,19 @@ fn merge(out: &Path, runs: &[&Path]) -> RunOutput {
     RunOutput::of(output, out)
 }
 
-/// The columns that do not depend on time, of every row.
+/// The columns of CONTRACT.md that depend on neither time nor price, of
+/// every row.
 fn outcomes(out: &Path) -> BTreeSet<Vec<String>> {
-    const KEPT: &[&str] = &[
-        "task_id",
-        "epoch",
-        "model",
-        "prompt",
-        "status",
-        "exit_reason",
-        "passed",
-        "turns",
-        "tool_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "total_tokens",
-        "test_exit_code",
-        "error",
-    ];
+    const LEFT_OUT: &[&str] = &["cost_usd", "agent_seconds", "test_seconds", "wall_seconds"];
     results(out)
         .values()
-        .map(|row| KEPT.iter().map(|c| row.get(c).to_owned()).collect())
+        .map(|row| {
+            CONTRACT_COLUMNS
+                .iter()
+                .filter(|c| !LEFT_OUT.contains(c))
+                .map(|c| row.get(c).to_owned())
+                .collect()
+        })
         .collect()
 }
 

@@ -26,7 +26,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, git, processes_matching, scripted_agent, task, tool_answers, tool_present,
+    Fixture, RunOutput, git, run_commands, scripted_agent, scripted_agent_by, small_task, task,
+    tool_answers, tool_present,
+};
+use crate::support::processes::{
+    PROMPTLY, Process, assert_no_process_left, duration_s, left_after,
 };
 use crate::support::server::{ScriptedServer, text_reply, tool_calls_reply};
 
@@ -67,6 +71,12 @@ pub fn fixture() -> Fixture {
     Fixture { dir }
 }
 
+/// A [`fixture`] for a test that needs bwrap, or `None` where bwrap is
+/// missing: then the test is skipped (see [`bwrap_available`]).
+pub fn bwrap_fixture() -> Option<Fixture> {
+    bwrap_available().then(fixture)
+}
+
 /// A file name no other test, or other run of this suite, uses.
 fn unique(what: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -104,15 +114,6 @@ impl Drop for HostPaths {
     }
 }
 
-/// A task `t` over a small repo, with `test_command` and `extra` fields.
-fn small_task(fixture: &Fixture, test_command: &str, extra: Value) -> PathBuf {
-    let (repo, sha) = fixture.repo(
-        "repo",
-        &[("README.md", "hello\n"), ("src/lib.txt", "code\n")],
-    );
-    fixture.tasks(&[task("t", &repo, &sha, test_command, extra)])
-}
-
 /// Runs task `t` of `tasks` under `--sandbox bwrap` with a scripted agent
 /// that runs `commands`, one per turn.
 fn run_sandboxed(
@@ -122,19 +123,23 @@ fn run_sandboxed(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (RunOutput, ScriptedServer) {
-    let server = scripted_agent(&[("t", commands)]);
-    let base_url = server.base_url();
-    let mut all_args = vec![
-        "--sandbox",
-        "bwrap",
-        "--model",
-        "scripted",
-        "--base-url",
-        &base_url,
-    ];
-    all_args.extend_from_slice(args);
-    let run = fixture.run_into(&fixture.path("out"), tasks, &all_args, env);
-    (run, server)
+    run_commands(fixture, tasks, "bwrap", commands, args, env)
+}
+
+/// [`run_sandboxed`] of task `t` over a small repo whose test always
+/// passes; checks that the run went well, and returns it with what the
+/// model read of each command.
+fn answers_under_bwrap(
+    fixture: &Fixture,
+    commands: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (RunOutput, Vec<String>) {
+    let tasks = small_task(fixture, "true", json!({}));
+    let (run, server) = run_sandboxed(fixture, &tasks, commands, args, env);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let answers = tool_answers(&server, "t");
+    (run, answers)
 }
 
 /// The exit code the model was shown at the end of a tool answer.
@@ -146,66 +151,16 @@ fn exit_code(answer: &str) -> i32 {
         .unwrap_or_else(|| panic!("no exit code in {answer:?}"))
 }
 
-fn duration_s(event: &Value) -> f64 {
-    event["duration_s"].as_f64().expect("duration_s")
-}
-
-/// A bound on how long a command that should return at once, or at its
-/// timeout, may take: a hang guard far above any machine's need, and far
-/// below the ten minutes the sleeps these tests leave behind would hold a
-/// command that waited for them.
-const PROMPTLY: f64 = 120.0;
-
 fn run_json(run: &RunOutput) -> Value {
     let text = std::fs::read_to_string(run.out.join("run.json")).expect("run.json");
     serde_json::from_str(&text).expect("run.json is JSON")
 }
 
-/// A process of the host: pid and command line.
-type Process = (u32, String);
-
-/// Waits up to `wait` for every process matching one of `needles` to be
-/// gone; returns those still there.
-fn left_after(needles: &[&str], wait: Duration) -> Vec<Process> {
-    let deadline = Instant::now() + wait;
-    loop {
-        let left: Vec<Process> = needles
-            .iter()
-            .flat_map(|needle| processes_matching(needle))
-            .collect();
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-/// Asserts that no process matching `needle` is left, allowing killed
-/// processes time to be torn down (a hang guard: they are usually gone at
-/// once); kills any that are, so they do not outlive the test.
-fn assert_no_process_left(needle: &str) {
-    let left = left_after(&[needle], Duration::from_secs(30));
-    for (pid, _) in &left {
-        if let Ok(pid) = libc::pid_t::try_from(*pid) {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
-    }
-    assert!(
-        left.is_empty(),
-        "processes left behind after the run: {left:?}"
-    );
-}
-
 #[test]
 fn writes_outside_the_checkout_fail_and_leave_the_host_unchanged() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
+    };
     let name = unique("write");
     let root = fixture.dir.path().display().to_string();
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
@@ -238,10 +193,8 @@ fn writes_outside_the_checkout_fail_and_leave_the_host_unchanged() {
     commands.push(&inside);
 
     let started = Instant::now();
-    let (run, server) = run_sandboxed(&fixture, &tasks, &commands, &[], &[]);
+    let (run, answers) = answers_under_bwrap(&fixture, &commands, &[], &[]);
     let elapsed = started.elapsed();
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
     assert_eq!(answers.len(), commands.len(), "{answers:?}");
 
     let mut succeeded = Vec::new();
@@ -278,11 +231,9 @@ fn writes_outside_the_checkout_fail_and_leave_the_host_unchanged() {
 /// "Read-only file system".
 #[test]
 fn writes_into_hidden_folders_fail() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
+    };
     let name = unique("hidden-write");
     let out = fixture.path("out");
     let home = fixture.path("home");
@@ -301,9 +252,7 @@ fn writes_into_hidden_folders_fail() {
     ];
     let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
     let home_str = home.display().to_string();
-    let (run, server) = run_sandboxed(&fixture, &tasks, &commands, &[], &[("HOME", &home_str)]);
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
+    let (run, answers) = answers_under_bwrap(&fixture, &commands, &[], &[("HOME", &home_str)]);
     host.assert_absent();
     let diff = std::fs::read_to_string(run.task_dir("t").join("patch.diff")).expect("patch.diff");
     assert_eq!(
@@ -324,11 +273,9 @@ fn writes_into_hidden_folders_fail() {
 
 #[test]
 fn tmp_is_private_to_each_command_and_never_reaches_the_host() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
+    };
     let name = unique("tmp");
     let host = HostPaths(vec![
         Path::new("/tmp").join(&name),
@@ -348,15 +295,7 @@ fn tmp_is_private_to_each_command_and_never_reaches_the_host() {
     );
     let read_later = format!("ls -A /tmp /dev/shm /run; cat /tmp/{name}");
     let read_host = format!("cat {}", host_file.path().display());
-    let (run, server) = run_sandboxed(
-        &fixture,
-        &tasks,
-        &[&write, &read_later, &read_host],
-        &[],
-        &[],
-    );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
+    let (_, answers) = answers_under_bwrap(&fixture, &[&write, &read_later, &read_host], &[], &[]);
     assert_eq!(answers.len(), 3, "{answers:?}");
 
     host.assert_absent();
@@ -413,10 +352,9 @@ fn printed(output: &str, line: &str) -> bool {
 
 #[test]
 fn agent_commands_have_no_network_without_allow_network() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let (agent_listener, agent_port) = listener();
     let (test_listener, test_port) = listener();
     let tasks = small_task(&fixture, &connect_command(test_port, "TEST"), json!({}));
@@ -450,10 +388,9 @@ fn agent_commands_have_no_network_without_allow_network() {
 
 #[test]
 fn allow_network_lets_agent_commands_connect_but_never_the_test_command() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let (agent_listener, agent_port) = listener();
     let (test_listener, test_port) = listener();
     let tasks = small_task(&fixture, &connect_command(test_port, "TEST"), json!({}));
@@ -478,10 +415,9 @@ fn hidden_file(answer: &str) -> bool {
 
 #[test]
 fn secrets_of_the_harness_the_run_and_home_are_not_readable() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let gold_marker = unique("gold");
     let key_marker = unique("id-rsa");
     // A fake home: the real one is never touched.
@@ -567,10 +503,9 @@ fn secrets_of_the_harness_the_run_and_home_are_not_readable() {
 
 #[test]
 fn daemons_and_processes_ignoring_sigterm_die_when_their_command_ends() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let tasks = small_task(&fixture, "true", json!({}));
     const NEEDLES: [&str; 2] = ["sleep 631", "sleep 632"];
     let commands = [
@@ -596,20 +531,10 @@ fn daemons_and_processes_ignoring_sigterm_die_when_their_command_ends() {
             None => text_reply("Done.", "stop", 10, 2),
         }
     });
-    let run = fixture.run_into(
-        &fixture.path("out"),
+    let run = fixture.run_scripted(
         &tasks,
-        &[
-            "--sandbox",
-            "bwrap",
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
-            "--command-timeout",
-            "60",
-        ],
-        &[],
+        &server,
+        &["--sandbox", "bwrap", "--command-timeout", "60"],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     for needle in NEEDLES {
@@ -633,11 +558,9 @@ fn daemons_and_processes_ignoring_sigterm_die_when_their_command_ends() {
 
 #[test]
 fn bounded_fork_storm_is_capped_by_max_processes_and_leaves_nothing() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
+    };
     // Python reports each failed fork at once; bash retries each failed
     // fork for 15 s, so the command timeout always ends that one. The
     // timeout leaves Python's storm (a second or so) ample room.
@@ -654,9 +577,8 @@ print('started', len(started), error)
 \"";
     let bash_storm = "for i in $(seq 300); do sleep 634 & done; echo \"jobs=$(jobs -p | wc -l)\"";
     let started = Instant::now();
-    let (run, server) = run_sandboxed(
+    let (run, answers) = answers_under_bwrap(
         &fixture,
-        &tasks,
         &[python_storm, bash_storm, "echo alive"],
         &["--max-processes", "64", "--command-timeout", "10"],
         &[],
@@ -664,11 +586,9 @@ print('started', len(started), error)
     let elapsed = started.elapsed();
     assert_no_process_left("sleep 633");
     assert_no_process_left("sleep 634");
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     // A hang guard: the sleepers would hold a run that waited for them for
     // over ten minutes.
     assert!(elapsed < Duration::from_secs(300), "{elapsed:?}");
-    let answers = tool_answers(&server, "t");
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert_eq!(answers[2], "alive\n[exit code: 0]");
 
@@ -710,25 +630,20 @@ print('started', len(started), error)
 
 #[test]
 fn five_gigabytes_of_output_are_bounded_for_the_model_the_trajectory_and_memory() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
+    };
     let started = Instant::now();
-    let (run, server) = run_sandboxed(
+    let (run, answers) = answers_under_bwrap(
         &fixture,
-        &tasks,
         &["head -c 5000000000 /dev/zero"],
         &["--command-timeout", "20"],
         &[],
     );
     let elapsed = started.elapsed();
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     // A hang guard: the command timeout ends the flood at 20 s.
     assert!(elapsed < Duration::from_secs(300), "{elapsed:?}");
 
-    let answers = tool_answers(&server, "t");
     let chars = answers[0].chars().count();
     assert!((10_000..=11_000).contains(&chars), "{chars} chars");
     assert!(
@@ -767,10 +682,9 @@ fn five_gigabytes_of_output_are_bounded_for_the_model_the_trajectory_and_memory(
 
 #[test]
 fn symlinks_out_of_the_repo_reach_only_the_read_only_host() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let (repo, _) = fixture.repo("repo", &[("README.md", "hello\n")]);
     std::os::unix::fs::symlink("/etc", repo.join("link")).expect("symlink link");
     // From the checkout (out/workdirs/t.epoch-1), ../../.. is the fixture.
@@ -829,14 +743,11 @@ fn symlinks_out_of_the_repo_reach_only_the_read_only_host() {
 
 #[test]
 fn max_file_size_stops_a_big_write() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
-    let (run, server) = run_sandboxed(
+    };
+    let (_, answers) = answers_under_bwrap(
         &fixture,
-        &tasks,
         &[
             "head -c 5000000 /dev/zero > big",
             "stat -c %s big",
@@ -845,8 +756,6 @@ fn max_file_size_stops_a_big_write() {
         &["--max-file-size", "1", "--keep-workdirs"],
         &[],
     );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
     assert_eq!(answers.len(), 3, "{answers:?}");
     // SIGXFSZ kills `head`: 128 + 25.
     assert_eq!(exit_code(&answers[0]), 153, "{}", answers[0]);
@@ -870,16 +779,13 @@ fn max_file_size_stops_a_big_write() {
 
 #[test]
 fn max_memory_stops_a_big_allocation_but_not_a_small_one() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
-    let tasks = small_task(&fixture, "true", json!({}));
+    };
     // Bytes are written, not just reserved: a lazily mapped buffer would
     // not count against a memory cgroup.
-    let (run, server) = run_sandboxed(
+    let (_, answers) = answers_under_bwrap(
         &fixture,
-        &tasks,
         &[
             "python3 -c \"x = b'x' * (500 * 1024 * 1024); print('allocated', len(x))\"",
             "python3 -c \"x = b'x' * (10 * 1024 * 1024); print('allocated', len(x))\"",
@@ -887,8 +793,6 @@ fn max_memory_stops_a_big_allocation_but_not_a_small_one() {
         &["--max-memory", "100", "--command-timeout", "30"],
         &[],
     );
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, "t");
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert!(!answers[0].contains("allocated"), "{}", answers[0]);
     let code = exit_code(&answers[0]);
@@ -919,10 +823,9 @@ fn verdicts(run: &RunOutput) -> HashMap<String, (String, String)> {
 
 #[test]
 fn oracle_passes_the_demo_under_bwrap_as_under_none() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let mut statuses = Vec::new();
     for mode in ["bwrap", "none"] {
         let run = fixture.run_into(
@@ -987,27 +890,7 @@ fn scripted_sed_fix_gets_the_same_verdicts_and_diff_under_bwrap_and_none() {
         })
         .collect();
     assert_eq!(statements.len(), plan.len());
-    let server = ScriptedServer::start_with(move |request| {
-        let messages = request.body["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let user = messages
-            .iter()
-            .find(|m| m["role"] == "user")
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or("");
-        let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
-        let commands = statements
-            .iter()
-            .find(|(statement, _)| user.contains(statement.as_str()))
-            .map(|(_, commands)| commands.as_slice())
-            .unwrap_or(&[]);
-        match commands.get(answered) {
-            Some(command) => tool_calls_reply(&[(&format!("call-{answered}"), command)], 10, 5),
-            None => text_reply("Done.", "stop", 10, 2),
-        }
-    });
+    let server = scripted_agent_by(statements);
     let fixture = fixture();
     let filter = "^(calc-clamp-upper-bound|calc-mean-float|textkit-word-count)$";
     let mut results = Vec::new();
@@ -1068,10 +951,9 @@ fn which(program: &str) -> Option<PathBuf> {
 
 #[test]
 fn sandbox_bwrap_without_a_usable_bwrap_refuses_to_run() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let tasks = small_task(
         &fixture,
         "true",
@@ -1118,10 +1000,9 @@ fn sandbox_bwrap_without_a_usable_bwrap_refuses_to_run() {
 
 #[test]
 fn sandbox_auto_without_bwrap_runs_unsandboxed_with_one_warning() {
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let tasks = small_task(&fixture, "true", json!({}));
     let bin = path_without_bwrap(&fixture);
     let server = scripted_agent(&[("t", &["echo hi"])]);
@@ -1158,12 +1039,7 @@ fn sandbox_auto_without_bwrap_runs_unsandboxed_with_one_warning() {
 
     // And with bwrap on PATH, auto picks it, silently.
     let server = scripted_agent(&[("t", &["echo hi"])]);
-    let with_bwrap = fixture.run_into(
-        &fixture.path("out-bwrap"),
-        &tasks,
-        &["--model", "scripted", "--base-url", &server.base_url()],
-        &[],
-    );
+    let with_bwrap = fixture.run_scripted_into("out-bwrap", &tasks, &server, &[]);
     assert_eq!(with_bwrap.code, 0, "stderr:\n{}", with_bwrap.stderr);
     assert!(
         !with_bwrap.stderr.contains("no sandbox"),
@@ -1178,10 +1054,9 @@ fn other_working_copies_in_workdirs_are_hidden_from_a_task() {
     // With --workdirs outside the run folder, the run folder's hiding no
     // longer covers the working copies: the folder is hidden on its own,
     // and each command sees only its own working copy in it.
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let root = fixture.path("workdirs");
     let others = format!("{}/*/first.epoch-1", root.display());
@@ -1230,10 +1105,9 @@ fn other_working_copies_in_workdirs_are_hidden_from_a_task() {
 fn workdirs_in_tmp_leave_tmp_writable() {
     // /tmp is private to each command already; hiding a --workdirs folder
     // there again would make the command's /tmp read-only.
-    if !bwrap_available() {
+    let Some(fixture) = bwrap_fixture() else {
         return;
-    }
-    let fixture = fixture();
+    };
     let tasks = small_task(&fixture, "touch /tmp/probe && test -f README.md", json!({}));
     // A folder in /tmp that does not exist yet, inside one that goes away
     // with the test.

@@ -6,7 +6,10 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{Fixture, diff_of, git, pytest_present, scripted_agent};
+use crate::support::calc::run_fixed_and_untouched;
+use crate::support::harness::{
+    Fixture, diff_of, git, pytest_present, run_without_changes, scripted_agent, task,
+};
 
 const OPS: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
 const TESTS: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
@@ -72,13 +75,10 @@ fn instances_grade_by_the_official_rules_and_predictions_apply() {
         ("acme__ops-3", &["cat ops.py"]),
     ]);
     let template = "python3 -m unittest -v {{ test_files | join(' ') | replace('.py', '') }}";
-    let run = fixture.run(
+    let run = fixture.run_scripted(
         &tasks,
+        &server,
         &[
-            "--model",
-            "scripted",
-            "--base-url",
-            &server.base_url(),
             "--repo-base",
             mirrors.to_str().expect("utf-8"),
             "--test-command",
@@ -98,17 +98,11 @@ fn instances_grade_by_the_official_rules_and_predictions_apply() {
         "nothing changed"
     );
 
-    let tests_json = |id: &str| -> Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(run.task_dir(id).join("tests.json")).expect("tests.json"),
-        )
-        .expect("json")
-    };
-    let broke = tests_json("acme__ops-2");
+    let broke = run.tests_json("acme__ops-2");
     assert_eq!(broke["verdict"]["fail_to_pass"][0]["ok"], true);
     assert_eq!(broke["verdict"]["pass_to_pass"][0]["ok"], false);
     assert_eq!(broke["verdict"]["pass_to_pass"][0]["status"], "FAILED");
-    let unchanged = tests_json("acme__ops-3");
+    let unchanged = run.tests_json("acme__ops-3");
     assert_eq!(unchanged["verdict"]["fail_to_pass"][0]["status"], "FAILED");
     let test_event = &run.events("acme__ops-1", "test")[0];
     assert_eq!(test_event["per_test"]["verdict"]["resolved"], true);
@@ -116,11 +110,7 @@ fn instances_grade_by_the_official_rules_and_predictions_apply() {
     assert_eq!(header["task"]["metadata"]["version"], "1.0");
 
     // predictions.jsonl: one line per instance, each patch applies to the base.
-    let predictions: Vec<Value> = std::fs::read_to_string(run.out.join("predictions.jsonl"))
-        .expect("predictions.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect();
+    let predictions = run.predictions();
     assert_eq!(predictions.len(), 3);
     for prediction in &predictions {
         assert_eq!(prediction["model_name_or_path"], "scripted");
@@ -170,23 +160,11 @@ fn instances_grade_by_the_official_rules_and_predictions_apply() {
 #[test]
 fn output_without_any_test_result_is_an_error_not_a_fail() {
     let fixture = Fixture::new();
-    let (repo, sha) = fixture.repo("repo", &[("README.md", "x\n")]);
-    let tasks = fixture.tasks(&[json!({
-        "id": "t",
-        "repo": repo.display().to_string(),
-        "base_commit": sha,
-        "problem_statement": "Problem of task t.",
-        "test_command": "echo 'Segmentation fault'; exit 139",
-        "fail_to_pass": ["tests/test_x.py::test_a"],
-    })]);
-    let run = fixture.run(
-        &tasks,
-        &[
-            "--model",
-            "oracle-free",
-            "--base-url",
-            &scripted_agent(&[]).base_url(),
-        ],
+    let run = run_without_changes(
+        &fixture,
+        "echo 'Segmentation fault'; exit 139",
+        json!({"fail_to_pass": ["tests/test_x.py::test_a"]}),
+        &[],
     );
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     let row = run.row("t");
@@ -218,15 +196,13 @@ fn patches_that_need_fuzz_go_in_through_the_fallbacks() {
     };
     let gold = fuzzy("data.txt", "fixed");
     let test_patch = "diff --git a/check.sh b/check.sh\n--- a/check.sh\n+++ b/check.sh\n@@ -1 +1,2 @@\n-grep -q '^fixed$' data.txt\n+# the hidden test\n+grep -q '^fixed$' data.txt\n".to_owned();
-    let tasks = fixture.tasks(&[json!({
-        "id": "fuzzy",
-        "repo": repo.display().to_string(),
-        "base_commit": sha,
-        "problem_statement": "Problem of task fuzzy.",
-        "test_command": "bash check.sh",
-        "gold_patch": gold,
-        "test_patch": test_patch,
-    })]);
+    let tasks = fixture.tasks(&[task(
+        "fuzzy",
+        &repo,
+        &sha,
+        "bash check.sh",
+        json!({"gold_patch": gold, "test_patch": test_patch}),
+    )]);
     let run = fixture.run(&tasks, &["--model", "oracle"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("fuzzy")["status"], "passed");
@@ -242,15 +218,16 @@ fn patches_that_need_fuzz_go_in_through_the_fallbacks() {
 
     // A test patch that only applies with fuzz.
     let fuzzy_test = fuzzy("data.txt", "extra");
-    let tasks = fixture.tasks(&[json!({
-        "id": "fuzzy-test",
-        "repo": repo.display().to_string(),
-        "base_commit": sha,
-        "problem_statement": "Problem of task fuzzy-test.",
-        "test_command": "grep -q '^extra$' data.txt",
-        "gold_patch": diff_of(&repo, &[("other.txt", "x\n")]),
-        "test_patch": fuzzy_test,
-    })]);
+    let tasks = fixture.tasks(&[task(
+        "fuzzy-test",
+        &repo,
+        &sha,
+        "grep -q '^extra$' data.txt",
+        json!({
+            "gold_patch": diff_of(&repo, &[("other.txt", "x\n")]),
+            "test_patch": fuzzy_test,
+        }),
+    )]);
     let run = fixture.run_into(&fixture.path("out2"), &tasks, &["--model", "oracle"], &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("fuzzy-test")["status"], "passed");
@@ -270,26 +247,19 @@ fn validate_flags_a_flaky_a_broken_and_a_nothing_to_fix_task() {
         "n=$(cat '{c}' 2>/dev/null || echo 0); echo $((n+1)) > '{c}'; test $((n % 2)) -eq 0 && grep -q 2 value.txt",
         c = counter.display()
     );
-    let task = |id: &str, test: &str, gold: &str, test_patch: Option<&str>| {
-        let mut value = json!({
-            "id": id,
-            "repo": repo.display().to_string(),
-            "base_commit": sha,
-            "problem_statement": format!("Problem of task {id}."),
-            "test_command": test,
-            "gold_patch": gold,
-        });
+    let spec = |id: &str, test: &str, gold: &str, test_patch: Option<&str>| {
+        let mut value = task(id, &repo, &sha, test, json!({"gold_patch": gold}));
         if let Some(patch) = test_patch {
             value["test_patch"] = json!(patch);
         }
         value
     };
     let tasks = fixture.tasks(&[
-        task("good", "grep -q 2 value.txt", &gold, None),
-        task("broken-gold", "grep -q 3 value.txt", &gold, None),
-        task("nothing-to-fix", "true", &gold, None),
-        task("flaky", &flaky_test, &gold, None),
-        task("bad-test-patch", "true", &gold, Some("diff --git a/nope.txt b/nope.txt\n--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-a\n+b\n")),
+        spec("good", "grep -q 2 value.txt", &gold, None),
+        spec("broken-gold", "grep -q 3 value.txt", &gold, None),
+        spec("nothing-to-fix", "true", &gold, None),
+        spec("flaky", &flaky_test, &gold, None),
+        spec("bad-test-patch", "true", &gold, Some("diff --git a/nope.txt b/nope.txt\n--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-a\n+b\n")),
     ]);
     let out = fixture.path("validate");
     let output = crate::support::harness::onebash()
@@ -343,16 +313,17 @@ fn validate_flags_a_flaky_a_broken_and_a_nothing_to_fix_task() {
 fn empty_test_lists_grade_by_exit_code() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "x\n")]);
-    let tasks = fixture.tasks(&[json!({
-        "id": "t",
-        "repo": repo.display().to_string(),
-        "base_commit": sha,
-        "problem_statement": "Problem of task t.",
-        "test_command": "echo 'no test names here'",
-        "gold_patch": diff_of(&repo, &[("new.txt", "x\n")]),
-        "fail_to_pass": [],
-        "pass_to_pass": [],
-    })]);
+    let tasks = fixture.tasks(&[task(
+        "t",
+        &repo,
+        &sha,
+        "echo 'no test names here'",
+        json!({
+            "gold_patch": diff_of(&repo, &[("new.txt", "x\n")]),
+            "fail_to_pass": [],
+            "pass_to_pass": [],
+        }),
+    )]);
     let run = fixture.run(&tasks, &["--model", "oracle"]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("t")["status"], "passed");
@@ -368,44 +339,24 @@ fn real_pytest_output_grades_each_test_by_its_node_id() {
         return;
     }
     let fixture = Fixture::new();
-    let calc = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n";
-    let visible = "from calc import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n";
-    let (repo, sha) = fixture.repo(
-        "repo",
-        &[("calc.py", calc), ("tests/test_calc.py", visible)],
-    );
     let hidden = "import pytest\nfrom calc import add, neg\n\n\n\
         def test_neg():\n    assert neg(2) == -2\n\n\n\
         @pytest.mark.parametrize(\"a,b,total\", [(1, 2, 3), (0, 0, 0)], ids=[\"one two\", \"zeros\"])\n\
         def test_add(a, b, total):\n    assert add(a, b) == total\n\n\n\
         @pytest.mark.skip(reason=\"not today\")\ndef test_later():\n    pass\n\n\n\
         @pytest.mark.xfail(reason=\"known\")\ndef test_known_bug():\n    assert False\n";
-    let gold = diff_of(&repo, &[("calc.py", &calc.replacen("a - b", "a + b", 1))]);
-    let test_patch = diff_of(&repo, &[("tests/test_calc.py", hidden)]);
-    let spec = |id: &str| {
+    let run = run_fixed_and_untouched(
+        &fixture,
+        hidden,
+        "python3 -m pytest -rA -p no:cacheprovider tests/test_calc.py",
         json!({
-            "id": id,
-            "repo": repo.display().to_string(),
-            "base_commit": sha,
-            "problem_statement": format!("Problem of task {id}. add() subtracts."),
-            "test_command": "python3 -m pytest -rA -p no:cacheprovider tests/test_calc.py",
-            "gold_patch": gold,
-            "test_patch": test_patch,
             "fail_to_pass": ["tests/test_calc.py::test_add[one two]"],
             "pass_to_pass": [
                 "tests/test_calc.py::test_neg",
                 "tests/test_calc.py::test_add[zeros]",
             ],
-        })
-    };
-    let tasks = fixture.tasks(&[spec("fixed"), spec("untouched")]);
-    let server = scripted_agent(&[
-        ("fixed", &["sed -i '0,/a - b/s//a + b/' calc.py"]),
-        ("untouched", &["cat calc.py"]),
-    ]);
-    let run = fixture.run(
-        &tasks,
-        &["--model", "scripted", "--base-url", &server.base_url()],
+        }),
+        &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(
@@ -416,13 +367,8 @@ fn real_pytest_output_grades_each_test_by_its_node_id() {
     );
     assert_eq!(run.row("untouched")["status"], "failed");
 
-    let tests_json = |id: &str| -> Value {
-        let text =
-            std::fs::read_to_string(run.task_dir(id).join("tests.json")).expect("tests.json");
-        serde_json::from_str(&text).expect("json")
-    };
-    let fixed = tests_json("fixed");
-    let untouched = tests_json("untouched");
+    let fixed = run.tests_json("fixed");
+    let untouched = run.tests_json("untouched");
     let status = |json: &Value, test: &str| json["statuses"][test].as_str().map(str::to_owned);
     for (test, before, after) in [
         ("tests/test_calc.py::test_add[one two]", "FAILED", "PASSED"),

@@ -1,11 +1,16 @@
 //! Drives the real `onebash` binary: local git repos made by the test, task
-//! files, a run folder and cache per test, and readers for what a run wrote.
+//! files, a run folder and cache per test, runs against a scripted model
+//! (or no model, or a model server), and readers for what a run wrote.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
+
+use super::server::{ScriptedServer, text_reply, tool_calls_reply};
 
 /// A temporary world for one test: repos, task file, run folder, cache.
 pub struct Fixture {
@@ -63,6 +68,41 @@ impl Fixture {
 
     pub fn run_with_env(&self, tasks: &Path, args: &[&str], env: &[(&str, &str)]) -> RunOutput {
         self.run_into(&self.path("out"), tasks, args, env)
+    }
+
+    /// Runs `tasks` against the model `model` at `base_url` (a scripted
+    /// server's, or a real one's): `--model MODEL --base-url URL ARGS`.
+    pub fn run_model(&self, tasks: &Path, model: &str, base_url: &str, args: &[&str]) -> RunOutput {
+        let mut all = vec!["--model", model, "--base-url", base_url];
+        all.extend_from_slice(args);
+        self.run(tasks, &all)
+    }
+
+    /// Runs `tasks` with no agent (`--model noop`) on the host (`--sandbox
+    /// none`), `args` after.
+    pub fn run_noop(&self, tasks: &Path, args: &[&str]) -> RunOutput {
+        let mut all = vec!["--model", "noop", "--sandbox", "none"];
+        all.extend_from_slice(args);
+        self.run(tasks, &all)
+    }
+
+    /// Runs `tasks` against a scripted server, as the model `scripted`.
+    pub fn run_scripted(&self, tasks: &Path, server: &ScriptedServer, args: &[&str]) -> RunOutput {
+        self.run_scripted_into("out", tasks, server, args)
+    }
+
+    /// [`Fixture::run_scripted`] into the run folder `<fixture>/<out>`.
+    pub fn run_scripted_into(
+        &self,
+        out: &str,
+        tasks: &Path,
+        server: &ScriptedServer,
+        args: &[&str],
+    ) -> RunOutput {
+        let base_url = server.base_url();
+        let mut all = vec!["--model", "scripted", "--base-url", &base_url];
+        all.extend_from_slice(args);
+        self.run_into(&self.path(out), tasks, &all, &[])
     }
 }
 
@@ -197,6 +237,31 @@ pub fn onebash() -> Command {
     cmd
 }
 
+/// Runs `onebash ARGS`; returns its stdout, after checking it exited 0.
+pub fn onebash_ok<S: AsRef<OsStr> + Debug>(args: &[S]) -> String {
+    stdout_ok(onebash().args(args), &args)
+}
+
+/// [`onebash_ok`] in the folder `cwd`.
+pub fn onebash_ok_in<S: AsRef<OsStr> + Debug>(cwd: &Path, args: &[S]) -> String {
+    stdout_ok(onebash().args(args).current_dir(cwd), &args)
+}
+
+fn stdout_ok(command: &mut Command, args: &dyn Debug) -> String {
+    let output = command.output().expect("run onebash");
+    assert!(
+        output.status.success(),
+        "onebash {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("stdout is UTF-8")
+}
+
+/// A path as a command-line argument.
+pub fn path_arg(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
 /// Runs git in `dir` with a fixed identity; returns trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
@@ -214,6 +279,19 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// `count` tasks `t0`, `t1`... made by [`task`] with the same fields.
+pub fn numbered_tasks(
+    count: usize,
+    repo: &Path,
+    commit: &str,
+    test_command: &str,
+    extra: Value,
+) -> Vec<Value> {
+    (0..count)
+        .map(|i| task(&format!("t{i}"), repo, commit, test_command, extra.clone()))
+        .collect()
 }
 
 /// A task over `repo` at `commit` with `test_command`; `extra` fields are merged in.
@@ -269,6 +347,23 @@ impl RunOutput {
 
     pub fn task_dir(&self, task: &str) -> PathBuf {
         self.out.join("tasks").join(task).join("epoch-1")
+    }
+
+    /// The per-test verdict of one task (epoch 1), `tests.json`.
+    pub fn tests_json(&self, task: &str) -> Value {
+        let path = self.task_dir(task).join("tests.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        serde_json::from_str(&text).expect("tests.json is JSON")
+    }
+
+    /// The lines of `predictions.jsonl`.
+    pub fn predictions(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.out.join("predictions.jsonl"))
+            .expect("predictions.jsonl")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("prediction is JSON"))
+            .collect()
     }
 
     /// Every event of a kind, in order.
@@ -327,8 +422,25 @@ pub fn diff_of(repo: &Path, changes: &[(&str, &str)]) -> String {
 /// belongs to the task whose problem statement it holds, and the task's k-th
 /// request is answered with one `bash` call running `plan[task][k]`, or, once
 /// the commands are used up, with a final text.
-pub fn scripted_agent(plan: &[(&str, &[&str])]) -> super::server::ScriptedServer {
-    super::server::ScriptedServer::start_with(scripted_handler(plan))
+pub fn scripted_agent(plan: &[(&str, &[&str])]) -> ScriptedServer {
+    scripted_agent_by(plan_of(plan))
+}
+
+fn plan_of(plan: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    plan.iter()
+        .map(|(id, commands)| {
+            (
+                format!("Problem of task {id}."),
+                commands.iter().map(|c| (*c).to_owned()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// [`scripted_agent`] for any tasks: a request belongs to the first entry
+/// of `plan` whose text its user message contains.
+pub fn scripted_agent_by(plan: Vec<(String, Vec<String>)>) -> ScriptedServer {
+    ScriptedServer::start_with(scripted_handler_by(plan))
 }
 
 /// The handler of [`scripted_agent`], for a server that does more with
@@ -336,15 +448,12 @@ pub fn scripted_agent(plan: &[(&str, &[&str])]) -> super::server::ScriptedServer
 pub fn scripted_handler(
     plan: &[(&str, &[&str])],
 ) -> impl Fn(&super::server::Request) -> super::server::Reply + Send + Sync + 'static {
-    let plan: Vec<(String, Vec<String>)> = plan
-        .iter()
-        .map(|(id, commands)| {
-            (
-                format!("Problem of task {id}."),
-                commands.iter().map(|c| (*c).to_owned()).collect(),
-            )
-        })
-        .collect();
+    scripted_handler_by(plan_of(plan))
+}
+
+fn scripted_handler_by(
+    plan: Vec<(String, Vec<String>)>,
+) -> impl Fn(&super::server::Request) -> super::server::Reply + Send + Sync + 'static {
     move |request: &super::server::Request| {
         let messages = request.body["messages"]
             .as_array()
@@ -362,17 +471,15 @@ pub fn scripted_handler(
             .map(|(_, commands)| commands.as_slice())
             .unwrap_or(&[]);
         match commands.get(answered) {
-            Some(command) => {
-                super::server::tool_calls_reply(&[(&format!("call-{answered}"), command)], 10, 5)
-            }
-            None => super::server::text_reply("Done.", "stop", 10, 2),
+            Some(command) => tool_calls_reply(&[(&format!("call-{answered}"), command)], 10, 5),
+            None => text_reply("Done.", "stop", 10, 2),
         }
     }
 }
 
 /// The tool messages the model was sent for `task`, in order, read from the
 /// last request of that task the server received.
-pub fn tool_answers(server: &super::server::ScriptedServer, task: &str) -> Vec<String> {
+pub fn tool_answers(server: &ScriptedServer, task: &str) -> Vec<String> {
     let marker = format!("Problem of task {task}.");
     let last = server
         .requests()
@@ -389,39 +496,54 @@ pub fn tool_answers(server: &super::server::ScriptedServer, task: &str) -> Vec<S
         .collect()
 }
 
-/// The processes whose command line contains `needle` (arguments joined by
-/// spaces), other than this test process. Zombies have an empty command
-/// line and are not counted: they hold nothing.
-pub fn processes_matching(needle: &str) -> Vec<(u32, String)> {
-    let own = std::process::id();
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own {
-            continue;
-        }
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw)
-            .split('\0')
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        if cmdline.contains(needle) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
+/// A task `t` over a small repo (a README and `src/lib.txt`), with
+/// `test_command` and `extra` fields; returns the task file.
+pub fn small_task(fixture: &Fixture, test_command: &str, extra: Value) -> PathBuf {
+    let (repo, sha) = fixture.repo(
+        "repo",
+        &[("README.md", "hello\n"), ("src/lib.txt", "code\n")],
+    );
+    fixture.tasks(&[task("t", &repo, &sha, test_command, extra)])
+}
+
+/// Runs task `t` over a one-file repo, graded by `test_command` with
+/// `extra` fields, against a scripted model that answers at once without a
+/// tool call (named `oracle-free`); `args` follow the model flags.
+pub fn run_without_changes(
+    fixture: &Fixture,
+    test_command: &str,
+    extra: Value,
+    args: &[&str],
+) -> RunOutput {
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "x\n")]);
+    let tasks = fixture.tasks(&[task("t", &repo, &sha, test_command, extra)]);
+    fixture.run_model(&tasks, "oracle-free", &scripted_agent(&[]).base_url(), args)
+}
+
+/// Runs task `t` of `tasks` under `--sandbox SANDBOX` into `<fixture>/out`,
+/// with a scripted agent that runs `commands`, one per turn; returns the
+/// server too, for what the model was sent.
+pub fn run_commands(
+    fixture: &Fixture,
+    tasks: &Path,
+    sandbox: &str,
+    commands: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (RunOutput, ScriptedServer) {
+    let server = scripted_agent(&[("t", commands)]);
+    let base_url = server.base_url();
+    let mut all = vec![
+        "--sandbox",
+        sandbox,
+        "--model",
+        "scripted",
+        "--base-url",
+        &base_url,
+    ];
+    all.extend_from_slice(args);
+    let run = fixture.run_with_env(tasks, &all, env);
+    (run, server)
 }
 
 /// Whether a tool that some tests need (bwrap, Chromium, pytest) is here.
@@ -445,4 +567,11 @@ pub fn pytest_present() -> bool {
         .output()
         .is_ok_and(|out| out.status.success());
     tool_present(found, "pytest", "pip install pytest to run this test")
+}
+
+/// A number column of a row of results.csv.
+pub fn f64_of(row: &HashMap<String, String>, column: &str) -> f64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column} is not a number: {row:?}"))
 }

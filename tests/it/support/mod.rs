@@ -2,7 +2,10 @@
 //! module with `mod support;` and uses only part of it, hence the allow.
 #![allow(dead_code)]
 
+pub mod calc;
 pub mod harness;
 pub mod probes;
+pub mod processes;
 pub mod server;
 pub mod sync;
+pub mod world;

@@ -1,0 +1,171 @@
+//! What a model call and the agent phase produce, shared by every layer
+//! that handles them: [`ToolCall`], [`ModelReply`], [`ModelError`],
+//! [`Usage`] and [`ExitReason`].
+//!
+//! A leaf: it imports nothing from the crate. The protocols build these
+//! types, `model.rs` dispatches to the protocols and hands them to the
+//! loop, and the trajectory and the CSV row record them; so none of those
+//! files has to import another for its types, and none depends back on a
+//! file that depends on it (`tests/it/layers.rs`). What a type does for one
+//! layer stays in that layer: which errors are retried is `retry.rs`'s,
+//! how an error answer is read is `http.rs`'s.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool call as the model sent it; `arguments` is the raw JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One answer of the model.
+#[derive(Debug, Clone)]
+pub struct ModelReply {
+    /// The assistant message exactly as received, to append to the history.
+    pub message: Value,
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped, as the server said it (`stop`, `length`,
+    /// `tool_calls`; Anthropic's `end_turn`, `max_tokens`, `tool_use`).
+    pub finish_reason: Option<String>,
+    /// The answer was cut by the output-token limit.
+    pub cut: bool,
+    pub usage: Usage,
+    pub response_id: Option<String>,
+}
+
+/// A model call that gave no usable answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    /// The server answered with an error status.
+    #[error("the model API answered HTTP {status}: {message}")]
+    Http {
+        status: u16,
+        message: String,
+        /// The server's `Retry-After`, when it sent one.
+        retry_after: Option<Duration>,
+    },
+    /// No answer: connection refused or dropped, timeout.
+    #[error("failed to reach the model API: {0}")]
+    Transport(String),
+    /// An answer that is not what the protocol promises.
+    #[error("the model API sent a malformed answer: {0}")]
+    Malformed(String),
+    /// The conversation no longer fits the model's context window.
+    #[error("the conversation exceeds the model's context window: {0}")]
+    ContextOverflow(String),
+    /// The server gave the same error to the same request twice in a row,
+    /// in words that say nothing of load: it refuses this request (a
+    /// validation error of its own, say) and would go on refusing it.
+    #[error(
+        "the model API answered HTTP {status} twice with the same error to the same request, so it refuses the request rather than being overloaded (not retried again): {message}"
+    )]
+    Repeated { status: u16, message: String },
+    /// A replayed recording has no more answers: the loop ends as the
+    /// recording did.
+    #[error("the recording ended ({})", reason.as_str())]
+    RecordingEnded {
+        reason: ExitReason,
+        error: Option<String>,
+    },
+}
+
+impl ModelError {
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Token counts of one model call, or summed over a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Every input token, cached reads and cache writes included.
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+/// Why the agent phase ended; serialized as docs/results.md's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    Completed,
+    MaxTurns,
+    MaxTokens,
+    MaxCost,
+    TaskTimeout,
+    Length,
+    ContextOverflow,
+    ApiError,
+    CheckoutError,
+    SetupError,
+    Interrupted,
+    /// onebash itself failed (a bug): the row says so rather than vanish.
+    InternalError,
+}
+
+impl ExitReason {
+    /// Whether the agent's work can be graded: the phase ended for a reason
+    /// that says something about the model, not about the harness or API.
+    pub fn is_gradable(self) -> bool {
+        !matches!(
+            self,
+            ExitReason::ApiError
+                | ExitReason::CheckoutError
+                | ExitReason::SetupError
+                | ExitReason::Interrupted
+                | ExitReason::InternalError
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Completed => "completed",
+            ExitReason::MaxTurns => "max_turns",
+            ExitReason::MaxTokens => "max_tokens",
+            ExitReason::MaxCost => "max_cost",
+            ExitReason::TaskTimeout => "task_timeout",
+            ExitReason::Length => "length",
+            ExitReason::ContextOverflow => "context_overflow",
+            ExitReason::ApiError => "api_error",
+            ExitReason::CheckoutError => "checkout_error",
+            ExitReason::SetupError => "setup_error",
+            ExitReason::Interrupted => "interrupted",
+            ExitReason::InternalError => "internal_error",
+        }
+    }
+}
