@@ -23,7 +23,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -218,7 +218,7 @@ impl Environment for Containers {
                 )),
                 container: Mutex::new(None),
                 setup: Mutex::new(Vec::new()),
-                agent_over: Mutex::new(false),
+                agent_over: AtomicBool::new(false),
             };
             let id = workspace.start("agent", self.settings.network).await?;
             *lock(&workspace.container) = Some(id);
@@ -273,7 +273,9 @@ struct ContainerWorkspace {
     /// The container commands go to: the agent's, then the tests'.
     container: Mutex<Option<String>>,
     setup: Mutex<Vec<SetupCommand>>,
-    agent_over: Mutex<bool>,
+    /// Set once the agent phase ended: harness commands from then on (the
+    /// test patch's fallbacks) are not setup to run again.
+    agent_over: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -453,7 +455,7 @@ impl Workspace for ContainerWorkspace {
                     )));
                 }
             }
-            if command.trust == Trust::Harness && !*lock(&self.agent_over) {
+            if command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
                 lock(&self.setup).push(SetupCommand {
                     script: command.script.to_owned(),
                     env: command.env.clone(),
@@ -466,7 +468,7 @@ impl Workspace for ContainerWorkspace {
 
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
-            *lock(&self.agent_over) = true;
+            self.agent_over.store(true, Ordering::Relaxed);
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.
             self.remove()

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 
 use crate::support::harness::{
-    Fixture, git, onebash, scripted_agent, scripted_handler, task, tool_answers,
+    Fixture, onebash, scripted_agent, scripted_handler, task, tool_answers,
 };
 use crate::support::server::{ScriptedServer, text_reply};
 use crate::support::sync::{Latch, eventually};
@@ -362,21 +362,21 @@ fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
 #[test]
 fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
     let fixture = Fixture::new();
-    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
-    let tasks = fixture.tasks(&[task(
-        "t",
-        &repo,
-        &sha,
-        "true",
-        json!({"image": "example/image:1"}),
-    )]);
+    let tasks = one_task(&fixture, "t", "true");
     let bin = fixture.path("bin");
     std::fs::create_dir_all(&bin).expect("mkdir bin");
     let path = bin.display().to_string();
     let run = fixture.run_into(
         &fixture.path("out-missing"),
         &tasks,
-        &["--model", "noop", "--env", "podman"],
+        &[
+            "--model",
+            "noop",
+            "--env",
+            "podman",
+            "--image",
+            "example/image:1",
+        ],
         &[("PATH", &path)],
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -398,7 +398,14 @@ fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
     let run = fixture.run_into(
         &fixture.path("out-down"),
         &tasks,
-        &["--model", "noop", "--env", "docker"],
+        &[
+            "--model",
+            "noop",
+            "--env",
+            "docker",
+            "--image",
+            "example/image:1",
+        ],
         &[("PATH", &path)],
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -409,6 +416,8 @@ fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
         run.stderr
     );
     assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
-    // Nothing was checked out: the repo's git is untouched by the refusal.
-    assert_eq!(git(&repo, &["rev-parse", "HEAD"]), sha);
+    assert!(
+        !fixture.path("out-down").exists(),
+        "the run folder was made"
+    );
 }
