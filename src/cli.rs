@@ -22,6 +22,45 @@ pub enum Provider {
     Anthropic,
 }
 
+/// `--env`: where tasks run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvKind {
+    /// The host, under `--sandbox`.
+    Host,
+    /// A podman container per (task, epoch), from the task's image.
+    Podman,
+    /// A docker container per (task, epoch), through the same CLI words.
+    Docker,
+}
+
+impl EnvKind {
+    /// The engine's program, for the container kinds.
+    pub fn engine(self) -> Option<&'static str> {
+        match self {
+            EnvKind::Host => None,
+            EnvKind::Podman => Some("podman"),
+            EnvKind::Docker => Some("docker"),
+        }
+    }
+}
+
+/// `--pull`: when the engine pulls a task's image.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PullPolicy {
+    /// Never: an image that is not there stops the run before it starts.
+    Never,
+    /// The images that are not there.
+    Missing,
+    /// Every image, before the run starts.
+    Always,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "onebash",
@@ -278,6 +317,26 @@ pub struct RunArgs {
     /// Let agent commands reach the network (inside the sandbox). Test commands never do.
     #[arg(long)]
     pub allow_network: bool,
+
+    /// Where tasks run: `host` (under --sandbox), or a container per (task, epoch) from the task's `image`, through the `podman` or `docker` CLI (--sandbox is then not used).
+    #[arg(long = "env", value_enum, default_value_t = EnvKind::Host)]
+    pub env_kind: EnvKind,
+
+    /// The image of tasks that have no `image` field: a template over the task's fields (and `instance_id`, the id), e.g. 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest'.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub image: Option<String>,
+
+    /// Where the task's working copy is in the container, for tasks that have no `workdir` field (an absolute path).
+    #[arg(long, value_name = "PATH", default_value = "/testbed")]
+    pub workdir: String,
+
+    /// CPUs one task's container may use (docker/podman --cpus) [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<f64>,
+
+    /// When the engine pulls the tasks' images, before any task starts: `never`, `missing` (those not there), `always`.
+    #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
+    pub pull: PullPolicy,
 
     /// Processes one task may run at once (cgroup pids.max; RLIMIT_NPROC where no cgroup can be made).
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(8..))]

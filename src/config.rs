@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
-use crate::cli::{Provider, RunArgs};
+use crate::cli::{EnvKind, Provider, PullPolicy, RunArgs};
 use crate::limits::Limits;
 use crate::probe::Probed;
 use crate::prompt::{PromptError, PromptVariant};
@@ -132,6 +132,17 @@ pub struct RunConfig<P = Probed> {
     #[serde(skip)]
     pub hidden: Vec<PathBuf>,
     pub allow_network: bool,
+    /// `--env`: where tasks run.
+    pub env_kind: EnvKind,
+    /// `--image`: the template of the images of tasks that have none.
+    pub image: Option<String>,
+    /// `--workdir`: where the working copy is in a container, for tasks
+    /// that name none.
+    pub workdir: String,
+    /// `--cpus` of each task's container.
+    pub cpus: Option<f64>,
+    /// `--pull`.
+    pub pull: PullPolicy,
     pub limits: Limits,
     /// What the machine allows: the sandbox in use, how limits are kept.
     #[serde(flatten)]
@@ -224,6 +235,16 @@ impl RunConfig {
         if let (History::None, Some(fields)) = (self.history, fingerprint.as_object_mut()) {
             fields.insert("history".to_owned(), serde_json::json!(self.history));
         }
+        // And a container environment: its image names and where the
+        // working copy goes decide what the commands find.
+        if let (EnvKind::Podman | EnvKind::Docker, Some(fields)) =
+            (self.env_kind, fingerprint.as_object_mut())
+        {
+            fields.insert("env".to_owned(), serde_json::json!(self.env_kind));
+            fields.insert("image".to_owned(), serde_json::json!(self.image));
+            fields.insert("workdir".to_owned(), serde_json::json!(self.workdir));
+            fields.insert("cpus".to_owned(), serde_json::json!(self.cpus));
+        }
         fingerprint
     }
 }
@@ -240,6 +261,7 @@ impl RunConfig<Unprobed> {
         let options = LoadOptions {
             repo_base: args.repo_base.clone(),
             test_command: args.test_command.clone(),
+            image: args.image.clone(),
         };
         let TaskFile {
             tasks: all_tasks,
@@ -277,6 +299,7 @@ impl RunConfig<Unprobed> {
             ));
         }
 
+        check_container_args(args, &tasks)?;
         let mut warnings = Vec::new();
         let model = model_choice(args, secrets, &mut warnings)?;
         if matches!(model, ModelChoice::Oracle) {
@@ -396,6 +419,11 @@ impl RunConfig<Unprobed> {
             sandbox_mode: args.sandbox,
             hidden,
             allow_network: args.allow_network,
+            env_kind: args.env_kind,
+            image: args.image.clone(),
+            workdir: args.workdir.clone(),
+            cpus: args.cpus,
+            pull: args.pull,
             limits,
             probed: Unprobed,
             warnings,
@@ -407,8 +435,14 @@ impl RunConfig<Unprobed> {
     /// can be made. `--sandbox bwrap` that cannot be had is an error like
     /// a bad argument (exit 2); a fallback adds a warning.
     pub fn probe(self) -> Result<RunConfig, ConfigError> {
-        let (probed, warnings) = Probed::probe(self.sandbox_mode, &self.hidden, self.limits)
-            .map_err(ConfigError::Usage)?;
+        let images: Vec<String> = self.tasks.iter().filter_map(|t| t.image.clone()).collect();
+        let (probed, warnings) = Probed::probe(
+            self.sandbox_mode,
+            &self.hidden,
+            self.limits,
+            (self.env_kind, &images, self.pull),
+        )
+        .map_err(ConfigError::Usage)?;
         let mut config = self.with_probed(probed);
         config.warnings.extend(warnings);
         Ok(config)
@@ -448,11 +482,61 @@ impl RunConfig<Unprobed> {
             sandbox_mode: self.sandbox_mode,
             hidden: self.hidden,
             allow_network: self.allow_network,
+            env_kind: self.env_kind,
+            image: self.image,
+            workdir: self.workdir,
+            cpus: self.cpus,
+            pull: self.pull,
             limits: self.limits,
             probed,
             warnings: self.warnings,
         }
     }
+}
+
+/// The container flags, and an image for every selected task when tasks
+/// run in containers.
+fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), ConfigError> {
+    let dir = &args.workdir;
+    if !dir.starts_with('/') || dir.trim_end_matches('/').is_empty() {
+        return Err(ConfigError::Usage(format!(
+            "--workdir {dir:?} must be an absolute path other than `/`"
+        )));
+    }
+    if let Some(cpus) = args.cpus
+        && !(cpus.is_finite() && cpus > 0.0)
+    {
+        return Err(ConfigError::Usage(format!(
+            "--cpus {cpus} must be a positive number"
+        )));
+    }
+    let Some(engine) = args.env_kind.engine() else {
+        return Ok(());
+    };
+    let without: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t.image.is_none())
+        .map(|t| t.id.as_str())
+        .collect();
+    if without.is_empty() {
+        return Ok(());
+    }
+    let shown = without
+        .iter()
+        .take(10)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = without.len().saturating_sub(10);
+    Err(ConfigError::Usage(format!(
+        "--env {engine} runs each task in its image, and {} selected tasks have none: {shown}{}\nhint: give tasks an `image` field, or --image TEMPLATE (a template over the task's fields)",
+        without.len(),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )))
 }
 
 fn model_choice(

@@ -39,6 +39,10 @@ pub const TASK_MARK_VAR: &str = "ONEBASH_TASK";
 #[derive(Debug, Clone)]
 pub struct CommandEnv {
     vars: Vec<(String, String)>,
+    /// The names whose values describe this machine (PATH, HOME, the
+    /// locale, certificate bundles: copied from the harness or defaults
+    /// for it), which a container image sets for itself.
+    machine: Vec<String>,
 }
 
 /// Variables copied from the harness's environment when set.
@@ -111,13 +115,40 @@ impl CommandEnv {
         if !vars.iter().any(|(k, _)| k == "LANG") {
             vars.push(("LANG".to_owned(), "C.UTF-8".to_owned()));
         }
+        let machine = vars.iter().map(|(k, _)| k.clone()).collect();
         vars.extend(
             FIXED
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
         );
         vars.push((TASK_MARK_VAR.to_owned(), task_mark.to_owned()));
-        CommandEnv { vars }
+        CommandEnv { vars, machine }
+    }
+
+    /// The environment of a container engine's client (`podman exec`),
+    /// not of the command it runs: onebash's own environment (the API
+    /// keys were taken out of it at start-up, see `config::Secrets`),
+    /// which says where the engine is (`DOCKER_HOST`, `XDG_RUNTIME_DIR`),
+    /// plus the task's mark, so a client left behind is found.
+    pub fn engine_client(task_mark: &str) -> CommandEnv {
+        let mut vars: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k != TASK_MARK_VAR)
+            .collect();
+        vars.push((TASK_MARK_VAR.to_owned(), task_mark.to_owned()));
+        CommandEnv {
+            vars,
+            machine: Vec::new(),
+        }
+    }
+
+    /// The variables onebash itself sets (the fixed settings, the task's
+    /// mark, the test settings, the proxies of a command with the
+    /// network), without those that describe this machine: what a command
+    /// in a container gets on top of its image's own environment.
+    pub fn harness_vars(&self) -> impl Iterator<Item = &(String, String)> {
+        self.vars
+            .iter()
+            .filter(|(k, _)| !self.machine.iter().any(|m| m == k))
     }
 
     /// The same environment plus the proxy settings, for a command that
@@ -129,7 +160,10 @@ impl CommandEnv {
                 .iter()
                 .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v))),
         );
-        CommandEnv { vars }
+        CommandEnv {
+            vars,
+            machine: self.machine.clone(),
+        }
     }
 
     /// The same environment with one variable set (replaced if present).
@@ -141,7 +175,9 @@ impl CommandEnv {
             .cloned()
             .collect();
         vars.push((key.to_owned(), value.to_owned()));
-        CommandEnv { vars }
+        // Set by the harness now, whatever the machine had.
+        let machine = self.machine.iter().filter(|m| *m != key).cloned().collect();
+        CommandEnv { vars, machine }
     }
 
     pub fn vars(&self) -> &[(String, String)] {
@@ -402,17 +438,54 @@ pub fn run_tool(
     if let Some(writer) = writer {
         let _ = writer.join();
     }
+    stdout_of(&program.display().to_string(), output)
+}
+
+/// A finished tool's stdout, or, when it failed, `WHAT exited with STATUS:
+/// STDERR`.
+fn stdout_of(what: &str, output: std::process::Output) -> Result<Vec<u8>, String> {
     if output.status.success() {
-        Ok(output.stdout)
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(format!(
-            "{} exited with {}: {}",
-            program.display(),
-            output.status,
-            stderr.trim()
-        ))
+        return Ok(output.stdout);
     }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Err(format!(
+        "{what} exited with {}: {}",
+        output.status,
+        stderr.trim()
+    ))
+}
+
+/// Runs a container engine's client to completion (`podman run -d`,
+/// `image inspect`, `rm -f`), blocking: onebash's own environment (no API
+/// key: they were taken out at start-up), no input, stdout returned.
+/// `show_progress` sends its stdout and stderr to onebash's stderr instead
+/// of capturing them (a pull's progress). Callers on the async runtime
+/// call it from a blocking thread.
+pub fn run_client(
+    program: &Path,
+    args: &[OsString],
+    show_progress: bool,
+) -> Result<Vec<u8>, String> {
+    let mut command = std::process::Command::new(program);
+    command.args(args).stdin(Stdio::null());
+    if show_progress {
+        use std::os::fd::AsFd;
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|err| format!("failed to pass on stderr: {err}"))?;
+        command.stdout(Stdio::from(stderr)).stderr(Stdio::inherit());
+    } else {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    let output = command
+        .output()
+        .map_err(|err| format!("failed to start {}: {err}", program.display()))?;
+    let words: Vec<String> = std::iter::once(program.as_os_str())
+        .chain(args.iter().map(OsString::as_os_str))
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    stdout_of(&format!("`{}`", words.join(" ")), output)
 }
 
 /// SIGKILL to a whole process group. A group that is already gone is fine.

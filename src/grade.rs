@@ -39,12 +39,19 @@ pub enum GradeError {
     TestPatch(String),
     #[error("failed to run the test command: {0}")]
     Exec(String),
+    /// The environment could not be readied for the tests (a container
+    /// environment's fresh container).
+    #[error("failed to prepare the tests' environment: {0}")]
+    Environment(String),
     /// The task lists its tests but none could be read from the run.
     #[error(
         "no test result could be read from the test output{0}; hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path"
     )]
     NoTests(String),
 }
+
+/// The test patch, for the fallbacks, in the working copy's `.git`.
+const FALLBACK_PATCH: &str = "onebash-test-patch.diff";
 
 /// The test timeout of a task: its own `test_timeout_s`, else the run's.
 pub fn test_timeout(task: &TaskSpec, default: Duration) -> Duration {
@@ -73,18 +80,18 @@ async fn apply_test_patch(
         Ok(()) => return Ok((files, "git apply")),
         Err(err) => err.to_string(),
     };
-    // The fallbacks read the patch from a file outside the checkout and run
-    // as the harness, not in the sandbox.
-    static PATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let file = std::env::temp_dir().join(format!(
-        "onebash-test-patch-{}-{}.diff",
-        std::process::id(),
-        PATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    crate::blocking::write_file(file.clone(), patch.as_bytes().to_vec())
+    // The fallbacks read the patch from a file in the working copy's .git
+    // (the agent is done; the diff was saved), by a relative path that
+    // holds wherever the workspace runs its commands (the host, a
+    // container), and run as the harness, not in the sandbox.
+    let file = Path::new(".git").join(FALLBACK_PATCH);
+    workspace
+        .write(&file, patch.as_bytes().to_vec())
         .await
-        .map_err(|err| GradeError::TestPatch(err.to_string()))?;
-    let quoted = format!("'{}'", file.display().to_string().replace('\'', "'\\''"));
+        .map_err(|err| {
+            GradeError::TestPatch(format!("failed to write {}: {err}", file.display()))
+        })?;
+    let quoted = format!(".git/{FALLBACK_PATCH}");
     let attempts: [(&'static str, String); 2] = [
         (
             "git apply --3way",
@@ -109,7 +116,9 @@ async fn apply_test_patch(
             break;
         }
     }
-    let _ = std::fs::remove_file(&file);
+    let _ = harness
+        .run(&format!("rm -f {quoted}"), Duration::from_secs(120))
+        .await;
     match worked {
         Some(method) => Ok((files, method)),
         None => Err(GradeError::TestPatch(format!(
@@ -256,6 +265,10 @@ mod tests {
             })
         }
 
+        fn write(&self, _relative: &Path, _bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+
         fn location(&self) -> String {
             "recorded:/testbed".to_owned()
         }
@@ -299,12 +312,19 @@ mod tests {
         // Restored before the strict attempt and again before the fallback.
         assert_eq!(*workspace.restored.lock().expect("lock"), 2);
         let ran = workspace.ran.lock().expect("lock").clone();
-        assert_eq!(ran.len(), 2, "{ran:?}");
-        // The patch fallback as the harness; the tests confined, offline,
-        // with the settings that make them repeat.
-        assert!(ran[0].0.starts_with("git apply") && ran[0].1 == Trust::Harness);
-        assert_eq!(ran[1].0, "pytest --junitxml=report.xml");
-        assert_eq!(ran[1].1, Trust::Agent { network: false });
-        assert_eq!(ran[1].2.as_deref(), Some("UTC"));
+        assert_eq!(ran.len(), 3, "{ran:?}");
+        // The patch fallback as the harness, reading the patch by a path
+        // relative to the working copy (it holds in a container too), which
+        // it then removes; the tests confined, offline, with the settings
+        // that make them repeat.
+        assert_eq!(
+            ran[0].0,
+            "git apply --whitespace=nowarn --3way .git/onebash-test-patch.diff"
+        );
+        assert_eq!(ran[0].1, Trust::Harness);
+        assert_eq!(ran[1].0, "rm -f .git/onebash-test-patch.diff");
+        assert_eq!(ran[2].0, "pytest --junitxml=report.xml");
+        assert_eq!(ran[2].1, Trust::Agent { network: false });
+        assert_eq!(ran[2].2.as_deref(), Some("UTC"));
     }
 }

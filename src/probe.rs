@@ -13,6 +13,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::cli::{EnvKind, PullPolicy};
+use crate::env::container::Engine;
 use crate::limits::{Enforcement, LimitPlan, Limits, Mechanism};
 use crate::sandbox::{Sandbox, SandboxMode};
 
@@ -29,6 +31,10 @@ pub struct Probed {
     pub limit_plan: LimitPlan,
     /// How each limit is enforced here.
     pub limits_enforced: Enforcement,
+    /// The container engine tasks run in (`--env podman|docker`), found
+    /// answering, with every task's image in its store.
+    #[serde(skip)]
+    pub engine: Option<Engine>,
 }
 
 impl Probed {
@@ -37,13 +43,25 @@ impl Probed {
     /// what the user should know before the run starts (no sandbox, a
     /// process limit that is not kept); an error when `--sandbox bwrap`
     /// cannot be had.
+    ///
+    /// With a container environment the container is the sandbox: bwrap
+    /// is not probed, and the engine is instead (on PATH, answering, every
+    /// image in its store or pulled as `pull` says).
     pub fn probe(
         mode: SandboxMode,
         hidden: &[PathBuf],
         limits: Limits,
+        (env_kind, images, pull): (EnvKind, &[String], PullPolicy),
     ) -> Result<(Probed, Vec<String>), String> {
         let mut warnings = Vec::new();
-        let (sandbox, sandbox_warning) = Sandbox::choose(mode, hidden)?;
+        let engine = match env_kind {
+            EnvKind::Host => None,
+            EnvKind::Podman | EnvKind::Docker => Some(Engine::probe(env_kind, images, pull)?),
+        };
+        let (sandbox, sandbox_warning) = match &engine {
+            Some(_) => (Sandbox::None, None),
+            None => Sandbox::choose(mode, hidden)?,
+        };
         warnings.extend(sandbox_warning);
         let limit_plan = LimitPlan::new(limits);
         let limits_enforced = limit_plan.enforcement();
@@ -57,10 +75,11 @@ impl Probed {
             ));
         }
         let probed = Probed {
-            sandbox_used: sandbox.name(),
+            sandbox_used: engine.as_ref().map_or(sandbox.name(), Engine::name),
             sandbox,
             limit_plan,
             limits_enforced,
+            engine,
         };
         Ok((probed, warnings))
     }

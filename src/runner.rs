@@ -24,7 +24,7 @@ use crate::config::RunConfig;
 use crate::env::{Environment, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
 use crate::exec::{CommandEnv, kill_marked_processes};
-use crate::grade::{run_tests, test_timeout};
+use crate::grade::{GradeError, run_tests, test_timeout};
 use crate::limits::TaskLimits;
 use crate::results::{
     PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
@@ -222,7 +222,10 @@ impl TaskRun<'_> {
                 .emit(RunEvent::Warning(format!("{}: {warning}", self.task.id)));
         }
 
-        let workspace = match ctx.env.enter(&checkout, self.limits.child.clone()).await {
+        let entered = ctx
+            .env
+            .enter(self.task, self.epoch, &checkout, self.limits.child.clone());
+        let workspace = match entered.await {
             Ok(workspace) => workspace,
             Err(err) => {
                 let _ = crate::blocking::remove_dir(workdir).await;
@@ -336,13 +339,22 @@ impl TaskRun<'_> {
 
         ctx.events.phase(&task.id, self.epoch, Phase::Test);
         let started = Instant::now();
-        let tested = tokio::select! {
-            tested = run_tests(
+        // The tests' environment: in a container, a fresh one from the image.
+        let tests = async {
+            workspace
+                .end_agent_phase()
+                .await
+                .map_err(GradeError::Environment)?;
+            run_tests(
                 task,
                 self.shell(workspace, false),
                 test_timeout,
                 config.junit_path.as_deref(),
-            ) => tested,
+            )
+            .await
+        };
+        let tested = tokio::select! {
+            tested = tests => tested,
             () = ctx.cancel.cancelled() => {
                 row.status = Status::Error;
                 row.exit_reason = ExitReason::Interrupted;

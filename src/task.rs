@@ -96,6 +96,13 @@ pub struct TaskSpec {
     pub test_timeout_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// The container image the task runs in (`--env podman|docker`): its
+    /// own, or `--image` rendered for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Where the working copy is inside the image (an absolute path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -158,6 +165,9 @@ pub struct LoadOptions {
     /// The test command of tasks that have none (`--test-command`), a
     /// template over the task's fields and `test_files`.
     pub test_command: Option<String>,
+    /// The image of tasks that have none (`--image`), a template over the
+    /// task's fields and `instance_id`.
+    pub image: Option<String>,
 }
 
 impl Default for LoadOptions {
@@ -165,6 +175,7 @@ impl Default for LoadOptions {
         LoadOptions {
             repo_base: crate::swebench::DEFAULT_REPO_BASE.to_owned(),
             test_command: None,
+            image: None,
         }
     }
 }
@@ -278,6 +289,8 @@ fn parse_line(
     let setup_command = take_string(&mut fields, "setup_command", false, &mut problems);
     let test_patch = take_string(&mut fields, "test_patch", false, &mut problems);
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
+    let image = take_string(&mut fields, "image", false, &mut problems);
+    let workdir = take_string(&mut fields, "workdir", false, &mut problems);
     let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
     let test_timeout_s = match fields.remove("test_timeout_s") {
@@ -327,6 +340,16 @@ fn parse_line(
             problems.push(format!("`{name}` must not be empty"));
         }
     }
+    if image.as_deref().is_some_and(|v| v.trim().is_empty()) {
+        problems.push("`image` must not be empty".to_owned());
+    }
+    if let Some(dir) = &workdir
+        && (!dir.starts_with('/') || dir.trim_end_matches('/').is_empty())
+    {
+        problems.push(format!(
+            "`workdir` must be an absolute path other than `/`, got {dir:?}"
+        ));
+    }
     if instance && test_command.is_none() && options.test_command.is_none() {
         problems.push(
             "hint: SWE-bench instances carry no test command; give one with --test-command"
@@ -358,34 +381,56 @@ fn parse_line(
         pass_to_pass,
         test_timeout_s,
         metadata,
+        image,
+        workdir,
         extra: fields,
         line: line_no,
     };
     if test_command.is_none()
         && let Some(template) = &options.test_command
     {
-        task.test_command = render_test_command(template, &task)?;
+        let files = task
+            .test_patch
+            .as_deref()
+            .map(crate::swebench::patch_files)
+            .unwrap_or_default();
+        let mut context = task.to_json();
+        context.insert("test_files".to_owned(), serde_json::json!(files));
+        task.test_command = render_template("--test-command", template, context)?;
+    }
+    if task.image.is_none()
+        && let Some(template) = &options.image
+    {
+        // SWE-bench's image names are made of `instance_id`, which an
+        // instance line's `id` was.
+        let mut context = task.to_json();
+        context
+            .entry("instance_id")
+            .or_insert_with(|| serde_json::json!(task.id.as_str()));
+        task.image = Some(
+            render_template("--image", template, context)?
+                .trim()
+                .to_owned(),
+        );
     }
     Ok(task)
 }
 
-/// Renders `--test-command` for a task: its fields, and `test_files`, the
-/// files its test_patch touches. Undefined variables are errors.
-fn render_test_command(template: &str, task: &TaskSpec) -> Result<String, String> {
+/// Renders a template flag for a task over `context` (its fields, and
+/// `test_files` for `--test-command`, `instance_id` for `--image`).
+/// Undefined variables are errors.
+fn render_template(
+    flag: &str,
+    template: &str,
+    context: Map<String, Value>,
+) -> Result<String, String> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    let mut context = task.to_json();
-    let files = task
-        .test_patch
-        .as_deref()
-        .map(crate::swebench::patch_files)
-        .unwrap_or_default();
-    context.insert("test_files".to_owned(), serde_json::json!(files));
     let rendered = env
         .render_str(template, context)
-        .map_err(|err| format!("failed to render --test-command for this task: {err}"))?;
+        .map_err(|err| format!("failed to render {flag} for this task: {err}"))?;
     if rendered.trim().is_empty() {
-        return Err("--test-command renders to an empty command for this task".to_owned());
+        return Err(format!("{flag} renders to an empty value for this task"));
     }
     Ok(rendered)
 }
@@ -553,6 +598,18 @@ mod tests {
                 r#"{"instance_id":"django__django-1","repo":"django/django","base_commit":"c","problem_statement":"p"}"#,
                 "missing required field `test_command`",
             ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","workdir":"testbed"}"#,
+                "`workdir` must be an absolute path other than `/`",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","workdir":"/"}"#,
+                "`workdir` must be an absolute path other than `/`",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","image":" "}"#,
+                "`image` must not be empty",
+            ),
         ];
         for (line, expected) in cases {
             let errors = parse(line).expect_err(line);
@@ -659,9 +716,31 @@ mod tests {
             test_command: Some(
                 "pytest -rA {{ test_files | join(' ') }}  # {{ metadata.version }}".to_owned(),
             ),
+            image: Some(
+                r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#
+                    .to_owned(),
+            ),
         };
         let tasks = parse_tasks_with(&text, "f", Path::new("/"), &options).expect("valid");
         assert_eq!(tasks[0].test_command, "true", "a task's own command wins");
+        // SWE-bench's rule, over the instance's id; a onebash line's id
+        // stands in for `instance_id`.
+        assert_eq!(
+            tasks[1].image.as_deref(),
+            Some("swebench/sweb.eval.x86_64.o_1776_r-1:latest")
+        );
+        assert_eq!(
+            tasks[0].image.as_deref(),
+            Some("swebench/sweb.eval.x86_64.t1:latest")
+        );
+        let own = GOOD.replace("}", r#","image":"mine:1","workdir":"/src"}"#);
+        let tasks_own = parse_tasks_with(&own, "f", Path::new("/"), &options).expect("valid");
+        assert_eq!(
+            tasks_own[0].image.as_deref(),
+            Some("mine:1"),
+            "a task's own image wins"
+        );
+        assert_eq!(tasks_own[0].workdir.as_deref(), Some("/src"));
         let instance = &tasks[1];
         assert_eq!(instance.id.as_str(), "o__r-1");
         assert_eq!(instance.repo, "/mirrors/o/r.git");

@@ -219,7 +219,7 @@ fn shared_context(
                 .iter()
                 .map(|task| (task.repo_location.as_str(), task.base_commit.as_str())),
         ),
-        env: crate::env::choose(&config.probed.sandbox),
+        env: crate::env::choose(&config.probed.sandbox, container_settings(&config)),
         config,
         client,
         folder,
@@ -227,6 +227,31 @@ fn shared_context(
         cancel,
     };
     (Arc::new(ctx), received, cancel_handle)
+}
+
+/// The containers' settings, when the probe found an engine.
+fn container_settings(config: &RunConfig) -> Option<crate::env::container::Settings> {
+    let engine = config.probed.engine.clone()?;
+    Some(crate::env::container::Settings {
+        engine,
+        run_id: run_id(&config.out_dir),
+        network: config.allow_network,
+        memory_bytes: config.limits.max_memory_bytes,
+        max_processes: config.limits.max_processes,
+        max_file_size_bytes: config.limits.max_file_size_bytes,
+        cpus: config.cpus,
+        workdir: config.workdir.clone(),
+    })
+}
+
+/// The run's id in container labels: a hash of the run folder's real
+/// path, the same for every resume of it (however it is named) and
+/// different for every other folder.
+fn run_id(out_dir: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let real = std::fs::canonicalize(out_dir).unwrap_or_else(|_| out_dir.to_owned());
+    let hash = Sha256::digest(real.as_os_str().as_encoded_bytes());
+    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// What the tasks left: every row of the run, and whether results.csv
@@ -249,6 +274,17 @@ async fn execute(
     cancel_handle: CancelHandle,
 ) -> Executed {
     let interrupts = tokio::spawn(hear_interrupts(cancel_handle));
+    let mut display = ProgressDisplay::new();
+    // What a killed attempt of this run left (its containers) goes first.
+    match ctx.env.sweep().await {
+        Ok(0) => {}
+        Ok(removed) => display.handle(&RunEvent::Warning(format!(
+            "removed {removed} containers an earlier attempt of this run left behind"
+        ))),
+        Err(err) => display.handle(&RunEvent::Warning(format!(
+            "failed to remove the containers an earlier attempt of this run left behind: {err}"
+        ))),
+    }
     // The thin packs of the stores the tasks will use, fixed ahead of them.
     let preparer = ctx.cache.prepare(
         ctx.config.workdirs.join(crate::checkout::STAGED_PACKS),
@@ -258,7 +294,6 @@ async fn execute(
         }),
     );
     let mut runner = tokio::spawn(run_tasks(Arc::clone(ctx), work));
-    let mut display = ProgressDisplay::new();
     let mut handle = |event: RunEvent, display: &mut ProgressDisplay| {
         if let RunEvent::TaskFinished { row } = &event {
             results.send((**row).clone());

@@ -11,6 +11,7 @@ use crate::checkout::{Checkout, GitError};
 use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::limits::ChildSetup;
 use crate::sandbox::{Confinement, NONE, Sandbox};
+use crate::task::TaskSpec;
 
 /// Tasks on the host.
 pub struct Host {
@@ -32,11 +33,14 @@ impl Environment for Host {
 
     fn enter<'a>(
         &'a self,
+        _task: &'a TaskSpec,
+        _epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
         let workspace: Box<dyn Workspace> = Box::new(HostWorkspace {
             checkout: checkout.clone(),
+            files: Files(checkout.clone()),
             sandbox: Arc::clone(&self.sandbox),
             child,
         });
@@ -46,22 +50,56 @@ impl Environment for Host {
 
 struct HostWorkspace {
     checkout: Checkout,
+    files: Files,
     sandbox: Arc<Sandbox>,
     child: ChildSetup,
 }
 
-impl HostWorkspace {
+/// What a workspace does to its working copy on the host: git operations
+/// (on blocking threads) and files. The container environment's too: its
+/// working copy is this checkout, bind-mounted.
+pub(super) struct Files(pub(super) Checkout);
+
+impl Files {
     /// Runs a git operation on a copy of the checkout, on a blocking thread.
     fn blocking<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Checkout) -> Result<T, GitError> + Send + 'static,
-    ) -> BoxFuture<'_, Result<T, GitError>> {
-        let checkout = self.checkout.clone();
+    ) -> BoxFuture<'static, Result<T, GitError>> {
+        let checkout = self.0.clone();
         Box::pin(async move {
             crate::blocking::spawn(move || job(&checkout))
                 .await
                 .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
         })
+    }
+
+    pub(super) fn diff(&self) -> BoxFuture<'static, Result<String, GitError>> {
+        self.blocking(Checkout::diff)
+    }
+
+    pub(super) fn restore(&self, patch: &str) -> BoxFuture<'static, Result<Vec<String>, GitError>> {
+        let patch = patch.to_owned();
+        self.blocking(move |checkout| checkout.restore(&patch))
+    }
+
+    pub(super) fn apply(&self, patch: &str) -> BoxFuture<'static, Result<(), GitError>> {
+        let patch = patch.to_owned();
+        self.blocking(move |checkout| checkout.apply(&patch))
+    }
+
+    pub(super) fn read(&self, relative: &Path) -> BoxFuture<'static, std::io::Result<Vec<u8>>> {
+        let path = self.0.dir.join(relative);
+        Box::pin(async move { tokio::fs::read(path).await })
+    }
+
+    pub(super) fn write(
+        &self,
+        relative: &Path,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'static, std::io::Result<()>> {
+        let path = self.0.dir.join(relative);
+        Box::pin(crate::blocking::write_file(path, bytes))
     }
 }
 
@@ -92,22 +130,23 @@ impl Workspace for HostWorkspace {
     }
 
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
-        self.blocking(Checkout::diff)
+        self.files.diff()
     }
 
     fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
-        let patch = patch.to_owned();
-        self.blocking(move |checkout| checkout.restore(&patch))
+        self.files.restore(patch)
     }
 
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-        let patch = patch.to_owned();
-        self.blocking(move |checkout| checkout.apply(&patch))
+        self.files.apply(patch)
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-        let path = self.checkout.dir.join(relative);
-        Box::pin(async move { tokio::fs::read(path).await })
+        self.files.read(relative)
+    }
+
+    fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
+        self.files.write(relative, bytes)
     }
 
     fn location(&self) -> String {

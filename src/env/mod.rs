@@ -1,7 +1,7 @@
 //! Where a task runs: the seam between the runner and the places a task's
-//! commands can run. Today the host, with or without bubblewrap
-//! ([`host`]); container images come in as other implementations, each in
-//! a file of its own plus one line in [`choose`].
+//! commands can run: the host, with or without bubblewrap ([`host`]), or a
+//! container per (task, epoch) from the task's image ([`container`]); each
+//! in a file of its own plus one line in [`choose`].
 //!
 //! An [`Environment`] is chosen once per run. For each (task, epoch) it
 //! makes a [`Workspace`] around the task's working copy, through which
@@ -11,6 +11,7 @@
 //! only these operations; `exec.rs` only spawns what an environment hands
 //! it.
 
+pub mod container;
 mod host;
 
 use std::future::Future;
@@ -23,7 +24,9 @@ use crate::checkout::{Checkout, GitError};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError};
 use crate::limits::ChildSetup;
 use crate::sandbox::Sandbox;
+use crate::task::TaskSpec;
 
+pub use container::Containers;
 pub use host::Host;
 
 /// A future an environment returns (boxed: environments are chosen at run
@@ -61,9 +64,18 @@ pub trait Environment: Send + Sync {
     /// starts (the task's cgroup, its rlimits).
     fn enter<'a>(
         &'a self,
+        task: &'a TaskSpec,
+        epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>>;
+
+    /// Removes what an earlier attempt of this run left behind when it was
+    /// killed (a container engine's containers labelled with the run);
+    /// how many. Called once at the start of a run, before any task.
+    fn sweep(&self) -> BoxFuture<'_, Result<usize, String>> {
+        Box::pin(async { Ok(0) })
+    }
 }
 
 /// One (task, epoch)'s working copy, where its commands run.
@@ -82,8 +94,20 @@ pub trait Workspace: Send + Sync {
     /// Applies `patch` strictly (no fuzz, no 3-way).
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>>;
 
+    /// The agent phase is over: the tests come next. A container
+    /// environment removes the agent's container (and all it left running)
+    /// and starts the tests' from the image, with the working copy as the
+    /// agent left it and the setup run again; the host has nothing to do.
+    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// A file of the working copy (a JUnit report, say), by relative path.
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>>;
+
+    /// Writes a file of the working copy, by relative path (a patch for
+    /// the harness's own commands to read where they run).
+    fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>>;
 
     /// Where the working copy is, for messages.
     fn location(&self) -> String;
@@ -92,9 +116,14 @@ pub trait Workspace: Send + Sync {
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>>;
 }
 
-/// The run's environment: the one registration point of every kind.
-pub fn choose(sandbox: &Sandbox) -> Arc<dyn Environment> {
-    Arc::new(Host::new(sandbox.clone()))
+/// The run's environment: the one registration point of every kind. A
+/// container engine when the probe found one (`--env podman|docker`), else
+/// the host under the run's sandbox.
+pub fn choose(sandbox: &Sandbox, container: Option<container::Settings>) -> Arc<dyn Environment> {
+    match container {
+        Some(settings) => Arc::new(Containers::new(settings)),
+        None => Arc::new(Host::new(sandbox.clone())),
+    }
 }
 
 /// Where a series of commands goes: a workspace, and the environment and

@@ -423,22 +423,38 @@ pub fn diff_of(repo: &Path, changes: &[(&str, &str)]) -> String {
 /// request is answered with one `bash` call running `plan[task][k]`, or, once
 /// the commands are used up, with a final text.
 pub fn scripted_agent(plan: &[(&str, &[&str])]) -> ScriptedServer {
-    scripted_agent_by(
-        plan.iter()
-            .map(|(id, commands)| {
-                (
-                    format!("Problem of task {id}."),
-                    commands.iter().map(|c| (*c).to_owned()).collect(),
-                )
-            })
-            .collect(),
-    )
+    scripted_agent_by(plan_of(plan))
+}
+
+fn plan_of(plan: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    plan.iter()
+        .map(|(id, commands)| {
+            (
+                format!("Problem of task {id}."),
+                commands.iter().map(|c| (*c).to_owned()).collect(),
+            )
+        })
+        .collect()
 }
 
 /// [`scripted_agent`] for any tasks: a request belongs to the first entry
 /// of `plan` whose text its user message contains.
 pub fn scripted_agent_by(plan: Vec<(String, Vec<String>)>) -> ScriptedServer {
-    ScriptedServer::start_with(move |request| {
+    ScriptedServer::start_with(scripted_handler_by(plan))
+}
+
+/// The handler of [`scripted_agent`], for a server that does more with
+/// each request.
+pub fn scripted_handler(
+    plan: &[(&str, &[&str])],
+) -> impl Fn(&super::server::Request) -> super::server::Reply + Send + Sync + 'static {
+    scripted_handler_by(plan_of(plan))
+}
+
+fn scripted_handler_by(
+    plan: Vec<(String, Vec<String>)>,
+) -> impl Fn(&super::server::Request) -> super::server::Reply + Send + Sync + 'static {
+    move |request: &super::server::Request| {
         let messages = request.body["messages"]
             .as_array()
             .cloned()
@@ -458,7 +474,7 @@ pub fn scripted_agent_by(plan: Vec<(String, Vec<String>)>) -> ScriptedServer {
             Some(command) => tool_calls_reply(&[(&format!("call-{answered}"), command)], 10, 5),
             None => text_reply("Done.", "stop", 10, 2),
         }
-    })
+    }
 }
 
 /// The tool messages the model was sent for `task`, in order, read from the

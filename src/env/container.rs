@@ -1,0 +1,550 @@
+//! Tasks in containers: one per (task, epoch), from the task's image,
+//! through the podman or docker command line (their words are the same for
+//! everything used here; only podman is tested, on the machines this
+//! project runs on).
+//!
+//! Why the CLI and not the Engine API: a `podman exec` costs about 0.2 s
+//! here, nearly all of it the engine's own work (conmon, runc), which the
+//! API would not save; the CLI needs no HTTP client, finds the engine the
+//! way the user's own commands do (`DOCKER_HOST`, contexts, rootless
+//! sockets), and gives exec's output on a pipe that `exec.rs` already
+//! reads, caps and times out.
+//!
+//! Owns the engine's probe at start (found, answering, every image there
+//! or pulled), the container's command line (no network unless
+//! `--allow-network`, memory, processes and CPUs capped, labels naming the
+//! run, task and epoch), each command through `exec` (the cleared
+//! environment, no API key), the kill of a timed-out command's processes
+//! inside the container, the fresh container the tests run in, and the
+//! sweep of containers a killed run left. The working copy is onebash's
+//! own leak-proof checkout on the host, bind-mounted at the task's
+//! workdir: the diff, restoring files and applying patches are the host's
+//! git operations on it (`host::Files`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::{BoxFuture, Command, Environment, Trust, Workspace, host};
+use crate::checkout::{Checkout, GitError};
+use crate::cli::{EnvKind, PullPolicy};
+use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
+use crate::limits::ChildSetup;
+use crate::task::TaskSpec;
+
+/// The variable that marks every process of one command inside the
+/// container, so that a timeout kills all of them, also those that left
+/// its process group or session.
+pub const COMMAND_MARK_VAR: &str = "ONEBASH_COMMAND";
+
+/// The label every container of a run carries: its value is the run id.
+pub const RUN_LABEL: &str = "onebash.run";
+
+/// A container engine that answered at start, with every image there.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    pub kind: EnvKind,
+    pub program: PathBuf,
+}
+
+impl Engine {
+    /// Finds the engine's program on PATH, checks that it answers, and
+    /// that every image is there, pulling as `pull` says (the pull's
+    /// progress on stderr). Synchronous: it runs before the async runtime.
+    /// Errors are whole messages with a hint: the run must not start.
+    pub fn probe(kind: EnvKind, images: &[String], pull: PullPolicy) -> Result<Engine, String> {
+        let name = kind.engine().unwrap_or("podman");
+        let program = find_on_path(name).ok_or_else(|| {
+            format!(
+                "--env {name}: `{name}` is not on PATH\nhint: install it (Debian: apt-get install {name}), or run with --env host"
+            )
+        })?;
+        let engine = Engine { kind, program };
+        engine.client(&["version"]).map_err(|err| {
+            format!(
+                "--env {name}: the engine does not answer: {err}\nhint: start it (or its socket) and check that you may use it: `{name} version` must work"
+            )
+        })?;
+        let mut unique: Vec<&String> = Vec::new();
+        for image in images {
+            if !unique.contains(&image) {
+                unique.push(image);
+            }
+        }
+        let missing: Vec<&String> = match pull {
+            PullPolicy::Always => unique.clone(),
+            PullPolicy::Never | PullPolicy::Missing => unique
+                .iter()
+                .copied()
+                .filter(|image| {
+                    engine
+                        .client(&["image", "inspect", image.as_str()])
+                        .is_err()
+                })
+                .collect(),
+        };
+        if missing.is_empty() {
+            return Ok(engine);
+        }
+        if pull == PullPolicy::Never {
+            let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+            return Err(format!(
+                "--env {name}: {} not in the engine's store: {}\nhint: build or pull {}, or run with --pull missing",
+                if missing.len() == 1 {
+                    "this image is"
+                } else {
+                    "these images are"
+                },
+                list.join(", "),
+                if missing.len() == 1 { "it" } else { "them" },
+            ));
+        }
+        for image in missing {
+            eprintln!("pulling {image}");
+            let args = [OsString::from("pull"), OsString::from(image)];
+            run_client(&engine.program, &args, true).map_err(|err| {
+                format!(
+                    "--env {name}: failed to pull the image {image}: {err}\nhint: check the image's name (--image renders it from the task), or build it here and run with --pull never"
+                )
+            })?;
+        }
+        Ok(engine)
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind.engine().unwrap_or("podman")
+    }
+
+    /// Runs the engine's client, blocking; its stdout.
+    fn client(&self, args: &[&str]) -> Result<String, String> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        run_client(&self.program, &args, false)
+            .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    /// [`Engine::client`] off the async workers, at the run's priority
+    /// (the client is short, and a task waits on it).
+    async fn client_async(&self, args: Vec<String>) -> Result<String, String> {
+        let engine = self.clone();
+        crate::blocking::urgent(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            engine.client(&args)
+        })
+        .await
+        .unwrap_or_else(|| Err("the thread running the engine's client failed".to_owned()))
+    }
+}
+
+/// A program on PATH, as a shell would find it.
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// What every container of a run shares.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub engine: Engine,
+    /// Names the run in the containers' labels: the same for a run folder
+    /// and its resumes, so a resume finds what a killed attempt left.
+    pub run_id: String,
+    /// `--allow-network`, for the agent's container (the tests' never).
+    pub network: bool,
+    pub memory_bytes: u64,
+    pub max_processes: u64,
+    pub max_file_size_bytes: u64,
+    pub cpus: Option<f64>,
+    /// `--workdir`: where the working copy goes in tasks that name none.
+    pub workdir: String,
+}
+
+/// Tasks in containers of one engine.
+pub struct Containers {
+    settings: Arc<Settings>,
+}
+
+impl Containers {
+    pub fn new(settings: Settings) -> Containers {
+        Containers {
+            settings: Arc::new(settings),
+        }
+    }
+}
+
+impl Environment for Containers {
+    fn name(&self) -> &'static str {
+        self.settings.engine.name()
+    }
+
+    fn enter<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        epoch: u32,
+        checkout: &'a Checkout,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
+        Box::pin(async move {
+            // Config checked that every task has an image before the run.
+            let image = task
+                .image
+                .clone()
+                .ok_or_else(|| format!("task {} has no image", task.id))?;
+            let workspace = ContainerWorkspace {
+                settings: Arc::clone(&self.settings),
+                image,
+                workdir: task
+                    .workdir
+                    .clone()
+                    .unwrap_or_else(|| self.settings.workdir.clone()),
+                labels: vec![
+                    format!("{RUN_LABEL}={}", self.settings.run_id),
+                    format!("onebash.task={}", task.id),
+                    format!("onebash.epoch={epoch}"),
+                ],
+                checkout: checkout.clone(),
+                files: host::Files(checkout.clone()),
+                child,
+                client_env: CommandEnv::engine_client(&format!(
+                    "{}-{}-{epoch}",
+                    self.settings.run_id, task.id
+                )),
+                container: Mutex::new(None),
+                setup: Mutex::new(Vec::new()),
+                agent_over: AtomicBool::new(false),
+            };
+            let id = workspace.start("agent", self.settings.network).await?;
+            *lock(&workspace.container) = Some(id);
+            Ok(Box::new(workspace) as Box<dyn Workspace>)
+        })
+    }
+
+    fn sweep(&self) -> BoxFuture<'_, Result<usize, String>> {
+        Box::pin(async move {
+            let engine = &self.settings.engine;
+            let filter = format!("label={RUN_LABEL}={}", self.settings.run_id);
+            let listed = engine
+                .client_async(vec![
+                    "ps".into(),
+                    "-a".into(),
+                    "-q".into(),
+                    "--filter".into(),
+                    filter,
+                ])
+                .await?;
+            let ids: Vec<String> = listed.split_whitespace().map(str::to_owned).collect();
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            let mut args = vec!["rm".to_owned(), "-f".to_owned()];
+            args.extend(ids.iter().cloned());
+            engine.client_async(args).await?;
+            Ok(ids.len())
+        })
+    }
+}
+
+/// A harness command run before the agent (the task's setup_command),
+/// run again in the tests' fresh container.
+struct SetupCommand {
+    script: String,
+    env: CommandEnv,
+    timeout: Duration,
+}
+
+struct ContainerWorkspace {
+    settings: Arc<Settings>,
+    image: String,
+    workdir: String,
+    labels: Vec<String>,
+    checkout: Checkout,
+    files: host::Files,
+    /// Limits of the engine's client on the host (the task's cgroup); the
+    /// container has its own.
+    child: ChildSetup,
+    client_env: CommandEnv,
+    /// The container commands go to: the agent's, then the tests'.
+    container: Mutex<Option<String>>,
+    setup: Mutex<Vec<SetupCommand>>,
+    /// Set once the agent phase ended: harness commands from then on (the
+    /// test patch's fallbacks) are not setup to run again.
+    agent_over: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ContainerWorkspace {
+    /// Starts a container from the task's image, detached, doing nothing
+    /// until it is removed; its id.
+    async fn start(&self, phase: &str, network: bool) -> Result<String, String> {
+        let settings = &self.settings;
+        let host_dir = self.checkout.dir.display().to_string();
+        if host_dir.contains(':') || host_dir.contains(',') {
+            return Err(format!(
+                "failed to start a container: the working copy's path {host_dir} holds `:` or `,`, which a bind mount cannot name\nhint: choose an --out or --workdirs path without them"
+            ));
+        }
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "-d".into(),
+            // Its one process, `sleep`, is PID 1 and ignores SIGTERM: a
+            // removal would wait 10 s for nothing.
+            "--stop-signal".into(),
+            "KILL".into(),
+        ];
+        for label in self
+            .labels
+            .iter()
+            .cloned()
+            .chain([format!("onebash.phase={phase}")])
+        {
+            args.push("--label".into());
+            args.push(label);
+        }
+        if !network {
+            args.push("--network".into());
+            args.push("none".into());
+        }
+        args.extend([
+            "--memory".into(),
+            settings.memory_bytes.to_string(),
+            "--memory-swap".into(),
+            settings.memory_bytes.to_string(),
+            "--pids-limit".into(),
+            settings.max_processes.to_string(),
+        ]);
+        if let Some(cpus) = settings.cpus {
+            args.extend(["--cpus".into(), cpus.to_string()]);
+        }
+        args.extend([
+            "-v".into(),
+            format!("{host_dir}:{}", self.workdir),
+            "-w".into(),
+            self.workdir.clone(),
+            "--entrypoint".into(),
+            "sleep".into(),
+            self.image.clone(),
+            "infinity".into(),
+        ]);
+        let id = settings
+            .engine
+            .client_async(args)
+            .await
+            .map_err(|err| format!("failed to start a container from {}: {err}", self.image))?;
+        // Some engines print warnings before the id on stdout: the id is
+        // the last line.
+        id.lines()
+            .last()
+            .map(str::to_owned)
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| format!("failed to start a container from {}: no id", self.image))
+    }
+
+    /// Removes the container commands go to now, if any.
+    async fn remove(&self) -> Result<(), String> {
+        let Some(id) = lock(&self.container).take() else {
+            return Ok(());
+        };
+        self.settings
+            .engine
+            .client_async(vec!["rm".into(), "-f".into(), id])
+            .await
+            .map(|_| ())
+    }
+
+    /// Kills every process in `container` that carries the command's mark.
+    async fn kill_marked(&self, container: &str, mark: &str) -> Result<(), String> {
+        self.settings
+            .engine
+            .client_async(vec![
+                "exec".into(),
+                container.to_owned(),
+                "bash".into(),
+                "-c".into(),
+                KILL_MARKED.into(),
+                "bash".into(),
+                format!("{COMMAND_MARK_VAR}={mark}"),
+            ])
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Kills, inside a container, every process whose environment holds `$1`
+/// (`ONEBASH_COMMAND=<mark>`), in rounds until none is found, so that a
+/// process forked meanwhile dies too. bash alone: images need not have
+/// `ps`, `pkill` or `grep`.
+const KILL_MARKED: &str = r#"for round in 1 2 3 4 5 6 7 8 9 10; do
+  found=0
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    [ "$pid" = "$$" ] && continue
+    while IFS= read -r -d '' var; do
+      if [ "$var" = "$1" ]; then kill -KILL "$pid" 2>/dev/null && found=1; break; fi
+    done 2>/dev/null < "$dir/environ"
+  done
+  [ "$found" = 0 ] && break
+  sleep 0.05
+done"#;
+
+/// Runs the command (`$1`) under a file-size limit of `ulimit -f` blocks,
+/// as `--max-file-size` asks: the engine's `--ulimit` is not used, since
+/// some hosts refuse the other limits it then sets.
+fn wrapper(max_file_size_bytes: u64) -> String {
+    let blocks = max_file_size_bytes.div_ceil(1024).max(1);
+    format!("ulimit -f {blocks} 2>/dev/null; exec bash -c \"$1\"")
+}
+
+/// Tells one command from another in the marks of their processes.
+static COMMANDS: AtomicU64 = AtomicU64::new(0);
+
+impl Workspace for ContainerWorkspace {
+    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+        Box::pin(async move {
+            let container = lock(&self.container).clone();
+            let spawn_error = |message: String| ExecError::Spawn {
+                program: self.settings.engine.name().to_owned(),
+                cwd: self.workdir.clone(),
+                source: std::io::Error::other(message),
+            };
+            let container = container.ok_or_else(|| spawn_error("no container".to_owned()))?;
+            let mark = format!(
+                "{}-{}",
+                std::process::id(),
+                COMMANDS.fetch_add(1, Ordering::Relaxed)
+            );
+            let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
+            for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
+                COMMAND_MARK_VAR.to_owned(),
+                mark.clone(),
+            ))) {
+                args.push("-e".into());
+                args.push(format!("{key}={value}").into());
+            }
+            args.extend([
+                OsString::from(&container),
+                "bash".into(),
+                "-c".into(),
+                wrapper(self.settings.max_file_size_bytes).into(),
+                "bash".into(),
+                command.script.into(),
+            ]);
+            let outcome = run_command(Spawn {
+                program: self.settings.engine.program.clone().into_os_string(),
+                args,
+                cwd: &self.checkout.dir,
+                env: &self.client_env,
+                child: &self.child,
+                timeout: command.timeout,
+            })
+            .await?;
+            if outcome.timed_out {
+                // Killing the client left the command running inside.
+                if let Err(err) = self.kill_marked(&container, &mark).await {
+                    return Err(spawn_error(format!(
+                        "the command timed out, and killing its processes in the container failed: {err}"
+                    )));
+                }
+            }
+            if command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
+                lock(&self.setup).push(SetupCommand {
+                    script: command.script.to_owned(),
+                    env: command.env.clone(),
+                    timeout: command.timeout,
+                });
+            }
+            Ok(outcome)
+        })
+    }
+
+    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.agent_over.store(true, Ordering::Relaxed);
+            // What the agent left running dies with its container; the tests
+            // get a fresh one from the image, as SWE-bench grades.
+            self.remove()
+                .await
+                .map_err(|err| format!("failed to remove the agent's container: {err}"))?;
+            let id = self.start("test", false).await?;
+            *lock(&self.container) = Some(id);
+            let setup: Vec<(String, CommandEnv, Duration)> = lock(&self.setup)
+                .iter()
+                .map(|c| (c.script.clone(), c.env.clone(), c.timeout))
+                .collect();
+            for (script, env, timeout) in &setup {
+                let outcome = self
+                    .run(Command {
+                        script,
+                        timeout: *timeout,
+                        env,
+                        trust: Trust::Harness,
+                    })
+                    .await
+                    .map_err(|err| format!("setup_command in the test container: {err}"))?;
+                if outcome.exit_code != 0 || outcome.timed_out {
+                    return Err(format!(
+                        "setup_command failed in the test container with exit code {}",
+                        outcome.exit_code
+                    ));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
+        self.files.diff()
+    }
+
+    fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
+        self.files.restore(patch)
+    }
+
+    fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
+        self.files.apply(patch)
+    }
+
+    fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
+        self.files.read(relative)
+    }
+
+    fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
+        self.files.write(relative, bytes)
+    }
+
+    fn location(&self) -> String {
+        let id = lock(&self.container).clone().unwrap_or_default();
+        let short: String = id.chars().take(12).collect();
+        format!("{}:{short}:{}", self.settings.engine.name(), self.workdir)
+    }
+
+    fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move {
+            let removed = self.remove().await;
+            if !keep {
+                crate::blocking::remove_dir(self.checkout.dir.clone()).await?;
+            }
+            removed.map_err(std::io::Error::other)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_size_limit_is_in_blocks_of_a_kib_rounded_up() {
+        assert!(wrapper(2048 * 1024 * 1024).starts_with("ulimit -f 2097152 "));
+        assert!(wrapper(1).starts_with("ulimit -f 1 "));
+    }
+}

@@ -1,0 +1,423 @@
+//! `--env podman`: tasks in a container per (task, epoch), from an image
+//! built on this machine by `scripts/test-images.sh` (no registry is
+//! reachable from here). Each test drives the real onebash against a
+//! scripted model and asks podman what exists; it is skipped with a line
+//! when podman or the image is missing, and fails then when `CI` is set
+//! (`.ci/run` installs podman and builds the image). Docker goes through
+//! the same code with other words of no command, but no docker engine
+//! runs here: only its missing and stopped engine are tested, with a
+//! stand-in client.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+
+use crate::support::harness::{
+    Fixture, onebash, scripted_agent, scripted_handler, task, tool_answers,
+};
+use crate::support::server::{ScriptedServer, text_reply};
+use crate::support::sync::{Latch, eventually};
+
+/// The image `scripts/test-images.sh` builds: Debian bookworm with python3
+/// and git.
+const IMAGE: &str = "onebash-test/base:bookworm";
+
+/// Whether podman and the test image are here, under `tool_present`'s rule.
+fn podman_ready() -> bool {
+    let image_there = Command::new("podman")
+        .args(["image", "exists", IMAGE])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    crate::support::harness::tool_present(
+        image_there,
+        &format!("podman with the image {IMAGE}"),
+        "install podman and run scripts/test-images.sh",
+    )
+}
+
+/// A task id no other test process uses: containers are labelled with it.
+fn unique_id(what: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{what}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The ids of every container, running or not, with `label` (`k=v`).
+fn containers_with(label: &str) -> Vec<String> {
+    let output = Command::new("podman")
+        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
+        .output()
+        .expect("podman ps");
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A repo with one file, and a task over it whose model is the scripted
+/// server.
+fn one_task(fixture: &Fixture, id: &str, test_command: &str) -> std::path::PathBuf {
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    fixture.tasks(&[task(id, &repo, &sha, test_command, json!({}))])
+}
+
+/// The flags of a run in podman, from the test image, against `server`.
+fn podman_args(server: &ScriptedServer) -> Vec<String> {
+    let url = server.base_url();
+    [
+        "--model",
+        "scripted",
+        "--base-url",
+        &url,
+        "--env",
+        "podman",
+        "--image",
+        IMAGE,
+        "--pull",
+        "never",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn run_in_podman(
+    fixture: &Fixture,
+    tasks: &Path,
+    server: &ScriptedServer,
+    extra: &[&str],
+) -> crate::support::harness::RunOutput {
+    let args = podman_args(server);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend_from_slice(extra);
+    // A key the commands must never see.
+    fixture.run_with_env(tasks, &args, &[("OPENAI_API_KEY", "sk-container-secret")])
+}
+
+/// The agent's commands run in the image (bookworm, not the host), in the
+/// working copy at /testbed, with no network, no API key, and the labels
+/// naming the run; what the agent writes in the working copy is in the
+/// diff; the tests run in a fresh container (what the agent wrote outside
+/// the working copy is gone) that sees the agent's change; nothing is left.
+#[test]
+fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let id = unique_id("c-end");
+    let tasks = one_task(
+        &fixture,
+        &id,
+        "grep -q bookworm /etc/os-release && grep -q from-the-agent made.txt && test ! -e /outside-workdir",
+    );
+    let commands = [
+        "grep PRETTY_NAME /etc/os-release; pwd",
+        "echo from-the-agent > made.txt && touch /outside-workdir && echo written",
+        "ls /sys/class/net; python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 5)' 2>&1 | tail -n 1",
+        "env",
+        "git status --short",
+    ];
+    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+    // While the agent works, its container exists: its labels are read
+    // then, at the request that follows the last command.
+    let labels = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = Arc::clone(&labels);
+    let task_label = format!("onebash.task={id}");
+    let scripted = scripted_handler(&plan);
+    let server = ScriptedServer::start_with(move |request| {
+        let answered = request.body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        if answered == commands.len() {
+            let output = Command::new("podman")
+                .args([
+                    "ps",
+                    "--filter",
+                    &format!("label={task_label}"),
+                    "--format",
+                    "{{json .Labels}}",
+                ])
+                .output()
+                .expect("podman ps");
+            *seen.lock().expect("lock") = String::from_utf8_lossy(&output.stdout).into_owned();
+        }
+        scripted(request)
+    });
+    let run = run_in_podman(&fixture, &tasks, &server, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let row = run.row(&id);
+    assert_eq!(row["status"], "passed", "{row:?}\n{}", run.stderr);
+
+    let answers = tool_answers(&server, &id);
+    assert_eq!(answers.len(), commands.len(), "{answers:?}");
+    assert!(answers[0].contains("bookworm"), "{}", answers[0]);
+    assert!(answers[0].contains("/testbed"), "{}", answers[0]);
+    assert!(answers[1].contains("written"), "{}", answers[1]);
+    // Only the loopback interface, and no route out.
+    let net = &answers[2];
+    assert!(net.contains("lo") && !net.contains("eth"), "{net}");
+    assert!(net.contains("Error"), "a connection went out: {net}");
+    assert!(
+        !answers[3].contains("sk-container-secret"),
+        "{}",
+        answers[3]
+    );
+    assert!(!answers[3].contains("OPENAI"), "{}", answers[3]);
+    assert!(answers[4].contains("made.txt"), "{}", answers[4]);
+
+    let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
+    assert!(
+        patch.contains("made.txt") && patch.contains("+from-the-agent"),
+        "{patch}"
+    );
+    assert!(!patch.contains("outside-workdir"), "{patch}");
+
+    let labels = labels.lock().expect("lock").clone();
+    for want in [
+        format!("\"onebash.task\":\"{id}\""),
+        "\"onebash.epoch\":\"1\"".to_owned(),
+        "\"onebash.run\":".to_owned(),
+        "\"onebash.phase\":\"agent\"".to_owned(),
+    ] {
+        assert!(labels.contains(&want), "{want} not in {labels}");
+    }
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
+            .expect("run.json is JSON");
+    assert_eq!(run_json["settings"]["sandbox_used"], "podman");
+    assert!(
+        containers_with(&format!("onebash.task={id}")).is_empty(),
+        "a container was left"
+    );
+}
+
+/// A command that forks sleepers (one of them in a session of its own)
+/// and outlives its timeout is killed with everything it started, inside
+/// the container: the next command finds none of them.
+#[test]
+fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let id = unique_id("c-timeout");
+    let tasks = one_task(&fixture, &id, "true");
+    let commands = [
+        "sleep 601 & setsid sleep 602 & (sleep 603 &); echo started; sleep 604",
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 60[1-4]' || true",
+    ];
+    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+    let server = scripted_agent(&plan);
+    // Long enough for the forks on any machine; the sleeps are far longer.
+    let run = run_in_podman(&fixture, &tasks, &server, &["--command-timeout", "10"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let answers = tool_answers(&server, &id);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers[0].contains("started"), "{}", answers[0]);
+    assert!(answers[0].contains("timed out"), "{}", answers[0]);
+    assert!(
+        answers[1].trim_start().starts_with("0\n"),
+        "sleepers left in the container: {}",
+        answers[1]
+    );
+    let command = &run.events(&id, "command")[0];
+    assert_eq!(command["timed_out"], true, "{command}");
+}
+
+/// onebash killed with SIGKILL leaves its container running; `--resume`
+/// of the same run folder removes it before any task starts, and the
+/// resumed run leaves none.
+#[test]
+fn kill_9_then_resume_leaves_no_container_of_the_run() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let id = unique_id("c-kill");
+    let tasks = one_task(&fixture, &id, "true");
+    let label = format!("onebash.task={id}");
+    // The first model call comes once the container is up: it is held
+    // there until onebash is dead.
+    let received = Latch::new();
+    let release = Latch::new();
+    let (opened, held) = (received.clone(), release.clone());
+    let server = ScriptedServer::start_with(move |_| {
+        opened.open();
+        held.wait();
+        text_reply("Done.", "stop", 10, 2)
+    });
+    let out = fixture.path("out");
+    let mut child = onebash()
+        .arg("run")
+        .arg(&tasks)
+        .arg("-o")
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(fixture.path("cache"))
+        .args(podman_args(&server))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start onebash");
+    assert!(received.wait(), "the model was never called");
+    assert_eq!(
+        containers_with(&label).len(),
+        1,
+        "no container while the agent works"
+    );
+    child.kill().expect("SIGKILL onebash");
+    child.wait().expect("reap onebash");
+    release.open();
+    assert_eq!(
+        containers_with(&label).len(),
+        1,
+        "the container should outlive a killed onebash (else this test proves nothing)"
+    );
+
+    let answering = ScriptedServer::start(vec![text_reply("Done.", "stop", 10, 2)]);
+    let mut args = podman_args(&answering);
+    args.push("--resume".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = fixture.run_into(&out, &tasks, &args, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row(&id)["status"], "passed");
+    assert!(
+        run.stderr
+            .contains("removed 1 containers an earlier attempt of this run left behind"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        eventually(|| containers_with(&label).is_empty()),
+        "containers of the run are left: {:?}",
+        containers_with(&label)
+    );
+}
+
+/// An image the engine does not have stops the run before any task, with
+/// exit code 2 and its name; with `--pull missing` the failed pull does.
+#[test]
+fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let id = unique_id("c-missing");
+    let tasks = one_task(&fixture, &id, "true");
+    // `localhost/` names no registry that answers: the pull fails at once.
+    let missing = "localhost/onebash-test/no-such-image:1";
+    for pull in ["never", "missing"] {
+        let out = fixture.path(&format!("out-{pull}"));
+        let run = fixture.run_into(
+            &out,
+            &tasks,
+            &[
+                "--model", "noop", "--env", "podman", "--image", missing, "--pull", pull,
+            ],
+            &[],
+        );
+        assert_eq!(run.code, 2, "--pull {pull}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(missing),
+            "--pull {pull}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("hint:"),
+            "--pull {pull}: {}",
+            run.stderr
+        );
+        assert!(
+            !out.join("results.csv").exists(),
+            "--pull {pull}: a task started"
+        );
+    }
+    // A task with no image at all is refused before the engine is asked.
+    let run = fixture.run_into(
+        &fixture.path("out-none"),
+        &tasks,
+        &["--model", "noop", "--env", "podman"],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&id) && run.stderr.contains("--image"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A missing engine and one that does not answer each stop the run with
+/// exit code 2 and one message. Both are made here with a PATH of our
+/// own: no engine at all, and a stand-in `docker` that fails as a client
+/// does when its daemon is down. Needs no podman.
+#[test]
+fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
+    let fixture = Fixture::new();
+    let tasks = one_task(&fixture, "t", "true");
+    let bin = fixture.path("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir bin");
+    let path = bin.display().to_string();
+    let run = fixture.run_into(
+        &fixture.path("out-missing"),
+        &tasks,
+        &[
+            "--model",
+            "noop",
+            "--env",
+            "podman",
+            "--image",
+            "example/image:1",
+        ],
+        &[("PATH", &path)],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("`podman` is not on PATH") && run.stderr.contains("hint:"),
+        "{}",
+        run.stderr
+    );
+
+    let docker = bin.join("docker");
+    std::fs::write(
+        &docker,
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n",
+    )
+    .expect("write docker");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let run = fixture.run_into(
+        &fixture.path("out-down"),
+        &tasks,
+        &[
+            "--model",
+            "noop",
+            "--env",
+            "docker",
+            "--image",
+            "example/image:1",
+        ],
+        &[("PATH", &path)],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the engine does not answer")
+            && run.stderr.contains("Is the docker daemon running?"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
+    assert!(
+        !fixture.path("out-down").exists(),
+        "the run folder was made"
+    );
+}
