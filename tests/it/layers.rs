@@ -99,6 +99,29 @@ fn crate_paths(code: &str) -> Vec<String> {
     paths
 }
 
+/// The members of each `use` statement that starts with `start` (`pub use
+/// `, `use crate::`), groups expanded, each as its path after `start` and
+/// the name it is used under (its last part, or its `as` name).
+fn use_members(code: &str, start: &str) -> Vec<(String, String)> {
+    let mut members = Vec::new();
+    for (at, _) in code.match_indices(start) {
+        if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &code[at + start.len()..];
+        let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
+        for member in expand(statement) {
+            let (path, alias) = match member.split_once(" as ") {
+                Some((path, alias)) => (path.trim(), Some(alias.trim())),
+                None => (member.as_str(), None),
+            };
+            let name = alias.unwrap_or(path.rsplit("::").next().unwrap_or(path));
+            members.push((path.to_owned(), name.to_owned()));
+        }
+    }
+    members
+}
+
 /// What the folder module `name` re-exports from the files below it
 /// (`pub use model::ModelClient;`): each item's name and its file.
 fn reexports(
@@ -107,20 +130,11 @@ fn reexports(
     modules: &BTreeMap<String, PathBuf>,
 ) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
-    for (at, _) in code.match_indices("pub use ") {
-        let rest = &code[at + "pub use ".len()..];
-        let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
-        for path in expand(statement) {
-            let (path, alias) = match path.split_once(" as ") {
-                Some((path, alias)) => (path.trim(), Some(alias.trim())),
-                None => (path.as_str(), None),
-            };
-            let parts: Vec<&str> = path.split("::").collect();
-            let child = format!("{name}/{}", parts[0]);
-            if parts.len() > 1 && modules.contains_key(&child) {
-                let item = alias.unwrap_or(parts[parts.len() - 1]);
-                found.insert(item.to_owned(), child);
-            }
+    for (path, item) in use_members(code, "pub use ") {
+        let parts: Vec<&str> = path.split("::").collect();
+        let child = format!("{name}/{}", parts[0]);
+        if parts.len() > 1 && modules.contains_key(&child) {
+            found.insert(item, child);
         }
     }
     found
@@ -149,25 +163,11 @@ fn target(
 /// report}`, `use crate::a::b::{self, C}`), each by the name it is used
 /// under, with its path (`html` -> `commands::html`).
 fn modules_by_name(code: &str, modules: &BTreeMap<String, PathBuf>) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
-    for (at, _) in code.match_indices("use crate::") {
-        if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let rest = &code[at + "use crate::".len()..];
-        let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
-        for member in expand(statement) {
-            let (path, alias) = match member.split_once(" as ") {
-                Some((path, alias)) => (path.trim(), Some(alias.trim())),
-                None => (member.as_str(), None),
-            };
-            if modules.contains_key(&path.replace("::", "/")) {
-                let name = alias.unwrap_or(path.rsplit("::").next().unwrap_or(path));
-                found.insert(name.to_owned(), path.to_owned());
-            }
-        }
-    }
-    found
+    use_members(code, "use crate::")
+        .into_iter()
+        .filter(|(path, _)| modules.contains_key(&path.replace("::", "/")))
+        .map(|(path, name)| (name, path))
+        .collect()
 }
 
 /// The `crate::` paths a file reaches through the modules it imports by
@@ -318,24 +318,35 @@ fn the_shared_types_import_nothing_of_the_crate() {
     );
 }
 
+/// A source tree of these modules, where `folder` re-exports what `code`
+/// says, for the resolver's tests.
+fn sample_tree(
+    modules: &[&str],
+    folder: &str,
+    code: &str,
+) -> (
+    BTreeMap<String, PathBuf>,
+    BTreeMap<String, BTreeMap<String, String>>,
+) {
+    let modules: BTreeMap<String, PathBuf> = modules
+        .iter()
+        .map(|m| ((*m).to_owned(), PathBuf::new()))
+        .collect();
+    let reexported = BTreeMap::from([(folder.to_owned(), reexports(folder, code, &modules))]);
+    (modules, reexported)
+}
+
 #[test]
 fn a_use_group_and_a_reexport_name_each_file() {
     assert_eq!(
         crate_paths("use crate::agent::{anthropic, openai::{self, Client as C}};\n"),
         ["agent::anthropic", "agent::openai", "agent::openai::Client"]
     );
-    let modules: BTreeMap<String, PathBuf> = ["agent", "agent/model", "agent/run"]
-        .into_iter()
-        .map(|m| (m.to_owned(), PathBuf::new()))
-        .collect();
-    let reexported = BTreeMap::from([(
-        "agent".to_owned(),
-        reexports(
-            "agent",
-            "pub use model::ModelClient;\npub use run::{run_agent, Limits as L};\n",
-            &modules,
-        ),
-    )]);
+    let (modules, reexported) = sample_tree(
+        &["agent", "agent/model", "agent/run"],
+        "agent",
+        "pub use model::ModelClient;\npub use run::{run_agent, Limits as L};\n",
+    );
     let file = |path| target(path, &modules, &reexported);
     assert_eq!(file("agent::ModelClient").as_deref(), Some("agent/model"));
     assert_eq!(file("agent::L").as_deref(), Some("agent/run"));
@@ -346,27 +357,20 @@ fn a_use_group_and_a_reexport_name_each_file() {
 
 #[test]
 fn a_module_imported_by_name_names_the_files_its_uses_come_from() {
-    let modules: BTreeMap<String, PathBuf> = [
-        "commands",
-        "commands/html",
-        "commands/html/compare",
-        "commands/html/report",
-        "commands/html/transcript",
-        "commands/report",
-        "commands/show",
-        "results",
-    ]
-    .into_iter()
-    .map(|m| (m.to_owned(), PathBuf::new()))
-    .collect();
-    let reexported = BTreeMap::from([(
-        "commands/html".to_owned(),
-        reexports(
+    let (modules, reexported) = sample_tree(
+        &[
+            "commands",
             "commands/html",
-            "pub use compare::compare_page;\npub use report::{report_page, write_report};\n",
-            &modules,
-        ),
-    )]);
+            "commands/html/compare",
+            "commands/html/report",
+            "commands/html/transcript",
+            "commands/report",
+            "commands/show",
+            "results",
+        ],
+        "commands/html",
+        "pub use compare::compare_page;\npub use report::{report_page, write_report};\n",
+    );
     let deps = |code| {
         dependencies("commands/output", code, &modules, &reexported)
             .into_iter()
