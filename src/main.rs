@@ -60,7 +60,7 @@ fn main() {
             }
         }
         Command::Report(args) => {
-            match onebash::commands::report::report(&args.run, args.format, args.output.as_deref())
+            match onebash::commands::output::report(&args.run, args.format, args.output.as_deref())
             {
                 Ok(text) => {
                     print!("{text}");
@@ -73,7 +73,7 @@ fn main() {
             }
         }
         Command::Compare(args) => {
-            match onebash::commands::compare::compare(
+            match onebash::commands::output::compare(
                 &args.run_a,
                 &args.run_b,
                 args.format,

@@ -3,16 +3,17 @@
 //! (task, epoch). The 2x2 table, the exact McNemar p-value, the difference
 //! in pass rate with Newcombe's paired 95% interval, per-pair differences in
 //! tokens, turns, time and cost, and the tasks that flipped each way.
-//! Plain synchronous code over the two results.csv files.
+//! Plain synchronous code over the two results.csv files. It builds the
+//! comparison and renders it as text; `commands::output` chooses the
+//! format and `commands::html` draws the page, so this file imports
+//! neither.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::commands::html;
-use crate::commands::report::{Format, write_output};
-use crate::results::{ResultRow, RunFolder, Status, read_rows};
+use crate::results::{ResultRow, Status};
 use crate::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 
 #[derive(Debug, Serialize)]
@@ -52,35 +53,6 @@ pub struct Delta {
     pub mean: f64,
     pub median: f64,
     pub pairs: usize,
-}
-
-/// The comparison in `format`: returned as text to print, or, with
-/// `output` (always for html, default `compare.html` in the current
-/// folder), written to a file whose path is returned.
-pub fn compare(
-    run_a: &Path,
-    run_b: &Path,
-    format: Format,
-    output: Option<&Path>,
-) -> Result<String, String> {
-    let a = read_rows(&RunFolder::open(run_a)?.results_csv())?.rows;
-    let b = read_rows(&RunFolder::open(run_b)?.results_csv())?.rows;
-    let comparison = build(run_a, &a, run_b, &b);
-    let text = match format {
-        Format::Json => {
-            serde_json::to_string_pretty(&comparison).map_err(|e| e.to_string())? + "\n"
-        }
-        Format::Text => render(&comparison, false),
-        Format::Markdown => render(&comparison, true),
-        Format::Html => {
-            let page = output.map_or_else(html::default_compare_page, Path::to_owned);
-            return write_output(&page, &html::compare_page(&comparison));
-        }
-    };
-    match output {
-        Some(path) => write_output(path, &text),
-        None => Ok(text),
-    }
 }
 
 fn label(rows: &[ResultRow], run: &Path) -> String {
@@ -202,7 +174,8 @@ fn signed_percent_points(x: f64) -> String {
     format!("{:+.1} pp", 100.0 * x)
 }
 
-fn render(c: &Comparison, markdown: bool) -> String {
+/// The comparison as text, or as markdown.
+pub fn render(c: &Comparison, markdown: bool) -> String {
     let mut out = String::new();
     let mut line = |text: String| {
         out.push_str(&text);

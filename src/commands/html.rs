@@ -11,7 +11,8 @@
 //! anything else. All text from the run (task ids, model text, command
 //! output) goes through [`escape`]. What the pages say is computed in
 //! `commands::report`, `commands::compare` and `commands::show`; these
-//! files only lay it out and write the files.
+//! files only lay it out and write the files. `commands::output`, not
+//! those command files, calls them for `--format html`.
 
 use std::path::Path;
 

@@ -4,20 +4,18 @@
 //! per passed row), pass@k / pass^k when there are several epochs, and
 //! the rows whose commands probed the repo's history (`history_probes`),
 //! listing those that passed with the kinds from their trajectories.
-//! Plain synchronous code over results.csv and run.json.
+//! Plain synchronous code over results.csv and run.json. It builds the
+//! report and renders it as text; `commands::output` chooses the format
+//! and `commands::html` draws the page, so this file imports neither.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::Serialize;
 
-use crate::commands::html;
 use crate::manifest::RunManifest;
-use crate::results::{ResultRow, RunFolder, Status, read_rows};
+use crate::results::{ResultRow, RunFolder, Status};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
 use crate::trajectory::{Event, read_trajectory};
-
-pub use crate::cli::Format;
 
 /// Everything the report says, also its JSON form.
 #[derive(Debug, Serialize)]
@@ -89,39 +87,6 @@ pub struct PassAtK {
     pub pass_at_k: f64,
     pub pass_hat_k: f64,
     pub tasks: usize,
-}
-
-/// The report in `format`: returned as text to print, or, with `output`
-/// (always for html, default `RUN_DIR/report.html`, transcript pages in
-/// `transcripts/` next to it), written to a file whose path is returned.
-pub fn report(run: &Path, format: Format, output: Option<&Path>) -> Result<String, String> {
-    let folder = RunFolder::open(run)?;
-    let read = read_rows(&folder.results_csv())?;
-    // run.json only names the model of a run without rows: a report of the
-    // rows does not need it to read.
-    let manifest = crate::manifest::RunManifest::read(&folder).ok();
-    let report = build(&folder, &read.rows, manifest.as_ref());
-    let text = match format {
-        Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
-        Format::Text => render(&report, false),
-        Format::Markdown => render(&report, true),
-        Format::Html => {
-            let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
-            html::write_report(&report, &read.rows, &folder, &page)?;
-            return Ok(format!("{}\n", page.display()));
-        }
-    };
-    match output {
-        Some(path) => write_output(path, &text),
-        None => Ok(text),
-    }
-}
-
-/// Writes what a command would print to `path`; returns the line to print
-/// instead: the path.
-pub(crate) fn write_output(path: &Path, text: &str) -> Result<String, String> {
-    html::write_file(path, text)?;
-    Ok(format!("{}\n", path.display()))
 }
 
 pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>) -> Report {
@@ -299,7 +264,8 @@ pub const MEASURES: &[(&str, MeasureOf, usize)] = &[
     ("cost USD", |m| m.cost_usd, 4),
 ];
 
-fn render(r: &Report, markdown: bool) -> String {
+/// The report as text, or as markdown.
+pub fn render(r: &Report, markdown: bool) -> String {
     let mut out = String::new();
     let line = |out: &mut String, text: String| {
         out.push_str(&text);
@@ -512,6 +478,8 @@ fn render_table(header: &[&str], rows: &[Vec<String>], markdown: bool) -> String
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::agent::types::ExitReason;
     use crate::task::TaskId;

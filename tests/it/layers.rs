@@ -7,8 +7,11 @@
 //! and an item a folder module re-exports from a file below it
 //! (`pub use model::ModelClient` in `agent/mod.rs`) names that file, so
 //! importing through a re-export is no way around a cycle. A module
-//! imported by name and used as `html::write_report` counts as its
-//! folder module only.
+//! imported by name (`use crate::commands::html;`, a member of a group, a
+//! `self` or an `as`) is followed through its uses: `html::write_report`
+//! is `crate::commands::html::write_report`, resolved as above
+//! (`commands/html/report.rs`, which `commands/html.rs` re-exports it
+//! from).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -96,6 +99,29 @@ fn crate_paths(code: &str) -> Vec<String> {
     paths
 }
 
+/// The members of each `use` statement that starts with `start` (`pub use
+/// `, `use crate::`), groups expanded, each as its path after `start` and
+/// the name it is used under (its last part, or its `as` name).
+fn use_members(code: &str, start: &str) -> Vec<(String, String)> {
+    let mut members = Vec::new();
+    for (at, _) in code.match_indices(start) {
+        if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &code[at + start.len()..];
+        let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
+        for member in expand(statement) {
+            let (path, alias) = match member.split_once(" as ") {
+                Some((path, alias)) => (path.trim(), Some(alias.trim())),
+                None => (member.as_str(), None),
+            };
+            let name = alias.unwrap_or(path.rsplit("::").next().unwrap_or(path));
+            members.push((path.to_owned(), name.to_owned()));
+        }
+    }
+    members
+}
+
 /// What the folder module `name` re-exports from the files below it
 /// (`pub use model::ModelClient;`): each item's name and its file.
 fn reexports(
@@ -104,20 +130,11 @@ fn reexports(
     modules: &BTreeMap<String, PathBuf>,
 ) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
-    for (at, _) in code.match_indices("pub use ") {
-        let rest = &code[at + "pub use ".len()..];
-        let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
-        for path in expand(statement) {
-            let (path, alias) = match path.split_once(" as ") {
-                Some((path, alias)) => (path.trim(), Some(alias.trim())),
-                None => (path.as_str(), None),
-            };
-            let parts: Vec<&str> = path.split("::").collect();
-            let child = format!("{name}/{}", parts[0]);
-            if parts.len() > 1 && modules.contains_key(&child) {
-                let item = alias.unwrap_or(parts[parts.len() - 1]);
-                found.insert(item.to_owned(), child);
-            }
+    for (path, item) in use_members(code, "pub use ") {
+        let parts: Vec<&str> = path.split("::").collect();
+        let child = format!("{name}/{}", parts[0]);
+        if parts.len() > 1 && modules.contains_key(&child) {
+            found.insert(item, child);
         }
     }
     found
@@ -141,8 +158,62 @@ fn target(
     Some(through.cloned().unwrap_or(module))
 }
 
-/// Each file's dependencies on other files (not on its own submodules),
-/// outside its tests.
+/// The modules a file's `use crate::` statements bring in by name
+/// (`use crate::commands::html;`, `html` in `use crate::commands::{html,
+/// report}`, `use crate::a::b::{self, C}`), each by the name it is used
+/// under, with its path (`html` -> `commands::html`).
+fn modules_by_name(code: &str, modules: &BTreeMap<String, PathBuf>) -> BTreeMap<String, String> {
+    use_members(code, "use crate::")
+        .into_iter()
+        .filter(|(path, _)| modules.contains_key(&path.replace("::", "/")))
+        .map(|(path, name)| (name, path))
+        .collect()
+}
+
+/// The `crate::` paths a file reaches through the modules it imports by
+/// name: each use `html::write_report` of `use crate::commands::html;`
+/// is `commands::html::write_report`, for [`target`] to resolve like any
+/// other path. A `html::` that ends a longer path (`crate::commands::html::`,
+/// `x::html::`) is not one.
+fn uses_by_name(code: &str, modules: &BTreeMap<String, PathBuf>) -> Vec<String> {
+    let mut paths = Vec::new();
+    for (name, path) in modules_by_name(code, modules) {
+        let prefix = format!("{name}::");
+        for (at, _) in code.match_indices(&prefix) {
+            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let rest = &code[at + prefix.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            let item = rest[..end].trim_end_matches(':');
+            if !item.is_empty() {
+                paths.push(format!("{path}::{item}"));
+            }
+        }
+    }
+    paths
+}
+
+/// The files the file `name` depends on (not itself, not its own
+/// submodules): its `crate::` paths and its uses of modules it imports by
+/// name, each resolved by [`target`].
+fn dependencies(
+    name: &str,
+    code: &str,
+    modules: &BTreeMap<String, PathBuf>,
+    reexported: &BTreeMap<String, BTreeMap<String, String>>,
+) -> BTreeSet<String> {
+    crate_paths(code)
+        .into_iter()
+        .chain(uses_by_name(code, modules))
+        .filter_map(|path| target(&path, modules, reexported))
+        .filter(|dep| dep != name && !dep.starts_with(&format!("{name}/")))
+        .collect()
+}
+
+/// Each file's dependencies on other files, outside its tests.
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = BTreeMap::new();
@@ -159,20 +230,12 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         .iter()
         .map(|(name, code)| ((*name).clone(), reexports(name, code, &found)))
         .collect();
-    let mut edges = BTreeMap::new();
-    for (name, code) in &code {
-        let mut deps = BTreeSet::new();
-        for path in crate_paths(code) {
-            if let Some(dep) = target(&path, &found, &reexported)
-                && dep != **name
-                && !dep.starts_with(&format!("{name}/"))
-            {
-                deps.insert(dep);
-            }
-        }
-        edges.insert((*name).clone(), deps);
-    }
-    edges
+    code.iter()
+        .map(|(name, code)| {
+            let deps = dependencies(name, code, &found, &reexported);
+            ((*name).clone(), deps)
+        })
+        .collect()
 }
 
 /// The strongly connected components of more than one file (Tarjan).
@@ -255,30 +318,95 @@ fn the_shared_types_import_nothing_of_the_crate() {
     );
 }
 
+/// A source tree of these modules, where `folder` re-exports what `code`
+/// says, for the resolver's tests.
+fn sample_tree(
+    modules: &[&str],
+    folder: &str,
+    code: &str,
+) -> (
+    BTreeMap<String, PathBuf>,
+    BTreeMap<String, BTreeMap<String, String>>,
+) {
+    let modules: BTreeMap<String, PathBuf> = modules
+        .iter()
+        .map(|m| ((*m).to_owned(), PathBuf::new()))
+        .collect();
+    let reexported = BTreeMap::from([(folder.to_owned(), reexports(folder, code, &modules))]);
+    (modules, reexported)
+}
+
 #[test]
 fn a_use_group_and_a_reexport_name_each_file() {
     assert_eq!(
         crate_paths("use crate::agent::{anthropic, openai::{self, Client as C}};\n"),
         ["agent::anthropic", "agent::openai", "agent::openai::Client"]
     );
-    let modules: BTreeMap<String, PathBuf> = ["agent", "agent/model", "agent/run"]
-        .into_iter()
-        .map(|m| (m.to_owned(), PathBuf::new()))
-        .collect();
-    let reexported = BTreeMap::from([(
-        "agent".to_owned(),
-        reexports(
-            "agent",
-            "pub use model::ModelClient;\npub use run::{run_agent, Limits as L};\n",
-            &modules,
-        ),
-    )]);
+    let (modules, reexported) = sample_tree(
+        &["agent", "agent/model", "agent/run"],
+        "agent",
+        "pub use model::ModelClient;\npub use run::{run_agent, Limits as L};\n",
+    );
     let file = |path| target(path, &modules, &reexported);
     assert_eq!(file("agent::ModelClient").as_deref(), Some("agent/model"));
     assert_eq!(file("agent::L").as_deref(), Some("agent/run"));
     assert_eq!(file("agent::run_agent").as_deref(), Some("agent/run"));
     assert_eq!(file("agent::model::X").as_deref(), Some("agent/model"));
     assert_eq!(file("agent::Other").as_deref(), Some("agent"));
+}
+
+#[test]
+fn a_module_imported_by_name_names_the_files_its_uses_come_from() {
+    let (modules, reexported) = sample_tree(
+        &[
+            "commands",
+            "commands/html",
+            "commands/html/compare",
+            "commands/html/report",
+            "commands/html/transcript",
+            "commands/report",
+            "commands/show",
+            "results",
+        ],
+        "commands/html",
+        "pub use compare::compare_page;\npub use report::{report_page, write_report};\n",
+    );
+    let deps = |code| {
+        dependencies("commands/output", code, &modules, &reexported)
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    // By name alone, each form: a whole path, a group member, `self`, `as`.
+    assert_eq!(
+        deps("use crate::commands::html;\nfn f() { html::write_report(); }\n"),
+        ["commands/html", "commands/html/report"]
+    );
+    assert_eq!(
+        deps("use crate::commands::{html, show};\nfn f() { html::compare_page(); }\n"),
+        ["commands/html", "commands/html/compare", "commands/show"]
+    );
+    assert_eq!(
+        deps("use crate::commands::html::{self, escape};\nfn f() { html::report_page() }\n"),
+        ["commands/html", "commands/html/report"]
+    );
+    assert_eq!(
+        deps("use crate::commands::html as pages;\nfn f() { pages::write_report() }\n"),
+        ["commands/html", "commands/html/report"]
+    );
+    // A submodule by its path, an item the module defines itself, and a
+    // name that only ends a longer path (not this import's).
+    assert_eq!(
+        deps(
+            "use crate::commands::html;\n\
+             fn f() { html::transcript::page(); html::escape(); other::html::compare_page(); }\n"
+        ),
+        ["commands/html", "commands/html/transcript"]
+    );
+    // A name that is no module is not followed: `Status` is a type.
+    assert_eq!(
+        deps("use crate::results::Status;\nfn f() { Status::Passed; }\n"),
+        ["results"]
+    );
 }
 
 #[test]

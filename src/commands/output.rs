@@ -1,0 +1,81 @@
+//! `--format` and `--output` of `report` and `compare`: the one place that
+//! chooses how a report or a comparison is given. JSON is the type as
+//! serde writes it; text and markdown are the command file's `render`
+//! (`commands::report`, `commands::compare`); html is the page writers'
+//! (`commands::html`). With `--output` (always for html) the result goes
+//! to a file and the path is what is printed.
+//!
+//! It sits above both sides so that neither imports the other's way up:
+//! the page writers import the report and the comparison they lay out, and
+//! the command files, which only compute and render text, never import the
+//! pages (`tests/it/layers.rs`).
+
+use std::path::Path;
+
+use crate::cli::Format;
+use crate::commands::{compare, html, report};
+use crate::manifest::RunManifest;
+use crate::results::{RunFolder, read_rows};
+
+/// `onebash report`: the report in `format`, returned as text to print,
+/// or, with `output` (always for html, default `RUN_DIR/report.html`,
+/// transcript pages in `transcripts/` next to it), written to a file
+/// whose path is returned.
+pub fn report(run: &Path, format: Format, output: Option<&Path>) -> Result<String, String> {
+    let folder = RunFolder::open(run)?;
+    let read = read_rows(&folder.results_csv())?;
+    // run.json only names the model of a run without rows: a report of the
+    // rows does not need it to read.
+    let manifest = RunManifest::read(&folder).ok();
+    let report = report::build(&folder, &read.rows, manifest.as_ref());
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        Format::Text => report::render(&report, false),
+        Format::Markdown => report::render(&report, true),
+        Format::Html => {
+            let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
+            html::write_report(&report, &read.rows, &folder, &page)?;
+            return Ok(format!("{}\n", page.display()));
+        }
+    };
+    match output {
+        Some(path) => write_output(path, &text),
+        None => Ok(text),
+    }
+}
+
+/// `onebash compare`: the comparison in `format`, returned as text to
+/// print, or, with `output` (always for html, default `compare.html` in
+/// the current folder), written to a file whose path is returned.
+pub fn compare(
+    run_a: &Path,
+    run_b: &Path,
+    format: Format,
+    output: Option<&Path>,
+) -> Result<String, String> {
+    let a = read_rows(&RunFolder::open(run_a)?.results_csv())?.rows;
+    let b = read_rows(&RunFolder::open(run_b)?.results_csv())?.rows;
+    let comparison = compare::build(run_a, &a, run_b, &b);
+    let text = match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&comparison).map_err(|e| e.to_string())? + "\n"
+        }
+        Format::Text => compare::render(&comparison, false),
+        Format::Markdown => compare::render(&comparison, true),
+        Format::Html => {
+            let page = output.map_or_else(html::default_compare_page, Path::to_owned);
+            return write_output(&page, &html::compare_page(&comparison));
+        }
+    };
+    match output {
+        Some(path) => write_output(path, &text),
+        None => Ok(text),
+    }
+}
+
+/// Writes what a command would print to `path`; returns the line to print
+/// instead: the path.
+fn write_output(path: &Path, text: &str) -> Result<String, String> {
+    html::write_file(path, text)?;
+    Ok(format!("{}\n", path.display()))
+}
