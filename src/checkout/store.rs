@@ -145,16 +145,17 @@ impl StoreDir {
         &self,
         mirror: &Path,
         name: &str,
-        entries: Option<u64>,
+        stored: Option<(u64, &Repository)>,
         dir: &Path,
     ) -> Result<String, String> {
         std::fs::create_dir_all(dir)
             .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
-        if let Some(entries) = entries
-            && let Ok(Some(fixed)) = self.fix_again(mirror, name, entries, dir)
+        if let Some((entries, repo)) = stored
+            && let Ok(Some(fixed)) = self.fix_again(repo, name, entries, dir)
         {
             return Ok(fixed);
         }
+        let entries = stored.map(|(entries, _)| entries);
         let thin = self.pack(name, "pack");
         let bytes =
             std::fs::read(&thin).map_err(|err| format!("cannot read {}: {err}", thin.display()))?;
@@ -194,7 +195,7 @@ impl StoreDir {
     /// a store of an older onebash) or lists other than `entries` objects.
     fn fix_again(
         &self,
-        mirror: &Path,
+        repo: &Repository,
         name: &str,
         entries: u64,
         dir: &Path,
@@ -207,9 +208,7 @@ impl StoreDir {
         {
             return Ok(None);
         }
-        let git = |err: git2::Error| err.message().to_owned();
-        let repo = Repository::open_bare(mirror).map_err(git)?;
-        let odb = repo.odb().map_err(git)?;
+        let odb = repo.odb().map_err(|err| err.message().to_owned())?;
         let partial = partial_pack(dir, name);
         let partial_idx = partial.with_extension("idx");
         let trailer = thin::fix(&thin, &bases, &odb, &partial)?;
@@ -218,9 +217,11 @@ impl StoreDir {
             return Ok(None);
         }
         let fixed = format!("pack-{}", hex(&trailer));
-        let moved = std::fs::copy(&stored_idx, &partial_idx)
+        // A link where it can be (no new file to make), else a copy.
+        let moved = std::fs::hard_link(&stored_idx, &partial_idx)
+            .or_else(|_| std::fs::copy(&stored_idx, &partial_idx).map(drop))
             .map_err(|err| format!("cannot copy {}: {err}", stored_idx.display()))
-            .and_then(|_| move_pack(&partial, &partial_idx, dir, &fixed));
+            .and_then(|()| move_pack(&partial, &partial_idx, dir, &fixed));
         if let Err(err) = moved {
             let _ = std::fs::remove_file(&partial);
             let _ = std::fs::remove_file(&partial_idx);
@@ -745,6 +746,10 @@ fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
 #[derive(Default)]
 pub struct FixedPacks {
     fixed: Mutex<HashMap<PathBuf, Arc<Mutex<Option<String>>>>>,
+    /// Each mirror opened once for the run's fixes, which read their bases
+    /// from it: its pack indexes and libgit2's cache of delta bases are
+    /// kept from one fix to the next (a fix at a time per mirror).
+    mirrors: Mutex<HashMap<PathBuf, Arc<Mutex<Repository>>>>,
 }
 
 impl FixedPacks {
@@ -771,9 +776,23 @@ impl FixedPacks {
         if let Some(done) = fixed.as_ref() {
             return Ok(done.clone());
         }
-        let done = stores.fix_thin(mirror, name, Some(*entries), dir)?;
+        let repo = self.mirror(mirror)?;
+        let repo = repo.lock().unwrap_or_else(|e| e.into_inner());
+        let done = stores.fix_thin(mirror, name, Some((*entries, &repo)), dir)?;
         *fixed = Some(done.clone());
         Ok(done)
+    }
+
+    /// The mirror at `path`, opened by the first fix that reads it.
+    fn mirror(&self, path: &Path) -> Result<Arc<Mutex<Repository>>, String> {
+        let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(repo) = mirrors.get(path) {
+            return Ok(Arc::clone(repo));
+        }
+        let repo = Repository::open_bare(path).map_err(|err| err.message().to_owned())?;
+        let repo = Arc::new(Mutex::new(repo));
+        mirrors.insert(path.to_owned(), Arc::clone(&repo));
+        Ok(repo)
     }
 }
 
