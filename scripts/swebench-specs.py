@@ -33,7 +33,11 @@ KEYS = ("test_cmd", "eval_commands", "install", "pre_install")
 def main() -> int:
     import swebench
     from swebench.harness import constants
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS, NON_TEST_EXTS
+    from swebench.harness.constants import (
+        FAIL_ONLY_REPOS,
+        MAP_REPO_VERSION_TO_SPECS,
+        NON_TEST_EXTS,
+    )
     from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 
     if swebench.__version__ != PINNED:
@@ -70,6 +74,7 @@ def main() -> int:
         ],
         "repo_directory": "/testbed",
         "non_test_exts": list(NON_TEST_EXTS),
+        "fail_only_repos": sorted(FAIL_ONLY_REPOS),
         "repos": repos,
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -5,12 +5,16 @@
 //! fixed PYTHONHASHSEED, so runs repeat) and decides: pass is exit code 0,
 //! or, when the task lists `fail_to_pass`/`pass_to_pass`, SWE-bench's
 //! per-test rules over the statuses parsed from the output or a JUnit XML
-//! file (see testlog.rs). It does not know about the agent or the CSV.
+//! file (see testlog.rs). A SWE-bench instance with an eval spec runs
+//! SWE-bench's eval script and is read by its repo's parser and graded by
+//! the package's rules (swebench_spec.rs, swebench_log.rs). It does not
+//! know about the agent or the CSV.
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::env::{Shell, Trust};
+use crate::swebench_log;
 use crate::task::TaskSpec;
 use crate::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
 use crate::trajectory::CommandRecord;
@@ -150,6 +154,30 @@ pub async fn run_tests(
         .await
         .map_err(|err| GradeError::Exec(err.to_string()))?;
     let record = CommandRecord::new(&task.test_command, &outcome);
+    if let Some(Ok(eval)) = &task.swebench {
+        // SWE-bench's own reading: its parser between the markers, its
+        // rules; a run that timed out or lost a marker gives no statuses
+        // (unresolved), as in the package.
+        let map = if outcome.timed_out {
+            None
+        } else {
+            swebench_log::parse_eval_output(eval.parser, &record.output)
+        }
+        .unwrap_or_default();
+        let (verdict, _) = swebench_log::grade(
+            &map,
+            task.fail_to_pass.as_deref().unwrap_or_default(),
+            task.pass_to_pass.as_deref().unwrap_or_default(),
+            eval.fail_only,
+        );
+        return Ok(TestOutcome {
+            test_patch_method,
+            passed: verdict.resolved,
+            record,
+            test_patch_files,
+            per_test: Some((swebench_log::to_results(&map), verdict)),
+        });
+    }
     // Per-test grading when the task names tests; empty lists name none.
     let lists_tests = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
     let per_test = if lists_tests(&task.fail_to_pass) || lists_tests(&task.pass_to_pass) {

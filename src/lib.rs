@@ -43,6 +43,8 @@ pub mod runner;
 pub mod sandbox;
 pub mod stats;
 pub mod swebench;
+pub mod swebench_log;
+pub mod swebench_spec;
 pub mod task;
 pub mod testlog;
 pub mod trajectory;

@@ -186,6 +186,14 @@ impl TaskRun<'_> {
     /// unless `--keep-workdirs`.
     async fn stages(&self, trajectory: &mut TrajectoryWriter) -> ResultRow {
         let ctx = self.ctx;
+        // A SWE-bench instance whose repo or version has no eval spec is
+        // an error of its own, before anything runs for it.
+        if let Some(Err(reason)) = &self.task.swebench {
+            return self.error_row(
+                ExitReason::SetupError,
+                &format!("failed to find how SWE-bench grades this task: {reason}"),
+            );
+        }
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
         let started = Instant::now();
         let workdir =

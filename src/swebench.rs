@@ -4,7 +4,8 @@
 //! `id`, `repo` `owner/name` -> a clone location under `--repo-base`,
 //! `patch` -> `gold_patch`, `FAIL_TO_PASS`/`PASS_TO_PASS` as JSON-encoded
 //! strings or lists, `version`, `environment_setup_commit` and
-//! `created_at` into `metadata`), and the files a test patch touches (the
+//! `created_at` into `metadata`, with the `owner/name` as `swebench_repo`),
+//! and the files a test patch touches (the
 //! `test_files` of `--test-command` templates). `hints_text` and every other
 //! field stay on the task, available to prompt templates.
 
@@ -14,6 +15,9 @@ use serde_json::{Map, Value};
 
 /// Where `owner/name` repos are cloned from: a URL or a folder of mirrors.
 pub const DEFAULT_REPO_BASE: &str = "https://github.com";
+
+/// The metadata key that keeps an instance's `repo` as written.
+pub const SWEBENCH_REPO: &str = "swebench_repo";
 
 /// Whether a task line is a SWE-bench instance.
 pub fn is_instance(fields: &Map<String, Value>) -> bool {
@@ -36,6 +40,9 @@ pub fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), S
             fields.insert(to.to_owned(), decode_test_list(from, value)?);
         }
     }
+    // The instance's `owner/name` picks SWE-bench's eval spec
+    // (swebench_spec.rs); `repo` becomes a clone location.
+    let instance_repo = fields.get("repo").cloned();
     match fields.get("repo") {
         Some(Value::String(repo)) if is_owner_name(repo) => {
             let location = repo_location(repo_base, repo);
@@ -51,6 +58,9 @@ pub fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), S
         if let Some(value) = fields.remove(key) {
             metadata.insert(key.to_owned(), value);
         }
+    }
+    if let Some(repo) = instance_repo {
+        metadata.insert(SWEBENCH_REPO.to_owned(), repo);
     }
     fields.insert("metadata".to_owned(), Value::Object(metadata));
     Ok(())
@@ -145,7 +155,7 @@ mod tests {
         assert_eq!(fields["pass_to_pass"], json!(["tests/t.py::test_b"]));
         assert_eq!(
             fields["metadata"],
-            json!({"version": "2.0", "environment_setup_commit": "def"})
+            json!({"version": "2.0", "environment_setup_commit": "def", "swebench_repo": "psf/requests"})
         );
         assert_eq!(fields["hints_text"], "look here");
         assert!(!fields.contains_key("instance_id") && !fields.contains_key("patch"));

@@ -103,6 +103,12 @@ pub struct TaskSpec {
     /// Where the working copy is inside the image (an absolute path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
+    /// A SWE-bench instance without a test command of its own or from
+    /// `--test-command`: graded by SWE-bench's recipe for its repo and
+    /// version, or the reason it cannot be (the task errors with it, the
+    /// run goes on).
+    #[serde(skip)]
+    pub swebench: Option<Result<crate::swebench_spec::SwebenchEval, String>>,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -350,12 +356,6 @@ fn parse_line(
             "`workdir` must be an absolute path other than `/`, got {dir:?}"
         ));
     }
-    if instance && test_command.is_none() && options.test_command.is_none() {
-        problems.push(
-            "hint: SWE-bench instances carry no test command; give one with --test-command"
-                .to_owned(),
-        );
-    }
     if !problems.is_empty() {
         return Err(problems.join("; "));
     }
@@ -383,9 +383,17 @@ fn parse_line(
         metadata,
         image,
         workdir,
+        swebench: None,
         extra: fields,
         line: line_no,
     };
+    if instance && test_command.is_none() && options.test_command.is_none() {
+        let eval = swebench_eval(&task);
+        if let Ok(eval) = &eval {
+            task.test_command = eval.script.clone();
+        }
+        task.swebench = Some(eval);
+    }
     if test_command.is_none()
         && let Some(template) = &options.test_command
     {
@@ -414,6 +422,28 @@ fn parse_line(
         );
     }
     Ok(task)
+}
+
+/// SWE-bench's eval of an instance, by the `owner/name` and `version` it
+/// came with.
+fn swebench_eval(task: &TaskSpec) -> Result<crate::swebench_spec::SwebenchEval, String> {
+    use crate::swebench_spec::SpecError;
+    let metadata = task.metadata.as_ref();
+    let field = |key: &str| -> Option<String> {
+        match metadata?.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    let repo = field(crate::swebench::SWEBENCH_REPO)
+        .ok_or(SpecError::Missing("repo"))
+        .map_err(|e| e.to_string())?;
+    let version = field("version")
+        .ok_or(SpecError::Missing("version"))
+        .map_err(|e| e.to_string())?;
+    crate::swebench_spec::eval_for(&repo, &version, task.test_patch.as_deref().unwrap_or(""))
+        .map_err(|e| e.to_string())
 }
 
 /// Renders a template flag for a task over `context` (its fields, and
@@ -593,10 +623,6 @@ mod tests {
             (
                 r#"{"id":"a","repo":"","base_commit":"c","problem_statement":"p","test_command":"t"}"#,
                 "`repo` must not be empty",
-            ),
-            (
-                r#"{"instance_id":"django__django-1","repo":"django/django","base_commit":"c","problem_statement":"p"}"#,
-                "missing required field `test_command`",
             ),
             (
                 r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","workdir":"testbed"}"#,

@@ -166,12 +166,26 @@ pub struct Graded {
     pub ok: bool,
 }
 
+/// SWE-bench's `get_resolution_status`: FULL is resolved; PARTIAL when
+/// some FAIL_TO_PASS tests pass and no PASS_TO_PASS test fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Resolution {
+    Full,
+    Partial,
+    No,
+}
+
 /// The per-test verdict of a task.
 #[derive(Debug, Clone, Serialize)]
 pub struct PerTestVerdict {
     pub resolved: bool,
     pub fail_to_pass: Vec<Graded>,
     pub pass_to_pass: Vec<Graded>,
+    /// Set when the task was graded by SWE-bench's own recipe
+    /// (swebench_log.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<Resolution>,
 }
 
 /// Grades by SWE-bench's rules.
@@ -218,6 +232,7 @@ pub fn grade(
         resolved: f2p.iter().chain(&p2p).all(|g| g.ok),
         fail_to_pass: f2p,
         pass_to_pass: p2p,
+        resolution: None,
     }
 }
 

@@ -1,0 +1,379 @@
+//! SWE-bench's own eval recipe per repo and version, as data.
+//!
+//! Owns the table `scripts/swebench-specs.py` writes from the `swebench`
+//! package (data/swebench-specs.json, embedded: onebash needs no Python at
+//! run time), the test directives SWE-bench derives from a `test_patch`,
+//! the eval script it runs (env activation, the spec's eval commands and
+//! install step, the test command between its output markers) and its
+//! image names. Reading the log and the verdict are swebench_log.rs's; the
+//! test patch itself goes in through grade.rs, as for every task.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::swebench_log::Parser;
+
+/// What SWE-bench's eval script echoes around the test command (through
+/// `set -x`); the log is read between them.
+pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
+pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
+
+/// The generated table, embedded.
+const SPECS_JSON: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/data/swebench-specs.json"
+));
+
+/// data/swebench-specs.json.
+#[derive(Debug, Deserialize)]
+pub struct Specs {
+    /// The `swebench` package the table was read from.
+    pub swebench_version: String,
+    /// The lines that activate the testbed environment in its images.
+    pub env_activation: Vec<String>,
+    /// Where the repo is in SWE-bench's images.
+    pub repo_directory: String,
+    /// Endings of files in a test patch that are not tests.
+    pub non_test_exts: Vec<String>,
+    /// Repos graded by "no test FAILED" rather than by passes.
+    #[serde(default)]
+    pub fail_only_repos: Vec<String>,
+    pub repos: BTreeMap<String, RepoSpecs>,
+}
+
+/// One repo's entry.
+#[derive(Debug, Deserialize)]
+pub struct RepoSpecs {
+    /// The constants module it came from (`py`, `js`, `go`...).
+    pub language: String,
+    /// The name of its function in `swebench.harness.log_parsers`.
+    pub parser: Option<String>,
+    pub versions: BTreeMap<String, VersionSpec>,
+}
+
+/// One version's recipe.
+#[derive(Debug, Deserialize)]
+pub struct VersionSpec {
+    /// Missing for a few versions the package lists without one.
+    pub test_cmd: Option<Commands>,
+    #[serde(default)]
+    pub eval_commands: Vec<String>,
+    pub install: Option<Commands>,
+    /// Run when the image was built; recorded, not run again.
+    #[serde(default)]
+    pub pre_install: Vec<String>,
+}
+
+/// Python repos have one command; some others a list of steps.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Commands {
+    One(String),
+    Steps(Vec<String>),
+}
+
+impl Commands {
+    fn lines(&self) -> Vec<String> {
+        match self {
+            Commands::One(command) => vec![command.clone()],
+            Commands::Steps(steps) => steps.clone(),
+        }
+    }
+}
+
+/// The embedded table. It is checked by a unit test, so a table that does
+/// not parse never ships.
+pub fn specs() -> &'static Specs {
+    static SPECS: OnceLock<Specs> = OnceLock::new();
+    SPECS.get_or_init(|| {
+        serde_json::from_str(SPECS_JSON).unwrap_or_else(|err| {
+            // The table is embedded at build time and parsed by a unit test.
+            panic!("data/swebench-specs.json does not parse: {err}")
+        })
+    })
+}
+
+/// How an instance is graded SWE-bench's way.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SwebenchEval {
+    /// `owner/name`, as in the instance.
+    pub repo: String,
+    pub version: String,
+    pub parser: Parser,
+    /// Whether the repo is graded by "no test FAILED" (FAIL_ONLY_REPOS).
+    pub fail_only: bool,
+    /// The eval script: the test command onebash runs.
+    pub script: String,
+}
+
+/// Why an instance cannot be graded SWE-bench's way.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    #[error(
+        "SWE-bench (swebench {0}) has no eval spec for repo {1}; hint: give a test command with --test-command"
+    )]
+    UnknownRepo(String, String),
+    #[error(
+        "SWE-bench (swebench {swebench}) has no eval spec for {repo} version {version:?} (it has {known}); hint: give a test command with --test-command"
+    )]
+    UnknownVersion {
+        swebench: String,
+        repo: String,
+        version: String,
+        known: String,
+    },
+    #[error(
+        "onebash has no SWE-bench log parser {parser} (repo {repo}) yet; hint: give a test command with --test-command"
+    )]
+    NoParser { repo: String, parser: String },
+    #[error(
+        "SWE-bench's eval of {0} ({1}) is not mirrored by onebash yet (only Python repos are); hint: give a test command with --test-command"
+    )]
+    Language(String, String),
+    #[error(
+        "SWE-bench's spec for {0} version {1:?} has no test command; hint: give one with --test-command"
+    )]
+    NoTestCommand(String, String),
+    #[error("the SWE-bench instance has no `{0}`, which picks its eval spec")]
+    Missing(&'static str),
+}
+
+/// The eval of an instance of `repo` at `version` with `test_patch`.
+pub fn eval_for(repo: &str, version: &str, test_patch: &str) -> Result<SwebenchEval, SpecError> {
+    let specs = specs();
+    let entry = specs.repos.get(repo).ok_or_else(|| {
+        SpecError::UnknownRepo(specs.swebench_version.clone(), repo.to_owned())
+    })?;
+    let spec = entry
+        .versions
+        .get(version)
+        .ok_or_else(|| SpecError::UnknownVersion {
+            swebench: specs.swebench_version.clone(),
+            repo: repo.to_owned(),
+            version: version.to_owned(),
+            known: entry
+                .versions
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    if entry.language != "py" {
+        return Err(SpecError::Language(repo.to_owned(), entry.language.clone()));
+    }
+    let parser_name = entry.parser.clone().unwrap_or_default();
+    let parser = Parser::from_name(&parser_name).ok_or_else(|| SpecError::NoParser {
+        repo: repo.to_owned(),
+        parser: parser_name.clone(),
+    })?;
+    let test_cmd = spec
+        .test_cmd
+        .as_ref()
+        .ok_or_else(|| SpecError::NoTestCommand(repo.to_owned(), version.to_owned()))?
+        .lines()
+        .join("\n");
+    let directives = test_directives(repo, test_patch, &specs.non_test_exts);
+    let script = eval_script(specs, spec, &test_cmd, &directives);
+    Ok(SwebenchEval {
+        repo: repo.to_owned(),
+        version: version.to_owned(),
+        parser,
+        fail_only: specs.fail_only_repos.iter().any(|r| r == repo),
+        script,
+    })
+}
+
+/// The files a test patch names, as `harness/test_spec/python.py`'s
+/// `get_test_directives` turns them into arguments of the test command:
+/// every `diff --git a/X b/Y` line's Y (duplicates kept, as the package
+/// keeps them), less files with a non-test ending; for django, module
+/// names (`.py` and a leading `tests/` cut, `/` -> `.`). Other repos,
+/// sympy included, pass the paths as they are.
+pub fn test_directives(repo: &str, test_patch: &str, non_test_exts: &[String]) -> Vec<String> {
+    let mut directives: Vec<String> = test_patch
+        .split('\n')
+        .filter_map(diff_target)
+        .filter(|d| !non_test_exts.iter().any(|ext| d.ends_with(ext.as_str())))
+        .collect();
+    if repo == "django/django" {
+        for d in &mut directives {
+            let module = d.strip_suffix(".py").unwrap_or(d);
+            let module = module.strip_prefix("tests/").unwrap_or(module);
+            *d = module.replace('/', ".");
+        }
+    }
+    directives
+}
+
+/// The `Y` of the package's `diff --git a/.* b/(.*)` on one line: after
+/// the first `diff --git a/`, the text after the last ` b/` (the pattern's
+/// `.*` is greedy).
+fn diff_target(line: &str) -> Option<String> {
+    let line = line.strip_suffix('\r').map_or(line, |l| l);
+    let (_, rest) = line.split_once("diff --git a/")?;
+    let (_, target) = rest.rsplit_once(" b/")?;
+    Some(target.to_owned())
+}
+
+/// The eval script of `make_eval_script_list_py`, less what onebash does
+/// itself: the test files are reset and the test patch applied by grade.rs
+/// before this runs (SWE-bench's `git checkout BASE FILES; git apply`),
+/// the repo is the working directory, and `git status`/`git show`/`git
+/// diff`, only informational, are left out.
+fn eval_script(specs: &Specs, spec: &VersionSpec, test_cmd: &str, directives: &[String]) -> String {
+    let mut lines = vec!["set -uxo pipefail".to_owned()];
+    lines.extend(specs.env_activation.iter().cloned());
+    lines.extend(spec.eval_commands.iter().cloned());
+    lines.extend(specs.env_activation.iter().cloned());
+    lines.extend(spec.install.iter().flat_map(Commands::lines));
+    lines.push(format!(": '{START_TEST_OUTPUT}'"));
+    let mut command = vec![test_cmd.to_owned()];
+    command.extend(directives.iter().cloned());
+    lines.push(command.join(" "));
+    lines.push(format!(": '{END_TEST_OUTPUT}'"));
+    lines.join("\n") + "\n"
+}
+
+/// The name of an instance's image in SWE-bench: `sweb.eval.x86_64.` and
+/// the instance id in lower case with `__` as `_1776_` (docker refuses a
+/// double underscore there).
+pub fn image_name(instance_id: &str) -> String {
+    format!(
+        "sweb.eval.x86_64.{}",
+        instance_id.to_lowercase().replace("__", "_1776_")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATCH: &str = "diff --git a/tests/forms_tests/tests/test_forms.py b/tests/forms_tests/tests/test_forms.py\n\
+        --- a/tests/forms_tests/tests/test_forms.py\n+++ b/tests/forms_tests/tests/test_forms.py\n@@ -1 +1 @@\n-x\n+y\n\
+        diff --git a/tests/forms_tests/data/sample.json b/tests/forms_tests/data/sample.json\n\
+        diff --git a/sympy/core/tests/test_basic.py b/sympy/core/tests/test_basic.py\n\
+        diff --git a/docs/a b/b.md b/docs/a b/b.md\n";
+
+    fn exts() -> Vec<String> {
+        specs().non_test_exts.clone()
+    }
+
+    #[test]
+    fn the_embedded_table_parses_and_covers_swebench() {
+        let specs = specs();
+        assert!(specs.swebench_version.starts_with("4."));
+        for repo in [
+            "astropy/astropy",
+            "django/django",
+            "matplotlib/matplotlib",
+            "mwaskom/seaborn",
+            "pallets/flask",
+            "psf/requests",
+            "pydata/xarray",
+            "pylint-dev/pylint",
+            "pytest-dev/pytest",
+            "scikit-learn/scikit-learn",
+            "sphinx-doc/sphinx",
+            "sympy/sympy",
+        ] {
+            let entry = &specs.repos[repo];
+            let parser = entry.parser.as_deref().unwrap_or_default();
+            assert!(Parser::from_name(parser).is_some(), "{repo}: {parser}");
+            assert!(!entry.versions.is_empty(), "{repo}");
+        }
+    }
+
+    #[test]
+    fn directives_per_repo() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "django/django",
+                &[
+                    "forms_tests.tests.test_forms",
+                    "sympy.core.tests.test_basic",
+                ],
+            ),
+            (
+                "sympy/sympy",
+                &[
+                    "tests/forms_tests/tests/test_forms.py",
+                    "sympy/core/tests/test_basic.py",
+                ],
+            ),
+            (
+                "psf/requests",
+                &[
+                    "tests/forms_tests/tests/test_forms.py",
+                    "sympy/core/tests/test_basic.py",
+                ],
+            ),
+        ];
+        // The JSON file has a non-test ending; of `docs/a b/b.md` the
+        // package's greedy pattern keeps what follows the last ` b/`,
+        // `b.md`, which has one too.
+        for (repo, expected) in cases {
+            assert_eq!(test_directives(repo, PATCH, &exts()), *expected, "{repo}");
+        }
+    }
+
+    #[test]
+    fn the_eval_script_runs_the_specs_command_on_the_directives_between_markers() {
+        let patch = "diff --git a/tests/test_requests.py b/tests/test_requests.py\n";
+        let eval = eval_for("psf/requests", "2.0", patch).expect("known");
+        assert_eq!(eval.parser, Parser::PytestOptions);
+        let lines: Vec<&str> = eval.script.lines().collect();
+        assert_eq!(lines[0], "set -uxo pipefail");
+        assert!(lines.contains(&"conda activate testbed"), "{lines:?}");
+        let start = lines
+            .iter()
+            .position(|l| l.contains(START_TEST_OUTPUT))
+            .expect("start");
+        assert_eq!(
+            lines[start + 1],
+            "pytest -rA tests/test_requests.py",
+            "{lines:?}"
+        );
+        assert!(lines[start + 2].contains(END_TEST_OUTPUT));
+        let django = eval_for(
+            "django/django",
+            "3.0",
+            "diff --git a/tests/queries/tests.py b/tests/queries/tests.py\n",
+        )
+        .expect("known");
+        assert!(
+            django.script.contains(
+                "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 queries.tests"
+            ),
+            "{}",
+            django.script
+        );
+        assert!(django.script.contains("export LANG=en_US.UTF-8"));
+    }
+
+    #[test]
+    fn unknown_repos_and_versions_say_what_is_known() {
+        let err = eval_for("django/django", "0.1", "").expect_err("no such version");
+        let text = err.to_string();
+        assert!(text.contains("version \"0.1\""), "{text}");
+        assert!(text.contains("3.0"), "{text}");
+        assert!(text.contains("--test-command"), "{text}");
+        assert!(matches!(
+            eval_for("o/r", "1.0", ""),
+            Err(SpecError::UnknownRepo(..))
+        ));
+    }
+
+    #[test]
+    fn image_names_follow_swebench() {
+        assert_eq!(
+            image_name("django__django-11099"),
+            "sweb.eval.x86_64.django_1776_django-11099"
+        );
+        assert_eq!(
+            image_name("Pylint-Dev__Pylint-7080"),
+            "sweb.eval.x86_64.pylint-dev_1776_pylint-7080"
+        );
+    }
+}
