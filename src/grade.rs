@@ -158,18 +158,19 @@ pub async fn run_tests(
         // SWE-bench's own reading: its parser between the markers, its
         // rules; a run that timed out or lost a marker gives no statuses
         // (unresolved), as in the package.
-        let map = if outcome.timed_out {
-            None
+        let output = if outcome.timed_out {
+            ""
         } else {
-            swebench_log::parse_eval_output(eval.parser, &record.output)
-        }
-        .unwrap_or_default();
-        let (verdict, _) = swebench_log::grade(
-            &map,
+            record.output.as_str()
+        };
+        let graded = swebench_log::grade_output(
+            eval.parser,
+            eval.fail_only,
+            output,
             task.fail_to_pass.as_deref().unwrap_or_default(),
             task.pass_to_pass.as_deref().unwrap_or_default(),
-            eval.fail_only,
         );
+        let (map, verdict) = (graded.statuses, graded.verdict);
         return Ok(TestOutcome {
             test_patch_method,
             passed: verdict.resolved,

@@ -325,6 +325,41 @@ pub fn parse_eval_output(parser: Parser, output: &str) -> Option<StatusMap> {
     })
 }
 
+/// What SWE-bench makes of an eval script's output.
+#[derive(Debug, Clone)]
+pub struct EvalGrade {
+    /// The parser's status map (empty when not applied).
+    pub statuses: StatusMap,
+    /// Whether both markers were found: the package's "patch applied".
+    pub applied: bool,
+    pub verdict: PerTestVerdict,
+}
+
+/// `get_eval_report` over an eval script's output: parsed between the
+/// markers, graded; a log that lost a marker is unresolved whatever its
+/// lists.
+pub fn grade_output(
+    parser: Parser,
+    fail_only: bool,
+    output: &str,
+    fail_to_pass: &[String],
+    pass_to_pass: &[String],
+) -> EvalGrade {
+    let parsed = parse_eval_output(parser, output);
+    let applied = parsed.is_some();
+    let statuses = parsed.unwrap_or_default();
+    let (mut verdict, _) = grade(&statuses, fail_to_pass, pass_to_pass, fail_only);
+    if !applied {
+        verdict.resolved = false;
+        verdict.resolution = Some(Resolution::No);
+    }
+    EvalGrade {
+        statuses,
+        applied,
+        verdict,
+    }
+}
+
 /// Where a listed test landed in `get_eval_tests_report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {

@@ -169,10 +169,12 @@ pub struct Graded {
 /// SWE-bench's `get_resolution_status`: FULL is resolved; PARTIAL when
 /// some FAIL_TO_PASS tests pass and no PASS_TO_PASS test fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
 pub enum Resolution {
+    #[serde(rename = "RESOLVED_FULL")]
     Full,
+    #[serde(rename = "RESOLVED_PARTIAL")]
     Partial,
+    #[serde(rename = "RESOLVED_NO")]
     No,
 }
 

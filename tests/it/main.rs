@@ -22,3 +22,4 @@ mod replay;
 mod resume;
 mod sandbox;
 mod swebench;
+mod swebench_parity;

@@ -569,6 +569,23 @@ pub fn pytest_present() -> bool {
     tool_present(found, "pytest", "pip install pytest to run this test")
 }
 
+/// The python that has the pinned `swebench` package, under
+/// [`tool_present`]'s rule: `$ONEBASH_SWEBENCH_PYTHON` (.ci/run installs
+/// it in a venv of its own), else `python3`.
+pub fn swebench_python() -> Option<String> {
+    let python = std::env::var("ONEBASH_SWEBENCH_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let found = Command::new(&python)
+        .args(["-c", "import swebench.harness.grading"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    tool_present(
+        found,
+        "the swebench package",
+        "pip install swebench==4.1.0, or point ONEBASH_SWEBENCH_PYTHON at a python that has it",
+    )
+    .then_some(python)
+}
+
 /// A number column of a row of results.csv.
 pub fn f64_of(row: &HashMap<String, String>, column: &str) -> f64 {
     row[column]
