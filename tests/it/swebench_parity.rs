@@ -67,8 +67,9 @@ fn recorded_logs_grade_as_the_fixtures_say() {
     let wrong: Vec<String> = cases()
         .iter()
         .filter_map(|case| {
+            // The odd-lines log only checks statuses against the package.
+            let expected = case["expect"].as_str()?;
             let (_, resolution, resolved) = onebash(case);
-            let expected = case["expect"].as_str().expect("expect");
             (resolution != expected || resolved != (expected == "RESOLVED_FULL"))
                 .then(|| format!("{}: {resolution} (expected {expected})", case["name"]))
         })
