@@ -551,7 +551,12 @@ mod tests {
     #[test]
     fn grading_rules() {
         let names = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let m = map(&[("a", "PASSED"), ("b", "FAILED"), ("s", "SKIPPED"), ("x", "XFAIL")]);
+        let m = map(&[
+            ("a", "PASSED"),
+            ("b", "FAILED"),
+            ("s", "SKIPPED"),
+            ("x", "XFAIL"),
+        ]);
         let cases: &[(&[&str], &[&str], Resolution)] = &[
             (&["a", "x"], &["s"], Resolution::Full),
             (&["a", "b"], &[], Resolution::Partial),

@@ -143,9 +143,10 @@ pub enum SpecError {
 /// The eval of an instance of `repo` at `version` with `test_patch`.
 pub fn eval_for(repo: &str, version: &str, test_patch: &str) -> Result<SwebenchEval, SpecError> {
     let specs = specs();
-    let entry = specs.repos.get(repo).ok_or_else(|| {
-        SpecError::UnknownRepo(specs.swebench_version.clone(), repo.to_owned())
-    })?;
+    let entry = specs
+        .repos
+        .get(repo)
+        .ok_or_else(|| SpecError::UnknownRepo(specs.swebench_version.clone(), repo.to_owned()))?;
     let spec = entry
         .versions
         .get(version)

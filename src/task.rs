@@ -286,10 +286,11 @@ fn parse_line(
     let repo = take_string(&mut fields, "repo", true, &mut problems);
     let base_commit = take_string(&mut fields, "base_commit", true, &mut problems);
     let problem_statement = take_string(&mut fields, "problem_statement", true, &mut problems);
+    // An instance without one is graded by SWE-bench's recipe (below).
     let test_command = take_string(
         &mut fields,
         "test_command",
-        options.test_command.is_none(),
+        options.test_command.is_none() && !instance,
         &mut problems,
     );
     let setup_command = take_string(&mut fields, "setup_command", false, &mut problems);

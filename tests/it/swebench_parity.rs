@@ -103,7 +103,10 @@ fn recorded_logs_grade_as_the_swebench_package_grades_them() {
         "the package is not the version the data was generated from"
     );
     let mut wrong = Vec::new();
-    for (case, theirs) in cases.iter().zip(theirs["results"].as_array().expect("results")) {
+    for (case, theirs) in cases
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
         let (statuses, resolution, resolved) = onebash(case);
         let their_statuses: StatusMap =
             serde_json::from_value(theirs["statuses"].clone()).expect("a status map");
@@ -121,4 +124,209 @@ fn recorded_logs_grade_as_the_swebench_package_grades_them() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A django-shaped repo: SWE-bench's django recipe runs
+/// `./tests/runtests.py --verbosity 2 ... MODULES`; this one runs
+/// unittest on the modules it is given, as verbosely.
+const RUNTESTS: &str = r#"#!/usr/bin/env python3
+import os, sys, unittest
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [here, os.path.dirname(here)]
+args, labels = sys.argv[1:], []
+while args:
+    arg = args.pop(0)
+    if arg in ("--verbosity", "--parallel"):
+        args.pop(0)
+    elif not arg.startswith("--"):
+        labels.append(arg)
+print("Testing against Django installed in '%s'" % here, file=sys.stderr)
+suite = unittest.defaultTestLoader.loadTestsFromNames(labels)
+result = unittest.TextTestRunner(verbosity=2).run(suite)
+sys.exit(not result.wasSuccessful())
+"#;
+const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+const VISIBLE: &str = "import unittest\nfrom calc import sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
+const HIDDEN: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
+
+/// The scripted agent's whole fix: add() adds, mul() multiplies.
+const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
+
+/// How this python3's unittest names a test of calc_tests.tests.
+fn django_name(method: &str) -> String {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.version_info >= (3, 11))"])
+        .output()
+        .expect("python3");
+    if String::from_utf8_lossy(&output.stdout).trim() == "True" {
+        format!("{method} (calc_tests.tests.CalcTests.{method})")
+    } else {
+        format!("{method} (calc_tests.tests.CalcTests)")
+    }
+}
+
+#[test]
+fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
+    use crate::support::harness::{Fixture, diff_of, git, scripted_agent};
+    let fixture = Fixture::new();
+    // The mirror is django/django.git under --repo-base, so the instance
+    // is graded by SWE-bench's django 4.2 recipe: no test command given.
+    let (work, sha) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", CALC),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        work.join("tests/runtests.py"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let sha_x = git(&work, &["rev-parse", "HEAD"]);
+    assert_ne!(sha, sha_x);
+    let mirrors = fixture.path("mirrors");
+    std::fs::create_dir_all(mirrors.join("django")).expect("mkdir");
+    git(
+        &fixture.path("."),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().expect("utf-8"),
+            mirrors.join("django/django.git").to_str().expect("utf-8"),
+        ],
+    );
+    let gold = diff_of(
+        &work,
+        &[(
+            "calc.py",
+            &CALC.replacen("a - b", "a + b", 1).replacen(
+                "a + b\n\n\ndef sub",
+                "a * b\n\n\ndef sub",
+                1,
+            ),
+        )],
+    );
+    let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN)]);
+    let f2p = vec![django_name("test_add"), django_name("test_mul")];
+    let p2p = vec![django_name("test_sub")];
+    let instance = |id: &str, version: &str| {
+        json!({
+            "instance_id": id,
+            "repo": "django/django",
+            "base_commit": sha_x,
+            "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
+            "patch": gold,
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!(f2p).to_string(),
+            "PASS_TO_PASS": json!(p2p).to_string(),
+            "version": version,
+        })
+    };
+    let tasks = fixture.tasks(&[
+        instance("django__django-1", "4.2"),
+        instance("django__django-2", "4.2"),
+        instance("django__django-3", "4.2"),
+        instance("django__django-4", "0.1"),
+    ]);
+    let server = scripted_agent(&[
+        ("django__django-1", &[FULL_FIX]),
+        ("django__django-2", &["sed -i '0,/a - b/s//a + b/' calc.py"]),
+        ("django__django-3", &["cat calc.py"]),
+        ("django__django-4", &["cat calc.py"]),
+    ]);
+    let mirrors_arg = mirrors.to_str().expect("utf-8");
+    let run = fixture.run_scripted(&tasks, &server, &["--repo-base", mirrors_arg]);
+    let oracle = fixture.run_into(
+        &fixture.path("oracle"),
+        &tasks,
+        &["--model", "oracle", "--repo-base", mirrors_arg],
+        &[],
+    );
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    assert_eq!(oracle.code, 1, "stderr:\n{}", oracle.stderr);
+    // The run goes on past the instance whose version has no recipe.
+    let unknown = run.row("django__django-4");
+    assert_eq!(unknown["status"], "error", "{unknown:?}");
+    assert!(
+        unknown["error"].contains("version \"0.1\"") && unknown["error"].contains("--test-command"),
+        "{unknown:?}"
+    );
+    let graded = [
+        (&run, "django__django-1", "RESOLVED_FULL"),
+        (&run, "django__django-2", "RESOLVED_PARTIAL"),
+        (&run, "django__django-3", "RESOLVED_NO"),
+        (&oracle, "django__django-1", "RESOLVED_FULL"),
+    ];
+    for (run, id, resolution) in graded {
+        let tests = run.tests_json(id);
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
+        assert_eq!(
+            tests["verdict"]["resolution"], resolution,
+            "{id}: {tests}\n{log}"
+        );
+        assert_eq!(
+            run.row(id)["status"],
+            if resolution == "RESOLVED_FULL" {
+                "passed"
+            } else {
+                "failed"
+            },
+            "{id}"
+        );
+        // SWE-bench's recipe ran: the directive is the module name.
+        assert!(log.contains("--parallel 1 calc_tests.tests"), "{id}: {log}");
+    }
+    let Some(python) = swebench_python() else {
+        return;
+    };
+    let cases: Vec<Value> = graded
+        .iter()
+        .map(|(run, id, _)| {
+            json!({
+                "instance_id": id,
+                "repo": "django/django",
+                "version": "4.2",
+                "log_path": run.task_dir(id).join("test.log").display().to_string(),
+                "FAIL_TO_PASS": f2p,
+                "PASS_TO_PASS": p2p,
+            })
+        })
+        .collect();
+    let input = fixture.path("cases.json");
+    std::fs::write(&input, serde_json::to_vec(&cases).expect("json")).expect("write");
+    let output = Command::new(&python)
+        .arg(fixtures().join("swebench_grade.py"))
+        .arg(&input)
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let theirs: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON");
+    for ((run, id, resolution), theirs) in graded
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
+        assert_eq!(theirs["resolution"], *resolution, "{id}: {theirs}");
+        assert_eq!(theirs["resolved"], *resolution == "RESOLVED_FULL", "{id}");
+        // Every status onebash read is the package's.
+        let ours = &run.tests_json(id)["statuses"];
+        for (test, status) in ours.as_object().expect("statuses") {
+            assert_eq!(&theirs["statuses"][test], status, "{id}: {test}");
+        }
+        assert_eq!(
+            ours.as_object().map(|o| o.len()),
+            theirs["statuses"].as_object().map(|o| o.len()),
+            "{id}: {ours} vs {theirs}"
+        );
+    }
 }
