@@ -17,8 +17,12 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::swebench_spec::{END_TEST_OUTPUT, START_TEST_OUTPUT};
 use crate::testlog::{Graded, PerTestVerdict, Resolution, TestResults, TestStatus};
+
+/// What SWE-bench's eval script echoes around the test command (through
+/// `set -x`); the log is read between them.
+pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
+pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
 
 /// Test name -> status word, as the package's parsers return it. A word
 /// is usually one of [`STATUSES`] but need not be (`ERROR:` in a line
@@ -199,7 +203,7 @@ fn django(log: &str) -> StatusMap {
                         .to_owned();
                 }
                 let test = line.rsplit_once(suffix).map_or(line.as_str(), |(t, _)| t);
-                set(&mut map, &test.to_owned(), "PASSED");
+                set(&mut map, test, "PASSED");
                 break;
             }
         }

@@ -13,12 +13,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::swebench_log::Parser;
-
-/// What SWE-bench's eval script echoes around the test command (through
-/// `set -x`); the log is read between them.
-pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
-pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
+use crate::swebench_log::{END_TEST_OUTPUT, Parser, START_TEST_OUTPUT};
 
 /// The generated table, embedded.
 const SPECS_JSON: &str = include_str!(concat!(
