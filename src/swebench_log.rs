@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::testlog::{Graded, PerTestVerdict, Resolution, TestResults, TestStatus};
+use crate::testlog::{Graded, PerTestVerdict, Resolution, TestResults, status_word};
 
 /// What SWE-bench's eval script echoes around the test command (through
 /// `set -x`); the log is read between them.
@@ -412,7 +412,7 @@ pub fn grade(
                 }
                 Graded {
                     name: name.clone(),
-                    status: map.get(name).and_then(|s| status_of(s)),
+                    status: map.get(name).and_then(|s| status_word(s)),
                     ok: result != Outcome::Failure,
                 }
             })
@@ -437,22 +437,11 @@ pub fn grade(
     (verdict, resolution)
 }
 
-fn status_of(word: &str) -> Option<TestStatus> {
-    Some(match word {
-        "PASSED" => TestStatus::Passed,
-        "FAILED" => TestStatus::Failed,
-        "ERROR" => TestStatus::Error,
-        "SKIPPED" => TestStatus::Skipped,
-        "XFAIL" => TestStatus::Xfail,
-        _ => return None,
-    })
-}
-
 /// The status map as onebash's per-test results (tests.json): the words
 /// that are statuses; any other word is left out.
 pub fn to_results(map: &StatusMap) -> TestResults {
     map.iter()
-        .filter_map(|(name, word)| Some((name.clone(), status_of(word)?)))
+        .filter_map(|(name, word)| Some((name.clone(), status_word(word)?)))
         .collect()
 }
 

@@ -64,7 +64,8 @@ pub fn parse_output(text: &str) -> TestResults {
     results
 }
 
-fn status_word(word: &str) -> Option<TestStatus> {
+/// The status a pytest-style word names.
+pub fn status_word(word: &str) -> Option<TestStatus> {
     Some(match word {
         "PASSED" => TestStatus::Passed,
         "FAILED" => TestStatus::Failed,

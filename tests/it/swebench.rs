@@ -2,49 +2,23 @@
 //! mirrors, graded per test by the official rules from real unittest and
 //! pytest output, and predictions.jsonl.
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 
 use crate::support::calc::run_fixed_and_untouched;
 use crate::support::harness::{
-    Fixture, diff_of, git, pytest_present, run_without_changes, scripted_agent, task,
+    Fixture, diff_of, git, pytest_present, run_without_changes, scripted_agent, task, unittest_name,
 };
 
 const OPS: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
 const TESTS: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
 const HIDDEN: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n";
 
-/// How this python3's unittest names a test in `-v` output.
-fn unittest_name(method: &str) -> String {
-    let output = Command::new("python3")
-        .args(["-c", "import sys; print(sys.version_info >= (3, 11))"])
-        .output()
-        .expect("python3");
-    if String::from_utf8_lossy(&output.stdout).trim() == "True" {
-        format!("{method} (test_ops.OpsTest.{method})")
-    } else {
-        format!("{method} (test_ops.OpsTest)")
-    }
-}
-
 #[test]
 fn instances_grade_by_the_official_rules_and_predictions_apply() {
     let fixture = Fixture::new();
     // A folder of mirrors laid out as owner/name.git, like --repo-base wants.
     let (work, sha) = fixture.repo("work", &[("ops.py", OPS), ("test_ops.py", TESTS)]);
-    let mirrors = fixture.path("mirrors");
-    std::fs::create_dir_all(mirrors.join("acme")).expect("mkdir");
-    git(
-        &fixture.path("."),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().expect("utf-8"),
-            mirrors.join("acme/ops.git").to_str().expect("utf-8"),
-        ],
-    );
+    let mirrors = fixture.mirrors(&work, "acme/ops");
     let gold = diff_of(&work, &[("ops.py", &OPS.replacen("a - b", "a + b", 1))]);
     let test_patch = diff_of(&work, &[("test_ops.py", HIDDEN)]);
     let instance = |id: &str| {
@@ -55,8 +29,8 @@ fn instances_grade_by_the_official_rules_and_predictions_apply() {
             "problem_statement": format!("Problem of task {id}. add() subtracts."),
             "patch": gold,
             "test_patch": test_patch,
-            "FAIL_TO_PASS": json!([unittest_name("test_add")]).to_string(),
-            "PASS_TO_PASS": json!([unittest_name("test_sub")]).to_string(),
+            "FAIL_TO_PASS": json!([unittest_name("test_ops.OpsTest", "test_add")]).to_string(),
+            "PASS_TO_PASS": json!([unittest_name("test_ops.OpsTest", "test_sub")]).to_string(),
             "version": "1.0",
             "environment_setup_commit": sha,
             "hints_text": "",

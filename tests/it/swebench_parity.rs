@@ -39,6 +39,24 @@ fn strings(value: &Value) -> Vec<String> {
         .collect()
 }
 
+/// What the package makes of `cases` (swebench_grade.py's answer).
+fn package_grades(python: &str, cases: &[Value]) -> Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("cases.json");
+    std::fs::write(&input, serde_json::to_vec(cases).expect("json")).expect("write");
+    let output = Command::new(python)
+        .arg(fixtures().join("swebench_grade.py"))
+        .arg(&input)
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the script's JSON")
+}
+
 /// onebash's reading of one case: statuses, resolution, resolved.
 fn onebash(case: &Value) -> (StatusMap, String, bool) {
     let repo = case["repo"].as_str().expect("repo");
@@ -83,20 +101,7 @@ fn recorded_logs_grade_as_the_swebench_package_grades_them() {
         return;
     };
     let cases = cases();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("cases.json");
-    std::fs::write(&input, serde_json::to_vec(&cases).expect("json")).expect("write");
-    let output = Command::new(&python)
-        .arg(fixtures().join("swebench_grade.py"))
-        .arg(&input)
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let theirs: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON");
+    let theirs = package_grades(&python, &cases);
     assert_eq!(
         theirs["swebench"].as_str(),
         Some(onebash::swebench_spec::specs().swebench_version.as_str()),
@@ -152,22 +157,9 @@ const HIDDEN: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass
 /// The scripted agent's whole fix: add() adds, mul() multiplies.
 const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
 
-/// How this python3's unittest names a test of calc_tests.tests.
-fn django_name(method: &str) -> String {
-    let output = Command::new("python3")
-        .args(["-c", "import sys; print(sys.version_info >= (3, 11))"])
-        .output()
-        .expect("python3");
-    if String::from_utf8_lossy(&output.stdout).trim() == "True" {
-        format!("{method} (calc_tests.tests.CalcTests.{method})")
-    } else {
-        format!("{method} (calc_tests.tests.CalcTests)")
-    }
-}
-
 #[test]
 fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
-    use crate::support::harness::{Fixture, diff_of, git, scripted_agent};
+    use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
     let fixture = Fixture::new();
     // The mirror is django/django.git under --repo-base, so the instance
     // is graded by SWE-bench's django 4.2 recipe: no test command given.
@@ -190,18 +182,7 @@ fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
     git(&work, &["commit", "-q", "-m", "runtests is a program"]);
     let sha_x = git(&work, &["rev-parse", "HEAD"]);
     assert_ne!(sha, sha_x);
-    let mirrors = fixture.path("mirrors");
-    std::fs::create_dir_all(mirrors.join("django")).expect("mkdir");
-    git(
-        &fixture.path("."),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().expect("utf-8"),
-            mirrors.join("django/django.git").to_str().expect("utf-8"),
-        ],
-    );
+    let mirrors = fixture.mirrors(&work, "django/django");
     let gold = diff_of(
         &work,
         &[(
@@ -214,8 +195,11 @@ fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
         )],
     );
     let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN)]);
-    let f2p = vec![django_name("test_add"), django_name("test_mul")];
-    let p2p = vec![django_name("test_sub")];
+    let f2p = vec![
+        unittest_name("calc_tests.tests.CalcTests", "test_add"),
+        unittest_name("calc_tests.tests.CalcTests", "test_mul"),
+    ];
+    let p2p = vec![unittest_name("calc_tests.tests.CalcTests", "test_sub")];
     let instance = |id: &str, version: &str| {
         json!({
             "instance_id": id,
@@ -299,19 +283,7 @@ fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
             })
         })
         .collect();
-    let input = fixture.path("cases.json");
-    std::fs::write(&input, serde_json::to_vec(&cases).expect("json")).expect("write");
-    let output = Command::new(&python)
-        .arg(fixtures().join("swebench_grade.py"))
-        .arg(&input)
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let theirs: Value = serde_json::from_slice(&output.stdout).expect("the script's JSON");
+    let theirs = package_grades(&python, &cases);
     for ((run, id, resolution), theirs) in graded
         .iter()
         .zip(theirs["results"].as_array().expect("results"))

@@ -53,6 +53,19 @@ impl Fixture {
         (repo, sha)
     }
 
+    /// A folder of mirrors (`--repo-base`) holding `repo` as a bare clone
+    /// at `owner/name.git`.
+    pub fn mirrors(&self, repo: &Path, owner_name: &str) -> PathBuf {
+        let mirrors = self.path("mirrors");
+        let bare = mirrors.join(format!("{owner_name}.git"));
+        std::fs::create_dir_all(bare.parent().expect("parent")).expect("mkdir");
+        git(
+            &self.path("."),
+            &["clone", "-q", "--bare", path_arg(repo), path_arg(&bare)],
+        );
+        mirrors
+    }
+
     /// Writes `tasks.jsonl` from JSON values, one per line.
     pub fn tasks(&self, tasks: &[Value]) -> PathBuf {
         let path = self.path("tasks.jsonl");
@@ -584,6 +597,21 @@ pub fn swebench_python() -> Option<String> {
         "pip install swebench==4.1.0, or point ONEBASH_SWEBENCH_PYTHON at a python that has it",
     )
     .then_some(python)
+}
+
+/// How this python3's unittest names `method` of `class` (a dotted
+/// `module.Class`) in `-v` output: 3.11 added the method to the part in
+/// brackets.
+pub fn unittest_name(class: &str, method: &str) -> String {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.version_info >= (3, 11))"])
+        .output()
+        .expect("python3");
+    if String::from_utf8_lossy(&output.stdout).trim() == "True" {
+        format!("{method} ({class}.{method})")
+    } else {
+        format!("{method} ({class})")
+    }
 }
 
 /// A number column of a row of results.csv.
