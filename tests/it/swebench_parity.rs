@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use onebash::swebench_log::{StatusMap, grade_output};
-use onebash::swebench_spec::eval_for;
+use onebash::swebench_spec::{eval_for, image_name};
 use serde_json::{Value, json};
 
 use crate::support::harness::swebench_python;
@@ -159,6 +159,69 @@ const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
 
 #[test]
 fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
+    django_instances_match_the_package(&[]);
+}
+
+/// A SWE-bench-shaped image: the testbed environment at
+/// /opt/miniconda3 (an `activate` whose `conda activate testbed` puts
+/// its `python` first on PATH), built on the container tests' image,
+/// with no registry.
+const SWEBENCH_SHAPED: &str = r#"FROM onebash-test/base:bookworm
+RUN mkdir -p /opt/miniconda3/bin /opt/miniconda3/envs/testbed/bin \
+ && echo 'conda() { if [ "$1" = activate ]; then PATH="/opt/miniconda3/envs/$2/bin:$PATH"; export PATH; fi; }' > /opt/miniconda3/bin/activate \
+ && ln -s /usr/bin/python3 /opt/miniconda3/envs/testbed/bin/python
+"#;
+
+#[test]
+fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
+    let base_there = Command::new("podman")
+        .args(["image", "exists", "onebash-test/base:bookworm"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !crate::support::harness::tool_present(
+        base_there,
+        "podman with the image onebash-test/base:bookworm",
+        "install podman and run scripts/test-images.sh",
+    ) {
+        return;
+    }
+    // One image under each instance's SWE-bench name.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("Containerfile"), SWEBENCH_SHAPED).expect("write");
+    let mut build = Command::new("podman");
+    build.args(["build", "-q"]);
+    for n in 1..=4 {
+        let id = format!("django__django-{n}");
+        build.args(["-t", &format!("swebench/{}:latest", image_name(&id))]);
+    }
+    let built = build.arg(dir.path()).output().expect("podman build");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let log = django_instances_match_the_package(&[
+        "--env",
+        "podman",
+        "--pull",
+        "never",
+        "--image",
+        r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#,
+    ]);
+    // The testbed environment was there: activated, its python found.
+    assert!(log.contains("+ conda activate testbed"), "{log}");
+    for missing in ["No such file or directory", "command not found"] {
+        assert!(!log.contains(missing), "{log}");
+    }
+    assert!(log.contains("No module named pip"), "{log}");
+}
+
+/// Four django instances graded by SWE-bench's django 4.2 recipe, run
+/// with `extra` flags: a scripted whole fix, a partial one, none, one
+/// of a version with no recipe, and the oracle; each verdict and status
+/// must be the package's on onebash's test log.
+/// Returns the test log of the whole fix.
+fn django_instances_match_the_package(extra: &[&str]) -> String {
     use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
     let fixture = Fixture::new();
     // The mirror is django/django.git under --repo-base, so the instance
@@ -226,13 +289,10 @@ fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
         ("django__django-4", &["cat calc.py"]),
     ]);
     let mirrors_arg = mirrors.to_str().expect("utf-8");
-    let run = fixture.run_scripted(&tasks, &server, &["--repo-base", mirrors_arg]);
-    let oracle = fixture.run_into(
-        &fixture.path("oracle"),
-        &tasks,
-        &["--model", "oracle", "--repo-base", mirrors_arg],
-        &[],
-    );
+    let args = [&["--repo-base", mirrors_arg][..], extra].concat();
+    let run = fixture.run_scripted(&tasks, &server, &args);
+    let oracle_args = [&["--model", "oracle"][..], &args].concat();
+    let oracle = fixture.run_into(&fixture.path("oracle"), &tasks, &oracle_args, &[]);
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     assert_eq!(oracle.code, 1, "stderr:\n{}", oracle.stderr);
     // The run goes on past the instance whose version has no recipe.
@@ -267,8 +327,10 @@ fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
         // SWE-bench's recipe ran: the directive is the module name.
         assert!(log.contains("--parallel 1 calc_tests.tests"), "{id}: {log}");
     }
+    let log = std::fs::read_to_string(run.task_dir("django__django-1").join("test.log"))
+        .expect("test.log");
     let Some(python) = swebench_python() else {
-        return;
+        return log;
     };
     let cases: Vec<Value> = graded
         .iter()
@@ -301,4 +363,5 @@ fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
             "{id}: {ours} vs {theirs}"
         );
     }
+    log
 }
