@@ -131,7 +131,9 @@ pub enum SpecError {
         "SWE-bench's spec for {0} version {1:?} has no test command; hint: give one with --test-command"
     )]
     NoTestCommand(String, String),
-    #[error("the SWE-bench instance has no `{0}`, which picks its eval spec")]
+    #[error(
+        "the SWE-bench instance has no `{0}`, which picks its eval spec; hint: give a test command with --test-command"
+    )]
     Missing(&'static str),
 }
 
