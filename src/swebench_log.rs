@@ -93,12 +93,15 @@ impl Parser {
     }
 }
 
-/// Python's `str.split()`: runs of whitespace, which for Python includes
-/// the separators U+001C..U+001F.
+/// Whitespace as Python's `str.isspace` has it: Rust's, and the
+/// separators U+001C..U+001F.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.split()`: the words between runs of whitespace.
 fn words(line: &str) -> Vec<&str> {
-    line.split(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-        .filter(|w| !w.is_empty())
-        .collect()
+    line.split(py_space).filter(|w| !w.is_empty()).collect()
 }
 
 fn starts_with_status(line: &str) -> bool {
@@ -184,7 +187,7 @@ fn django(log: &str) -> StatusMap {
         map.insert(test.to_owned(), status.to_owned());
     };
     for raw in log.split('\n') {
-        let mut line = raw.trim().to_owned();
+        let mut line = raw.trim_matches(py_space).to_owned();
         if line.contains("--version is equivalent to version") {
             set(&mut map, "--version is equivalent to version", "PASSED");
         }
@@ -199,7 +202,7 @@ fn django(log: &str) -> StatusMap {
                     line = line
                         .split_once("...")
                         .map_or(line.as_str(), |(_, after)| after)
-                        .trim()
+                        .trim_matches(py_space)
                         .to_owned();
                 }
                 let test = line.rsplit_once(suffix).map_or(line.as_str(), |(t, _)| t);
@@ -230,7 +233,7 @@ fn django(log: &str) -> StatusMap {
         {
             set(&mut map, test, "ERROR");
         }
-        if line.trim_start().starts_with("ok")
+        if line.trim_start_matches(py_space).starts_with("ok")
             && let Some(test) = &prev_test
         {
             set(&mut map, test, "PASSED");
@@ -291,7 +294,7 @@ fn sympy(log: &str) -> StatusMap {
         map.insert(format!("{}.py:{}", part(2), part(3)), "FAILED".to_owned());
     }
     for raw in log.split('\n') {
-        let line = raw.trim();
+        let line = raw.trim_matches(py_space);
         if !line.starts_with("test_") {
             continue;
         }
