@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
 #                   built from git revision $BENCH_BASELINE (default 061c8e7,
@@ -85,12 +85,22 @@
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
 #             concurrency: the peak must not grow) and 64 tasks at -j 64.
+# containers  --env podman against --sandbox bwrap on the host, when podman
+#             and the test image (scripts/test-images.sh) are here: 4 tasks
+#             of 20 turns of `true` at -j 1, 2 rounds alternating. Per
+#             command: the median of the trajectories' `command` durations.
+#             The peer: mini-swe-agent's docker environment runs each
+#             command as one `docker exec`; here a loop of `podman exec C
+#             bash -c true` into a container started the same way, timed
+#             from the shell (its median). Per task: the time outside
+#             model calls and commands (container start, the fresh test
+#             container, teardown) against bwrap's; and onebash's peak RSS.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -100,6 +110,7 @@ if [ "$quick" = 1 ]; then
     co_commits=200 co_files=30 co_tasks=5 co_reps=2 st_bases=10
     late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
+    ct_tasks=2 ct_turns=5 ct_execs=10
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
@@ -107,6 +118,7 @@ else
     co_commits=3000 co_files=300 co_tasks=50 co_reps=5 st_bases=100
     late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
+    ct_tasks=4 ct_turns=20 ct_execs=40
 fi
 
 mkdir -p "${BENCH_DIR:=$root/target}"
@@ -239,6 +251,33 @@ def overhead(run):
         test += [e["duration_s"] for e in ev if e["event"] == "test"]
     m = statistics.median
     print(f"{m(outside):.3f} {m(co):.3f} {m(test):.3f}")
+
+def commands(*runs):
+    """Prints the median of the agents' command durations over runs (s),
+    the median per task of the time outside model calls and commands
+    (s), and how many commands."""
+    durations, outside = [], []
+    for run in runs:
+        for tid in os.listdir(os.path.join(run, "tasks")):
+            with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
+                ev = [json.loads(line) for line in f]
+            own = [e["duration_s"] for e in ev if e["event"] == "command"]
+            durations += own
+            calls = sum(e["latency_s"] for e in ev if e["event"] == "model_call")
+            outside.append(ev[-1]["ts"] - ev[0]["ts"] - calls - sum(own))
+    m = statistics.median
+    print(f"{m(durations):.4f} {m(outside):.3f} {len(durations)}")
+
+def exec_loop(engine, container, n):
+    """Prints the median wall time (s) of n `ENGINE exec CONTAINER bash -c
+    true`: one exec per command, as mini-swe-agent's docker environment."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([engine, "exec", container, "bash", "-c", "true"], check=True,
+                       stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    print(f"{statistics.median(times):.4f}")
 
 GIT_WAYS = ["clone", "clone_no_local", "worktree", "archive", "bare_no_local"]
 
@@ -685,6 +724,61 @@ section_memory() {
             fig "peak RSS MiB, $tasks tasks at -j $jobs" "$mib" "-" ""
         fi
     done
+}
+
+section_containers() {
+    local image=${BENCH_IMAGE:-onebash-test/base:bookworm}
+    if ! command -v podman > /dev/null || ! podman image exists "$image" 2> /dev/null; then
+        echo "  skipped: podman or the image $image is not here (scripts/test-images.sh builds it)"
+        fig "containers: podman command / podman exec" "skipped" "-" "no podman or image"
+        return 0
+    fi
+    local dir=$work/ct r mode out t0 runs_podman=() runs_bwrap=()
+    mkdir -p "$dir"
+    tools tasks "$dir/tasks.jsonl" "$ct_tasks" "$work/repo" "$sha" ct
+    echo "$ct_tasks tasks x $ct_turns turns of \`true\`, zero model latency, -j 1, --env podman ($image) against --sandbox bwrap; 2 rounds alternating"
+    start_server "$ct_turns" 0 true
+    for r in 1 2; do
+        for mode in podman bwrap; do
+            out=$dir/$mode-$r
+            local extra=(--sandbox bwrap)
+            [ "$mode" = podman ] && extra=(--env podman --image "$image" --pull never)
+            if ! "$bin" run "$dir/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$port/v1" \
+                -j 1 --max-turns $((ct_turns + 1)) "${extra[@]}" -o "$out" --cache-dir "$work/cache" \
+                > /dev/null 2> "$out.log"; then
+                echo "onebash run failed; the end of its log:" >&2
+                tail -5 "$out.log" >&2
+                return 1
+            fi
+            if [ "$mode" = podman ]; then runs_podman+=("$out"); else runs_bwrap+=("$out"); fi
+        done
+    done
+    stop_server
+    local p_cmd p_out n b_cmd b_out p_rss b_rss
+    read -r p_cmd p_out n < <(tools commands "${runs_podman[@]}")
+    read -r b_cmd b_out n < <(tools commands "${runs_bwrap[@]}")
+    p_rss=$(tools peak_rss "${runs_podman[0]}")
+    b_rss=$(tools peak_rss "${runs_bwrap[0]}")
+    # The peer's way: one exec per command into a running container.
+    local cid raw start stop
+    t0=$EPOCHREALTIME
+    cid=$(podman run -d --network none --entrypoint sleep "$image" infinity)
+    start=$(calc "$EPOCHREALTIME - $t0")
+    raw=$(tools exec_loop podman "$cid" "$ct_execs")
+    t0=$EPOCHREALTIME
+    podman rm -f -t 0 "$cid" > /dev/null
+    stop=$(calc "$EPOCHREALTIME - $t0")
+    printf '  per command, median of %d: podman %.1f ms, bwrap %.1f ms (%.1fx); a bare `podman exec` %.1f ms (%d of them)\n' \
+        "$n" "$(calc "$p_cmd * 1000")" "$(calc "$b_cmd * 1000")" "$(calc "$p_cmd / $b_cmd")" "$(calc "$raw * 1000")" "$ct_execs"
+    printf '  per task outside model calls and commands (start, tests, teardown): podman %.2f s, bwrap %.2f s; a bare `podman run -d` %.2f s and `rm -f` %.2f s\n' \
+        "$p_out" "$b_out" "$start" "$stop"
+    printf '  onebash peak RSS: podman %.1f MiB, bwrap %.1f MiB\n' \
+        "$(calc "$p_rss / 2**20")" "$(calc "$b_rss / 2**20")"
+    fig "containers: ms per command, --env podman" "$(calc "round($p_cmd * 1000, 1)")" "-" ""
+    fig "containers: podman command / podman exec (peer)" "$(calc "round($p_cmd / $raw, 2)")x" "-" ""
+    fig "containers: podman command / bwrap command" "$(calc "round($p_cmd / $b_cmd, 1)")x" "-" ""
+    fig "containers: s per task outside commands, podman" "$(calc "round($p_out, 2)")" "-" "bwrap $(calc "round($b_out, 2)")"
+    fig "containers: peak RSS MiB, podman" "$(calc "round($p_rss / 2**20, 1)")" "-" "bwrap $(calc "round($b_rss / 2**20, 1)")"
 }
 
 # The checkout and latency sections also run on tmpfs, when /dev/shm is one
