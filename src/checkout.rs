@@ -17,11 +17,12 @@ pub use store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use git2::{ApplyLocation, Diff, DiffFormat, DiffOptions, Oid, Repository};
+
+use crate::lock::FileLock;
 use sha2::{Digest, Sha256};
 
 /// Why a checkout failed. The message names the repo and commit.
@@ -938,28 +939,6 @@ fn patch_texts(diff: &Diff<'_>) -> Result<Vec<(PathBuf, Vec<u8>)>, GitError> {
         true
     })?;
     Ok(files)
-}
-
-/// An exclusive `flock` held until dropped.
-struct FileLock {
-    _file: File,
-}
-
-impl FileLock {
-    fn acquire(path: &Path) -> std::io::Result<FileLock> {
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)?;
-        // SAFETY: flock on a valid open descriptor; blocks until granted.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // The lock is released when the descriptor is closed, on drop.
-        Ok(FileLock { _file: file })
-    }
 }
 
 #[cfg(test)]

@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::FileLock;
 use super::thin::{self, INDEX_HEADER, INDEX_MAGIC};
+use crate::lock::FileLock;
 
 /// `--history`: how much of the base's past a working copy holds.
 #[derive(
