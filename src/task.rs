@@ -103,6 +103,12 @@ pub struct TaskSpec {
     /// Where the working copy is inside the image (an absolute path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
+    /// In a container, the repo is the one the image holds at `workdir`
+    /// (SWE-bench's images), made leak-proof there, rather than onebash's
+    /// own checkout bind-mounted: the field as written, else true for
+    /// SWE-bench instances. Under `--env host` it is not used.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repo_in_image: bool,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -291,6 +297,17 @@ fn parse_line(
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
     let image = take_string(&mut fields, "image", false, &mut problems);
     let workdir = take_string(&mut fields, "workdir", false, &mut problems);
+    let repo_in_image = match fields.remove("repo_in_image") {
+        None | Some(Value::Null) => instance,
+        Some(Value::Bool(b)) => b,
+        Some(other) => {
+            problems.push(format!(
+                "`repo_in_image` must be a boolean, got {}",
+                kind_of(&other)
+            ));
+            false
+        }
+    };
     let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
     let test_timeout_s = match fields.remove("test_timeout_s") {
@@ -383,6 +400,7 @@ fn parse_line(
         metadata,
         image,
         workdir,
+        repo_in_image,
         extra: fields,
         line: line_no,
     };

@@ -22,18 +22,19 @@ use crate::support::harness::{
 };
 use crate::support::probes::{self, Future, PROBES};
 
-/// A repo whose history runs past the base of its task.
-struct Leaky {
-    repo: PathBuf,
+/// A repo whose history runs past the base of its task (also the repo
+/// in the test image of `container.rs`).
+pub(crate) struct Leaky {
+    pub(crate) repo: PathBuf,
     /// Oldest first; the last is the base.
-    past: Vec<String>,
-    base: String,
+    pub(crate) past: Vec<String>,
+    pub(crate) base: String,
     /// Commits and a tag object past the base.
-    future: Vec<String>,
+    pub(crate) future: Vec<String>,
 }
 
 /// Text found only past the base.
-const FUTURE_TEXTS: &[&str] = &[
+pub(crate) const FUTURE_TEXTS: &[&str] = &[
     "GOLD-FIX-CONTENT",
     "GOLD-FIX-MESSAGE",
     "GOLD-TAG-MESSAGE",
@@ -44,7 +45,7 @@ const FUTURE_TEXTS: &[&str] = &[
 ];
 
 /// Text found only in the commits before the base.
-const PAST_TEXTS: &[&str] = &["first of the past", "second of the past"];
+pub(crate) const PAST_TEXTS: &[&str] = &["first of the past", "second of the past"];
 
 fn commit_file(repo: &Path, content: &str, message: &str) -> String {
     std::fs::write(repo.join("calc.py"), content).expect("write calc.py");
@@ -53,7 +54,7 @@ fn commit_file(repo: &Path, content: &str, message: &str) -> String {
     git(repo, &["rev-parse", "HEAD"])
 }
 
-fn leaky_repo(fixture: &Fixture) -> Leaky {
+pub(crate) fn leaky_repo(fixture: &Fixture) -> Leaky {
     let repo = fixture.path("repo");
     std::fs::create_dir_all(&repo).expect("mkdir repo");
     git(&repo, &["init", "-q", "-b", "main"]);
