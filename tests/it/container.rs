@@ -429,14 +429,14 @@ fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
 /// message names the fix, on a branch and tagged, a commit only the
 /// reflog names, an unreachable one), checked out on a branch at the
 /// base, with a remote and packed refs: what a SWE-bench image can hold.
-/// Removed when dropped.
+/// `then` changes the repo before it is copied in. Removed when dropped.
 struct RepoImage {
     tag: String,
     leaky: Leaky,
 }
 
 impl RepoImage {
-    fn build(fixture: &Fixture) -> RepoImage {
+    fn build(fixture: &Fixture, then: impl FnOnce(&Leaky)) -> RepoImage {
         let leaky = leaky_repo(fixture);
         let repo = &leaky.repo;
         git(repo, &["checkout", "-q", "-b", "work", &leaky.base]);
@@ -445,6 +445,7 @@ impl RepoImage {
             &["remote", "add", "origin", "https://example.com/calc.git"],
         );
         git(repo, &["pack-refs", "--all"]);
+        then(&leaky);
         let context = fixture.path("image");
         std::fs::create_dir_all(&context).expect("mkdir image");
         std::fs::write(
@@ -545,7 +546,7 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
         return;
     }
     let fixture = Fixture::new();
-    let image = RepoImage::build(&fixture);
+    let image = RepoImage::build(&fixture, |_| {});
     let id = unique_id("c-image");
     let future: Vec<&str> = image.leaky.future.iter().map(String::as_str).collect();
     let script = probes::script(&Future {
@@ -606,15 +607,19 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     );
 }
 
-/// With `--history none` the repo in the image becomes one commit with no
-/// parents: the probes find nothing past the base and nothing before it.
+/// An image whose repo is checked out at the fix itself: the base is
+/// checked out (and the move recorded as the checkout's warning), and with
+/// `--history none` the repo becomes one commit with no parents: the
+/// probes find nothing past the base and nothing before it.
 #[test]
-fn the_repo_in_the_image_without_history_is_one_commit() {
+fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history() {
     if !podman_ready() {
         return;
     }
     let fixture = Fixture::new();
-    let image = RepoImage::build(&fixture);
+    let image = RepoImage::build(&fixture, |leaky| {
+        git(&leaky.repo, &["checkout", "-q", "--detach", &leaky.future[0]]);
+    });
     let id = unique_id("c-image-none");
     let commits: Vec<&str> = image
         .leaky
@@ -642,27 +647,26 @@ fn the_repo_in_the_image_without_history_is_one_commit() {
     assert!(answers[1].trim_start().starts_with("1\n"), "{}", answers[1]);
     let checkout = &run.events(&id, "checkout")[0];
     assert_eq!(checkout["history"], "none", "{checkout}");
+    let warning = checkout["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains(&image.leaky.future[0]) && warning.contains("not at the base"),
+        "{checkout}"
+    );
     assert!(checkout["head"].is_string(), "{checkout}");
     // The agent changed nothing: the hidden test fails, graded all the same.
     assert_eq!(run.row(&id)["status"], "failed", "{}", run.stderr);
 }
 
-/// A base the image's repo does not hold ends the task as
-/// `checkout_error`, naming it, before the agent starts.
-#[test]
-fn a_base_the_image_repo_lacks_is_a_checkout_error() {
-    if !podman_ready() {
-        return;
-    }
-    let fixture = Fixture::new();
-    let image = RepoImage::build(&fixture);
-    let id = unique_id("c-image-nobase");
-    let mut line = instance(&id, &image);
-    let missing = "0123456789abcdef0123456789abcdef01234567";
-    line["base_commit"] = json!(missing);
+/// Runs one instance over the repo in `image` with the noop model; its row.
+fn noop_row_on(
+    fixture: &Fixture,
+    image: &RepoImage,
+    id: &str,
+    line: serde_json::Value,
+) -> std::collections::HashMap<String, String> {
     let tasks = fixture.tasks(&[line]);
     let run = fixture.run_into(
-        &fixture.path("out"),
+        &fixture.path(&format!("out-{id}")),
         &tasks,
         &[
             "--model",
@@ -678,14 +682,44 @@ fn a_base_the_image_repo_lacks_is_a_checkout_error() {
         ],
         &[],
     );
-    let row = run.row(&id);
+    assert!(
+        containers_with(&format!("onebash.task={id}")).is_empty(),
+        "a container was left"
+    );
+    run.row(id)
+}
+
+/// A base the image's repo does not hold, and a repo at the base with
+/// changes to tracked files (they would be taken for the agent's), each
+/// end the task as `checkout_error` saying why, before the agent starts.
+#[test]
+fn a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let image = RepoImage::build(&fixture, |_| {});
+    let id = unique_id("c-image-nobase");
+    let mut line = instance(&id, &image);
+    let missing = "0123456789abcdef0123456789abcdef01234567";
+    line["base_commit"] = json!(missing);
+    let row = noop_row_on(&fixture, &image, &id, line);
     assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
     assert!(
         row["error"].contains(missing) && row["error"].contains("not in the image's repo"),
         "{row:?}"
     );
+
+    // The leaky repo is made at a fixed path of its fixture.
+    let fixture = Fixture::new();
+    let dirty = RepoImage::build(&fixture, |leaky| {
+        std::fs::write(leaky.repo.join("calc.py"), "changed in the image\n").expect("write");
+    });
+    let id = unique_id("c-image-dirty");
+    let row = noop_row_on(&fixture, &dirty, &id, instance(&id, &dirty));
+    assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
     assert!(
-        containers_with(&format!("onebash.task={id}")).is_empty(),
-        "a container was left"
+        row["error"].contains("uncommitted changes") && row["error"].contains("calc.py"),
+        "{row:?}"
     );
 }
