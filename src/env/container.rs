@@ -711,14 +711,28 @@ impl ContainerWorkspace {
     /// container.
     async fn image_diff(&self, repo: &ImageRepo) -> Result<String, GitError> {
         let commit = lock(&repo.commit).clone();
-        self.git(&image_repo::diff(&commit))
-            .await
-            .map_err(|err| GitError(format!("git diff in the container failed: {err}")))?;
-        let bytes = self
-            .copy_out(Path::new(image_repo::DIFF_FILE))
-            .await
-            .map_err(GitError)?;
-        let diff = String::from_utf8_lossy(&bytes).into_owned();
+        let mut binary: Vec<String> = Vec::new();
+        // Twice at most: text files that are not UTF-8 are diffed again as
+        // binary, which is ASCII (as `Checkout::diff` does on the host).
+        let diff = loop {
+            self.git(&image_repo::diff(&commit, &binary))
+                .await
+                .map_err(|err| GitError(format!("git diff in the container failed: {err}")))?;
+            let bytes = self
+                .copy_out(Path::new(image_repo::DIFF_FILE))
+                .await
+                .map_err(GitError)?;
+            match String::from_utf8(bytes) {
+                Ok(diff) => break diff,
+                Err(err) => {
+                    let found = image_repo::not_utf8_files(err.as_bytes());
+                    if !binary.is_empty() || found.is_empty() {
+                        break String::from_utf8_lossy(err.as_bytes()).into_owned();
+                    }
+                    binary = found;
+                }
+            }
+        };
         *lock(&repo.diff) = Some(diff.clone());
         Ok(diff)
     }

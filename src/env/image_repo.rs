@@ -207,18 +207,64 @@ pub fn read_report(output: &str) -> Result<Prepared, Refused> {
 /// Writes the agent's change against `commit` (the head) to
 /// [`DIFF_FILE`], as `git apply` takes it: new files with their content
 /// (not those the image had untracked, nor build artefacts), binary files
-/// in full. Through a copy of the index, so the repo is left as it was.
-pub fn diff(commit: &str) -> String {
+/// in full, and the files of `binary` as binary too (text that is not
+/// UTF-8, which a UTF-8 patch cannot carry as it is: see
+/// [`not_utf8_files`]). Through a copy of the index, so the repo is left
+/// as it was.
+pub fn diff(commit: &str, binary: &[String]) -> String {
+    let attributes: Vec<String> = binary
+        .iter()
+        .map(|path| quote(&format!("/{} binary", glob_escaped(path))))
+        .collect();
     format!(
         r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 work=$(mktemp -d) || exit 1
 [ -f .git/index ] && cp .git/index "$work/index"
 export GIT_INDEX_FILE="$work/index"
+printf '%s\n' {attributes} > "$work/attributes"
 git -c core.excludesFile="$PWD/{EXCLUDE_FILE}" add -A . || exit 1
-git diff --cached --binary --full-index {commit} > {DIFF_FILE} || exit 1
+git -c core.attributesFile="$work/attributes" diff --cached --binary --full-index {commit} > {DIFF_FILE} || exit 1
 rm -rf "$work""#,
         commit = quote(commit),
+        attributes = attributes.join(" "),
     )
+}
+
+/// A path as a pattern of an ignore or attributes file that matches it
+/// alone.
+fn glob_escaped(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | ' ') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The files whose part of `patch` is not UTF-8, by their `b/` path.
+pub fn not_utf8_files(patch: &[u8]) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut sections: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    let marker = b"diff --git ";
+    for (at, _) in patch.iter().enumerate() {
+        if patch[at..].starts_with(marker) && (at == 0 || patch[at - 1] == b'\n') && at > start {
+            sections.push(&patch[start..at]);
+            start = at;
+        }
+    }
+    sections.push(&patch[start..]);
+    for section in sections {
+        if std::str::from_utf8(section).is_err() {
+            let header =
+                String::from_utf8_lossy(section.split(|b| *b == b'\n').next().unwrap_or_default())
+                    .into_owned();
+            files.extend(crate::swebench::patch_files(&header));
+        }
+    }
+    files
 }
 
 /// In the tests' fresh container: HEAD detached at `base` when the image
@@ -301,6 +347,16 @@ mod tests {
             read_report("ONEBASH-REPO base=x head=y objects=1 commits=1"),
             Err(Refused::Unusable(_))
         ));
+    }
+
+    #[test]
+    fn the_files_of_a_patch_that_are_not_utf8_are_found() {
+        let mut patch = b"diff --git a/ok.txt b/ok.txt\n+fine\n".to_vec();
+        patch.extend_from_slice(b"diff --git a/latin.txt b/latin.txt\n+caf\xe9\n");
+        patch.extend_from_slice(b"diff --git a/also ok b/also ok\n+fine\n");
+        assert_eq!(not_utf8_files(&patch), vec!["latin.txt"]);
+        assert!(not_utf8_files(b"diff --git a/x b/x\n+x\n").is_empty());
+        assert_eq!(glob_escaped("a [b]*.py"), r"a\ \[b\]\*.py");
     }
 
     #[test]

@@ -537,9 +537,9 @@ fn run_on_image_repo(
 /// `owner/name` is never fetched), made to hold nothing past the base
 /// before the agent starts: every probe of `probes.rs`, run inside the
 /// container, finds nothing, while `git log` shows the whole past. The
-/// checkout event records the check; the agent's fix comes out as its
-/// patch and is applied in the tests' fresh container with the test
-/// patch, and the task passes.
+/// checkout event records the check; the agent's fix (and a Latin-1 file,
+/// as binary) comes out as its patch and is applied in the tests' fresh
+/// container with the test patch, and the task passes.
 #[test]
 fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     if !podman_ready() {
@@ -559,6 +559,8 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
         "git log --format=%s",
         "git status --short --branch; git remote",
         "sed -i 's/x - y/x + y/' calc.py && python3 -c 'import calc; print(calc.add(2, 3))'",
+        // Text that is not UTF-8 goes into the patch as binary.
+        r"printf 'caf\351\n' > latin.txt",
     ];
     let (run, answers) = run_on_image_repo(&fixture, &image, &id, &commands, &[]);
     assert!(probes::finished(&answers[0]), "{}", answers[0]);
@@ -599,6 +601,10 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
     assert!(patch.contains("+    return x + y"), "{patch}");
     assert!(!patch.contains("test_add.py"), "{patch}");
+    assert!(
+        patch.contains("b/latin.txt") && patch.contains("GIT binary patch"),
+        "{patch}"
+    );
     let test = &run.events(&id, "test")[0];
     assert_eq!(test["test_patch_method"], "git apply", "{test}");
     assert!(
@@ -618,7 +624,10 @@ fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history() {
     }
     let fixture = Fixture::new();
     let image = RepoImage::build(&fixture, |leaky| {
-        git(&leaky.repo, &["checkout", "-q", "--detach", &leaky.future[0]]);
+        git(
+            &leaky.repo,
+            &["checkout", "-q", "--detach", &leaky.future[0]],
+        );
     });
     let id = unique_id("c-image-none");
     let commits: Vec<&str> = image
