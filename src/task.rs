@@ -724,6 +724,36 @@ mod tests {
     }
 
     #[test]
+    fn the_repo_in_the_image_is_the_default_of_swebench_lines_only() {
+        let instance = r#"{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","test_command":"true"}"#;
+        let text = format!("{GOOD}\n{instance}\n");
+        let tasks = parse_tasks(&text, "f", Path::new("/")).expect("valid");
+        assert!(!tasks[0].repo_in_image);
+        assert!(tasks[1].repo_in_image);
+        assert_eq!(tasks[1].to_json()["repo_in_image"], true);
+        assert!(!tasks[0].to_json().contains_key("repo_in_image"));
+        let text = format!(
+            "{}\n{}\n",
+            GOOD.replace("}", r#","repo_in_image":true}"#),
+            instance.replace("}", r#","repo_in_image":false}"#)
+        );
+        let tasks = parse_tasks(&text, "f", Path::new("/")).expect("valid");
+        assert!(tasks[0].repo_in_image);
+        assert!(!tasks[1].repo_in_image);
+        let err = parse_tasks(
+            &GOOD.replace("}", r#","repo_in_image":"yes"}"#),
+            "f",
+            Path::new("/"),
+        )
+        .expect_err("not a boolean");
+        assert!(
+            err.to_string()
+                .contains("`repo_in_image` must be a boolean, got a string"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn swebench_lines_read_beside_onebash_lines_with_a_test_command_template() {
         let text = format!(
             "{GOOD}\n{}\n",

@@ -19,7 +19,10 @@
 //! sweep of containers a killed run left. The working copy is onebash's
 //! own leak-proof checkout on the host, bind-mounted at the task's
 //! workdir: the diff, restoring files and applying patches are the host's
-//! git operations on it (`host::Files`).
+//! git operations on it (`host::Files`); or, for a task whose repo is the
+//! one its image holds, that repo, cleaned and checked inside before the
+//! agent by [`image_repo`]'s scripts, which also give the diff, restore
+//! and apply, run here as the harness, with files passing by `cp`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -28,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::image_repo::{self, Prepared, Refused};
-use super::{BoxFuture, Command, Environment, Trust, Workspace, host};
+use super::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
@@ -223,7 +226,7 @@ impl Environment for Containers {
         history: History,
         scratch: &'a Path,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<(Box<dyn Workspace>, Checkout), CheckoutError>> {
+    ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
         Box::pin(async move {
             let image = task.image.clone().unwrap_or_default();
             let workdir = task

@@ -4,7 +4,8 @@
 //! in a file of its own plus one line in [`choose`].
 //!
 //! An [`Environment`] is chosen once per run. For each (task, epoch) it
-//! makes a [`Workspace`] around the task's working copy, through which
+//! makes a [`Workspace`] around the task's working copy (onebash's
+//! checkout, or in a container the repo the image holds), through which
 //! everything that touches the task's files or runs in them goes: the
 //! agent's and the tests' commands, the task's setup, the diff, the test
 //! patch, and the teardown. The runner, the agent loop and the grader know
@@ -33,6 +34,9 @@ pub use host::Host;
 /// A future an environment returns (boxed: environments are chosen at run
 /// time, behind `dyn`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A workspace around the repo an image holds, and what its check found.
+pub type Entered = (Box<dyn Workspace>, Checkout);
 
 /// Whose command it is, which decides how confined it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +95,7 @@ pub trait Environment: Send + Sync {
         history: History,
         scratch: &'a Path,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<(Box<dyn Workspace>, Checkout), CheckoutError>> {
+    ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
         let _ = (epoch, history, scratch, child);
         Box::pin(async move {
             Err(CheckoutError::WorkingCopy {
