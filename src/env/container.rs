@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::image_repo::{self, Prepared, Refused};
+use super::image_repo::{self, ImageRepo, Prepared, Refused};
 use super::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
@@ -246,11 +246,7 @@ impl Environment for Containers {
                 epoch,
                 image.clone(),
                 scratch.to_owned(),
-                Repo::Image(ImageRepo {
-                    base: task.base_commit.clone(),
-                    commit: Mutex::new(String::new()),
-                    diff: Mutex::new(None),
-                }),
+                Repo::Image(ImageRepo::new(&task.base_commit)),
                 child,
             );
             let id = workspace
@@ -276,7 +272,7 @@ impl Environment for Containers {
                 }
             };
             if let Repo::Image(repo) = &workspace.repo {
-                *lock(&repo.commit) = prepared.head.clone();
+                repo.prepared(&prepared.head);
             }
             let checkout = Checkout {
                 dir: scratch.to_owned(),
@@ -367,17 +363,6 @@ enum Repo {
     /// The repo the image holds at the workdir: the diff and patches are
     /// git commands in the container ([`image_repo`]).
     Image(ImageRepo),
-}
-
-/// The state of a repo in an image.
-struct ImageRepo {
-    /// `base_commit` as the task gives it.
-    base: String,
-    /// What the diff and restores compare with: HEAD as prepared in the
-    /// agent's container, then the base in the tests' (the same tree).
-    commit: Mutex<String>,
-    /// The agent's change, applied in the tests' fresh container.
-    diff: Mutex<Option<String>>,
 }
 
 /// How long the harness's own git commands in a container may take
@@ -609,7 +594,7 @@ impl ContainerWorkspace {
 
     /// One git script of the harness's own in the container, not run again
     /// in the tests' container: its output, or why it failed.
-    async fn git(&self, script: &str) -> Result<String, String> {
+    async fn harness_git(&self, script: &str) -> Result<String, String> {
         let (outcome, output) = self.git_outcome(script).await?;
         if outcome.timed_out {
             return Err(format!(
@@ -628,7 +613,7 @@ impl ContainerWorkspace {
         Ok(output)
     }
 
-    /// [`ContainerWorkspace::git`]'s outcome and output, whatever its
+    /// [`ContainerWorkspace::harness_git`]'s outcome and output, whatever its
     /// exit code.
     async fn git_outcome(&self, script: &str) -> Result<(CommandOutcome, String), String> {
         let env = CommandEnv::for_task("onebash-harness");
@@ -675,7 +660,7 @@ impl ContainerWorkspace {
 
     /// A file of the container, by a path relative to the workdir, copied
     /// out through the host folder.
-    async fn copy_out(&self, relative: &Path) -> Result<Vec<u8>, String> {
+    async fn copy_file_out(&self, relative: &Path) -> Result<Vec<u8>, String> {
         let container = lock(&self.container).clone().ok_or("no container")?;
         let host = self.passing("out");
         let from = format!("{container}:{}/{}", self.workdir, relative.display());
@@ -694,7 +679,7 @@ impl ContainerWorkspace {
 
     /// Writes a file of the container, by a path relative to the workdir,
     /// copied in through the host folder.
-    async fn copy_in(&self, relative: &Path, bytes: Vec<u8>) -> Result<(), String> {
+    async fn copy_file_in(&self, relative: &Path, bytes: Vec<u8>) -> Result<(), String> {
         let container = lock(&self.container).clone().ok_or("no container")?;
         let host = self.passing("in");
         crate::blocking::write_file(host.clone(), bytes)
@@ -709,81 +694,23 @@ impl ContainerWorkspace {
         let _ = tokio::fs::remove_file(&host).await;
         copied.map(|_| ())
     }
+}
 
-    /// The agent's change, from the repo in the image; kept for the tests'
-    /// container.
-    async fn image_diff(&self, repo: &ImageRepo) -> Result<String, GitError> {
-        let commit = lock(&repo.commit).clone();
-        let mut binary: Vec<String> = Vec::new();
-        // Twice at most: text files that are not UTF-8 are diffed again as
-        // binary, which is ASCII (as `Checkout::diff` does on the host).
-        let diff = loop {
-            self.git(&image_repo::diff(&commit, &binary))
-                .await
-                .map_err(|err| GitError(format!("git diff in the container failed: {err}")))?;
-            let bytes = self
-                .copy_out(Path::new(image_repo::DIFF_FILE))
-                .await
-                .map_err(GitError)?;
-            match String::from_utf8(bytes) {
-                Ok(diff) => break diff,
-                Err(err) => {
-                    let found = image_repo::not_utf8_files(err.as_bytes());
-                    if !binary.is_empty() || found.is_empty() {
-                        break String::from_utf8_lossy(err.as_bytes()).into_owned();
-                    }
-                    binary = found;
-                }
-            }
-        };
-        *lock(&repo.diff) = Some(diff.clone());
-        Ok(diff)
+impl image_repo::Container for ContainerWorkspace {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(self.harness_git(script))
     }
 
-    /// The tests' fresh container: the repo in the image at the base, with
-    /// the agent's change applied.
-    async fn image_to_tests(&self, repo: &ImageRepo) -> Result<(), String> {
-        let base = self
-            .git(&image_repo::to_base(&repo.base))
-            .await
-            .map_err(|err| format!("failed to check out the base in the test container: {err}"))?;
-        // Restores compare with the base from now on: the head prepared
-        // with --history none is the agent's container's only, and its
-        // tree is the base's.
-        *lock(&repo.commit) = base.lines().last().unwrap_or_default().trim().to_owned();
-        let diff = lock(&repo.diff).clone().unwrap_or_default();
-        if diff.trim().is_empty() {
-            return Ok(());
-        }
-        self.image_apply(&diff)
-            .await
-            .map_err(|err| format!("the agent's patch in the test container: {err}"))
+    fn copy_in<'a>(
+        &'a self,
+        relative: &'a Path,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.copy_file_in(relative, bytes))
     }
 
-    /// Puts the files `patch` touches back as they are at the compared
-    /// commit, in the container.
-    async fn image_restore(&self, repo: &ImageRepo, patch: &str) -> Result<Vec<String>, GitError> {
-        let paths: Vec<String> = crate::checkout::patch_paths(patch)?
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let commit = lock(&repo.commit).clone();
-        self.git(&image_repo::restore(&commit, &paths))
-            .await
-            .map_err(|err| GitError(format!("restoring files in the container failed: {err}")))?;
-        Ok(paths)
-    }
-
-    /// Applies `patch` strictly, in the container.
-    async fn image_apply(&self, patch: &str) -> Result<(), GitError> {
-        let file = ".git/onebash-apply.diff";
-        self.copy_in(Path::new(file), patch.as_bytes().to_vec())
-            .await
-            .map_err(|err| GitError(format!("failed to copy the patch in: {err}")))?;
-        self.git(&image_repo::apply(file))
-            .await
-            .map(|_| ())
-            .map_err(|err| GitError(format!("the patch does not apply: {err}")))
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(self.copy_file_out(relative))
     }
 }
 
@@ -803,7 +730,7 @@ impl Workspace for ContainerWorkspace {
             let id = self.start("test", false).await?;
             *lock(&self.container) = Some(id);
             if let Repo::Image(repo) = &self.repo {
-                self.image_to_tests(repo).await?;
+                repo.to_tests(self).await?;
             }
             let setup: Vec<(String, CommandEnv, Duration)> = lock(&self.setup)
                 .iter()
@@ -833,7 +760,7 @@ impl Workspace for ContainerWorkspace {
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
         match &self.repo {
             Repo::Mounted(files) => files.diff(),
-            Repo::Image(repo) => Box::pin(self.image_diff(repo)),
+            Repo::Image(repo) => Box::pin(repo.diff(self)),
         }
     }
 
@@ -842,7 +769,7 @@ impl Workspace for ContainerWorkspace {
             Repo::Mounted(files) => files.restore(patch),
             Repo::Image(repo) => {
                 let patch = patch.to_owned();
-                Box::pin(async move { self.image_restore(repo, &patch).await })
+                Box::pin(async move { repo.restore(self, &patch).await })
             }
         }
     }
@@ -850,9 +777,9 @@ impl Workspace for ContainerWorkspace {
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
         match &self.repo {
             Repo::Mounted(files) => files.apply(patch),
-            Repo::Image(_) => {
+            Repo::Image(repo) => {
                 let patch = patch.to_owned();
-                Box::pin(async move { self.image_apply(&patch).await })
+                Box::pin(async move { repo.apply(self, &patch).await })
             }
         }
     }
@@ -863,7 +790,7 @@ impl Workspace for ContainerWorkspace {
             Repo::Image(_) => {
                 let relative = relative.to_owned();
                 Box::pin(async move {
-                    self.copy_out(&relative)
+                    self.copy_file_out(&relative)
                         .await
                         .map_err(std::io::Error::other)
                 })
@@ -877,7 +804,7 @@ impl Workspace for ContainerWorkspace {
             Repo::Image(_) => {
                 let relative = relative.to_owned();
                 Box::pin(async move {
-                    self.copy_in(&relative, bytes)
+                    self.copy_file_in(&relative, bytes)
                         .await
                         .map_err(std::io::Error::other)
                 })

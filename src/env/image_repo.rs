@@ -7,13 +7,20 @@
 //! exactly what the base reaches and checks that (the promise onebash's
 //! own checkouts keep on the host, `checkout/store.rs`), before any
 //! command of the agent; [`diff`] writes the agent's change; [`to_base`],
-//! [`restore`] and [`apply`] serve the tests' fresh container. It does not
-//! run them: `container.rs` does, and copies files in and out.
+//! [`restore`] and [`apply`] serve the tests' fresh container. Also the
+//! state of such a repo ([`ImageRepo`]: what diffs compare with, the
+//! agent's change) and the order its scripts run in, through a
+//! [`Container`] that `container.rs` implements: it runs them and copies
+//! files in and out.
 //!
 //! The scripts need bash, git and coreutils, as the probes of the tests
 //! do. Every value they take is put in as a quoted shell word.
 
-use crate::checkout::{BUILD_ARTEFACTS, History};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::BoxFuture;
+use crate::checkout::{BUILD_ARTEFACTS, GitError, History};
 
 /// The last line of [`prepare`]'s output when the repo passed its check:
 /// `ONEBASH-REPO base=<sha> head=<sha> objects=<n> commits=<n> moved=<sha>`.
@@ -308,6 +315,134 @@ rm -f {file}
 exit $code"#,
         file = quote(file),
     )
+}
+
+/// What the repo in an image needs of the container it is in: the
+/// harness's git scripts (their output, or why they failed), and files
+/// copied in and out by paths relative to the workdir.
+pub trait Container: Sync {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    fn copy_in<'a>(
+        &'a self,
+        relative: &'a Path,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+}
+
+/// The repo an image holds, once prepared: what the diff and restores
+/// compare with, and the agent's change for the tests' container.
+pub struct ImageRepo {
+    /// `base_commit` as the task gives it.
+    base: String,
+    /// HEAD as prepared in the agent's container, then the base in the
+    /// tests' (the same tree).
+    commit: Mutex<String>,
+    /// The agent's change, applied in the tests' fresh container.
+    diff: Mutex<Option<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ImageRepo {
+    pub fn new(base: &str) -> ImageRepo {
+        ImageRepo {
+            base: base.to_owned(),
+            commit: Mutex::new(String::new()),
+            diff: Mutex::new(None),
+        }
+    }
+
+    /// [`prepare`] left HEAD at `head`.
+    pub fn prepared(&self, head: &str) {
+        *lock(&self.commit) = head.to_owned();
+    }
+
+    /// The agent's change, from the repo in the image; kept for the tests'
+    /// container.
+    pub async fn diff(&self, container: &dyn Container) -> Result<String, GitError> {
+        let commit = lock(&self.commit).clone();
+        let mut binary: Vec<String> = Vec::new();
+        // Twice at most: text files that are not UTF-8 are diffed again as
+        // binary, which is ASCII (as `Checkout::diff` does on the host).
+        let diff = loop {
+            container
+                .git(&diff(&commit, &binary))
+                .await
+                .map_err(|err| GitError(format!("git diff in the container failed: {err}")))?;
+            let bytes = container
+                .copy_out(Path::new(DIFF_FILE))
+                .await
+                .map_err(GitError)?;
+            match String::from_utf8(bytes) {
+                Ok(diff) => break diff,
+                Err(err) => {
+                    let found = not_utf8_files(err.as_bytes());
+                    if !binary.is_empty() || found.is_empty() {
+                        break String::from_utf8_lossy(err.as_bytes()).into_owned();
+                    }
+                    binary = found;
+                }
+            }
+        };
+        *lock(&self.diff) = Some(diff.clone());
+        Ok(diff)
+    }
+
+    /// The tests' fresh container: the repo in the image at the base, with
+    /// the agent's change applied.
+    pub async fn to_tests(&self, container: &dyn Container) -> Result<(), String> {
+        let base = container
+            .git(&to_base(&self.base))
+            .await
+            .map_err(|err| format!("failed to check out the base in the test container: {err}"))?;
+        // Restores compare with the base from now on: the head prepared
+        // with --history none is the agent's container's only, and its
+        // tree is the base's.
+        *lock(&self.commit) = base.lines().last().unwrap_or_default().trim().to_owned();
+        let diff = lock(&self.diff).clone().unwrap_or_default();
+        if diff.trim().is_empty() {
+            return Ok(());
+        }
+        self.apply(container, &diff)
+            .await
+            .map_err(|err| format!("the agent's patch in the test container: {err}"))
+    }
+
+    /// Puts the files `patch` touches back as they are at the compared
+    /// commit, in the container.
+    pub async fn restore(
+        &self,
+        container: &dyn Container,
+        patch: &str,
+    ) -> Result<Vec<String>, GitError> {
+        let paths: Vec<String> = crate::checkout::patch_paths(patch)?
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let commit = lock(&self.commit).clone();
+        container
+            .git(&restore(&commit, &paths))
+            .await
+            .map_err(|err| GitError(format!("restoring files in the container failed: {err}")))?;
+        Ok(paths)
+    }
+
+    /// Applies `patch` strictly, in the container.
+    pub async fn apply(&self, container: &dyn Container, patch: &str) -> Result<(), GitError> {
+        let file = ".git/onebash-apply.diff";
+        container
+            .copy_in(Path::new(file), patch.as_bytes().to_vec())
+            .await
+            .map_err(|err| GitError(format!("failed to copy the patch in: {err}")))?;
+        container
+            .git(&apply(file))
+            .await
+            .map(|_| ())
+            .map_err(|err| GitError(format!("the patch does not apply: {err}")))
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 
-use crate::history::{FUTURE_TEXTS, Leaky, PAST_TEXTS, leaky_repo};
+use crate::history::{FUTURE_TEXTS, Leaky, PAST_TEXTS, assert_whole_past, leaky_repo};
 use crate::support::harness::{
     Fixture, git, onebash, scripted_agent, scripted_handler, task, tool_answers,
 };
@@ -62,6 +62,14 @@ fn containers_with(label: &str) -> Vec<String> {
         .split_whitespace()
         .map(str::to_owned)
         .collect()
+}
+
+/// Fails when a container of task `id` is left.
+fn assert_no_container_of(id: &str) {
+    assert!(
+        containers_with(&format!("onebash.task={id}")).is_empty(),
+        "a container of {id} was left"
+    );
 }
 
 /// A repo with one file, and a task over it whose model is the scripted
@@ -195,10 +203,7 @@ fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
         serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
             .expect("run.json is JSON");
     assert_eq!(run_json["settings"]["sandbox_used"], "podman");
-    assert!(
-        containers_with(&format!("onebash.task={id}")).is_empty(),
-        "a container was left"
-    );
+    assert_no_container_of(&id);
 }
 
 /// A command that forks sleepers (one of them in a session of its own)
@@ -570,17 +575,7 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
         "{}",
         answers[0]
     );
-    let log: Vec<&str> = answers[1].lines().take(3).collect();
-    assert_eq!(
-        log,
-        [
-            "base: where the task starts",
-            "second of the past",
-            "first of the past"
-        ],
-        "{}",
-        answers[1]
-    );
+    assert_whole_past(&answers[1]);
     assert!(answers[2].contains("HEAD (no branch)"), "{}", answers[2]);
     assert!(!answers[2].contains("origin"), "{}", answers[2]);
     assert!(answers[3].contains('5'), "{}", answers[3]);
@@ -607,10 +602,7 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     );
     let test = &run.events(&id, "test")[0];
     assert_eq!(test["test_patch_method"], "git apply", "{test}");
-    assert!(
-        containers_with(&format!("onebash.task={id}")).is_empty(),
-        "a container was left"
-    );
+    assert_no_container_of(&id);
 }
 
 /// An image whose repo is checked out at the fix itself: the base is
@@ -691,10 +683,7 @@ fn noop_row_on(
         ],
         &[],
     );
-    assert!(
-        containers_with(&format!("onebash.task={id}")).is_empty(),
-        "a container was left"
-    );
+    assert_no_container_of(id);
     run.row(id)
 }
 

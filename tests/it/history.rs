@@ -139,6 +139,21 @@ fn pipe_bytes(dir: &Path, args: &[&str], input: &[u8]) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
+/// `log` (`git log --format=%s` at the base) shows the base's own
+/// history, all of it.
+pub(crate) fn assert_whole_past(log: &str) {
+    let subjects: Vec<&str> = log.lines().take(3).collect();
+    assert_eq!(
+        subjects,
+        [
+            "base: where the task starts",
+            "second of the past",
+            "first of the past"
+        ],
+        "{log}"
+    );
+}
+
 /// Runs the probe script with bash in `dir`; its output.
 fn probe_in(dir: &Path, future: &Future<'_>) -> String {
     let output = Command::new("bash")
@@ -279,18 +294,7 @@ fn with_full_history_nothing_past_the_base_is_found_and_the_past_is_whole() {
         (&future, FUTURE_TEXTS),
         &["git log --format=%s", "git blame -s calc.py"],
     );
-    // The base's own history is all there.
-    let log: Vec<&str> = answers[0].lines().take(3).collect();
-    assert_eq!(
-        log,
-        [
-            "base: where the task starts",
-            "second of the past",
-            "first of the past"
-        ],
-        "{}",
-        answers[0]
-    );
+    assert_whole_past(&answers[0]);
     let blamed: HashSet<&str> = answers[1]
         .lines()
         // `^` marks the root commit.
