@@ -544,7 +544,8 @@ fn run_on_image_repo(
 /// container, finds nothing, while `git log` shows the whole past. The
 /// checkout event records the check; the agent's fix (and a Latin-1 file,
 /// as binary) comes out as its patch and is applied in the tests' fresh
-/// container with the test patch, and the task passes.
+/// container, where the test patch's file replaces the agent's one of the
+/// same name, and the task passes.
 #[test]
 fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     if !podman_ready() {
@@ -566,6 +567,8 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
         "sed -i 's/x - y/x + y/' calc.py && python3 -c 'import calc; print(calc.add(2, 3))'",
         // Text that is not UTF-8 goes into the patch as binary.
         r"printf 'caf\351\n' > latin.txt",
+        // A file of the hidden test's own: the test patch's takes its place.
+        "echo 'raise SystemExit(1)' > test_add.py",
     ];
     let (run, answers) = run_on_image_repo(&fixture, &image, &id, &commands, &[]);
     assert!(probes::finished(&answers[0]), "{}", answers[0]);
@@ -595,7 +598,7 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     assert_eq!(checkout["fetched"], false, "{checkout}");
     let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
     assert!(patch.contains("+    return x + y"), "{patch}");
-    assert!(!patch.contains("test_add.py"), "{patch}");
+    assert!(patch.contains("+raise SystemExit(1)"), "{patch}");
     assert!(
         patch.contains("b/latin.txt") && patch.contains("GIT binary patch"),
         "{patch}"
