@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
 #                   built from git revision $BENCH_BASELINE (default 061c8e7,
@@ -66,7 +66,8 @@
 #             holding the mirror (a `--history none` run made it), then
 #             one task at the newest commit, whose store is the whole
 #             history; against `git clone --no-local` of the repo. 3 times
-#             each, medians.
+#             each, medians. On the work folder's file system and again on
+#             /dev/shm (tmpfs) when there is one, as the checkout section.
 # lateness    Whether command timeouts stay on time while other tasks end
 #             at once (the async workers must not be busy with blocking
 #             work: deleting working copies, writing trajectories, killing
@@ -85,12 +86,22 @@
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
 #             concurrency: the peak must not grow) and 64 tasks at -j 64.
+# containers  --env podman against --sandbox bwrap on the host, when podman
+#             and the test image (scripts/test-images.sh) are here: 4 tasks
+#             of 20 turns of `true` at -j 1, 2 rounds alternating. Per
+#             command: the median of the trajectories' `command` durations.
+#             The peer: mini-swe-agent's docker environment runs each
+#             command as one `docker exec`; here a loop of `podman exec C
+#             bash -c true` into a container started the same way, timed
+#             from the shell (its median). Per task: the time outside
+#             model calls and commands (container start, the fresh test
+#             container, teardown) against bwrap's; and onebash's peak RSS.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -100,6 +111,7 @@ if [ "$quick" = 1 ]; then
     co_commits=200 co_files=30 co_tasks=5 co_reps=2 st_bases=10
     late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
+    ct_tasks=2 ct_turns=5 ct_execs=10
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
@@ -107,6 +119,7 @@ else
     co_commits=3000 co_files=300 co_tasks=50 co_reps=5 st_bases=100
     late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
+    ct_tasks=4 ct_turns=20 ct_execs=40
 fi
 
 mkdir -p "${BENCH_DIR:=$root/target}"
@@ -239,6 +252,33 @@ def overhead(run):
         test += [e["duration_s"] for e in ev if e["event"] == "test"]
     m = statistics.median
     print(f"{m(outside):.3f} {m(co):.3f} {m(test):.3f}")
+
+def commands(*runs):
+    """Prints the median of the agents' command durations over runs (s),
+    the median per task of the time outside model calls and commands
+    (s), and how many commands."""
+    durations, outside = [], []
+    for run in runs:
+        for tid in os.listdir(os.path.join(run, "tasks")):
+            with open(os.path.join(run, "tasks", tid, "epoch-1", "trajectory.jsonl")) as f:
+                ev = [json.loads(line) for line in f]
+            own = [e["duration_s"] for e in ev if e["event"] == "command"]
+            durations += own
+            calls = sum(e["latency_s"] for e in ev if e["event"] == "model_call")
+            outside.append(ev[-1]["ts"] - ev[0]["ts"] - calls - sum(own))
+    m = statistics.median
+    print(f"{m(durations):.4f} {m(outside):.3f} {len(durations)}")
+
+def exec_loop(engine, container, n):
+    """Prints the median wall time (s) of n `ENGINE exec CONTAINER bash -c
+    true`: one exec per command, as mini-swe-agent's docker environment."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([engine, "exec", container, "bash", "-c", "true"], check=True,
+                       stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    print(f"{statistics.median(times):.4f}")
 
 GIT_WAYS = ["clone", "clone_no_local", "worktree", "archive", "bare_no_local"]
 
@@ -530,9 +570,23 @@ noop_run() {
 }
 
 section_stores() {
-    local before dir=$work/st repo head r
+    echo "the checkout section's repo ($co_commits commits over $co_files files); $st_bases tasks at bases spread over it, shuffled, -j 2; against $("$(baseline_bin)" --version) (alternates into the mirror)"
+    echo " on the disk:"
+    stores_on disk "$work/st"
+    # tmpfs too, as the checkout section: this VM's disk slows file
+    # creation down by several times after minutes of writes, for both.
+    if [ -n "$shm_work" ]; then
+        echo " on tmpfs:"
+        stores_on tmpfs "$shm_work/st"
+    else
+        echo "  on tmpfs: skipped (no writable tmpfs at /dev/shm, or the work folder is on one already)"
+    fi
+}
+
+# stores_on LABEL DIR: the stores comparison with everything in DIR.
+stores_on() {
+    local label=$1 dir=$2 before repo head r
     before=$(baseline_bin)
-    echo "the checkout section's repo ($co_commits commits over $co_files files); $st_bases tasks at bases spread over it, shuffled, -j 2; against $("$before" --version) (alternates into the mirror)"
     mkdir -p "$dir"
     repo=$dir/long.git
     git init -q --bare -b main "$repo"
@@ -557,7 +611,7 @@ section_stores() {
     printf '  cold run over %d bases: %.2f s (before: %.2f s)\n' "$st_bases" "$cold_new" "$cold_old"
     printf '  disk: stores %.2f MiB in %d packs; the mirror %.2f MiB; %.2fx\n' \
         "$(calc "$stores / 2**20")" "$packs" "$(calc "$mirror / 2**20")" "$(calc "$stores / $mirror")"
-    fig "stores: disk for $st_bases bases / mirror" "$(calc "round($stores / $mirror, 2)")x" "<= 2x" \
+    fig "stores [$label]: disk for $st_bases bases / mirror" "$(calc "round($stores / $mirror, 2)")x" "<= 2x" \
         "$(calc "'ok' if $stores <= 2 * $mirror else 'MISS'")"
 
     # (2) Warm checkouts, alternating with the baseline.
@@ -576,7 +630,7 @@ section_stores() {
     read -r fetch old_ms n < <(tools checkouts "${old_runs[@]}")
     printf '  warm checkout, median of %d: %.1f ms; before: %.1f ms; %.2fx\n' \
         "$n" "$(calc "$new_ms * 1000")" "$(calc "$old_ms * 1000")" "$(calc "$new_ms / $old_ms")"
-    fig "stores: warm checkout / before" "$(calc "round($new_ms / $old_ms, 2)")x" "<= 1.3x" \
+    fig "stores [$label]: warm checkout / before" "$(calc "round($new_ms / $old_ms, 2)")x" "<= 1.3x" \
         "$(calc "'ok' if $new_ms <= 1.3 * $old_ms else 'MISS'")"
     # The whole run too: thin packs are fixed once per run, ahead of the
     # checkouts that link them, and that work is not in their durations.
@@ -602,7 +656,7 @@ section_stores() {
     clone=$(calc "sorted([${clones[*]/%/,}])[1]")
     printf '  first checkout of a new base (its store built from the whole history): %.1f ms; git clone --no-local: %.1f ms; %.2fx\n' \
         "$(calc "$first * 1000")" "$(calc "$clone * 1000")" "$(calc "$first / $clone")"
-    fig "stores: first checkout of a new base / git clone --no-local" "$(calc "round($first / $clone, 2)")x" "<= 1x" \
+    fig "stores [$label]: first checkout of a new base / git clone --no-local" "$(calc "round($first / $clone, 2)")x" "<= 1x" \
         "$(calc "'ok' if $first <= $clone else 'MISS'")"
 }
 
@@ -687,10 +741,65 @@ section_memory() {
     done
 }
 
-# The checkout and latency sections also run on tmpfs, when /dev/shm is one
+section_containers() {
+    local image=${BENCH_IMAGE:-onebash-test/base:bookworm}
+    if ! command -v podman > /dev/null || ! podman image exists "$image" 2> /dev/null; then
+        echo "  skipped: podman or the image $image is not here (scripts/test-images.sh builds it)"
+        fig "containers: podman command / podman exec" "skipped" "-" "no podman or image"
+        return 0
+    fi
+    local dir=$work/ct r mode out t0 runs_podman=() runs_bwrap=()
+    mkdir -p "$dir"
+    tools tasks "$dir/tasks.jsonl" "$ct_tasks" "$work/repo" "$sha" ct
+    echo "$ct_tasks tasks x $ct_turns turns of \`true\`, zero model latency, -j 1, --env podman ($image) against --sandbox bwrap; 2 rounds alternating"
+    start_server "$ct_turns" 0 true
+    for r in 1 2; do
+        for mode in podman bwrap; do
+            out=$dir/$mode-$r
+            local extra=(--sandbox bwrap)
+            [ "$mode" = podman ] && extra=(--env podman --image "$image" --pull never)
+            if ! "$bin" run "$dir/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$port/v1" \
+                -j 1 --max-turns $((ct_turns + 1)) "${extra[@]}" -o "$out" --cache-dir "$work/cache" \
+                > /dev/null 2> "$out.log"; then
+                echo "onebash run failed; the end of its log:" >&2
+                tail -5 "$out.log" >&2
+                return 1
+            fi
+            if [ "$mode" = podman ]; then runs_podman+=("$out"); else runs_bwrap+=("$out"); fi
+        done
+    done
+    stop_server
+    local p_cmd p_out n b_cmd b_out p_rss b_rss
+    read -r p_cmd p_out n < <(tools commands "${runs_podman[@]}")
+    read -r b_cmd b_out n < <(tools commands "${runs_bwrap[@]}")
+    p_rss=$(tools peak_rss "${runs_podman[0]}")
+    b_rss=$(tools peak_rss "${runs_bwrap[0]}")
+    # The peer's way: one exec per command into a running container.
+    local cid raw start stop
+    t0=$EPOCHREALTIME
+    cid=$(podman run -d --network none --entrypoint sleep "$image" infinity)
+    start=$(calc "$EPOCHREALTIME - $t0")
+    raw=$(tools exec_loop podman "$cid" "$ct_execs")
+    t0=$EPOCHREALTIME
+    podman rm -f -t 0 "$cid" > /dev/null
+    stop=$(calc "$EPOCHREALTIME - $t0")
+    printf '  per command, median of %d: podman %.1f ms, bwrap %.1f ms (%.1fx); a bare `podman exec` %.1f ms (%d of them)\n' \
+        "$n" "$(calc "$p_cmd * 1000")" "$(calc "$b_cmd * 1000")" "$(calc "$p_cmd / $b_cmd")" "$(calc "$raw * 1000")" "$ct_execs"
+    printf '  per task outside model calls and commands (start, tests, teardown): podman %.2f s, bwrap %.2f s; a bare `podman run -d` %.2f s and `rm -f` %.2f s\n' \
+        "$p_out" "$b_out" "$start" "$stop"
+    printf '  onebash peak RSS: podman %.1f MiB, bwrap %.1f MiB\n' \
+        "$(calc "$p_rss / 2**20")" "$(calc "$b_rss / 2**20")"
+    fig "containers: ms per command, --env podman" "$(calc "round($p_cmd * 1000, 1)")" "-" ""
+    fig "containers: podman command / podman exec (peer)" "$(calc "round($p_cmd / $raw, 2)")x" "-" ""
+    fig "containers: podman command / bwrap command" "$(calc "round($p_cmd / $b_cmd, 1)")x" "-" ""
+    fig "containers: s per task outside commands, podman" "$(calc "round($p_out, 2)")" "-" "bwrap $(calc "round($b_out, 2)")"
+    fig "containers: peak RSS MiB, podman" "$(calc "round($p_rss / 2**20, 1)")" "-" "bwrap $(calc "round($b_rss / 2**20, 1)")"
+}
+
+# The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one
 # and the work folder is not on one already. Made here so that the exit trap
 # removes it.
-if [[ " $sections " == *" checkout "* || " $sections " == *" latency "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
+if [[ " $sections " == *" checkout "* || " $sections " == *" latency "* || " $sections " == *" stores "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
     && [ "$(stat -f -c %T /dev/shm)" = tmpfs ] && [ "$(stat -f -c %T "$work")" != tmpfs ]; then
     shm_work=$(mktemp -d /dev/shm/onebash-bench.XXXXXX)
 fi

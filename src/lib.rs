@@ -33,6 +33,7 @@ pub mod events;
 pub mod exec;
 pub mod grade;
 pub mod limits;
+pub mod lock;
 pub mod manifest;
 pub mod probe;
 pub mod progress;

@@ -190,6 +190,13 @@ impl RunFolder {
         self.root.join("run.json")
     }
 
+    /// `run.lock`: held by the one onebash that runs in the folder (a run,
+    /// or its resume), so that a second cannot interleave its rows or
+    /// tear down the first one's containers.
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join("run.lock")
+    }
+
     /// `tasks/`: a folder per task, one per epoch inside.
     pub fn tasks_dir(&self) -> PathBuf {
         self.root.join("tasks")

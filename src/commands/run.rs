@@ -21,6 +21,7 @@ use crate::checkout::RepoCache;
 use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
+use crate::lock::FileLock;
 use crate::manifest::RunManifest;
 use crate::progress::ProgressDisplay;
 use crate::results::{ResultRow, ResultsWriter, RowSink, RunFolder, Status, write_predictions};
@@ -56,17 +57,18 @@ pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<
         ControlFlow::Continue(opened) => opened,
         ControlFlow::Break(code) => return Ok(code),
     };
+    let Opened {
+        manifest,
+        rows,
+        work,
+        results,
+        lock,
+    } = opened;
     let (ctx, received, cancel_handle) = shared_context(config, client, folder);
-    let executed = execute(
-        &ctx,
-        opened.work,
-        opened.rows,
-        opened.results,
-        received,
-        cancel_handle,
-    )
-    .await;
-    finish(&ctx, opened.manifest, executed, print_summary)
+    let executed = execute(&ctx, work, rows, results, received, cancel_handle).await;
+    let code = finish(&ctx, manifest, executed, print_summary);
+    drop(lock);
+    code
 }
 
 /// The client of the model the run asks: an API behind its retries, gate
@@ -138,6 +140,8 @@ struct Opened {
     /// The (task index, epoch) pairs to run, in order.
     work: Vec<(usize, u32)>,
     results: RowSink,
+    /// The folder's lock, held to the end of the run.
+    lock: FileLock,
 }
 
 /// Makes the run folder, works out the (task, epoch) pairs to run (all of
@@ -154,6 +158,18 @@ fn open_run_folder(
             config.out_dir.display()
         )
     })?;
+    // One onebash a folder: a second (a resume started twice, say) would
+    // interleave rows with the first and sweep away its containers.
+    let Some(lock) = FileLock::try_acquire(&folder.lock_file())
+        .map_err(|err| anyhow::anyhow!("failed to lock {}: {err}", folder.lock_file().display()))?
+    else {
+        eprintln!(
+            "error: the run folder {} is in use by another onebash (it holds {})\nhint: wait for that run to end, or give this one another --out",
+            folder.root().display(),
+            folder.lock_file().display()
+        );
+        return Ok(ControlFlow::Break(EXIT_USAGE));
+    };
     // Every (task, epoch), epoch by epoch, in the order of the task file.
     let all_work: Vec<(usize, u32)> = (1..=config.runs)
         .flat_map(|epoch| (0..config.tasks.len()).map(move |i| (i, epoch)))
@@ -197,6 +213,7 @@ fn open_run_folder(
         rows,
         work,
         results,
+        lock,
     }))
 }
 

@@ -2,7 +2,8 @@
 //! points of progress then `--resume` (every (task, epoch) once, no torn
 //! row, finished trajectories intact, unfinished attempts set aside),
 //! resuming with other settings, resuming a finished run, `--retry-errors`,
-//! Ctrl-C then resume, `--shard` with `onebash merge`, and `--runs`.
+//! Ctrl-C then resume, `--shard` with `onebash merge`, `--runs`, and a
+//! folder another onebash holds.
 //!
 //! No test here waits for time to pass: a run is stopped at a point of its
 //! progress (a model call the scripted server holds, a row written, an event
@@ -1455,4 +1456,56 @@ fn runs_3_gives_every_task_epochs_1_to_3_each_with_its_folder() {
     let found = folders(&out);
     assert_eq!(found.current, expected);
     assert!(found.attempts.is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// One onebash a run folder.
+// ---------------------------------------------------------------------------
+
+/// Holds `path` as a `flock` the way a running onebash holds its run
+/// folder's `run.lock`, until dropped.
+struct HeldLock {
+    _file: std::fs::File,
+}
+
+impl HeldLock {
+    fn take(path: &Path) -> HeldLock {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::create(path).expect("lock file");
+        // SAFETY: flock on a descriptor this test owns.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(rc, 0, "the lock is free");
+        HeldLock { _file: file }
+    }
+}
+
+#[test]
+fn a_run_folder_in_use_by_another_onebash_is_refused_and_left_as_it_is() {
+    let fixture = Fixture::new();
+    let tasks = crate::support::harness::small_task(&fixture, "true", json!({}));
+    let out = fixture.path("out");
+    // A first run, then another onebash in the folder (a resume started
+    // twice, say) while a resume is asked for.
+    let first = fixture.run_noop(&tasks, &[]);
+    assert_eq!(first.code, 0, "stderr:\n{}", first.stderr);
+    let before = std::fs::read(out.join("results.csv")).expect("results.csv");
+    let held = HeldLock::take(&out.join("run.lock"));
+    let refused = fixture.run_noop(&tasks, &["--resume", "--retry-errors"]);
+    assert_eq!(refused.code, 2, "stderr:\n{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("is in use by another onebash"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read(out.join("results.csv")).expect("results.csv"),
+        before
+    );
+    // Nothing set aside: the task's folder is where it was.
+    assert!(out.join("tasks/t/epoch-1/trajectory.jsonl").is_file());
+    assert!(!out.join("tasks/t/epoch-1.attempt-1").exists());
+    // Once the other one is gone, the folder is free again.
+    drop(held);
+    let again = fixture.run_noop(&tasks, &["--resume"]);
+    assert_eq!(again.code, 0, "stderr:\n{}", again.stderr);
 }
