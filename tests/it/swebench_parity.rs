@@ -159,14 +159,15 @@ const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
 
 #[test]
 fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
-    django_instances_match_the_package(&[]);
+    django_instances_match_the_package(false);
 }
 
-/// A SWE-bench-shaped image: the testbed environment at
-/// /opt/miniconda3 (an `activate` whose `conda activate testbed` puts
-/// its `python` first on PATH), built on the container tests' image,
-/// with no registry.
+/// A SWE-bench-shaped image, built on the container tests' image with no
+/// registry: the repo at /testbed (at its base, as SWE-bench's images hold
+/// it) and the testbed environment at /opt/miniconda3 (an `activate`
+/// whose `conda activate testbed` puts its `python` first on PATH).
 const SWEBENCH_SHAPED: &str = r#"FROM onebash-test/base:bookworm
+COPY testbed /testbed
 RUN mkdir -p /opt/miniconda3/bin /opt/miniconda3/envs/testbed/bin \
  && echo 'conda() { if [ "$1" = activate ]; then PATH="/opt/miniconda3/envs/$2/bin:$PATH"; export PATH; fi; }' > /opt/miniconda3/bin/activate \
  && ln -s /usr/bin/python3 /opt/miniconda3/envs/testbed/bin/python
@@ -185,29 +186,7 @@ fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
     ) {
         return;
     }
-    // One image under each instance's SWE-bench name.
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("Containerfile"), SWEBENCH_SHAPED).expect("write");
-    let mut build = Command::new("podman");
-    build.args(["build", "-q"]);
-    for n in 1..=4 {
-        let id = format!("django__django-{n}");
-        build.args(["-t", &format!("swebench/{}:latest", image_name(&id))]);
-    }
-    let built = build.arg(dir.path()).output().expect("podman build");
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let log = django_instances_match_the_package(&[
-        "--env",
-        "podman",
-        "--pull",
-        "never",
-        "--image",
-        r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#,
-    ]);
+    let log = django_instances_match_the_package(true);
     // The testbed environment was there: activated, its python found.
     assert!(log.contains("+ conda activate testbed"), "{log}");
     for missing in ["No such file or directory", "command not found"] {
@@ -216,12 +195,53 @@ fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
     assert!(log.contains("No module named pip"), "{log}");
 }
 
-/// Four django instances graded by SWE-bench's django 4.2 recipe, run
-/// with `extra` flags: a scripted whole fix, a partial one, none, one
-/// of a version with no recipe, and the oracle; each verdict and status
-/// must be the package's on onebash's test log.
+/// Builds the SWE-bench-shaped image of `work` at `base`, under each
+/// instance's SWE-bench name, and returns the flags that run in it.
+fn swebench_shaped_image(
+    fixture: &crate::support::harness::Fixture,
+    work: &Path,
+    base: &str,
+    ids: &[&str],
+) -> Vec<String> {
+    use crate::support::harness::{git, path_arg};
+    let context = fixture.path("image");
+    std::fs::create_dir_all(&context).expect("mkdir");
+    let testbed = context.join("testbed");
+    git(
+        &context,
+        &["clone", "-q", path_arg(work), path_arg(&testbed)],
+    );
+    git(&testbed, &["checkout", "-q", "--detach", base]);
+    std::fs::write(context.join("Containerfile"), SWEBENCH_SHAPED).expect("write");
+    let mut build = Command::new("podman");
+    build.args(["build", "-q"]);
+    for id in ids {
+        build.args(["-t", &format!("swebench/{}:latest", image_name(id))]);
+    }
+    let built = build.arg(&context).output().expect("podman build");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    [
+        "--env",
+        "podman",
+        "--pull",
+        "never",
+        "--image",
+        r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Four django instances graded by SWE-bench's django 4.2 recipe, on the
+/// host or in SWE-bench-shaped images: a scripted whole fix, a partial
+/// one, none, one of a version with no recipe, and the oracle; each
+/// verdict and status must be the package's on onebash's test log.
 /// Returns the test log of the whole fix.
-fn django_instances_match_the_package(extra: &[&str]) -> String {
+fn django_instances_match_the_package(in_image: bool) -> String {
     use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
     let fixture = Fixture::new();
     // The mirror is django/django.git under --repo-base, so the instance
@@ -289,7 +309,19 @@ fn django_instances_match_the_package(extra: &[&str]) -> String {
         ("django__django-4", &["cat calc.py"]),
     ]);
     let mirrors_arg = mirrors.to_str().expect("utf-8");
-    let args = [&["--repo-base", mirrors_arg][..], extra].concat();
+    let ids = [
+        "django__django-1",
+        "django__django-2",
+        "django__django-3",
+        "django__django-4",
+    ];
+    let extra = if in_image {
+        swebench_shaped_image(&fixture, &work, &sha_x, &ids)
+    } else {
+        Vec::new()
+    };
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let args = [&["--repo-base", mirrors_arg][..], &extra].concat();
     let run = fixture.run_scripted(&tasks, &server, &args);
     let oracle_args = [&["--model", "oracle"][..], &args].concat();
     let oracle = fixture.run_into(&fixture.path("oracle"), &tasks, &oracle_args, &[]);
