@@ -153,7 +153,10 @@ pub fn unpack_verified(
         inner: BufReader::with_capacity(256 * 1024, reader),
         hasher: Sha256::new(),
     };
-    let magic = stored.fill_buf().map_err(|err| io_error(dest, err))?.to_vec();
+    let magic = stored
+        .fill_buf()
+        .map_err(|err| io_error(dest, err))?
+        .to_vec();
     let tar_digest = {
         let decompressed: Box<dyn Read + '_> = if magic.starts_with(&[0x1f, 0x8b]) {
             Box::new(flate2::bufread::MultiGzDecoder::new(&mut stored))
@@ -254,10 +257,22 @@ impl Unpacker<'_> {
             match fs::symlink_metadata(&full) {
                 Ok(meta) if meta.is_dir() => {}
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(format!("{} goes through the symlink {}", rel.display(), at.display()));
+                    return Err(format!(
+                        "{} goes through the symlink {}",
+                        rel.display(),
+                        at.display()
+                    ));
                 }
-                Ok(_) => return Err(format!("{} goes through the file {}", rel.display(), at.display())),
-                Err(_) => fs::create_dir(&full).map_err(|err| format!("{}: {err}", full.display()))?,
+                Ok(_) => {
+                    return Err(format!(
+                        "{} goes through the file {}",
+                        rel.display(),
+                        at.display()
+                    ));
+                }
+                Err(_) => {
+                    fs::create_dir(&full).map_err(|err| format!("{}: {err}", full.display()))?
+                }
             }
             self.dirs.insert(at.clone());
         }
@@ -286,7 +301,10 @@ pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
     let entries = archive.entries().map_err(|err| io_error(dest, err))?;
     for entry in entries {
         let mut entry = entry.map_err(|err| io_error(dest, err))?;
-        let path = entry.path().map_err(|err| io_error(dest, err))?.into_owned();
+        let path = entry
+            .path()
+            .map_err(|err| io_error(dest, err))?
+            .into_owned();
         let Some(rel) = inside(&path).map_err(refuse)? else {
             continue;
         };
@@ -355,7 +373,9 @@ pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
                     .into_owned();
                 let target = inside(&target)
                     .map_err(|why| refuse(format!("the hard link {}: {why}", rel.display())))?
-                    .ok_or_else(|| refuse(format!("{} is a hard link to the root", rel.display())))?;
+                    .ok_or_else(|| {
+                        refuse(format!("{} is a hard link to the root", rel.display()))
+                    })?;
                 // Its folders must be real ones of this layer, so that
                 // linking never reaches through a symlink to the host.
                 unpacker.parents(&target).map_err(refuse)?;
@@ -467,9 +487,18 @@ mod tests {
         let (dir, result) = unpack_bytes(&tar);
         result.expect("unpack");
         let root = dir.path();
-        assert_eq!(fs::read_to_string(root.join("etc/os-release")).expect("read"), "bookworm\n");
-        assert_eq!(fs::read_link(root.join("bin")).expect("link"), Path::new("usr/bin"));
-        assert_eq!(fs::read_link(root.join("etc/abs")).expect("link"), Path::new("/etc/os-release"));
+        assert_eq!(
+            fs::read_to_string(root.join("etc/os-release")).expect("read"),
+            "bookworm\n"
+        );
+        assert_eq!(
+            fs::read_link(root.join("bin")).expect("link"),
+            Path::new("usr/bin")
+        );
+        assert_eq!(
+            fs::read_link(root.join("etc/abs")).expect("link"),
+            Path::new("/etc/os-release")
+        );
         use std::os::unix::fs::MetadataExt;
         let ino = |p: &str| fs::metadata(root.join(p)).expect("meta").ino();
         assert_eq!(ino("etc/hard"), ino("etc/os-release"));
@@ -482,13 +511,19 @@ mod tests {
         let tar = TarBuilder::new().file("usr/bin/su", 0o6755, "#!").bytes();
         let (dir, result) = unpack_bytes(&tar);
         result.expect("unpack");
-        let mode = fs::metadata(dir.path().join("usr/bin/su")).expect("meta").permissions().mode();
+        let mode = fs::metadata(dir.path().join("usr/bin/su"))
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o7777, 0o755);
     }
 
     #[test]
     fn device_nodes_are_skipped() {
-        let tar = TarBuilder::new().device("dev/sda").file("ok", 0o644, "x").bytes();
+        let tar = TarBuilder::new()
+            .device("dev/sda")
+            .file("ok", 0o644, "x")
+            .bytes();
         let (dir, result) = unpack_bytes(&tar);
         result.expect("unpack");
         assert!(!dir.path().join("dev/sda").exists());
@@ -498,9 +533,20 @@ mod tests {
     #[test]
     fn path_traversal_is_refused() {
         let cases: [(&str, Vec<u8>); 6] = [
-            ("dotdot", TarBuilder::new().file("../escaped", 0o644, "x").bytes()),
-            ("inner dotdot", TarBuilder::new().file("a/../../escaped", 0o644, "x").bytes()),
-            ("absolute", TarBuilder::new().file("/etc/escaped", 0o644, "x").bytes()),
+            (
+                "dotdot",
+                TarBuilder::new().file("../escaped", 0o644, "x").bytes(),
+            ),
+            (
+                "inner dotdot",
+                TarBuilder::new()
+                    .file("a/../../escaped", 0o644, "x")
+                    .bytes(),
+            ),
+            (
+                "absolute",
+                TarBuilder::new().file("/etc/escaped", 0o644, "x").bytes(),
+            ),
             (
                 "symlink out",
                 TarBuilder::new()
@@ -526,11 +572,16 @@ mod tests {
             let dest = outer.path().join("layer");
             fs::create_dir(&dest).expect("mkdir");
             let result = unpack(&mut &tar[..], &dest);
-            assert!(matches!(result, Err(OciError::Refused(_))), "{name}: {result:?}");
+            assert!(
+                matches!(result, Err(OciError::Refused(_))),
+                "{name}: {result:?}"
+            );
             assert!(!outer.path().join("escaped").exists(), "{name}");
         }
         // An absolute symlink stays inside the root: it is resolved there.
-        let tar = TarBuilder::new().link(tar::EntryType::Symlink, "a/b", "/../../x").bytes();
+        let tar = TarBuilder::new()
+            .link(tar::EntryType::Symlink, "a/b", "/../../x")
+            .bytes();
         assert!(refused(&tar).contains("leaves"));
     }
 
@@ -556,7 +607,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (blob, diff_id) = (digest_of(&gz), digest_of(&tar));
         unpack_verified(&mut &gz[..], dir.path(), Some(&blob), &diff_id).expect("gzip layer");
-        assert_eq!(fs::read_to_string(dir.path().join("a")).expect("read"), "hello");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("a")).expect("read"),
+            "hello"
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         unpack_verified(&mut &tar[..], dir.path(), None, &diff_id).expect("plain layer");
         // One byte changed in the blob: refused.
@@ -579,20 +633,31 @@ mod tests {
         let claimed = digest_of(b"something else");
         fs::write(layout.join("blobs/sha256").join(claimed.hex()), &tar).expect("write");
         let cache = LayerCache::new(&dir.path().join("cache"));
-        let layer = LayerRef::for_test(claimed.clone(), layout.join("blobs/sha256").join(claimed.hex()));
+        let layer = LayerRef::for_test(
+            claimed.clone(),
+            layout.join("blobs/sha256").join(claimed.hex()),
+        );
         let source = Source::Layout {
             dir: layout,
             reference: None,
         };
         assert!(cache.ensure(&source, &layer).is_err());
         assert!(!dir.path().join("cache/layers").join(claimed.hex()).exists());
-        assert!(!dir.path().join("cache/layers").join(format!("{}.partial", claimed.hex())).exists());
+        assert!(
+            !dir.path()
+                .join("cache/layers")
+                .join(format!("{}.partial", claimed.hex()))
+                .exists()
+        );
         // The right digest: in, once.
         let good = digest_of(&tar);
         fs::write(layout_path(dir.path(), &good), &tar).expect("write");
         let layer = LayerRef::for_test(good.clone(), layout_path(dir.path(), &good));
         let unpacked = cache.ensure(&source, &layer).expect("unpack");
-        assert_eq!(fs::read_to_string(unpacked.join("a")).expect("read"), "hello");
+        assert_eq!(
+            fs::read_to_string(unpacked.join("a")).expect("read"),
+            "hello"
+        );
         fs::remove_file(layout_path(dir.path(), &good)).expect("rm");
         assert_eq!(cache.ensure(&source, &layer).expect("cached"), unpacked);
     }
@@ -620,8 +685,16 @@ mod tests {
         let mut blob = frame(a);
         blob.extend(frame(b));
         let dir = tempfile::tempdir().expect("tempdir");
-        unpack_verified(&mut &blob[..], dir.path(), Some(&digest_of(&blob)), &digest_of(&tar))
-            .expect("zstd");
-        assert_eq!(fs::read_to_string(dir.path().join("z")).expect("read"), "zstd");
+        unpack_verified(
+            &mut &blob[..],
+            dir.path(),
+            Some(&digest_of(&blob)),
+            &digest_of(&tar),
+        )
+        .expect("zstd");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("z")).expect("read"),
+            "zstd"
+        );
     }
 }

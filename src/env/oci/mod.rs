@@ -93,11 +93,7 @@ impl Images {
     }
 }
 
-fn prepare_one(
-    oci_dir: &Path,
-    cache: &layers::LayerCache,
-    name: &str,
-) -> Result<Image, OciError> {
+fn prepare_one(oci_dir: &Path, cache: &layers::LayerCache, name: &str) -> Result<Image, OciError> {
     let source = source::Source::parse(name)?;
     let manifest = source.manifest()?;
     let mut unpacked = Vec::with_capacity(manifest.layers.len());

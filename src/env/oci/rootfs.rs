@@ -144,9 +144,7 @@ fn link_or_copy(from: &Path, to: &Path, kind: fs::FileType) -> io::Result<()> {
 /// it is there, going through no symlink: bubblewrap mounts over it. A
 /// symlink where a mount point goes is refused (bwrap would follow it).
 pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
-    let refuse = |why: &str| {
-        OciError::Refused(format!("/{} in the image {why}", rel.display()))
-    };
+    let refuse = |why: &str| OciError::Refused(format!("/{} in the image {why}", rel.display()));
     let mut at = root.to_path_buf();
     let parts: Vec<Component> = rel.components().collect();
     for (i, part) in parts.iter().enumerate() {
@@ -203,8 +201,12 @@ mod tests {
         write(&upper, "opt/old/.wh..wh..opq", "");
         write(&upper, "opt/old/b", "upper");
         write(&upper, "var/replaced", "upper");
-        let root = assemble(&dir.path().join("oci"), "img", &[lower.clone(), upper.clone()])
-            .expect("assemble");
+        let root = assemble(
+            &dir.path().join("oci"),
+            "img",
+            &[lower.clone(), upper.clone()],
+        )
+        .expect("assemble");
         let read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
         assert_eq!(read("etc/keep").as_deref(), Some("lower"));
         assert_eq!(read("etc/gone"), None);
@@ -222,7 +224,10 @@ mod tests {
         assert!(root.join("etc/resolv.conf").is_file());
         // Built once: a second call finds it.
         fs::remove_dir_all(&lower).expect("rm");
-        assert_eq!(assemble(&dir.path().join("oci"), "img", &[lower]).expect("again"), root);
+        assert_eq!(
+            assemble(&dir.path().join("oci"), "img", &[lower]).expect("again"),
+            root
+        );
     }
 
     #[test]

@@ -54,7 +54,6 @@ impl Digest {
     pub fn hex(&self) -> &str {
         &self.0["sha256:".len()..]
     }
-
 }
 
 impl std::fmt::Display for Digest {
@@ -70,7 +69,10 @@ pub enum Source {
     DockerArchive(PathBuf),
     /// `oci:PATH[:REF]`: an OCI image layout folder, and which of its
     /// images (`org.opencontainers.image.ref.name`) when it holds several.
-    Layout { dir: PathBuf, reference: Option<String> },
+    Layout {
+        dir: PathBuf,
+        reference: Option<String>,
+    },
 }
 
 impl Source {
@@ -195,16 +197,12 @@ impl Source {
             Source::DockerArchive(path) => {
                 let wanted = &layer.location;
                 with_archive_entry(path, wanted, use_layer)?.ok_or_else(|| {
-                    OciError::Image(format!(
-                        "{} has no {}",
-                        path.display(),
-                        wanted.display()
-                    ))
+                    OciError::Image(format!("{} has no {}", path.display(), wanted.display()))
                 })
             }
             Source::Layout { .. } => {
-                let mut file = File::open(&layer.location)
-                    .map_err(|err| read_error(&layer.location, err))?;
+                let mut file =
+                    File::open(&layer.location).map_err(|err| read_error(&layer.location, err))?;
                 use_layer(&mut file)
             }
         }
@@ -276,7 +274,12 @@ fn archive_manifest(archive: &Path) -> Result<Manifest, OciError> {
         .map_err(|err| OciError::Image(format!("{}: manifest.json: {err}", archive.display())))?;
     let entry = match entries.as_slice() {
         [one] => one,
-        [] => return Err(OciError::Image(format!("{} holds no image", archive.display()))),
+        [] => {
+            return Err(OciError::Image(format!(
+                "{} holds no image",
+                archive.display()
+            )));
+        }
         _ => {
             return Err(OciError::Image(format!(
                 "{} holds {} images; save one image per archive",
@@ -301,7 +304,11 @@ fn archive_manifest(archive: &Path) -> Result<Manifest, OciError> {
         });
     }
     let config = parse_config(&config_bytes, archive)?;
-    let layers = zip_layers(&config, archive, entry.layers.iter().map(|l| (None, PathBuf::from(l))))?;
+    let layers = zip_layers(
+        &config,
+        archive,
+        entry.layers.iter().map(|l| (None, PathBuf::from(l))),
+    )?;
     Ok(Manifest {
         config_digest,
         config,
@@ -390,7 +397,8 @@ fn layout_blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, OciError> {
 }
 
 fn parse_document(bytes: &[u8], from: &Path) -> Result<Document, OciError> {
-    serde_json::from_slice(bytes).map_err(|err| OciError::Image(format!("{}: {err}", from.display())))
+    serde_json::from_slice(bytes)
+        .map_err(|err| OciError::Image(format!("{}: {err}", from.display())))
 }
 
 fn is_index(media_type: &str) -> bool {

@@ -203,9 +203,15 @@ fn arguments(
     if !network {
         push(&["--unshare-net"]);
     }
-    args.extend(["--ro-bind".into(), image.root.clone().into_os_string(), "/".into()]);
+    args.extend([
+        "--ro-bind".into(),
+        image.root.clone().into_os_string(),
+        "/".into(),
+    ]);
     let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
-    push(&["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/dev/shm"]);
+    push(&[
+        "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/dev/shm",
+    ]);
     args.extend(["--bind".into(), tmp.as_os_str().to_owned(), "/tmp".into()]);
     args.extend([
         "--bind".into(),
@@ -221,7 +227,11 @@ fn arguments(
             }
         }
     }
-    args.extend(["--chdir".into(), OsString::from(workdir), "--clearenv".into()]);
+    args.extend([
+        "--chdir".into(),
+        OsString::from(workdir),
+        "--clearenv".into(),
+    ]);
     let mut env: Vec<(String, String)> = vec![
         ("PATH".into(), DEFAULT_PATH.into()),
         ("HOME".into(), "/root".into()),
@@ -337,17 +347,28 @@ mod tests {
 
     fn args(network: bool) -> Vec<String> {
         let vars = [("TERM".to_owned(), "dumb".to_owned())];
-        arguments(&image(), Path::new("/w/t1"), "/testbed", Path::new("/w/t1.tmp"), &vars, network, "ls")
-            .into_iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
+        arguments(
+            &image(),
+            Path::new("/w/t1"),
+            "/testbed",
+            Path::new("/w/t1.tmp"),
+            &vars,
+            network,
+            "ls",
+        )
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
     }
 
     #[test]
     fn the_image_root_is_read_only_and_only_the_workdir_and_tmp_are_writable() {
         let args = args(false);
         let joined = args.join(" ");
-        assert!(joined.contains("--ro-bind /cache/oci/rootfs/abc /"), "{joined}");
+        assert!(
+            joined.contains("--ro-bind /cache/oci/rootfs/abc /"),
+            "{joined}"
+        );
         assert!(joined.contains("--bind /w/t1 /testbed"), "{joined}");
         assert!(joined.contains("--bind /w/t1.tmp /tmp"), "{joined}");
         assert_eq!(args.iter().filter(|a| *a == "--bind").count(), 2);
@@ -372,6 +393,9 @@ mod tests {
 
     #[test]
     fn the_private_tmp_sits_next_to_the_working_copy() {
-        assert_eq!(private_tmp(Path::new("/w/t1-0")), PathBuf::from("/w/t1-0.tmp"));
+        assert_eq!(
+            private_tmp(Path::new("/w/t1-0")),
+            PathBuf::from("/w/t1-0.tmp")
+        );
     }
 }
