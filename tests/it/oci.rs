@@ -15,6 +15,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent, task, tool_answers};
+use crate::support::processes::assert_no_process_left;
 use crate::support::server::ScriptedServer;
 
 /// The image `scripts/test-images.sh` builds: Debian bookworm with python3
@@ -89,6 +90,7 @@ fn run_oci(
     server: &ScriptedServer,
     image: &str,
     cache: &Path,
+    extra: &[&str],
 ) -> RunOutput {
     let out = fixture.path("out");
     let output = onebash()
@@ -100,6 +102,7 @@ fn run_oci(
         .arg(cache)
         .args(["--model", "scripted", "--base-url", &server.base_url()])
         .args(["--env", "oci", "--image", image])
+        .args(extra)
         .env("OPENAI_API_KEY", "sk-oci-secret")
         .output()
         .expect("run onebash");
@@ -147,6 +150,7 @@ fn a_task_runs_in_an_image_from_a_docker_archive_without_a_daemon() {
         &server,
         &format!("docker-archive:{}", archive.display()),
         &shared().join("cache"),
+        &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let row = run.row("oci-end");
@@ -274,6 +278,7 @@ fn rm_rf_root_by_the_agent_leaves_the_layer_cache_unchanged() {
         &scripted_agent(&[("oci-rm", &["true"])]),
         &image,
         &cache,
+        &[],
     );
     assert_eq!(first.code, 0, "stderr:\n{}", first.stderr);
     let oci = cache.join("oci");
@@ -284,7 +289,7 @@ fn rm_rf_root_by_the_agent_leaves_the_layer_cache_unchanged() {
     );
     std::fs::remove_dir_all(fixture.path("out")).expect("rm out");
 
-    let run = run_oci(&fixture, &tasks, &server, &image, &cache);
+    let run = run_oci(&fixture, &tasks, &server, &image, &cache, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let answers = tool_answers(&server, "oci-rm");
     assert!(answers[1].contains("done"), "{}", answers[1]);
@@ -313,6 +318,7 @@ fn a_task_runs_in_an_image_from_an_oci_layout_folder() {
         &server,
         &format!("oci:{}", layout.display()),
         &fixture.path("cache"),
+        &[],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row("oci-layout")["status"], "passed", "{}", run.stderr);
@@ -420,7 +426,7 @@ fn hostile_and_missing_images_stop_the_run_before_it_starts() {
     ];
     for (image, why) in cases {
         let cache = fixture.path("cache");
-        let run = run_oci(&fixture, &tasks, &server, &image, &cache);
+        let run = run_oci(&fixture, &tasks, &server, &image, &cache, &[]);
         assert_eq!(run.code, 2, "{image}: stderr:\n{}", run.stderr);
         assert!(run.stderr.contains(why), "{image}: {}", run.stderr);
         assert!(!fixture.path("escaped").exists() && !cache.join("escaped").exists());
@@ -436,4 +442,42 @@ fn hostile_and_missing_images_stop_the_run_before_it_starts() {
         assert!(left.is_empty(), "{image}: {left:?}");
     }
     assert!(server.requests().is_empty());
+}
+
+/// A command that forks sleepers (one in a session of its own, one deaf
+/// to SIGTERM) and outlives its timeout is killed with all it started:
+/// nothing of it is left on the host, and the next command runs.
+#[test]
+fn a_timeout_kills_the_command_and_all_it_forked() {
+    let Some(archive) = saved("docker-archive") else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let tasks = one_task(&fixture, "oci-timeout", "true");
+    let commands = [
+        "sleep 641 & (setsid sleep 642 &); (trap '' TERM HUP; sleep 643 &); echo started; sleep 644",
+        "echo next",
+    ];
+    let plan: [(&str, &[&str]); 1] = [("oci-timeout", &commands)];
+    let server = scripted_agent(&plan);
+    let run = run_oci(
+        &fixture,
+        &tasks,
+        &server,
+        &format!("docker-archive:{}", archive.display()),
+        &shared().join("cache"),
+        &["--command-timeout", "5"],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    for needle in ["sleep 641", "sleep 642", "sleep 643", "sleep 644"] {
+        assert_no_process_left(needle);
+    }
+    let answers = tool_answers(&server, "oci-timeout");
+    assert!(
+        answers[0].contains("started") && answers[0].contains("timed out"),
+        "{}",
+        answers[0]
+    );
+    assert!(answers[1].contains("next"), "{}", answers[1]);
+    assert_eq!(run.events("oci-timeout", "command")[0]["timed_out"], true);
 }
