@@ -68,6 +68,7 @@ impl LayerCache {
             fs::remove_dir_all(&partial).map_err(|err| io_error(&partial, err))?;
         }
         fs::create_dir(&partial).map_err(|err| io_error(&partial, err))?;
+        eprintln!("unpacking layer {}", layer.diff_id);
         let unpacked = source.with_layer(layer, |reader| {
             unpack_verified(reader, &partial, layer.blob.as_ref(), &layer.diff_id)
         });
