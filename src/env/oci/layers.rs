@@ -280,11 +280,17 @@ impl Unpacker<'_> {
         Ok(())
     }
 
-    /// Removes what is at `full` so an entry can take its place (a later
-    /// entry of the same name wins).
-    fn clear(full: &Path) -> io::Result<()> {
-        match fs::symlink_metadata(full) {
-            Ok(meta) if meta.is_dir() => fs::remove_dir_all(full),
+    /// Removes what is at `rel` so an entry can take its place (a later
+    /// entry of the same name wins). A folder removed is forgotten with
+    /// all below it: a symlink may take its name next, and nothing may be
+    /// written through that.
+    fn clear(&mut self, rel: &Path) -> io::Result<()> {
+        let full = self.dest.join(rel);
+        match fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_dir() => {
+                self.dirs.retain(|dir| !dir.starts_with(rel));
+                fs::remove_dir_all(full)
+            }
             Ok(_) => fs::remove_file(full),
             Err(_) => Ok(()),
         }
@@ -333,7 +339,7 @@ pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
             }
             EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
                 unpacker.parents(&rel).map_err(refuse)?;
-                Unpacker::clear(&full).map_err(fail)?;
+                unpacker.clear(&rel).map_err(fail)?;
                 let mut file = File::options()
                     .write(true)
                     .create_new(true)
@@ -363,7 +369,7 @@ pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
                     )));
                 }
                 unpacker.parents(&rel).map_err(refuse)?;
-                Unpacker::clear(&full).map_err(fail)?;
+                unpacker.clear(&rel).map_err(fail)?;
                 symlink(&target, &full).map_err(fail)?;
             }
             EntryType::Link => {
@@ -392,7 +398,7 @@ pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
                     }
                 }
                 unpacker.parents(&rel).map_err(refuse)?;
-                Unpacker::clear(&full).map_err(fail)?;
+                unpacker.clear(&rel).map_err(fail)?;
                 fs::hard_link(&source, &full).map_err(fail)?;
             }
             // Device nodes and fifos: a sandbox gets its own /dev.
@@ -584,6 +590,24 @@ mod tests {
             .link(tar::EntryType::Symlink, "a/b", "/../../x")
             .bytes();
         assert!(refused(&tar).contains("leaves"));
+    }
+
+    #[test]
+    fn a_folder_replaced_by_a_symlink_is_not_written_through() {
+        let outer = tempfile::tempdir().expect("tempdir");
+        let dest = outer.path().join("layer");
+        fs::create_dir(&dest).expect("mkdir");
+        let target = outer.path().join("outside");
+        fs::create_dir(&target).expect("mkdir");
+        let tar = TarBuilder::new()
+            .dir("a/")
+            .file("a/first", 0o644, "x")
+            .link(tar::EntryType::Symlink, "a", &target.display().to_string())
+            .file("a/escaped", 0o644, "x")
+            .bytes();
+        let result = unpack(&mut &tar[..], &dest);
+        assert!(matches!(result, Err(OciError::Refused(_))), "{result:?}");
+        assert!(!target.join("escaped").exists());
     }
 
     #[test]

@@ -95,8 +95,10 @@ fn stack(src: &Path, dst: &Path) -> io::Result<()> {
         }
     }
     for (name, _) in &names {
+        // `.wh..` would name the folder above: never a file of this one.
         if let Some(hidden) = name.to_str().and_then(|n| n.strip_prefix(WHITEOUT))
             && name != OPAQUE
+            && !matches!(hidden, "" | "." | "..")
         {
             remove(&dst.join(hidden))?;
         }
@@ -201,6 +203,7 @@ mod tests {
         write(&upper, "opt/old/.wh..wh..opq", "");
         write(&upper, "opt/old/b", "upper");
         write(&upper, "var/replaced", "upper");
+        write(&upper, "etc/.wh...", "");
         let root = assemble(
             &dir.path().join("oci"),
             "img",
@@ -222,6 +225,8 @@ mod tests {
             assert!(root.join(rel).is_dir(), "{rel}");
         }
         assert!(root.join("etc/resolv.conf").is_file());
+        // A whiteout of `..` removes nothing above its folder.
+        assert!(root.join("etc/keep").exists());
         // Built once: a second call finds it.
         fs::remove_dir_all(&lower).expect("rm");
         assert_eq!(
