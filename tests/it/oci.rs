@@ -109,6 +109,25 @@ fn run_oci(
     RunOutput::of(output, &out)
 }
 
+/// [`run_oci`] from the saved archive `archive`, with the shared cache.
+fn run_archive(
+    fixture: &Fixture,
+    tasks: &Path,
+    server: &ScriptedServer,
+    archive: &Path,
+    extra: &[&str],
+) -> RunOutput {
+    let image = format!("docker-archive:{}", archive.display());
+    run_oci(
+        fixture,
+        tasks,
+        server,
+        &image,
+        &shared().join("cache"),
+        extra,
+    )
+}
+
 /// A repo with one file, and a task over it.
 fn one_task(fixture: &Fixture, id: &str, test_command: &str) -> PathBuf {
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
@@ -144,14 +163,7 @@ fn a_task_runs_in_an_image_from_a_docker_archive_without_a_daemon() {
     ];
     let plan: [(&str, &[&str]); 1] = [("oci-end", &commands)];
     let server = scripted_agent(&plan);
-    let run = run_oci(
-        &fixture,
-        &tasks,
-        &server,
-        &format!("docker-archive:{}", archive.display()),
-        &shared().join("cache"),
-        &[],
-    );
+    let run = run_archive(&fixture, &tasks, &server, &archive, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let row = run.row("oci-end");
     assert_eq!(row["status"], "passed", "{row:?}\n{}", run.stderr);
@@ -460,12 +472,11 @@ fn a_timeout_kills_the_command_and_all_it_forked() {
     ];
     let plan: [(&str, &[&str]); 1] = [("oci-timeout", &commands)];
     let server = scripted_agent(&plan);
-    let run = run_oci(
+    let run = run_archive(
         &fixture,
         &tasks,
         &server,
-        &format!("docker-archive:{}", archive.display()),
-        &shared().join("cache"),
+        &archive,
         &["--command-timeout", "5"],
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);

@@ -182,16 +182,8 @@ fn arguments(
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::with_capacity(64 + 3 * vars.len());
     let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
+    push(&crate::sandbox::ISOLATION);
     push(&[
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--cap-drop",
-        "ALL",
         // Root inside, as in a container; the user's own ids outside.
         "--uid",
         "0",
