@@ -687,6 +687,44 @@ mod tests {
         assert_eq!(cache.ensure(&source, &layer).expect("cached"), unpacked);
     }
 
+    #[test]
+    fn what_a_killed_unpack_left_is_replaced_and_tasks_at_once_unpack_once() {
+        let tar = TarBuilder::new().file("a", 0o644, "whole").bytes();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = digest_of(&tar);
+        fs::create_dir_all(layout_path(dir.path(), &good).parent().expect("parent"))
+            .expect("mkdir");
+        fs::write(layout_path(dir.path(), &good), &tar).expect("write");
+        let cache = LayerCache::new(&dir.path().join("cache"));
+        // A kill -9 mid-unpack leaves a partial folder: never used as is.
+        let partial = dir
+            .path()
+            .join("cache/layers")
+            .join(format!("{}.partial", good.hex()));
+        fs::create_dir_all(&partial).expect("mkdir");
+        fs::write(partial.join("a"), "half").expect("write");
+        let source = Source::Layout {
+            dir: dir.path().join("layout"),
+            reference: None,
+        };
+        let layer = LayerRef::for_test(good.clone(), layout_path(dir.path(), &good));
+        let unpacked: Vec<PathBuf> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| cache.ensure(&source, &layer).expect("ensure")))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("thread"))
+                .collect()
+        });
+        assert!(unpacked.iter().all(|path| *path == unpacked[0]));
+        assert_eq!(
+            fs::read_to_string(unpacked[0].join("a")).expect("read"),
+            "whole"
+        );
+        assert!(!partial.exists());
+    }
+
     fn layout_path(dir: &Path, digest: &Digest) -> PathBuf {
         dir.join("layout/blobs/sha256").join(digest.hex())
     }
