@@ -66,7 +66,8 @@
 #             holding the mirror (a `--history none` run made it), then
 #             one task at the newest commit, whose store is the whole
 #             history; against `git clone --no-local` of the repo. 3 times
-#             each, medians.
+#             each, medians. On the work folder's file system and again on
+#             /dev/shm (tmpfs) when there is one, as the checkout section.
 # lateness    Whether command timeouts stay on time while other tasks end
 #             at once (the async workers must not be busy with blocking
 #             work: deleting working copies, writing trajectories, killing
@@ -569,9 +570,23 @@ noop_run() {
 }
 
 section_stores() {
-    local before dir=$work/st repo head r
+    echo "the checkout section's repo ($co_commits commits over $co_files files); $st_bases tasks at bases spread over it, shuffled, -j 2; against $("$(baseline_bin)" --version) (alternates into the mirror)"
+    echo " on the disk:"
+    stores_on disk "$work/st"
+    # tmpfs too, as the checkout section: this VM's disk slows file
+    # creation down by several times after minutes of writes, for both.
+    if [ -n "$shm_work" ]; then
+        echo " on tmpfs:"
+        stores_on tmpfs "$shm_work/st"
+    else
+        echo "  on tmpfs: skipped (no writable tmpfs at /dev/shm, or the work folder is on one already)"
+    fi
+}
+
+# stores_on LABEL DIR: the stores comparison with everything in DIR.
+stores_on() {
+    local label=$1 dir=$2 before repo head r
     before=$(baseline_bin)
-    echo "the checkout section's repo ($co_commits commits over $co_files files); $st_bases tasks at bases spread over it, shuffled, -j 2; against $("$before" --version) (alternates into the mirror)"
     mkdir -p "$dir"
     repo=$dir/long.git
     git init -q --bare -b main "$repo"
@@ -596,7 +611,7 @@ section_stores() {
     printf '  cold run over %d bases: %.2f s (before: %.2f s)\n' "$st_bases" "$cold_new" "$cold_old"
     printf '  disk: stores %.2f MiB in %d packs; the mirror %.2f MiB; %.2fx\n' \
         "$(calc "$stores / 2**20")" "$packs" "$(calc "$mirror / 2**20")" "$(calc "$stores / $mirror")"
-    fig "stores: disk for $st_bases bases / mirror" "$(calc "round($stores / $mirror, 2)")x" "<= 2x" \
+    fig "stores [$label]: disk for $st_bases bases / mirror" "$(calc "round($stores / $mirror, 2)")x" "<= 2x" \
         "$(calc "'ok' if $stores <= 2 * $mirror else 'MISS'")"
 
     # (2) Warm checkouts, alternating with the baseline.
@@ -615,7 +630,7 @@ section_stores() {
     read -r fetch old_ms n < <(tools checkouts "${old_runs[@]}")
     printf '  warm checkout, median of %d: %.1f ms; before: %.1f ms; %.2fx\n' \
         "$n" "$(calc "$new_ms * 1000")" "$(calc "$old_ms * 1000")" "$(calc "$new_ms / $old_ms")"
-    fig "stores: warm checkout / before" "$(calc "round($new_ms / $old_ms, 2)")x" "<= 1.3x" \
+    fig "stores [$label]: warm checkout / before" "$(calc "round($new_ms / $old_ms, 2)")x" "<= 1.3x" \
         "$(calc "'ok' if $new_ms <= 1.3 * $old_ms else 'MISS'")"
     # The whole run too: thin packs are fixed once per run, ahead of the
     # checkouts that link them, and that work is not in their durations.
@@ -641,7 +656,7 @@ section_stores() {
     clone=$(calc "sorted([${clones[*]/%/,}])[1]")
     printf '  first checkout of a new base (its store built from the whole history): %.1f ms; git clone --no-local: %.1f ms; %.2fx\n' \
         "$(calc "$first * 1000")" "$(calc "$clone * 1000")" "$(calc "$first / $clone")"
-    fig "stores: first checkout of a new base / git clone --no-local" "$(calc "round($first / $clone, 2)")x" "<= 1x" \
+    fig "stores [$label]: first checkout of a new base / git clone --no-local" "$(calc "round($first / $clone, 2)")x" "<= 1x" \
         "$(calc "'ok' if $first <= $clone else 'MISS'")"
 }
 
@@ -781,10 +796,10 @@ section_containers() {
     fig "containers: peak RSS MiB, podman" "$(calc "round($p_rss / 2**20, 1)")" "-" "bwrap $(calc "round($b_rss / 2**20, 1)")"
 }
 
-# The checkout and latency sections also run on tmpfs, when /dev/shm is one
+# The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one
 # and the work folder is not on one already. Made here so that the exit trap
 # removes it.
-if [[ " $sections " == *" checkout "* || " $sections " == *" latency "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
+if [[ " $sections " == *" checkout "* || " $sections " == *" latency "* || " $sections " == *" stores "* ]] && [ -d /dev/shm ] && [ -w /dev/shm ] \
     && [ "$(stat -f -c %T /dev/shm)" = tmpfs ] && [ "$(stat -f -c %T "$work")" != tmpfs ]; then
     shm_work=$(mktemp -d /dev/shm/onebash-bench.XXXXXX)
 fi

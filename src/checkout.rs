@@ -830,18 +830,8 @@ impl Checkout {
     /// commit (removing those that did not exist there); returns them.
     pub fn restore(&self, patch: &str) -> Result<Vec<String>, GitError> {
         let repo = Repository::open(&self.dir)?;
-        let diff = parse_patch(patch)?;
+        let touched = patch_paths(patch)?;
         let base = repo.find_commit(Oid::from_str(&self.head)?)?.tree()?;
-        let mut touched = Vec::new();
-        for delta in diff.deltas() {
-            for file in [delta.old_file(), delta.new_file()] {
-                if let Some(path) = file.path()
-                    && !touched.iter().any(|p: &PathBuf| p == path)
-                {
-                    touched.push(path.to_owned());
-                }
-            }
-        }
         for path in &touched {
             let on_disk = self.dir.join(path);
             match base.get_path(path) {
@@ -876,6 +866,22 @@ impl Checkout {
         repo.apply(&diff, ApplyLocation::WorkDir, None)
             .map_err(|err| GitError(format!("the patch does not apply: {}", err.message())))
     }
+}
+
+/// The paths a patch touches, old and new sides, each once, in order.
+pub fn patch_paths(patch: &str) -> Result<Vec<PathBuf>, GitError> {
+    let diff = parse_patch(patch)?;
+    let mut touched = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(path) = file.path()
+                && !touched.iter().any(|p: &PathBuf| p == path)
+            {
+                touched.push(path.to_owned());
+            }
+        }
+    }
+    Ok(touched)
 }
 
 fn parse_patch(patch: &str) -> Result<Diff<'static>, GitError> {

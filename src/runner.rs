@@ -7,7 +7,7 @@
 //! writes each task's trajectory and files and emits [`RunEvent`]s, whose
 //! consumers show progress and append rows to results.csv.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -192,18 +192,18 @@ impl TaskRun<'_> {
             ctx.config
                 .workdirs
                 .join(format!("{}.epoch-{}", self.task.id.as_str(), self.epoch));
-        let checkout = tokio::select! {
-            checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, &workdir) => checkout,
-            () = ctx.cancel.cancelled() => {
-                let _ = crate::blocking::remove_dir(workdir).await;
-                return self.error_row(ExitReason::Interrupted, INTERRUPTED);
-            }
+        // The repo the image holds (SWE-bench's), made leak-proof inside
+        // its container; else onebash's own checkout.
+        let entered = if self.task.repo_in_image && ctx.env.has_image_repos() {
+            self.enter_image_repo(&workdir).await
+        } else {
+            self.check_out(&workdir).await
         };
-        let checkout = match checkout {
-            Ok(checkout) => checkout,
-            Err(err) => {
+        let (checkout, workspace) = match entered {
+            Ok(entered) => entered,
+            Err(row) => {
                 let _ = crate::blocking::remove_dir(workdir).await;
-                return self.error_row(ExitReason::CheckoutError, &err.to_string());
+                return *row;
             }
         };
         trajectory
@@ -221,17 +221,6 @@ impl TaskRun<'_> {
             ctx.events
                 .emit(RunEvent::Warning(format!("{}: {warning}", self.task.id)));
         }
-
-        let entered = ctx
-            .env
-            .enter(self.task, self.epoch, &checkout, self.limits.child.clone());
-        let workspace = match entered.await {
-            Ok(workspace) => workspace,
-            Err(err) => {
-                let _ = crate::blocking::remove_dir(workdir).await;
-                return self.error_row(ExitReason::CheckoutError, &err);
-            }
-        };
         let row = self.in_checkout(trajectory, &checkout, &*workspace).await;
         if let Err(err) = workspace.leave(ctx.config.keep_workdirs).await {
             ctx.events.emit(RunEvent::Warning(format!(
@@ -240,6 +229,53 @@ impl TaskRun<'_> {
             )));
         }
         row
+    }
+
+    /// onebash's own checkout at `workdir`, and the workspace around it.
+    async fn check_out(
+        &self,
+        workdir: &Path,
+    ) -> Result<(Checkout, Box<dyn Workspace>), Box<ResultRow>> {
+        let ctx = self.ctx;
+        let checkout = tokio::select! {
+            checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, workdir) => checkout,
+            () = ctx.cancel.cancelled() => {
+                return Err(Box::new(self.error_row(ExitReason::Interrupted, INTERRUPTED)));
+            }
+        };
+        let checkout = checkout
+            .map_err(|err| Box::new(self.error_row(ExitReason::CheckoutError, &err.to_string())))?;
+        let entered = ctx
+            .env
+            .enter(self.task, self.epoch, &checkout, self.limits.child.clone());
+        match entered.await {
+            Ok(workspace) => Ok((checkout, workspace)),
+            Err(err) => Err(Box::new(self.error_row(ExitReason::CheckoutError, &err))),
+        }
+    }
+
+    /// The workspace around the repo the task's image holds, made to hold
+    /// nothing past the base and checked; `scratch` is its host folder.
+    async fn enter_image_repo(
+        &self,
+        scratch: &Path,
+    ) -> Result<(Checkout, Box<dyn Workspace>), Box<ResultRow>> {
+        let ctx = self.ctx;
+        let entered = ctx.env.enter_image_repo(
+            self.task,
+            self.epoch,
+            ctx.config.history,
+            scratch,
+            self.limits.child.clone(),
+        );
+        // Not cut short by Ctrl-C: the container it started would be left
+        // behind. Cancellation is noticed right after.
+        match entered.await {
+            Ok((workspace, checkout)) => Ok((checkout, workspace)),
+            Err(err) => Err(Box::new(
+                self.error_row(ExitReason::CheckoutError, &err.to_string()),
+            )),
+        }
     }
 
     /// Setup, agent, diff, tests.

@@ -103,6 +103,12 @@ pub struct TaskSpec {
     /// Where the working copy is inside the image (an absolute path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
+    /// In a container, the repo is the one the image holds at `workdir`
+    /// (SWE-bench's images), made leak-proof there, rather than onebash's
+    /// own checkout bind-mounted: the field as written, else true for
+    /// SWE-bench instances. Under `--env host` it is not used.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repo_in_image: bool,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -291,6 +297,17 @@ fn parse_line(
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
     let image = take_string(&mut fields, "image", false, &mut problems);
     let workdir = take_string(&mut fields, "workdir", false, &mut problems);
+    let repo_in_image = match fields.remove("repo_in_image") {
+        None | Some(Value::Null) => instance,
+        Some(Value::Bool(b)) => b,
+        Some(other) => {
+            problems.push(format!(
+                "`repo_in_image` must be a boolean, got {}",
+                kind_of(&other)
+            ));
+            false
+        }
+    };
     let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
     let test_timeout_s = match fields.remove("test_timeout_s") {
@@ -383,6 +400,7 @@ fn parse_line(
         metadata,
         image,
         workdir,
+        repo_in_image,
         extra: fields,
         line: line_no,
     };
@@ -703,6 +721,36 @@ mod tests {
                 .collect();
             let _ = parse_tasks(&line, "f", Path::new("/"));
         }
+    }
+
+    #[test]
+    fn the_repo_in_the_image_is_the_default_of_swebench_lines_only() {
+        let instance = r#"{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","test_command":"true"}"#;
+        let text = format!("{GOOD}\n{instance}\n");
+        let tasks = parse_tasks(&text, "f", Path::new("/")).expect("valid");
+        assert!(!tasks[0].repo_in_image);
+        assert!(tasks[1].repo_in_image);
+        assert_eq!(tasks[1].to_json()["repo_in_image"], true);
+        assert!(!tasks[0].to_json().contains_key("repo_in_image"));
+        let text = format!(
+            "{}\n{}\n",
+            GOOD.replace("}", r#","repo_in_image":true}"#),
+            instance.replace("}", r#","repo_in_image":false}"#)
+        );
+        let tasks = parse_tasks(&text, "f", Path::new("/")).expect("valid");
+        assert!(tasks[0].repo_in_image);
+        assert!(!tasks[1].repo_in_image);
+        let err = parse_tasks(
+            &GOOD.replace("}", r#","repo_in_image":"yes"}"#),
+            "f",
+            Path::new("/"),
+        )
+        .expect_err("not a boolean");
+        assert!(
+            err.to_string()
+                .contains("`repo_in_image` must be a boolean, got a string"),
+            "{err}"
+        );
     }
 
     #[test]

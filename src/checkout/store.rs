@@ -133,29 +133,27 @@ impl StoreDir {
         self.root.join("packs").join(format!("{name}.{ext}"))
     }
 
-    /// Fixes the thin pack `name` into a whole one in `dir`, its bases
-    /// appended from the mirror (which holds every object the store has ever
-    /// packed). Returns the whole pack's name (`pack-<hash>`, its `.pack` and
-    /// `.idx` in `dir`). A stored pack (`entries` given: the fixed pack must
-    /// list that many objects, as it did when the store was built and
-    /// checked) is fixed in process when that gives the very pack its stored
-    /// index was made for ([`thin`]); otherwise, and for a pack being built,
-    /// by `git index-pack --fix-thin`.
+    /// Fixes the thin pack `name` of a store into a whole one in `dir`,
+    /// its bases appended from the mirror `repo` (at `mirror`, which holds
+    /// every object the store has ever packed). Returns the whole pack's
+    /// name (`pack-<hash>`, its `.pack` and `.idx` in `dir`), which lists
+    /// `entries` objects, as it did when the store was built and checked.
+    /// Fixed in process when that gives the very pack the stored index was
+    /// made for ([`thin`]); otherwise (a store of an older onebash) by
+    /// `git index-pack --fix-thin`.
     pub fn fix_thin(
         &self,
         mirror: &Path,
+        repo: &Repository,
         name: &str,
-        stored: Option<(u64, &Repository)>,
+        entries: u64,
         dir: &Path,
     ) -> Result<String, String> {
         std::fs::create_dir_all(dir)
             .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
-        if let Some((entries, repo)) = stored
-            && let Ok(Some(fixed)) = self.fix_again(repo, name, entries, dir)
-        {
+        if let Ok(Some(fixed)) = self.fix_again(repo, name, entries, dir) {
             return Ok(fixed);
         }
-        let entries = stored.map(|(entries, _)| entries);
         let thin = self.pack(name, "pack");
         let bytes =
             std::fs::read(&thin).map_err(|err| format!("cannot read {}: {err}", thin.display()))?;
@@ -171,12 +169,12 @@ impl StoreDir {
                     return Err(format!("git index-pack printed {out:?}, not a pack name"));
                 }
                 let found = pack_index_count(&partial_idx)?;
-                match entries {
-                    Some(wanted) if wanted != found => Err(format!(
-                        "the thin pack {name} fixed holds {found} objects where its store says {wanted}"
-                    )),
-                    _ => Ok(format!("pack-{hash}")),
+                if found != entries {
+                    return Err(format!(
+                        "the thin pack {name} fixed holds {found} objects where its store says {entries}"
+                    ));
                 }
+                Ok(format!("pack-{hash}"))
             })
             .and_then(|fixed| {
                 move_pack(&partial, &partial_idx, dir, &fixed)?;
@@ -483,12 +481,9 @@ impl StoreDir {
             .map_err(|err| format!("cannot write {}: {err}", thin.display()))?;
         std::fs::rename(&thin, self.pack(&name, "pack"))
             .map_err(|err| format!("cannot move {} into the store: {err}", thin.display()))?;
-        // git fixes it once, to tell which bases it needs; onebash then
-        // fixes it as every run will, and git indexes that pack, checking
-        // every object and delta.
-        let by_git = self.fix_thin(mirror, &name, None, &tmp)?;
-        let bases = thin::PackIndex::read(&tmp.join(format!("{by_git}.idx")))?
-            .appended_after(thin::ThinPack::read(&self.pack(&name, "pack"))?.body);
+        // Fixed as every run will fix it, with the bases its deltas name,
+        // and indexed by git, which checks every object and delta.
+        let bases = thin::named_bases(&bytes).map_err(|err| format!("{name}: {err}"))?;
         let git = |err: git2::Error| err.message().to_owned();
         let repo = Repository::open_bare(mirror).map_err(git)?;
         let odb = repo.odb().map_err(git)?;
@@ -500,10 +495,11 @@ impl StoreDir {
         crate::exec::run_tool(Path::new("git"), &args, &[])
             .map_err(|err| format!("failed to index the fixed pack {name}: {err}{GIT_HINT}"))?;
         let entries = pack_index_count(&idx)?;
-        let by_git_entries = pack_index_count(&tmp.join(format!("{by_git}.idx")))?;
-        if entries != by_git_entries {
+        let thin_count = thin::ThinPack::read(&self.pack(&name, "pack"))?.count;
+        if entries != u64::from(thin_count) + bases.len() as u64 {
             return Err(format!(
-                "the thin pack {name} fixed holds {entries} objects where git's fix holds {by_git_entries}"
+                "the thin pack {name} fixed holds {entries} objects where it has {thin_count} and names {} bases",
+                bases.len()
             ));
         }
         std::fs::rename(&idx, self.pack(&name, "idx"))
@@ -778,7 +774,7 @@ impl FixedPacks {
         }
         let repo = self.mirror(mirror)?;
         let repo = repo.lock().unwrap_or_else(|e| e.into_inner());
-        let done = stores.fix_thin(mirror, name, Some((*entries, &repo)), dir)?;
+        let done = stores.fix_thin(mirror, &repo, name, *entries, dir)?;
         *fixed = Some(done.clone());
         Ok(done)
     }

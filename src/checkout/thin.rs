@@ -136,6 +136,76 @@ impl ThinPack {
     }
 }
 
+/// The objects that the deltas of the thin pack `bytes` name by id
+/// (`REF_DELTA`), each once, in the order first named: the bases it lacks.
+/// git names a base inside the pack by its offset (`OFS_DELTA`, with
+/// `--delta-base-offset`) and one outside by its id. Each entry's zlib
+/// stream is inflated to find where the next begins.
+pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, String> {
+    let bad = |what: &str| format!("not a thin pack git wrote: {what}");
+    if bytes.len() < PACK_HEADER + 20 || &bytes[..8] != b"PACK\0\0\0\x02" {
+        return Err(bad("no version-2 header"));
+    }
+    let count = u32::from_be_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
+    let end = bytes.len() - 20;
+    let (mut at, mut bases, mut seen) = (PACK_HEADER, Vec::new(), std::collections::HashSet::new());
+    let mut sink = vec![0u8; 64 * 1024];
+    for _ in 0..count {
+        let byte = |at: usize| bytes.get(at).copied().filter(|_| at < end);
+        let mut c = byte(at).ok_or_else(|| bad("an entry past the end"))?;
+        let kind = (c >> 4) & 7;
+        at += 1;
+        while c & 0x80 != 0 {
+            c = byte(at).ok_or_else(|| bad("a size past the end"))?;
+            at += 1;
+        }
+        match kind {
+            1..=4 => {}
+            6 => loop {
+                let c = byte(at).ok_or_else(|| bad("an offset past the end"))?;
+                at += 1;
+                if c & 0x80 == 0 {
+                    break;
+                }
+            },
+            7 => {
+                let raw = bytes.get(at..at + 20).filter(|_| at + 20 <= end);
+                let base = raw
+                    .and_then(|raw| Oid::from_bytes(raw).ok())
+                    .ok_or_else(|| bad("a base id past the end"))?;
+                at += 20;
+                if seen.insert(base) {
+                    bases.push(base);
+                }
+            }
+            other => return Err(bad(&format!("an entry of type {other}"))),
+        }
+        let mut zlib = flate2::Decompress::new(true);
+        loop {
+            let done = zlib.total_in() as usize;
+            let status = zlib
+                .decompress(
+                    &bytes[at + done..end],
+                    &mut sink,
+                    flate2::FlushDecompress::None,
+                )
+                .map_err(|err| bad(&format!("a damaged entry ({err})")))?;
+            match status {
+                flate2::Status::StreamEnd => break,
+                _ if zlib.total_in() as usize == done && at + done >= end => {
+                    return Err(bad("an entry cut short"));
+                }
+                _ => {}
+            }
+        }
+        at += zlib.total_in() as usize;
+    }
+    if at != end {
+        return Err(bad("bytes after its last entry"));
+    }
+    Ok(bases)
+}
+
 /// Writes to `out` the thin pack at `thin` with `bases` appended whole, in
 /// that order, read from `odb`. Returns the new pack's trailing SHA-1 (also
 /// written). The same inputs give the same bytes.
@@ -296,6 +366,89 @@ mod tests {
             assert_eq!(back, data);
         }
         assert_eq!(adler32(b"Wikipedia"), 0x11e6_0398);
+    }
+
+    /// `git ARGS` in `dir` with `input` on stdin; its stdout.
+    fn git(dir: &Path, args: &[&str], input: &[u8]) -> Vec<u8> {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run git");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
+        let out = child.wait_with_output().expect("wait for git");
+        assert!(out.status.success(), "git {args:?} failed");
+        out.stdout
+    }
+
+    #[test]
+    fn a_thin_pack_names_the_bases_it_lacks_and_a_cut_one_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        git(repo, &["init", "-q", "-b", "main"], b"");
+        let commit = |text: &str| {
+            std::fs::write(repo.join("big.txt"), text).expect("write");
+            git(repo, &["add", "-A"], b"");
+            git(
+                repo,
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "commit",
+                    "-qm",
+                    "c",
+                ],
+                b"",
+            );
+            String::from_utf8(git(repo, &["rev-parse", "HEAD"], b""))
+                .expect("utf-8")
+                .trim()
+                .to_owned()
+        };
+        let lines: String = (0..3000)
+            .map(|i| format!("line {i} of the file\n"))
+            .collect();
+        let old = commit(&lines);
+        let new = commit(&lines.replace("line 1500 of", "LINE 1500 OF"));
+        let old_blob = String::from_utf8(git(repo, &["rev-parse", &format!("{old}:big.txt")], b""))
+            .expect("utf-8");
+        let args = [
+            "pack-objects",
+            "--revs",
+            "--thin",
+            "--stdout",
+            "--delta-base-offset",
+            "-q",
+        ];
+        let pack = git(repo, &args, format!("{new}\n^{old}\n").as_bytes());
+        let bases = named_bases(&pack).expect("a thin pack");
+        // The new version is a delta against the old, which the pack lacks.
+        assert_eq!(bases, vec![Oid::from_str(old_blob.trim()).expect("an id")]);
+        // A whole pack names none.
+        let whole_args = [
+            "pack-objects",
+            "--revs",
+            "--stdout",
+            "--delta-base-offset",
+            "-q",
+        ];
+        let whole = git(repo, &whole_args, format!("{new}\n").as_bytes());
+        assert_eq!(named_bases(&whole).expect("a pack"), Vec::<Oid>::new());
+        // Cut in its last entry, or not a pack at all: refused.
+        let mut cut = pack[..pack.len() - 30].to_vec();
+        cut.extend([0u8; 20]);
+        assert!(named_bases(&cut).is_err());
+        assert!(named_bases(b"not a pack at all, not at all").is_err());
     }
 
     #[test]

@@ -19,7 +19,10 @@
 //! sweep of containers a killed run left. The working copy is onebash's
 //! own leak-proof checkout on the host, bind-mounted at the task's
 //! workdir: the diff, restoring files and applying patches are the host's
-//! git operations on it (`host::Files`).
+//! git operations on it (`host::Files`); or, for a task whose repo is the
+//! one its image holds, that repo, cleaned and checked inside before the
+//! agent by [`image_repo`]'s scripts, which also give the diff, restore
+//! and apply, run here as the harness, with files passing by `cp`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -27,8 +30,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::{BoxFuture, Command, Environment, Trust, Workspace, host};
-use crate::checkout::{Checkout, GitError};
+use super::image_repo::{self, ImageRepo, Prepared, Refused};
+use super::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
+use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
 use crate::limits::ChildSetup;
@@ -197,32 +201,95 @@ impl Environment for Containers {
                 .image
                 .clone()
                 .ok_or_else(|| format!("task {} has no image", task.id))?;
-            let workspace = ContainerWorkspace {
-                settings: Arc::clone(&self.settings),
+            let workspace = self.workspace(
+                task,
+                epoch,
                 image,
-                workdir: task
-                    .workdir
-                    .clone()
-                    .unwrap_or_else(|| self.settings.workdir.clone()),
-                labels: vec![
-                    format!("{RUN_LABEL}={}", self.settings.run_id),
-                    format!("onebash.task={}", task.id),
-                    format!("onebash.epoch={epoch}"),
-                ],
-                checkout: checkout.clone(),
-                files: host::Files(checkout.clone()),
+                checkout.dir.clone(),
+                Repo::Mounted(host::Files(checkout.clone())),
                 child,
-                client_env: CommandEnv::engine_client(&format!(
-                    "{}-{}-{epoch}",
-                    self.settings.run_id, task.id
-                )),
-                container: Mutex::new(None),
-                setup: Mutex::new(Vec::new()),
-                agent_over: AtomicBool::new(false),
-            };
+            );
             let id = workspace.start("agent", self.settings.network).await?;
             *lock(&workspace.container) = Some(id);
             Ok(Box::new(workspace) as Box<dyn Workspace>)
+        })
+    }
+
+    fn has_image_repos(&self) -> bool {
+        true
+    }
+
+    fn enter_image_repo<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        epoch: u32,
+        history: History,
+        scratch: &'a Path,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
+        Box::pin(async move {
+            let image = task.image.clone().unwrap_or_default();
+            let workdir = task
+                .workdir
+                .clone()
+                .unwrap_or_else(|| self.settings.workdir.clone());
+            let failed = |message: String| CheckoutError::WorkingCopy {
+                repo: format!("{image}:{workdir}"),
+                rev: task.base_commit.clone(),
+                message,
+            };
+            tokio::fs::create_dir_all(scratch)
+                .await
+                .map_err(|err| failed(format!("cannot make {}: {err}", scratch.display())))?;
+            let workspace = self.workspace(
+                task,
+                epoch,
+                image.clone(),
+                scratch.to_owned(),
+                Repo::Image(ImageRepo::new(&task.base_commit)),
+                child,
+            );
+            let id = workspace
+                .start("agent", self.settings.network)
+                .await
+                .map_err(failed)?;
+            *lock(&workspace.container) = Some(id);
+            let prepared = workspace
+                .prepare_image_repo(&task.base_commit, history)
+                .await;
+            let prepared = match prepared {
+                Ok(prepared) => prepared,
+                Err(refused) => {
+                    let _ = workspace.remove().await;
+                    return Err(match refused {
+                        Refused::Unusable(message) => failed(message),
+                        Refused::Leaking(message) => CheckoutError::Leaking {
+                            repo: format!("{image}:{workdir}"),
+                            rev: task.base_commit.clone(),
+                            message,
+                        },
+                    });
+                }
+            };
+            if let Repo::Image(repo) = &workspace.repo {
+                repo.prepared(&prepared.head);
+            }
+            let checkout = Checkout {
+                dir: scratch.to_owned(),
+                commit: prepared.base.clone(),
+                head: prepared.head.clone(),
+                history,
+                verified: Verified {
+                    objects: prepared.objects,
+                },
+                fetched: false,
+                warning: prepared.moved_from.map(|was| {
+                    format!(
+                        "the repo in the image was at {was}, not at the base: the base was checked out (untracked files kept)"
+                    )
+                }),
+            };
+            Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
         })
     }
 
@@ -251,6 +318,57 @@ impl Environment for Containers {
     }
 }
 
+impl Containers {
+    /// The workspace of one (task, epoch), its container not started yet.
+    fn workspace(
+        &self,
+        task: &TaskSpec,
+        epoch: u32,
+        image: String,
+        dir: PathBuf,
+        repo: Repo,
+        child: ChildSetup,
+    ) -> ContainerWorkspace {
+        ContainerWorkspace {
+            settings: Arc::clone(&self.settings),
+            image,
+            workdir: task
+                .workdir
+                .clone()
+                .unwrap_or_else(|| self.settings.workdir.clone()),
+            labels: vec![
+                format!("{RUN_LABEL}={}", self.settings.run_id),
+                format!("onebash.task={}", task.id),
+                format!("onebash.epoch={epoch}"),
+            ],
+            dir,
+            repo,
+            child,
+            client_env: CommandEnv::engine_client(&format!(
+                "{}-{}-{epoch}",
+                self.settings.run_id, task.id
+            )),
+            container: Mutex::new(None),
+            setup: Mutex::new(Vec::new()),
+            agent_over: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Where a workspace's repo is.
+enum Repo {
+    /// onebash's own checkout, bind-mounted at the workdir: the diff and
+    /// patches are the host's git operations on it.
+    Mounted(host::Files),
+    /// The repo the image holds at the workdir: the diff and patches are
+    /// git commands in the container ([`image_repo`]).
+    Image(ImageRepo),
+}
+
+/// How long the harness's own git commands in a container may take
+/// (cleaning a big repo repacks all of its history).
+const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
+
 /// A harness command run before the agent (the task's setup_command),
 /// run again in the tests' fresh container.
 struct SetupCommand {
@@ -264,8 +382,10 @@ struct ContainerWorkspace {
     image: String,
     workdir: String,
     labels: Vec<String>,
-    checkout: Checkout,
-    files: host::Files,
+    /// The host folder of this (task, epoch): the bind-mounted checkout,
+    /// or the client's folder, where files pass in and out.
+    dir: PathBuf,
+    repo: Repo,
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
@@ -287,8 +407,9 @@ impl ContainerWorkspace {
     /// until it is removed; its id.
     async fn start(&self, phase: &str, network: bool) -> Result<String, String> {
         let settings = &self.settings;
-        let host_dir = self.checkout.dir.display().to_string();
-        if host_dir.contains(':') || host_dir.contains(',') {
+        let host_dir = self.dir.display().to_string();
+        let mounted = matches!(self.repo, Repo::Mounted(_));
+        if mounted && (host_dir.contains(':') || host_dir.contains(',')) {
             return Err(format!(
                 "failed to start a container: the working copy's path {host_dir} holds `:` or `,`, which a bind mount cannot name\nhint: choose an --out or --workdirs path without them"
             ));
@@ -325,9 +446,10 @@ impl ContainerWorkspace {
         if let Some(cpus) = settings.cpus {
             args.extend(["--cpus".into(), cpus.to_string()]);
         }
+        if mounted {
+            args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir)]);
+        }
         args.extend([
-            "-v".into(),
-            format!("{host_dir}:{}", self.workdir),
             "-w".into(),
             self.workdir.clone(),
             "--entrypoint".into(),
@@ -407,63 +529,194 @@ fn wrapper(max_file_size_bytes: u64) -> String {
 /// Tells one command from another in the marks of their processes.
 static COMMANDS: AtomicU64 = AtomicU64::new(0);
 
+impl ContainerWorkspace {
+    /// Runs one command in the container; a harness command before the
+    /// agent's end is run again in the tests' container when `replayed`.
+    async fn exec(
+        &self,
+        command: Command<'_>,
+        replayed: bool,
+    ) -> Result<CommandOutcome, ExecError> {
+        let container = lock(&self.container).clone();
+        let spawn_error = |message: String| ExecError::Spawn {
+            program: self.settings.engine.name().to_owned(),
+            cwd: self.workdir.clone(),
+            source: std::io::Error::other(message),
+        };
+        let container = container.ok_or_else(|| spawn_error("no container".to_owned()))?;
+        let mark = format!(
+            "{}-{}",
+            std::process::id(),
+            COMMANDS.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
+        for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
+            COMMAND_MARK_VAR.to_owned(),
+            mark.clone(),
+        ))) {
+            args.push("-e".into());
+            args.push(format!("{key}={value}").into());
+        }
+        args.extend([
+            OsString::from(&container),
+            "bash".into(),
+            "-c".into(),
+            wrapper(self.settings.max_file_size_bytes).into(),
+            "bash".into(),
+            command.script.into(),
+        ]);
+        let outcome = run_command(Spawn {
+            program: self.settings.engine.program.clone().into_os_string(),
+            args,
+            cwd: &self.dir,
+            env: &self.client_env,
+            child: &self.child,
+            timeout: command.timeout,
+        })
+        .await?;
+        if outcome.timed_out {
+            // Killing the client left the command running inside.
+            if let Err(err) = self.kill_marked(&container, &mark).await {
+                return Err(spawn_error(format!(
+                    "the command timed out, and killing its processes in the container failed: {err}"
+                )));
+            }
+        }
+        if replayed && command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
+            lock(&self.setup).push(SetupCommand {
+                script: command.script.to_owned(),
+                env: command.env.clone(),
+                timeout: command.timeout,
+            });
+        }
+        Ok(outcome)
+    }
+
+    /// One git script of the harness's own in the container, not run again
+    /// in the tests' container: its output, or why it failed.
+    async fn harness_git(&self, script: &str) -> Result<String, String> {
+        let (outcome, output) = self.git_outcome(script).await?;
+        if outcome.timed_out {
+            return Err(format!(
+                "it timed out after {} s: {}",
+                GIT_TIMEOUT.as_secs(),
+                output.trim()
+            ));
+        }
+        if outcome.exit_code != 0 {
+            return Err(format!(
+                "exit code {}: {}",
+                outcome.exit_code,
+                output.trim()
+            ));
+        }
+        Ok(output)
+    }
+
+    /// [`ContainerWorkspace::harness_git`]'s outcome and output, whatever its
+    /// exit code.
+    async fn git_outcome(&self, script: &str) -> Result<(CommandOutcome, String), String> {
+        let env = CommandEnv::for_task("onebash-harness");
+        let outcome = self
+            .exec(
+                Command {
+                    script,
+                    timeout: GIT_TIMEOUT,
+                    env: &env,
+                    trust: Trust::Harness,
+                },
+                false,
+            )
+            .await
+            .map_err(|err| err.to_string())?;
+        let output = outcome.output.to_text();
+        Ok((outcome, output))
+    }
+
+    /// Runs [`image_repo::prepare`] in the agent's container: its report,
+    /// or its refusal (the script's last line says which, whatever its
+    /// exit code).
+    async fn prepare_image_repo(&self, base: &str, history: History) -> Result<Prepared, Refused> {
+        let (outcome, output) = self
+            .git_outcome(&image_repo::prepare(base, history))
+            .await
+            .map_err(Refused::Unusable)?;
+        if outcome.timed_out {
+            return Err(Refused::Unusable(format!(
+                "cleaning the repo timed out after {} s",
+                GIT_TIMEOUT.as_secs()
+            )));
+        }
+        image_repo::read_report(&output)
+    }
+
+    /// A host path of this workspace's folder no other copy uses.
+    fn passing(&self, what: &str) -> PathBuf {
+        self.dir.join(format!(
+            ".onebash-{what}-{}",
+            COMMANDS.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+
+    /// A file of the container, by a path relative to the workdir, copied
+    /// out through the host folder.
+    async fn copy_file_out(&self, relative: &Path) -> Result<Vec<u8>, String> {
+        let container = lock(&self.container).clone().ok_or("no container")?;
+        let host = self.passing("out");
+        let from = format!("{container}:{}/{}", self.workdir, relative.display());
+        let copied = self
+            .settings
+            .engine
+            .client_async(vec!["cp".into(), from, host.display().to_string()])
+            .await;
+        let read = match copied {
+            Ok(_) => tokio::fs::read(&host).await.map_err(|err| err.to_string()),
+            Err(err) => Err(err),
+        };
+        let _ = tokio::fs::remove_file(&host).await;
+        read
+    }
+
+    /// Writes a file of the container, by a path relative to the workdir,
+    /// copied in through the host folder.
+    async fn copy_file_in(&self, relative: &Path, bytes: Vec<u8>) -> Result<(), String> {
+        let container = lock(&self.container).clone().ok_or("no container")?;
+        let host = self.passing("in");
+        crate::blocking::write_file(host.clone(), bytes)
+            .await
+            .map_err(|err| err.to_string())?;
+        let to = format!("{container}:{}/{}", self.workdir, relative.display());
+        let copied = self
+            .settings
+            .engine
+            .client_async(vec!["cp".into(), host.display().to_string(), to])
+            .await;
+        let _ = tokio::fs::remove_file(&host).await;
+        copied.map(|_| ())
+    }
+}
+
+impl image_repo::Container for ContainerWorkspace {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(self.harness_git(script))
+    }
+
+    fn copy_in<'a>(
+        &'a self,
+        relative: &'a Path,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.copy_file_in(relative, bytes))
+    }
+
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(self.copy_file_out(relative))
+    }
+}
+
 impl Workspace for ContainerWorkspace {
     fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
-        Box::pin(async move {
-            let container = lock(&self.container).clone();
-            let spawn_error = |message: String| ExecError::Spawn {
-                program: self.settings.engine.name().to_owned(),
-                cwd: self.workdir.clone(),
-                source: std::io::Error::other(message),
-            };
-            let container = container.ok_or_else(|| spawn_error("no container".to_owned()))?;
-            let mark = format!(
-                "{}-{}",
-                std::process::id(),
-                COMMANDS.fetch_add(1, Ordering::Relaxed)
-            );
-            let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
-            for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
-                COMMAND_MARK_VAR.to_owned(),
-                mark.clone(),
-            ))) {
-                args.push("-e".into());
-                args.push(format!("{key}={value}").into());
-            }
-            args.extend([
-                OsString::from(&container),
-                "bash".into(),
-                "-c".into(),
-                wrapper(self.settings.max_file_size_bytes).into(),
-                "bash".into(),
-                command.script.into(),
-            ]);
-            let outcome = run_command(Spawn {
-                program: self.settings.engine.program.clone().into_os_string(),
-                args,
-                cwd: &self.checkout.dir,
-                env: &self.client_env,
-                child: &self.child,
-                timeout: command.timeout,
-            })
-            .await?;
-            if outcome.timed_out {
-                // Killing the client left the command running inside.
-                if let Err(err) = self.kill_marked(&container, &mark).await {
-                    return Err(spawn_error(format!(
-                        "the command timed out, and killing its processes in the container failed: {err}"
-                    )));
-                }
-            }
-            if command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
-                lock(&self.setup).push(SetupCommand {
-                    script: command.script.to_owned(),
-                    env: command.env.clone(),
-                    timeout: command.timeout,
-                });
-            }
-            Ok(outcome)
-        })
+        Box::pin(self.exec(command, true))
     }
 
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
@@ -476,6 +729,9 @@ impl Workspace for ContainerWorkspace {
                 .map_err(|err| format!("failed to remove the agent's container: {err}"))?;
             let id = self.start("test", false).await?;
             *lock(&self.container) = Some(id);
+            if let Repo::Image(repo) = &self.repo {
+                repo.to_tests(self).await?;
+            }
             let setup: Vec<(String, CommandEnv, Duration)> = lock(&self.setup)
                 .iter()
                 .map(|c| (c.script.clone(), c.env.clone(), c.timeout))
@@ -502,23 +758,58 @@ impl Workspace for ContainerWorkspace {
     }
 
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
-        self.files.diff()
+        match &self.repo {
+            Repo::Mounted(files) => files.diff(),
+            Repo::Image(repo) => Box::pin(repo.diff(self)),
+        }
     }
 
     fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
-        self.files.restore(patch)
+        match &self.repo {
+            Repo::Mounted(files) => files.restore(patch),
+            Repo::Image(repo) => {
+                let patch = patch.to_owned();
+                Box::pin(async move { repo.restore(self, &patch).await })
+            }
+        }
     }
 
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-        self.files.apply(patch)
+        match &self.repo {
+            Repo::Mounted(files) => files.apply(patch),
+            Repo::Image(repo) => {
+                let patch = patch.to_owned();
+                Box::pin(async move { repo.apply(self, &patch).await })
+            }
+        }
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-        self.files.read(relative)
+        match &self.repo {
+            Repo::Mounted(files) => files.read(relative),
+            Repo::Image(_) => {
+                let relative = relative.to_owned();
+                Box::pin(async move {
+                    self.copy_file_out(&relative)
+                        .await
+                        .map_err(std::io::Error::other)
+                })
+            }
+        }
     }
 
     fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
-        self.files.write(relative, bytes)
+        match &self.repo {
+            Repo::Mounted(files) => files.write(relative, bytes),
+            Repo::Image(_) => {
+                let relative = relative.to_owned();
+                Box::pin(async move {
+                    self.copy_file_in(&relative, bytes)
+                        .await
+                        .map_err(std::io::Error::other)
+                })
+            }
+        }
     }
 
     fn location(&self) -> String {
@@ -531,7 +822,7 @@ impl Workspace for ContainerWorkspace {
         Box::pin(async move {
             let removed = self.remove().await;
             if !keep {
-                crate::blocking::remove_dir(self.checkout.dir.clone()).await?;
+                crate::blocking::remove_dir(self.dir.clone()).await?;
             }
             removed.map_err(std::io::Error::other)
         })

@@ -4,7 +4,8 @@
 //! in a file of its own plus one line in [`choose`].
 //!
 //! An [`Environment`] is chosen once per run. For each (task, epoch) it
-//! makes a [`Workspace`] around the task's working copy, through which
+//! makes a [`Workspace`] around the task's working copy (onebash's
+//! checkout, or in a container the repo the image holds), through which
 //! everything that touches the task's files or runs in them goes: the
 //! agent's and the tests' commands, the task's setup, the diff, the test
 //! patch, and the teardown. The runner, the agent loop and the grader know
@@ -13,6 +14,7 @@
 
 pub mod container;
 mod host;
+mod image_repo;
 pub mod oci;
 
 use std::future::Future;
@@ -21,7 +23,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::checkout::{Checkout, GitError};
+use crate::checkout::{Checkout, CheckoutError, GitError, History};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError};
 use crate::limits::ChildSetup;
 use crate::sandbox::Sandbox;
@@ -33,6 +35,9 @@ pub use host::Host;
 /// A future an environment returns (boxed: environments are chosen at run
 /// time, behind `dyn`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A workspace around the repo an image holds, and what its check found.
+pub type Entered = (Box<dyn Workspace>, Checkout);
 
 /// Whose command it is, which decides how confined it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +75,37 @@ pub trait Environment: Send + Sync {
         checkout: &'a Checkout,
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>>;
+
+    /// Whether a task whose `repo_in_image` is set uses the repo its
+    /// image holds ([`Environment::enter_image_repo`]) rather than
+    /// onebash's own checkout: in a container, yes.
+    fn has_image_repos(&self) -> bool {
+        false
+    }
+
+    /// The workspace of a task whose repo is the one its image holds at
+    /// the task's workdir, made there, as the harness, to hold exactly
+    /// what the base reaches, and checked, before any command of the
+    /// agent; what the check found, as a [`Checkout`] whose `dir` is
+    /// `scratch` (a host folder of the task's own, for the engine's client
+    /// and the files that pass in and out).
+    fn enter_image_repo<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        epoch: u32,
+        history: History,
+        scratch: &'a Path,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
+        let _ = (epoch, history, scratch, child);
+        Box::pin(async move {
+            Err(CheckoutError::WorkingCopy {
+                repo: task.repo.clone(),
+                rev: task.base_commit.clone(),
+                message: "only a container environment holds a repo in an image".to_owned(),
+            })
+        })
+    }
 
     /// Removes what an earlier attempt of this run left behind when it was
     /// killed (a container engine's containers labelled with the run);

@@ -15,9 +15,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 
+use crate::history::{FUTURE_TEXTS, Leaky, PAST_TEXTS, assert_whole_past, leaky_repo};
 use crate::support::harness::{
-    Fixture, onebash, scripted_agent, scripted_handler, task, tool_answers,
+    Fixture, git, onebash, scripted_agent, scripted_handler, task, tool_answers,
 };
+use crate::support::probes::{self, Future};
 use crate::support::server::{ScriptedServer, text_reply};
 use crate::support::sync::{Latch, eventually};
 
@@ -60,6 +62,14 @@ fn containers_with(label: &str) -> Vec<String> {
         .split_whitespace()
         .map(str::to_owned)
         .collect()
+}
+
+/// Fails when a container of task `id` is left.
+fn assert_no_container_of(id: &str) {
+    assert!(
+        containers_with(&format!("onebash.task={id}")).is_empty(),
+        "a container of {id} was left"
+    );
 }
 
 /// A repo with one file, and a task over it whose model is the scripted
@@ -193,10 +203,7 @@ fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
         serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
             .expect("run.json is JSON");
     assert_eq!(run_json["settings"]["sandbox_used"], "podman");
-    assert!(
-        containers_with(&format!("onebash.task={id}")).is_empty(),
-        "a container was left"
-    );
+    assert_no_container_of(&id);
 }
 
 /// A command that forks sleepers (one of them in a session of its own)
@@ -419,5 +426,301 @@ fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
     assert!(
         !fixture.path("out-down").exists(),
         "the run folder was made"
+    );
+}
+
+/// A test image from [`IMAGE`] holding, at /testbed, the repo of
+/// `history.rs` whose history runs past the base (a gold commit whose
+/// message names the fix, on a branch and tagged, a commit only the
+/// reflog names, an unreachable one), checked out on a branch at the
+/// base, with a remote and packed refs: what a SWE-bench image can hold.
+/// `then` changes the repo before it is copied in. Removed when dropped.
+struct RepoImage {
+    tag: String,
+    leaky: Leaky,
+}
+
+impl RepoImage {
+    fn build(fixture: &Fixture, then: impl FnOnce(&Leaky)) -> RepoImage {
+        let leaky = leaky_repo(fixture);
+        let repo = &leaky.repo;
+        git(repo, &["checkout", "-q", "-b", "work", &leaky.base]);
+        git(
+            repo,
+            &["remote", "add", "origin", "https://example.com/calc.git"],
+        );
+        git(repo, &["pack-refs", "--all"]);
+        then(&leaky);
+        let context = fixture.path("image");
+        std::fs::create_dir_all(&context).expect("mkdir image");
+        std::fs::write(
+            context.join("Containerfile"),
+            format!("FROM {IMAGE}\nCOPY repo /testbed\n"),
+        )
+        .expect("write Containerfile");
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(repo)
+            .arg(context.join("repo"))
+            .status()
+            .expect("cp");
+        assert!(copied.success());
+        let tag = format!("localhost/onebash-test/repo-in-image:{}", unique_id("i"));
+        let built = Command::new("podman")
+            .args(["build", "-q", "--pull=never", "-t", &tag])
+            .arg(&context)
+            .output()
+            .expect("podman build");
+        assert!(
+            built.status.success(),
+            "podman build: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        RepoImage { tag, leaky }
+    }
+}
+
+impl Drop for RepoImage {
+    fn drop(&mut self) {
+        let _ = Command::new("podman")
+            .args(["rmi", "-f", &self.tag])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A SWE-bench instance line over the repo in `image`, whose hidden test
+/// (its test_patch) passes once `add` adds.
+fn instance(id: &str, image: &RepoImage) -> serde_json::Value {
+    let test_patch = "diff --git a/test_add.py b/test_add.py\nnew file mode 100644\n--- /dev/null\n+++ b/test_add.py\n@@ -0,0 +1,3 @@\n+import calc\n+assert calc.add(2, 3) == 5, calc.add(2, 3)\n+print('add adds')\n";
+    json!({
+        "instance_id": id,
+        "repo": "example/calc",
+        "base_commit": image.leaky.base,
+        "problem_statement": format!("Problem of task {id}."),
+        "test_patch": test_patch,
+    })
+}
+
+/// Runs `commands` as the agent of one instance over the repo in `image`
+/// with `extra` flags; the run and the answers.
+fn run_on_image_repo(
+    fixture: &Fixture,
+    image: &RepoImage,
+    id: &str,
+    commands: &[&str],
+    extra: &[&str],
+) -> (crate::support::harness::RunOutput, Vec<String>) {
+    let tasks = fixture.tasks(&[instance(id, image)]);
+    let plan: [(&str, &[&str]); 1] = [(id, commands)];
+    let server = scripted_agent(&plan);
+    let url = server.base_url();
+    let mut args = vec![
+        "--model",
+        "scripted",
+        "--base-url",
+        &url,
+        "--env",
+        "podman",
+        "--image",
+        &image.tag,
+        "--pull",
+        "never",
+        "--test-command",
+        "python3 test_add.py",
+    ];
+    args.extend_from_slice(extra);
+    let run = fixture.run_with_env(&tasks, &args, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let answers = tool_answers(&server, id);
+    assert_eq!(answers.len(), commands.len(), "{answers:?}");
+    (run, answers)
+}
+
+/// The repo a SWE-bench image holds at /testbed is used (the instance's
+/// `owner/name` is never fetched), made to hold nothing past the base
+/// before the agent starts: every probe of `probes.rs`, run inside the
+/// container, finds nothing, while `git log` shows the whole past. The
+/// checkout event records the check; the agent's fix (and a Latin-1 file,
+/// as binary) comes out as its patch and is applied in the tests' fresh
+/// container, where the test patch's file replaces the agent's one of the
+/// same name, and the task passes.
+#[test]
+fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let image = RepoImage::build(&fixture, |_| {});
+    let id = unique_id("c-image");
+    let future: Vec<&str> = image.leaky.future.iter().map(String::as_str).collect();
+    let script = probes::script(&Future {
+        commits: &future,
+        texts: FUTURE_TEXTS,
+        unreadable: &[],
+    });
+    let commands = [
+        script.as_str(),
+        "git log --format=%s",
+        "git status --short --branch; git remote",
+        "sed -i 's/x - y/x + y/' calc.py && python3 -c 'import calc; print(calc.add(2, 3))'",
+        // Text that is not UTF-8 goes into the patch as binary.
+        r"printf 'caf\351\n' > latin.txt",
+        // A file of the hidden test's own: the test patch's takes its place.
+        "echo 'raise SystemExit(1)' > test_add.py",
+    ];
+    let (run, answers) = run_on_image_repo(&fixture, &image, &id, &commands, &[]);
+    assert!(probes::finished(&answers[0]), "{}", answers[0]);
+    assert_eq!(
+        probes::leaks(&answers[0]),
+        Vec::<String>::new(),
+        "{}",
+        answers[0]
+    );
+    assert_whole_past(&answers[1]);
+    assert!(answers[2].contains("HEAD (no branch)"), "{}", answers[2]);
+    assert!(!answers[2].contains("origin"), "{}", answers[2]);
+    assert!(answers[3].contains('5'), "{}", answers[3]);
+
+    let row = run.row(&id);
+    assert_eq!(row["status"], "passed", "{row:?}\n{}", run.stderr);
+    let checkout = &run.events(&id, "checkout")[0];
+    assert_eq!(checkout["commit"], image.leaky.base.as_str(), "{checkout}");
+    assert_eq!(checkout["history"], "full", "{checkout}");
+    let objects = git(
+        &image.leaky.repo,
+        &["rev-list", "--objects", &image.leaky.base],
+    )
+    .lines()
+    .count() as u64;
+    assert_eq!(checkout["objects"], objects, "{checkout}");
+    assert_eq!(checkout["fetched"], false, "{checkout}");
+    let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
+    assert!(patch.contains("+    return x + y"), "{patch}");
+    assert!(patch.contains("+raise SystemExit(1)"), "{patch}");
+    assert!(
+        patch.contains("b/latin.txt") && patch.contains("GIT binary patch"),
+        "{patch}"
+    );
+    let test = &run.events(&id, "test")[0];
+    assert_eq!(test["test_patch_method"], "git apply", "{test}");
+    assert_no_container_of(&id);
+}
+
+/// An image whose repo is checked out at the fix itself: the base is
+/// checked out (and the move recorded as the checkout's warning), and with
+/// `--history none` the repo becomes one commit with no parents: the
+/// probes find nothing past the base and nothing before it.
+#[test]
+fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let image = RepoImage::build(&fixture, |leaky| {
+        git(
+            &leaky.repo,
+            &["checkout", "-q", "--detach", &leaky.future[0]],
+        );
+    });
+    let id = unique_id("c-image-none");
+    let commits: Vec<&str> = image
+        .leaky
+        .future
+        .iter()
+        .chain(&image.leaky.past[..image.leaky.past.len() - 1])
+        .map(String::as_str)
+        .collect();
+    let texts: Vec<&str> = FUTURE_TEXTS.iter().chain(PAST_TEXTS).copied().collect();
+    let script = probes::script(&Future {
+        commits: &commits,
+        texts: &texts,
+        unreadable: &[],
+    });
+    let commands = [script.as_str(), "git rev-list --count HEAD"];
+    let (run, answers) =
+        run_on_image_repo(&fixture, &image, &id, &commands, &["--history", "none"]);
+    assert!(probes::finished(&answers[0]), "{}", answers[0]);
+    assert_eq!(
+        probes::leaks(&answers[0]),
+        Vec::<String>::new(),
+        "{}",
+        answers[0]
+    );
+    assert!(answers[1].trim_start().starts_with("1\n"), "{}", answers[1]);
+    let checkout = &run.events(&id, "checkout")[0];
+    assert_eq!(checkout["history"], "none", "{checkout}");
+    let warning = checkout["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains(&image.leaky.future[0]) && warning.contains("not at the base"),
+        "{checkout}"
+    );
+    assert!(checkout["head"].is_string(), "{checkout}");
+    // The agent changed nothing: the hidden test fails, graded all the same.
+    assert_eq!(run.row(&id)["status"], "failed", "{}", run.stderr);
+}
+
+/// Runs one instance over the repo in `image` with the noop model; its row.
+fn noop_row_on(
+    fixture: &Fixture,
+    image: &RepoImage,
+    id: &str,
+    line: serde_json::Value,
+) -> std::collections::HashMap<String, String> {
+    let tasks = fixture.tasks(&[line]);
+    let run = fixture.run_into(
+        &fixture.path(&format!("out-{id}")),
+        &tasks,
+        &[
+            "--model",
+            "noop",
+            "--env",
+            "podman",
+            "--image",
+            &image.tag,
+            "--pull",
+            "never",
+            "--test-command",
+            "true",
+        ],
+        &[],
+    );
+    assert_no_container_of(id);
+    run.row(id)
+}
+
+/// A base the image's repo does not hold, and a repo at the base with
+/// changes to tracked files (they would be taken for the agent's), each
+/// end the task as `checkout_error` saying why, before the agent starts.
+#[test]
+fn a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let image = RepoImage::build(&fixture, |_| {});
+    let id = unique_id("c-image-nobase");
+    let mut line = instance(&id, &image);
+    let missing = "0123456789abcdef0123456789abcdef01234567";
+    line["base_commit"] = json!(missing);
+    let row = noop_row_on(&fixture, &image, &id, line);
+    assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
+    assert!(
+        row["error"].contains(missing) && row["error"].contains("not in the image's repo"),
+        "{row:?}"
+    );
+
+    // The leaky repo is made at a fixed path of its fixture.
+    let fixture = Fixture::new();
+    let dirty = RepoImage::build(&fixture, |leaky| {
+        std::fs::write(leaky.repo.join("calc.py"), "changed in the image\n").expect("write");
+    });
+    let id = unique_id("c-image-dirty");
+    let row = noop_row_on(&fixture, &dirty, &id, instance(&id, &dirty));
+    assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
+    assert!(
+        row["error"].contains("uncommitted changes") && row["error"].contains("calc.py"),
+        "{row:?}"
     );
 }

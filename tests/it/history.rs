@@ -22,18 +22,19 @@ use crate::support::harness::{
 };
 use crate::support::probes::{self, Future, PROBES};
 
-/// A repo whose history runs past the base of its task.
-struct Leaky {
-    repo: PathBuf,
+/// A repo whose history runs past the base of its task (also the repo
+/// in the test image of `container.rs`).
+pub(crate) struct Leaky {
+    pub(crate) repo: PathBuf,
     /// Oldest first; the last is the base.
-    past: Vec<String>,
-    base: String,
+    pub(crate) past: Vec<String>,
+    pub(crate) base: String,
     /// Commits and a tag object past the base.
-    future: Vec<String>,
+    pub(crate) future: Vec<String>,
 }
 
 /// Text found only past the base.
-const FUTURE_TEXTS: &[&str] = &[
+pub(crate) const FUTURE_TEXTS: &[&str] = &[
     "GOLD-FIX-CONTENT",
     "GOLD-FIX-MESSAGE",
     "GOLD-TAG-MESSAGE",
@@ -44,7 +45,7 @@ const FUTURE_TEXTS: &[&str] = &[
 ];
 
 /// Text found only in the commits before the base.
-const PAST_TEXTS: &[&str] = &["first of the past", "second of the past"];
+pub(crate) const PAST_TEXTS: &[&str] = &["first of the past", "second of the past"];
 
 fn commit_file(repo: &Path, content: &str, message: &str) -> String {
     std::fs::write(repo.join("calc.py"), content).expect("write calc.py");
@@ -53,7 +54,7 @@ fn commit_file(repo: &Path, content: &str, message: &str) -> String {
     git(repo, &["rev-parse", "HEAD"])
 }
 
-fn leaky_repo(fixture: &Fixture) -> Leaky {
+pub(crate) fn leaky_repo(fixture: &Fixture) -> Leaky {
     let repo = fixture.path("repo");
     std::fs::create_dir_all(&repo).expect("mkdir repo");
     git(&repo, &["init", "-q", "-b", "main"]);
@@ -136,6 +137,21 @@ fn pipe_bytes(dir: &Path, args: &[&str], input: &[u8]) -> String {
     let output = child.wait_with_output().expect("wait for git");
     assert!(output.status.success(), "git {args:?} failed");
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// `log` (`git log --format=%s` at the base) shows the base's own
+/// history, all of it.
+pub(crate) fn assert_whole_past(log: &str) {
+    let subjects: Vec<&str> = log.lines().take(3).collect();
+    assert_eq!(
+        subjects,
+        [
+            "base: where the task starts",
+            "second of the past",
+            "first of the past"
+        ],
+        "{log}"
+    );
 }
 
 /// Runs the probe script with bash in `dir`; its output.
@@ -278,18 +294,7 @@ fn with_full_history_nothing_past_the_base_is_found_and_the_past_is_whole() {
         (&future, FUTURE_TEXTS),
         &["git log --format=%s", "git blame -s calc.py"],
     );
-    // The base's own history is all there.
-    let log: Vec<&str> = answers[0].lines().take(3).collect();
-    assert_eq!(
-        log,
-        [
-            "base: where the task starts",
-            "second of the past",
-            "first of the past"
-        ],
-        "{}",
-        answers[0]
-    );
+    assert_whole_past(&answers[0]);
     let blamed: HashSet<&str> = answers[1]
         .lines()
         // `^` marks the root commit.

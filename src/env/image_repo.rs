@@ -1,0 +1,503 @@
+//! The repo a task's image holds at its workdir (SWE-bench's images hold
+//! the project at `/testbed`, at its base commit, often with the whole
+//! upstream history, its branches and tags, and sometimes the fix).
+//!
+//! Owns the bash scripts that run inside a container, as the harness, on
+//! that repo, and the reading of their reports: [`prepare`] makes it hold
+//! exactly what the base reaches and checks that (the promise onebash's
+//! own checkouts keep on the host, `checkout/store.rs`), before any
+//! command of the agent; [`diff`] writes the agent's change; [`to_base`],
+//! [`restore`] and [`apply`] serve the tests' fresh container. Also the
+//! state of such a repo ([`ImageRepo`]: what diffs compare with, the
+//! agent's change) and the order its scripts run in, through a
+//! [`Container`] that `container.rs` implements: it runs them and copies
+//! files in and out.
+//!
+//! The scripts need bash, git and coreutils, as the probes of the tests
+//! do. Every value they take is put in as a quoted shell word.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::BoxFuture;
+use crate::checkout::{BUILD_ARTEFACTS, GitError, History};
+
+/// The last line of [`prepare`]'s output when the repo passed its check:
+/// `ONEBASH-REPO base=<sha> head=<sha> objects=<n> commits=<n> moved=<sha>`.
+const REPORT: &str = "ONEBASH-REPO ";
+/// The line [`prepare`] ends with when it could not make the repo safe.
+const REFUSED: &str = "ONEBASH-REPO-ERROR ";
+/// Where the agent's change is written, in the repo's `.git`.
+pub const DIFF_FILE: &str = ".git/onebash-agent.diff";
+/// The exclude rules of [`diff`]: the image's own untracked files, and
+/// [`BUILD_ARTEFACTS`].
+const EXCLUDE_FILE: &str = ".git/onebash-exclude";
+
+/// A word bash reads back as `text`.
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// What [`prepare`] found and left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// The full sha of the base commit.
+    pub base: String,
+    /// HEAD now: the base, or with `--history none` a parentless commit
+    /// of its tree.
+    pub head: String,
+    /// Objects in the repo, each reachable from HEAD: what the check found.
+    pub objects: u64,
+    /// Commits HEAD reaches.
+    pub commits: u64,
+    /// Where the image's HEAD was, when it was not the base.
+    pub moved_from: Option<String>,
+}
+
+/// Why the repo in the image was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// It could not be used at all (no repo, no base, dirty).
+    Unusable(String),
+    /// It was cleaned and still holds something past the base.
+    Leaking(String),
+}
+
+/// Makes the repo in the working folder hold exactly what `base` reaches,
+/// then checks it. In order: the base is found (`base^{commit}`); a repo
+/// at the base with changes to tracked files is refused (they would be
+/// the agent's in its diff); HEAD is detached at the base (`checkout -f`
+/// when the image's HEAD is elsewhere, untracked files kept); every ref
+/// (branches, tags, remotes, stash, notes, `refs/original`), every remote
+/// and branch section of the config, the reflogs, `packed-refs`,
+/// `FETCH_HEAD`/`ORIG_HEAD` and the other state files of merges and
+/// rebases, other worktrees, grafts, commit-graphs, bitmaps, `.keep` and
+/// `.promisor` marks go; with `--history none`, HEAD becomes one commit
+/// with no parents and the base's tree. Then `git repack -a -d` writes one
+/// pack of what HEAD and the index reach (nothing else refers to
+/// anything now; objects of alternates are copied in, then the alternates
+/// file goes) and deletes every other pack, and `git prune --expire=now`
+/// the loose objects nothing reaches. `git gc` would do the same and more
+/// (write a commit-graph, pack refs, run hooks): the steps are spelled out
+/// so that each one is known. The check then asks, as the host's does: no
+/// ref, no reflog, no remote, no alternates, HEAD detached at the head,
+/// `rev-list --all` is HEAD's ancestry, and the repo's objects
+/// (`cat-file --batch-all-objects`) are exactly the set `rev-list
+/// --objects HEAD` lists.
+pub fn prepare(base: &str, history: History) -> String {
+    let artefacts: Vec<String> = BUILD_ARTEFACTS.iter().map(|rule| quote(rule)).collect();
+    format!(
+        "base={base}\nhistory={history}\nartefacts=({artefacts})\n{PREPARE}",
+        base = quote(base),
+        history = history.name(),
+        artefacts = artefacts.join(" "),
+    )
+}
+
+const PREPARE: &str = r#"fail() { echo "ONEBASH-REPO-ERROR $*"; exit 1; }
+leak() { echo "ONEBASH-REPO-ERROR leaking: $*"; exit 1; }
+# An image's repo may belong to another user than the one commands run as.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+command -v git >/dev/null 2>&1 || fail "the image has no git"
+top=$(git rev-parse --show-toplevel 2>/dev/null) || fail "$PWD holds no git repository"
+[ "$top" = "$(pwd -P)" ] || fail "$PWD is inside the repository at $top, not its top"
+gitdir=$(git rev-parse --absolute-git-dir) || fail "no .git"
+[ "$gitdir" = "$top/.git" ] || fail "its .git is elsewhere ($gitdir)"
+[ -n "$(git config extensions.partialClone)" ] && fail "it is a partial clone: objects would be fetched on demand"
+full=$(git rev-parse --verify --quiet "$base^{commit}") || fail "the base commit $base is not in the image's repo"
+was=$(git rev-parse --verify --quiet HEAD)
+moved=
+if [ "$was" = "$full" ]; then
+  if ! git diff --quiet HEAD -- 2>/dev/null; then
+    fail "the repo in the image has uncommitted changes to tracked files ($(git diff --name-only HEAD -- | head -n 3 | tr '\n' ' '))"
+  fi
+  git checkout -q --detach 2>&1 || fail "git checkout --detach failed"
+else
+  git checkout -q -f --detach "$full" 2>&1 || fail "git checkout of the base failed"
+  moved=$was
+fi
+for remote in $(git remote); do git config --remove-section "remote.$remote"; done
+git config --name-only --get-regexp '^branch\.' | sed 's/\.[^.]*$//' | sort -u |
+  while read -r section; do git config --remove-section "$section"; done
+git for-each-ref --format='delete %(refname)' | git update-ref --no-deref --stdin ||
+  fail "deleting the refs failed"
+head=$full
+if [ "$history" = none ]; then
+  head=$(git cat-file commit "$full" | sed '1,/^$/{/^parent /d;}' | git hash-object -t commit -w --stdin) ||
+    fail "writing the commit without history failed"
+  git update-ref --no-deref HEAD "$head" || fail "moving HEAD failed"
+fi
+rm -rf "$gitdir/logs" "$gitdir/packed-refs" "$gitdir/FETCH_HEAD" "$gitdir/ORIG_HEAD" \
+  "$gitdir/MERGE_HEAD" "$gitdir/CHERRY_PICK_HEAD" "$gitdir/REVERT_HEAD" "$gitdir/AUTO_MERGE" \
+  "$gitdir"/BISECT_* "$gitdir/rebase-merge" "$gitdir/rebase-apply" "$gitdir/sequencer" \
+  "$gitdir/refs/original" "$gitdir/info/refs" "$gitdir/info/grafts" "$gitdir/worktrees" \
+  "$gitdir/objects/info/commit-graph" "$gitdir/objects/info/commit-graphs" \
+  "$gitdir/objects/info/packs" "$gitdir/objects/pack/multi-pack-index"
+rm -f "$gitdir"/objects/pack/*.keep "$gitdir"/objects/pack/*.promisor \
+  "$gitdir"/objects/pack/*.bitmap "$gitdir"/objects/pack/*.rev "$gitdir"/objects/pack/*.mtimes
+git -c repack.writeBitmaps=false -c pack.writeBitmaps=false repack -a -d -q -n 2>&1 ||
+  fail "git repack failed"
+rm -f "$gitdir/objects/info/alternates" "$gitdir/objects/info/http-alternates"
+git prune --expire=now 2>&1 || fail "git prune failed"
+git config gc.auto 0 && git config maintenance.auto false
+git config user.name >/dev/null || git config user.name onebash
+git config user.email >/dev/null || git config user.email onebash@localhost
+# The image's untracked files are no part of the agent's change.
+{ printf '%s\n' "${artefacts[@]}"
+  git ls-files --others --exclude-standard | sed 's/[][*?\\]/\\&/g; s|^|/|'
+} > "$gitdir/onebash-exclude"
+# The check.
+for f in packed-refs FETCH_HEAD ORIG_HEAD logs objects/info/alternates objects/info/http-alternates; do
+  [ -e "$gitdir/$f" ] && leak "it has .git/$f"
+done
+refs=$(git for-each-ref --format='%(refname)' | head -n 3 | tr '\n' ' ')
+[ -z "$refs" ] || leak "it has refs: $refs"
+[ -z "$(git config --get-regexp '^remote\.')" ] || leak "its config names a remote"
+git symbolic-ref -q HEAD >/dev/null && leak "HEAD is a branch"
+[ "$(git rev-parse HEAD)" = "$head" ] || leak "HEAD is not $head"
+work=$(mktemp -d) || fail "mktemp failed"
+git rev-list --all > "$work/all" && git rev-list "$head" > "$work/head" || fail "git rev-list failed"
+[ "$(sort "$work/all")" = "$(sort "$work/head")" ] || leak "rev-list --all lists commits HEAD does not reach"
+git rev-list --objects "$head" | cut -d' ' -f1 | sort > "$work/reached" || fail "git rev-list --objects failed"
+git cat-file --batch-all-objects --batch-check='%(objectname)' | sort -u > "$work/held" || fail "git cat-file failed"
+extra=$(comm -13 "$work/reached" "$work/held" | head -n 3 | tr '\n' ' ')
+[ -z "$extra" ] || leak "it holds objects HEAD does not reach: $extra"
+missing=$(comm -23 "$work/reached" "$work/held" | head -n 3 | tr '\n' ' ')
+[ -z "$missing" ] || fail "objects HEAD reaches are missing: $missing"
+objects=$(wc -l < "$work/held")
+commits=$(wc -l < "$work/head")
+rm -rf "$work"
+echo "ONEBASH-REPO base=$full head=$head objects=$objects commits=$commits moved=$moved""#;
+
+/// Reads [`prepare`]'s output.
+pub fn read_report(output: &str) -> Result<Prepared, Refused> {
+    if let Some(message) = output.lines().rev().find_map(|l| l.strip_prefix(REFUSED)) {
+        return Err(match message.strip_prefix("leaking: ") {
+            Some(leak) => Refused::Leaking(leak.to_owned()),
+            None => Refused::Unusable(message.to_owned()),
+        });
+    }
+    let Some(report) = output.lines().rev().find_map(|l| l.strip_prefix(REPORT)) else {
+        let tail: Vec<&str> = output.lines().rev().take(5).collect();
+        return Err(Refused::Unusable(format!(
+            "the preparing script ended without its report: {}",
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        )));
+    };
+    let field = |name: &str| {
+        report.split(' ').find_map(|word| {
+            word.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('='))
+        })
+    };
+    let number = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok());
+    let sha = |name: &str| field(name).filter(|v| v.len() >= 40).map(str::to_owned);
+    match (
+        sha("base"),
+        sha("head"),
+        number("objects"),
+        number("commits"),
+    ) {
+        (Some(base), Some(head), Some(objects), Some(commits)) => Ok(Prepared {
+            base,
+            head,
+            objects,
+            commits,
+            moved_from: sha("moved"),
+        }),
+        _ => Err(Refused::Unusable(format!(
+            "a report onebash cannot read: {report}"
+        ))),
+    }
+}
+
+/// Writes the agent's change against `commit` (the head) to
+/// [`DIFF_FILE`], as `git apply` takes it: new files with their content
+/// (not those the image had untracked, nor build artefacts), binary files
+/// in full, and the files of `binary` as binary too (text that is not
+/// UTF-8, which a UTF-8 patch cannot carry as it is: see
+/// [`not_utf8_files`]). Through a copy of the index, so the repo is left
+/// as it was.
+pub fn diff(commit: &str, binary: &[String]) -> String {
+    let attributes: Vec<String> = binary
+        .iter()
+        .map(|path| quote(&format!("/{} binary", glob_escaped(path))))
+        .collect();
+    format!(
+        r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+work=$(mktemp -d) || exit 1
+[ -f .git/index ] && cp .git/index "$work/index"
+export GIT_INDEX_FILE="$work/index"
+printf '%s\n' {attributes} > "$work/attributes"
+git -c core.excludesFile="$PWD/{EXCLUDE_FILE}" add -A . || exit 1
+git -c core.attributesFile="$work/attributes" diff --cached --binary --full-index {commit} > {DIFF_FILE} || exit 1
+rm -rf "$work""#,
+        commit = quote(commit),
+        attributes = attributes.join(" "),
+    )
+}
+
+/// A path as a pattern of an ignore or attributes file that matches it
+/// alone.
+fn glob_escaped(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | ' ') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The files whose part of `patch` is not UTF-8, by their `b/` path.
+pub fn not_utf8_files(patch: &[u8]) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut sections: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    let marker = b"diff --git ";
+    for (at, _) in patch.iter().enumerate() {
+        if patch[at..].starts_with(marker) && (at == 0 || patch[at - 1] == b'\n') && at > start {
+            sections.push(&patch[start..at]);
+            start = at;
+        }
+    }
+    sections.push(&patch[start..]);
+    for section in sections {
+        if std::str::from_utf8(section).is_err() {
+            let header =
+                String::from_utf8_lossy(section.split(|b| *b == b'\n').next().unwrap_or_default())
+                    .into_owned();
+            files.extend(crate::swebench::patch_files(&header));
+        }
+    }
+    files
+}
+
+/// In the tests' fresh container: HEAD detached at `base` when the image
+/// has it elsewhere (the agent worked on the base).
+pub fn to_base(base: &str) -> String {
+    format!(
+        r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+full=$(git rev-parse --verify --quiet {base}^{{commit}}) || {{ echo "the base commit is not in the image's repo"; exit 1; }}
+[ "$(git rev-parse HEAD)" = "$full" ] || git checkout -q -f --detach "$full" || exit 1
+echo "$full""#,
+        base = quote(base),
+    )
+}
+
+/// Puts `paths` back as they are at `commit` (in the working tree and the
+/// index), removing those `commit` has not.
+pub fn restore(commit: &str, paths: &[String]) -> String {
+    let words: Vec<String> = paths.iter().map(|p| quote(p)).collect();
+    format!(
+        r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+for p in {words}; do
+  rm -rf -- "$p"
+  if git cat-file -e {commit}:"$p" 2>/dev/null; then
+    git checkout -q {commit} -- "$p" || exit 1
+  else
+    git rm -q --cached --ignore-unmatch -- "$p" >/dev/null || exit 1
+  fi
+done"#,
+        words = words.join(" "),
+        commit = quote(commit),
+    )
+}
+
+/// Applies the patch in `file` (relative to the repo) strictly, as `git
+/// apply` does, then removes the file.
+pub fn apply(file: &str) -> String {
+    format!(
+        r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+git apply {file} 2>&1; code=$?
+rm -f {file}
+exit $code"#,
+        file = quote(file),
+    )
+}
+
+/// What the repo in an image needs of the container it is in: the
+/// harness's git scripts (their output, or why they failed), and files
+/// copied in and out by paths relative to the workdir.
+pub trait Container: Sync {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    fn copy_in<'a>(
+        &'a self,
+        relative: &'a Path,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+}
+
+/// The repo an image holds, once prepared: what the diff and restores
+/// compare with, and the agent's change for the tests' container.
+pub struct ImageRepo {
+    /// `base_commit` as the task gives it.
+    base: String,
+    /// HEAD as prepared in the agent's container, then the base in the
+    /// tests' (the same tree).
+    commit: Mutex<String>,
+    /// The agent's change, applied in the tests' fresh container.
+    diff: Mutex<Option<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ImageRepo {
+    pub fn new(base: &str) -> ImageRepo {
+        ImageRepo {
+            base: base.to_owned(),
+            commit: Mutex::new(String::new()),
+            diff: Mutex::new(None),
+        }
+    }
+
+    /// [`prepare`] left HEAD at `head`.
+    pub fn prepared(&self, head: &str) {
+        *lock(&self.commit) = head.to_owned();
+    }
+
+    /// The agent's change, from the repo in the image; kept for the tests'
+    /// container.
+    pub async fn diff(&self, container: &dyn Container) -> Result<String, GitError> {
+        let commit = lock(&self.commit).clone();
+        let mut binary: Vec<String> = Vec::new();
+        // Twice at most: text files that are not UTF-8 are diffed again as
+        // binary, which is ASCII (as `Checkout::diff` does on the host).
+        let diff = loop {
+            container
+                .git(&diff(&commit, &binary))
+                .await
+                .map_err(|err| GitError(format!("git diff in the container failed: {err}")))?;
+            let bytes = container
+                .copy_out(Path::new(DIFF_FILE))
+                .await
+                .map_err(GitError)?;
+            match String::from_utf8(bytes) {
+                Ok(diff) => break diff,
+                Err(err) => {
+                    let found = not_utf8_files(err.as_bytes());
+                    if !binary.is_empty() || found.is_empty() {
+                        break String::from_utf8_lossy(err.as_bytes()).into_owned();
+                    }
+                    binary = found;
+                }
+            }
+        };
+        *lock(&self.diff) = Some(diff.clone());
+        Ok(diff)
+    }
+
+    /// The tests' fresh container: the repo in the image at the base, with
+    /// the agent's change applied.
+    pub async fn to_tests(&self, container: &dyn Container) -> Result<(), String> {
+        let base = container
+            .git(&to_base(&self.base))
+            .await
+            .map_err(|err| format!("failed to check out the base in the test container: {err}"))?;
+        // Restores compare with the base from now on: the head prepared
+        // with --history none is the agent's container's only, and its
+        // tree is the base's.
+        *lock(&self.commit) = base.lines().last().unwrap_or_default().trim().to_owned();
+        let diff = lock(&self.diff).clone().unwrap_or_default();
+        if diff.trim().is_empty() {
+            return Ok(());
+        }
+        self.apply(container, &diff)
+            .await
+            .map_err(|err| format!("the agent's patch in the test container: {err}"))
+    }
+
+    /// Puts the files `patch` touches back as they are at the compared
+    /// commit, in the container.
+    pub async fn restore(
+        &self,
+        container: &dyn Container,
+        patch: &str,
+    ) -> Result<Vec<String>, GitError> {
+        let paths: Vec<String> = crate::checkout::patch_paths(patch)?
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let commit = lock(&self.commit).clone();
+        container
+            .git(&restore(&commit, &paths))
+            .await
+            .map_err(|err| GitError(format!("restoring files in the container failed: {err}")))?;
+        Ok(paths)
+    }
+
+    /// Applies `patch` strictly, in the container.
+    pub async fn apply(&self, container: &dyn Container, patch: &str) -> Result<(), GitError> {
+        let file = ".git/onebash-apply.diff";
+        container
+            .copy_in(Path::new(file), patch.as_bytes().to_vec())
+            .await
+            .map_err(|err| GitError(format!("failed to copy the patch in: {err}")))?;
+        container
+            .git(&apply(file))
+            .await
+            .map(|_| ())
+            .map_err(|err| GitError(format!("the patch does not apply: {err}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_reads_back_and_a_refusal_says_why() {
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        let output = format!("noise\nONEBASH-REPO base={a} head={b} objects=12 commits=3 moved=\n");
+        assert_eq!(
+            read_report(&output),
+            Ok(Prepared {
+                base: a.clone(),
+                head: b.clone(),
+                objects: 12,
+                commits: 3,
+                moved_from: None,
+            })
+        );
+        let moved = format!("ONEBASH-REPO base={a} head={a} objects=1 commits=1 moved={b}");
+        assert_eq!(
+            read_report(&moved).map(|p| p.moved_from),
+            Ok(Some(b.clone()))
+        );
+        assert_eq!(
+            read_report("ONEBASH-REPO-ERROR leaking: it has refs: refs/tags/v1 \n"),
+            Err(Refused::Leaking("it has refs: refs/tags/v1 ".to_owned()))
+        );
+        assert!(matches!(
+            read_report("ONEBASH-REPO-ERROR the image has no git"),
+            Err(Refused::Unusable(m)) if m == "the image has no git"
+        ));
+        assert!(matches!(read_report("killed"), Err(Refused::Unusable(_))));
+        assert!(matches!(
+            read_report("ONEBASH-REPO base=x head=y objects=1 commits=1"),
+            Err(Refused::Unusable(_))
+        ));
+    }
+
+    #[test]
+    fn the_files_of_a_patch_that_are_not_utf8_are_found() {
+        let mut patch = b"diff --git a/ok.txt b/ok.txt\n+fine\n".to_vec();
+        patch.extend_from_slice(b"diff --git a/latin.txt b/latin.txt\n+caf\xe9\n");
+        patch.extend_from_slice(b"diff --git a/also ok b/also ok\n+fine\n");
+        assert_eq!(not_utf8_files(&patch), vec!["latin.txt"]);
+        assert!(not_utf8_files(b"diff --git a/x b/x\n+x\n").is_empty());
+        assert_eq!(glob_escaped("a [b]*.py"), r"a\ \[b\]\*.py");
+    }
+
+    #[test]
+    fn values_are_quoted_as_single_shell_words() {
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert!(prepare("v1.0; rm -rf /", History::Full).starts_with("base='v1.0; rm -rf /'\n"));
+        assert!(restore("abc", &["a b".to_owned()]).contains("for p in 'a b'; do"));
+    }
+}
