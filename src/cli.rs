@@ -34,15 +34,26 @@ pub enum EnvKind {
     Podman,
     /// A docker container per (task, epoch), through the same CLI words.
     Docker,
+    /// The task's image without a daemon: unpacked from a local archive or
+    /// OCI layout into onebash's cache, each command under bwrap over it.
+    Oci,
 }
 
 impl EnvKind {
     /// The engine's program, for the container kinds.
     pub fn engine(self) -> Option<&'static str> {
         match self {
-            EnvKind::Host => None,
+            EnvKind::Host | EnvKind::Oci => None,
             EnvKind::Podman => Some("podman"),
             EnvKind::Docker => Some("docker"),
+        }
+    }
+
+    /// The name of the kinds that run tasks from an image.
+    pub fn image_backend(self) -> Option<&'static str> {
+        match self {
+            EnvKind::Oci => Some("oci"),
+            kind => kind.engine(),
         }
     }
 }
@@ -318,7 +329,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_network: bool,
 
-    /// Where tasks run: `host` (under --sandbox), or a container per (task, epoch) from the task's `image`, through the `podman` or `docker` CLI (--sandbox is then not used).
+    /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
     #[arg(long = "env", value_enum, default_value_t = EnvKind::Host)]
     pub env_kind: EnvKind,
 

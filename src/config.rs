@@ -237,7 +237,7 @@ impl RunConfig {
         }
         // And a container environment: its image names and where the
         // working copy goes decide what the commands find.
-        if let (EnvKind::Podman | EnvKind::Docker, Some(fields)) =
+        if let (EnvKind::Podman | EnvKind::Docker | EnvKind::Oci, Some(fields)) =
             (self.env_kind, fingerprint.as_object_mut())
         {
             fields.insert("env".to_owned(), serde_json::json!(self.env_kind));
@@ -441,6 +441,7 @@ impl RunConfig<Unprobed> {
             &self.hidden,
             self.limits,
             (self.env_kind, &images, self.pull),
+            (&self.cache_dir, self.allow_network, &self.workdir),
         )
         .map_err(ConfigError::Usage)?;
         let mut config = self.with_probed(probed);
@@ -510,7 +511,7 @@ fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), Config
             "--cpus {cpus} must be a positive number"
         )));
     }
-    let Some(engine) = args.env_kind.engine() else {
+    let Some(engine) = args.env_kind.image_backend() else {
         return Ok(());
     };
     let without: Vec<&str> = tasks

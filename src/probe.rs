@@ -9,7 +9,7 @@
 //! runtime starts. What the sandbox hides is `config.rs`'s choice; how a
 //! command is confined is `sandbox.rs`'s, how a limit is kept `limits.rs`'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -35,6 +35,10 @@ pub struct Probed {
     /// answering, with every task's image in its store.
     #[serde(skip)]
     pub engine: Option<Engine>,
+    /// `--env oci`: every task's image made ready, and bwrap found
+    /// working over one of them.
+    #[serde(skip)]
+    pub oci: Option<crate::env::oci::Settings>,
 }
 
 impl Probed {
@@ -52,15 +56,25 @@ impl Probed {
         hidden: &[PathBuf],
         limits: Limits,
         (env_kind, images, pull): (EnvKind, &[String], PullPolicy),
+        (cache_dir, network, workdir): (&Path, bool, &str),
     ) -> Result<(Probed, Vec<String>), String> {
         let mut warnings = Vec::new();
         let engine = match env_kind {
-            EnvKind::Host => None,
+            EnvKind::Host | EnvKind::Oci => None,
             EnvKind::Podman | EnvKind::Docker => Some(Engine::probe(env_kind, images, pull)?),
         };
-        let (sandbox, sandbox_warning) = match &engine {
-            Some(_) => (Sandbox::None, None),
-            None => Sandbox::choose(mode, hidden)?,
+        // The images are read from local sources: `--pull` has no say.
+        let oci = match env_kind {
+            EnvKind::Oci => Some(crate::env::oci::Settings::probe(
+                crate::env::oci::Images::prepare(cache_dir, images)?,
+                network,
+                workdir.to_owned(),
+            )?),
+            _ => None,
+        };
+        let (sandbox, sandbox_warning) = match (&engine, &oci) {
+            (Some(_), _) | (_, Some(_)) => (Sandbox::None, None),
+            (None, None) => Sandbox::choose(mode, hidden)?,
         };
         warnings.extend(sandbox_warning);
         let limit_plan = LimitPlan::new(limits);
@@ -75,11 +89,16 @@ impl Probed {
             ));
         }
         let probed = Probed {
-            sandbox_used: engine.as_ref().map_or(sandbox.name(), Engine::name),
+            sandbox_used: match (&engine, &oci) {
+                (Some(engine), _) => engine.name(),
+                (None, Some(_)) => "bwrap",
+                (None, None) => sandbox.name(),
+            },
             sandbox,
             limit_plan,
             limits_enforced,
             engine,
+            oci,
         };
         Ok((probed, warnings))
     }

@@ -31,6 +31,22 @@ pub enum SandboxMode {
     None,
 }
 
+/// The namespaces and capabilities of every bwrap command: a user
+/// namespace with no capabilities, its own PID, IPC, UTS and cgroup
+/// namespaces, in a session of its own, dying with its parent. The
+/// network namespace is the caller's choice. `env/oci` shares them.
+pub const ISOLATION: [&str; 9] = [
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--cap-drop",
+    "ALL",
+];
+
 /// No sandbox: for the harness's own commands (setup_command, patching).
 pub static NONE: Sandbox = Sandbox::None;
 
@@ -206,17 +222,7 @@ impl Bwrap {
     ) -> Vec<OsString> {
         let mut args: Vec<OsString> = Vec::with_capacity(64);
         let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
-        push(&[
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-user",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--cap-drop",
-            "ALL",
-        ]);
+        push(&ISOLATION);
         // The same ids inside as outside, so files written in the checkout
         // belong to the user who runs onebash.
         // SAFETY: geteuid and getegid have no preconditions.

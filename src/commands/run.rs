@@ -236,7 +236,11 @@ fn shared_context(
                 .iter()
                 .map(|task| (task.repo_location.as_str(), task.base_commit.as_str())),
         ),
-        env: crate::env::choose(&config.probed.sandbox, container_settings(&config)),
+        env: crate::env::choose(
+            &config.probed.sandbox,
+            container_settings(&config),
+            config.probed.oci.clone(),
+        ),
         config,
         client,
         folder,

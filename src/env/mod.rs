@@ -15,6 +15,7 @@
 pub mod container;
 mod host;
 mod image_repo;
+pub mod oci;
 
 use std::future::Future;
 use std::path::Path;
@@ -155,10 +156,15 @@ pub trait Workspace: Send + Sync {
 /// The run's environment: the one registration point of every kind. A
 /// container engine when the probe found one (`--env podman|docker`), else
 /// the host under the run's sandbox.
-pub fn choose(sandbox: &Sandbox, container: Option<container::Settings>) -> Arc<dyn Environment> {
-    match container {
-        Some(settings) => Arc::new(Containers::new(settings)),
-        None => Arc::new(Host::new(sandbox.clone())),
+pub fn choose(
+    sandbox: &Sandbox,
+    container: Option<container::Settings>,
+    oci: Option<oci::Settings>,
+) -> Arc<dyn Environment> {
+    match (container, oci) {
+        (Some(settings), _) => Arc::new(Containers::new(settings)),
+        (None, Some(settings)) => Arc::new(oci::Oci::new(settings)),
+        (None, None) => Arc::new(Host::new(sandbox.clone())),
     }
 }
 

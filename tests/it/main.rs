@@ -15,6 +15,7 @@ mod junit;
 mod layers;
 mod llama_server;
 mod model_faults;
+mod oci;
 mod old_run_folder;
 mod patches;
 mod pipeline;

@@ -1,0 +1,252 @@
+//! An image's root file system, assembled once per image from its
+//! unpacked layers without copying their contents:
+//! `<cache>/oci/rootfs/<config hex>/` is a tree of real folders whose
+//! files and symlinks are hard links to the layers' own (bubblewrap 0.8
+//! has no overlay options, and an unprivileged overlayfs is not there on
+//! every kernel; hard links need neither).
+//!
+//! Owns the stacking (layers bottom first; a layer's opaque marker
+//! `.wh..wh..opq` empties its folder of what lower layers put there, and
+//! `.wh.NAME` removes NAME), the mount points bubblewrap needs in a root
+//! it mounts read-only (`/tmp`, `/dev`, `/proc`, `/run`, the task's
+//! workdir: made here, since bwrap cannot make them in a read-only
+//! root), and the lock and atomic rename that let processes share it.
+//! The tree is never written once built: the sandbox binds it read-only.
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use super::OciError;
+use crate::lock::FileLock;
+
+const OPAQUE: &str = ".wh..wh..opq";
+const WHITEOUT: &str = ".wh.";
+
+/// Mount points every sandbox uses: folders, then files.
+const DIRS: [&str; 5] = ["tmp", "dev", "proc", "run", "etc"];
+const FILES: [&str; 2] = ["etc/resolv.conf", "etc/hosts"];
+
+fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
+    OciError::Cache(format!("{}: {err}", what.display()))
+}
+
+/// The root of the image `id` (its config's hex digest) from `layers`
+/// (bottom first), built unless it is there.
+pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<PathBuf, OciError> {
+    let dir = oci_dir.join("rootfs");
+    let done = dir.join(id);
+    if done.is_dir() {
+        return Ok(done);
+    }
+    fs::create_dir_all(&dir).map_err(|err| io_error(&dir, err))?;
+    let lock_path = dir.join(format!("{id}.lock"));
+    let _lock = FileLock::acquire(&lock_path).map_err(|err| io_error(&lock_path, err))?;
+    if done.is_dir() {
+        return Ok(done);
+    }
+    let partial = dir.join(format!("{id}.partial"));
+    if partial.exists() {
+        fs::remove_dir_all(&partial).map_err(|err| io_error(&partial, err))?;
+    }
+    fs::create_dir(&partial).map_err(|err| io_error(&partial, err))?;
+    let built = (|| {
+        for layer in layers {
+            stack(layer, &partial).map_err(|err| io_error(layer, err))?;
+        }
+        for rel in DIRS {
+            mount_point(&partial, Path::new(rel), true)?;
+        }
+        for rel in FILES {
+            mount_point(&partial, Path::new(rel), false)?;
+        }
+        Ok(())
+    })();
+    if let Err(err) = built {
+        let _ = fs::remove_dir_all(&partial);
+        return Err(err);
+    }
+    fs::rename(&partial, &done).map_err(|err| io_error(&done, err))?;
+    Ok(done)
+}
+
+/// Removes whatever is at `path`, without following a symlink.
+fn remove(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Puts one layer's folder `src` over the tree `dst`.
+fn stack(src: &Path, dst: &Path) -> io::Result<()> {
+    let mut names: Vec<(std::ffi::OsString, fs::FileType)> = Vec::new();
+    for entry in fs::read_dir(src)? {
+        let entry = entry?;
+        names.push((entry.file_name(), entry.file_type()?));
+    }
+    // What lower layers put here goes first: the opaque marker empties the
+    // folder, a whiteout removes its one name.
+    if names.iter().any(|(name, _)| name == OPAQUE) {
+        for entry in fs::read_dir(dst)? {
+            remove(&entry?.path())?;
+        }
+    }
+    for (name, _) in &names {
+        // `.wh..` would name the folder above: never a file of this one.
+        if let Some(hidden) = name.to_str().and_then(|n| n.strip_prefix(WHITEOUT))
+            && name != OPAQUE
+            && !matches!(hidden, "" | "." | "..")
+        {
+            remove(&dst.join(hidden))?;
+        }
+    }
+    for (name, kind) in names {
+        if name.to_str().is_some_and(|n| n.starts_with(WHITEOUT)) {
+            continue;
+        }
+        let (from, to) = (src.join(&name), dst.join(&name));
+        if kind.is_dir() {
+            match fs::symlink_metadata(&to) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    fs::remove_file(&to)?;
+                    fs::create_dir(&to)?;
+                }
+                Err(_) => fs::create_dir(&to)?,
+            }
+            fs::set_permissions(&to, fs::metadata(&from)?.permissions())?;
+            stack(&from, &to)?;
+        } else {
+            remove(&to)?;
+            link_or_copy(&from, &to, kind)?;
+        }
+    }
+    Ok(())
+}
+
+/// A hard link, or a copy when the file has as many links as the file
+/// system allows (EMLINK: ext4 stops at 65000).
+fn link_or_copy(from: &Path, to: &Path, kind: fs::FileType) -> io::Result<()> {
+    match fs::hard_link(from, to) {
+        Err(err) if err.raw_os_error() == Some(libc::EMLINK) => {
+            if kind.is_symlink() {
+                std::os::unix::fs::symlink(fs::read_link(from)?, to)
+            } else {
+                fs::copy(from, to).map(|_| ())
+            }
+        }
+        other => other,
+    }
+}
+
+/// Makes `rel` (a folder when `dir`, else an empty file) in `root` unless
+/// it is there, going through no symlink: bubblewrap mounts over it. A
+/// symlink where a mount point goes is refused (bwrap would follow it).
+pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
+    let refuse = |why: &str| OciError::Refused(format!("/{} in the image {why}", rel.display()));
+    let mut at = root.to_path_buf();
+    let parts: Vec<Component> = rel.components().collect();
+    for (i, part) in parts.iter().enumerate() {
+        let Component::Normal(part) = part else {
+            return Err(refuse("is not a plain path"));
+        };
+        at.push(part);
+        let last = i + 1 == parts.len();
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(refuse("goes through a symlink"));
+            }
+            Ok(meta) if meta.is_dir() == (dir || !last) => {}
+            Ok(_) => return Err(refuse("is not a folder")),
+            Err(_) if !last || dir => match fs::create_dir(&at) {
+                Err(err) if err.kind() != io::ErrorKind::AlreadyExists => {
+                    return Err(io_error(&at, err));
+                }
+                _ => {}
+            },
+            Err(_) => {
+                fs::File::options()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&at)
+                    .map_err(|err| io_error(&at, err))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn write(root: &Path, rel: &str, body: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, body).expect("write");
+    }
+
+    #[test]
+    fn layers_stack_with_whiteouts_and_opaque_folders_without_copying() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (lower, upper) = (dir.path().join("l1"), dir.path().join("l2"));
+        write(&lower, "etc/keep", "lower");
+        write(&lower, "etc/gone", "lower");
+        write(&lower, "opt/old/a", "lower");
+        write(&lower, "var/replaced", "lower");
+        write(&upper, "etc/.wh.gone", "");
+        write(&upper, "opt/old/.wh..wh..opq", "");
+        write(&upper, "opt/old/b", "upper");
+        write(&upper, "var/replaced", "upper");
+        write(&upper, "etc/.wh...", "");
+        let root = assemble(
+            &dir.path().join("oci"),
+            "img",
+            &[lower.clone(), upper.clone()],
+        )
+        .expect("assemble");
+        let read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
+        assert_eq!(read("etc/keep").as_deref(), Some("lower"));
+        assert_eq!(read("etc/gone"), None);
+        assert_eq!(read("opt/old/a"), None);
+        assert_eq!(read("opt/old/b").as_deref(), Some("upper"));
+        assert_eq!(read("var/replaced").as_deref(), Some("upper"));
+        assert!(!root.join("etc/.wh.gone").exists() && !root.join("opt/old/.wh..wh..opq").exists());
+        // The same inode: a link, not a copy.
+        let ino = |p: &Path| fs::metadata(p).expect("meta").ino();
+        assert_eq!(ino(&root.join("etc/keep")), ino(&lower.join("etc/keep")));
+        // The mount points a read-only root needs.
+        for rel in ["tmp", "proc", "dev", "run"] {
+            assert!(root.join(rel).is_dir(), "{rel}");
+        }
+        assert!(root.join("etc/resolv.conf").is_file());
+        // A whiteout of `..` removes nothing above its folder.
+        assert!(root.join("etc/keep").exists());
+        // Built once: a second call finds it.
+        fs::remove_dir_all(&lower).expect("rm");
+        assert_eq!(
+            assemble(&dir.path().join("oci"), "img", &[lower]).expect("again"),
+            root
+        );
+    }
+
+    #[test]
+    fn a_mount_point_is_never_made_through_a_symlink() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).expect("mkdir");
+        let root = dir.path().join("root");
+        fs::create_dir(&root).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, root.join("testbed")).expect("symlink");
+        let err = mount_point(&root, Path::new("testbed/sub"), true).expect_err("refused");
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert!(!outside.join("sub").exists());
+        mount_point(&root, Path::new("work/deep"), true).expect("made");
+        assert!(root.join("work/deep").is_dir());
+    }
+}
