@@ -374,10 +374,7 @@ pub struct RunArgs {
     pub keep_workdirs: bool,
 }
 
-/// The longest duration a flag can give, in seconds (about 31 years). A
-/// deadline is the start of a command or task plus its duration, and must
-/// fit in an `Instant`: far larger values made a task panic.
-pub const MAX_SECONDS: f64 = 1e9;
+pub use crate::task::MAX_SECONDS;
 
 /// A duration flag (`--command-timeout S` and the like): a positive number
 /// of seconds, fractions allowed, as `f64` reads it (`90`, `0.5`, `1e3`).

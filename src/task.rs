@@ -13,6 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+/// The longest duration a flag or a task field can give, in seconds (about
+/// 31 years). A deadline is the start of a command or task plus its
+/// duration, and must fit in an `Instant`: far larger values made a task
+/// panic.
+pub const MAX_SECONDS: f64 = 1e9;
+
 /// How many bad lines are listed before the rest are only counted.
 const MAX_LISTED_ERRORS: usize = 20;
 
@@ -320,10 +326,10 @@ fn parse_line(
     let test_timeout_s = match fields.remove("test_timeout_s") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(s) if s > 0.0 && s.is_finite() => Some(s),
+            Some(s) if s > 0.0 && s <= MAX_SECONDS => Some(s),
             _ => {
                 problems.push(format!(
-                    "`test_timeout_s` must be a positive number, got {n}"
+                    "`test_timeout_s` must be a positive number of seconds, at most {MAX_SECONDS:e}, got {n}"
                 ));
                 None
             }
@@ -638,6 +644,10 @@ mod tests {
             (
                 r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","test_timeout_s":-1}"#,
                 "`test_timeout_s` must be a positive number",
+            ),
+            (
+                r#"{"id":"a","repo":"r","base_commit":"c","problem_statement":"p","test_command":"t","test_timeout_s":1e19}"#,
+                "`test_timeout_s` must be a positive number of seconds, at most 1e9",
             ),
             (
                 r#"{"id":"a","repo":"","base_commit":"c","problem_statement":"p","test_command":"t"}"#,
