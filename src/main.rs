@@ -114,9 +114,19 @@ fn main() {
                 &out,
                 &args.run_flags,
             ) {
-                Ok(configs) => run_async(onebash::commands::validate::validate(
-                    configs, args.runs, &out,
-                )),
+                Ok(configs) => {
+                    // Both phases run on the same machine: each warning once.
+                    let mut shown: Vec<&String> = Vec::new();
+                    for warning in configs.iter().flat_map(|config| &config.warnings) {
+                        if !shown.contains(&warning) {
+                            eprintln!("warning: {warning}");
+                            shown.push(warning);
+                        }
+                    }
+                    run_async(onebash::commands::validate::validate(
+                        configs, args.runs, &out,
+                    ))
+                }
                 Err(err) => {
                     eprintln!("error: {err}");
                     EXIT_USAGE

@@ -935,7 +935,9 @@ fn scripted_sed_fix_gets_the_same_verdicts_and_diff_under_bwrap_and_none() {
 fn path_without_bwrap(fixture: &Fixture) -> PathBuf {
     let bin = fixture.path("bin");
     std::fs::create_dir_all(&bin).expect("mkdir bin");
-    for program in ["bash", "sh", "git", "env", "cat", "ls", "true"] {
+    for program in [
+        "bash", "sh", "git", "env", "cat", "ls", "true", "mktemp", "rm",
+    ] {
         let target = which(program).unwrap_or_else(|| panic!("{program} is not on PATH"));
         std::os::unix::fs::symlink(target, bin.join(program)).expect("symlink");
     }
@@ -996,6 +998,38 @@ fn sandbox_bwrap_without_a_usable_bwrap_refuses_to_run() {
         unusable.stderr
     );
     assert!(!unusable.out.join("results.csv").exists());
+}
+
+#[test]
+fn validate_without_bwrap_says_so_once() {
+    let Some(fixture) = bwrap_fixture() else {
+        return;
+    };
+    let gold = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-hello\n+bye\n";
+    let tasks = small_task(
+        &fixture,
+        "test \"$(cat README.md)\" = bye",
+        json!({ "gold_patch": gold }),
+    );
+    let bin = path_without_bwrap(&fixture);
+    let output = crate::support::harness::onebash()
+        .arg("validate")
+        .arg(&tasks)
+        .arg("-o")
+        .arg(fixture.path("validate"))
+        .args(["--", "--sandbox", "auto", "--cache-dir"])
+        .arg(fixture.path("cache"))
+        .env("PATH", &bin)
+        .output()
+        .expect("validate");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning: no sandbox"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("bwrap"), "{}", warnings[0]);
 }
 
 #[test]
