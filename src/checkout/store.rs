@@ -701,17 +701,6 @@ fn reachable_beyond(
     Ok(found)
 }
 
-/// The object count of a pack index, from its first `INDEX_HEADER` bytes
-/// (or more).
-fn index_count(bytes: &[u8], idx: &Path) -> Result<usize, String> {
-    let count = bytes
-        .get(..INDEX_HEADER)
-        .filter(|header| header[..8] == INDEX_MAGIC)
-        .and_then(|header| <[u8; 4]>::try_from(&header[INDEX_HEADER - 4..]).ok())
-        .ok_or_else(|| format!("{} is not a version-2 pack index", idx.display()))?;
-    Ok(u32::from_be_bytes(count) as usize)
-}
-
 /// How many objects a pack index lists (its header alone).
 fn pack_index_count(idx: &Path) -> Result<u64, String> {
     use std::io::Read;
@@ -719,22 +708,17 @@ fn pack_index_count(idx: &Path) -> Result<u64, String> {
     std::fs::File::open(idx)
         .and_then(|mut file| file.read_exact(&mut header))
         .map_err(|err| format!("cannot read {}: {err}", idx.display()))?;
-    Ok(index_count(&header, idx)? as u64)
+    if header[..8] != INDEX_MAGIC {
+        return Err(format!("{} is not a version-2 pack index", idx.display()));
+    }
+    let count: [u8; 4] = header[INDEX_HEADER - 4..].try_into().expect("four bytes");
+    Ok(u64::from(u32::from_be_bytes(count)))
 }
 
-/// The object names a pack index lists.
+/// The object names a pack index lists (the whole index read and checked
+/// against its own SHA-1, by the one reader of indexes, [`thin::PackIndex`]).
 fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
-    let bytes =
-        std::fs::read(idx).map_err(|err| format!("cannot read {}: {err}", idx.display()))?;
-    let count = index_count(&bytes, idx)?;
-    let bad = || format!("{} is not a version-2 pack index", idx.display());
-    let names = bytes
-        .get(INDEX_HEADER..INDEX_HEADER + count * 20)
-        .ok_or_else(bad)?;
-    names
-        .chunks_exact(20)
-        .map(|raw| Oid::from_bytes(raw).map_err(|_| bad()))
-        .collect()
+    Ok(thin::PackIndex::read(idx)?.ids)
 }
 
 /// The thin packs this run fixed (in the folder beside its working
