@@ -528,6 +528,7 @@ mod tests {
             total_tokens: 120,
             cached_tokens: 40,
             cache_write_tokens: 10,
+            reasoning_tokens: 5,
         }
     }
 

@@ -213,6 +213,9 @@ fn parse_usage(usage: &Value) -> Usage {
         total_tokens: prompt_tokens + completion_tokens,
         cached_tokens,
         cache_write_tokens,
+        // The Messages API bills thinking as output and does not count it
+        // apart.
+        reasoning_tokens: 0,
     }
 }
 

@@ -294,12 +294,17 @@ fn parse_usage(usage: &Value) -> Usage {
         .pointer("/prompt_tokens_details/cached_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(0);
+    let reasoning_tokens = usage
+        .pointer("/completion_tokens_details/reasoning_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     Usage {
         prompt_tokens,
         completion_tokens,
         total_tokens,
         cached_tokens,
         cache_write_tokens: 0,
+        reasoning_tokens,
     }
 }
 
@@ -323,6 +328,17 @@ mod tests {
         assert_eq!(reply.response_id.as_deref(), Some("c1"));
         assert_eq!(reply.message["role"], "assistant");
         assert!(!reply.cut);
+    }
+
+    #[test]
+    fn cached_and_reasoning_tokens_come_from_their_details() {
+        let body = r#"{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"x"}}],
+            "usage":{"prompt_tokens":100,"completion_tokens":50,"total_tokens":150,
+                     "prompt_tokens_details":{"cached_tokens":60},
+                     "completion_tokens_details":{"reasoning_tokens":30}}}"#;
+        let usage = parse_response(body).expect("parses").usage;
+        assert_eq!((usage.cached_tokens, usage.reasoning_tokens), (60, 30));
+        assert_eq!(usage.completion_tokens, 50);
     }
 
     #[test]

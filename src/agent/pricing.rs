@@ -165,6 +165,7 @@ mod tests {
             total_tokens: 1_100_000,
             cached_tokens: 400_000,
             cache_write_tokens: 100_000,
+            reasoning_tokens: 0,
         };
         // 500k plain at 2, 400k cached at 0.5, 100k written at 2.5, 100k out at 8.
         let expected =

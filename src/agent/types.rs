@@ -103,6 +103,10 @@ pub struct Usage {
     /// Input tokens written to the prompt cache (Anthropic).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_tokens: u64,
+    /// Output tokens the model spent reasoning (part of
+    /// `completion_tokens`, as every API counts them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -116,6 +120,7 @@ impl std::ops::AddAssign for Usage {
         self.total_tokens += other.total_tokens;
         self.cached_tokens += other.cached_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
