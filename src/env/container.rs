@@ -66,11 +66,9 @@ impl Engine {
             )
         })?;
         let engine = Engine { kind, program };
-        engine.client(&["version"]).map_err(|err| {
-            format!(
-                "--env {name}: the engine does not answer: {err}\nhint: start it (or its socket) and check that you may use it: `{name} version` must work"
-            )
-        })?;
+        engine
+            .client(&["version"])
+            .map_err(|err| unreachable_engine(name, &err))?;
         let mut unique: Vec<&String> = Vec::new();
         for image in images {
             if !unique.contains(&image) {
@@ -138,6 +136,21 @@ impl Engine {
         })
         .await
         .unwrap_or_else(|| Err("the thread running the engine's client failed".to_owned()))
+    }
+}
+
+/// The message for an engine whose `version` failed: a socket the user
+/// may not use (Docker's socket belongs to root and the `docker` group) is
+/// told apart from an engine that is down, since the fixes differ.
+fn unreachable_engine(name: &str, err: &str) -> String {
+    if err.to_ascii_lowercase().contains("permission denied") {
+        format!(
+            "--env {name}: the engine's socket is not permitted: {err}\nhint: add your user to the group that owns the socket (`docker`; then log in again), or use rootless podman (--env podman)"
+        )
+    } else {
+        format!(
+            "--env {name}: the engine does not answer: {err}\nhint: start it (or its socket) and check that you may use it: `{name} version` must work"
+        )
     }
 }
 

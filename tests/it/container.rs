@@ -367,7 +367,7 @@ fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
 /// own: no engine at all, and a stand-in `docker` that fails as a client
 /// does when its daemon is down. Needs no podman.
 #[test]
-fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
+fn a_missing_stopped_or_denied_engine_stops_the_run_with_exit_2() {
     let fixture = Fixture::new();
     let tasks = one_task(&fixture, "t", "true");
     let bin = fixture.path("bin");
@@ -393,40 +393,54 @@ fn a_missing_or_stopped_engine_stops_the_run_with_exit_2() {
         run.stderr
     );
 
+    // A stopped daemon, and a socket the user may not use: what `docker
+    // version` prints then, each told apart, in one message.
     let docker = bin.join("docker");
-    std::fs::write(
-        &docker,
-        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n",
-    )
-    .expect("write docker");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let path = format!("{}:/usr/bin:/bin", bin.display());
-    let run = fixture.run_into(
-        &fixture.path("out-down"),
-        &tasks,
-        &[
-            "--model",
-            "noop",
-            "--env",
-            "docker",
-            "--image",
-            "example/image:1",
-        ],
-        &[("PATH", &path)],
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("the engine does not answer")
-            && run.stderr.contains("Is the docker daemon running?"),
-        "{}",
-        run.stderr
-    );
-    assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
-    assert!(
-        !fixture.path("out-down").exists(),
-        "the run folder was made"
-    );
+    let cases = [
+        (
+            "down",
+            "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+            [
+                "the engine does not answer",
+                "Is the docker daemon running?",
+            ],
+        ),
+        (
+            "denied",
+            "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: dial unix /var/run/docker.sock: connect: permission denied",
+            [
+                "the engine's socket is not permitted",
+                "hint: add your user to the group",
+            ],
+        ),
+    ];
+    for (case, says, expected) in cases {
+        std::fs::write(&docker, format!("#!/bin/sh\necho '{says}' >&2\nexit 1\n"))
+            .expect("write docker");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let out = fixture.path(&format!("out-{case}"));
+        let run = fixture.run_into(
+            &out,
+            &tasks,
+            &[
+                "--model",
+                "noop",
+                "--env",
+                "docker",
+                "--image",
+                "example/image:1",
+            ],
+            &[("PATH", &path)],
+        );
+        assert_eq!(run.code, 2, "{case}: {}", run.stderr);
+        for text in expected {
+            assert!(run.stderr.contains(text), "{case}: {}", run.stderr);
+        }
+        assert_eq!(run.stderr.matches("error:").count(), 1, "{}", run.stderr);
+        assert!(!out.exists(), "{case}: the run folder was made");
+    }
 }
 
 /// A test image from [`IMAGE`] holding, at /testbed, the repo of
