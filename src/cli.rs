@@ -20,6 +20,20 @@ pub const MAX_MIB: u64 = u64::MAX >> 20;
 pub enum Provider {
     Openai,
     Anthropic,
+    /// OpenAI's Responses API (`/responses`), spoken statelessly.
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
+}
+
+/// `--reasoning-effort`: how hard a reasoning model thinks, in OpenAI's
+/// words (Chat Completions' `reasoning_effort`, Responses' `reasoning.effort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    Minimal,
+    Low,
+    Medium,
+    High,
 }
 
 /// `--env`: where tasks run.
@@ -205,11 +219,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub junit_path: Option<PathBuf>,
 
-    /// Wire protocol: `openai` (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter...) or `anthropic` (Messages).
+    /// Wire protocol: `openai` (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter...), `openai-responses` (OpenAI's Responses API) or `anthropic` (Messages).
     #[arg(long, value_enum, default_value_t = Provider::Openai)]
     pub provider: Provider,
 
-    /// Base URL of the API [default: $OPENAI_BASE_URL or https://api.openai.com/v1; for anthropic $ANTHROPIC_BASE_URL or https://api.anthropic.com].
+    /// Base URL of the API [default: $OPENAI_BASE_URL or https://api.openai.com/v1 (openai, openai-responses); for anthropic $ANTHROPIC_BASE_URL or https://api.anthropic.com].
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
@@ -248,6 +262,10 @@ pub struct RunArgs {
     /// Output tokens per model answer (max_completion_tokens; max_tokens for anthropic) [default: the server's; 8192 for anthropic].
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u64>,
+
+    /// Reasoning effort of a reasoning model: sent as reasoning_effort (openai) or reasoning.effort (openai-responses); not sent to anthropic [default: the server's].
+    #[arg(long, value_enum, value_name = "EFFORT")]
+    pub reasoning_effort: Option<ReasoningEffort>,
 
     /// Extra request field, passed as-is: KEY=JSON (a value that is not JSON is sent as a string). Repeatable.
     #[arg(long = "model-arg", value_name = "KEY=JSON")]

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
-use crate::cli::{EnvKind, Provider, PullPolicy, RunArgs};
+use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
 use crate::limits::Limits;
 use crate::probe::Probed;
 use crate::prompt::{PromptError, PromptVariant};
@@ -167,6 +167,8 @@ pub struct RequestSettings {
     pub seed: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// `--model-arg KEY=JSON`: added to the request body as given.
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -234,6 +236,16 @@ impl RunConfig {
         // the flag did (as far as the past goes).
         if let (History::None, Some(fields)) = (self.history, fingerprint.as_object_mut()) {
             fields.insert("history".to_owned(), serde_json::json!(self.history));
+        }
+        // The reasoning effort changes what the model does; in the
+        // fingerprint only when given, as above.
+        if let (Some(effort), Some(request)) = (
+            request.and_then(|r| r.reasoning_effort),
+            fingerprint
+                .get_mut("request")
+                .and_then(serde_json::Value::as_object_mut),
+        ) {
+            request.insert("reasoning_effort".to_owned(), serde_json::json!(effort));
         }
         // And a container environment: its image names and where the
         // working copy goes decide what the commands find.
@@ -546,7 +558,9 @@ fn model_choice(
     warnings: &mut Vec<String>,
 ) -> Result<ModelChoice, ConfigError> {
     let (url_env, default_url, default_key_env) = match args.provider {
-        Provider::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY"),
+        Provider::Openai | Provider::OpenaiResponses => {
+            ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY")
+        }
         Provider::Anthropic => (
             "ANTHROPIC_BASE_URL",
             DEFAULT_ANTHROPIC_BASE_URL,
@@ -610,11 +624,21 @@ fn model_choice(
         top_p: args.top_p,
         seed: args.seed,
         max_output_tokens: args.max_output_tokens,
+        reasoning_effort: args.reasoning_effort,
         extra: parse_model_args(&args.model_args)?,
         request_timeout: args.request_timeout,
     };
     if args.provider == Provider::Anthropic && args.seed.is_some() {
         warnings.push("--seed is not sent: the Anthropic Messages API has no seed".to_owned());
+    }
+    if args.provider == Provider::OpenaiResponses && args.seed.is_some() {
+        warnings.push("--seed is not sent: OpenAI's Responses API has no seed".to_owned());
+    }
+    if args.provider == Provider::Anthropic && args.reasoning_effort.is_some() {
+        warnings.push(
+            "--reasoning-effort is not sent: the Anthropic Messages API has no reasoning effort"
+                .to_owned(),
+        );
     }
     let (price, price_source) = match args.price.as_deref() {
         Some(raw) => (
@@ -894,6 +918,60 @@ mod tests {
         assert_eq!(
             config.task_file_sha256,
             format!("{:x}", Sha256::digest(TASK_LINE))
+        );
+    }
+
+    /// `--reasoning-effort` is in the fingerprint only when given, so run
+    /// folders from before it keep resuming; a protocol that cannot send
+    /// it, or a seed, says so.
+    #[test]
+    fn reasoning_effort_is_fingerprinted_when_given_and_warned_where_not_sent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        std::fs::write(&tasks, TASK_LINE).expect("write tasks");
+        let (out, cache) = (dir.path().join("out"), dir.path().join("cache"));
+        let config = |extra: &[&str]| {
+            let mut args = vec![
+                "--model",
+                "m",
+                "--base-url",
+                "http://127.0.0.1:1/v1",
+                "--sandbox",
+                "none",
+                "-o",
+                out.to_str().expect("a UTF-8 path"),
+                "--cache-dir",
+                cache.to_str().expect("a UTF-8 path"),
+            ];
+            args.extend_from_slice(extra);
+            let args = run_args(&tasks, &args);
+            RunConfig::from_args(&args, &Secrets::default()).expect("a valid config")
+        };
+        let fingerprint =
+            |config: &RunConfig<Unprobed>| config.clone().probe().expect("probed").fingerprint();
+        let plain = config(&[]);
+        assert!(
+            fingerprint(&plain)["request"]
+                .get("reasoning_effort")
+                .is_none()
+        );
+        assert_eq!(plain.warnings, Vec::<String>::new());
+        let high = config(&["--reasoning-effort", "high"]);
+        assert_eq!(fingerprint(&high)["request"]["reasoning_effort"], "high");
+        let responses = config(&["--provider", "openai-responses", "--seed", "1"]);
+        assert_eq!(fingerprint(&responses)["provider"], "openai-responses");
+        assert_eq!(
+            responses.warnings,
+            ["--seed is not sent: OpenAI's Responses API has no seed"]
+        );
+        let anthropic = config(&["--provider", "anthropic", "--reasoning-effort", "low"]);
+        assert!(
+            anthropic
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("--reasoning-effort is not sent")),
+            "{:?}",
+            anthropic.warnings
         );
     }
 

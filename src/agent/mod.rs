@@ -1,5 +1,5 @@
 //! Stage 3: the agent. The loop (`run.rs`) asks a model (`model.rs`, with
-//! the wire protocols in `openai.rs`, `anthropic.rs`, `oracle.rs` and `replay.rs`,
+//! the wire protocols in `openai.rs`, `responses.rs`, `anthropic.rs`, `oracle.rs` and `replay.rs`,
 //! the HTTP side in `http.rs`, retries in `retry.rs` and prices in
 //! `pricing.rs`) for its next answer and answers every tool call with the
 //! one tool, `bash` (`bash_tool.rs`). What a model call and the phase
@@ -13,7 +13,9 @@ pub mod model;
 pub mod openai;
 pub mod oracle;
 pub mod pricing;
+pub mod reasoning;
 pub mod replay;
+pub mod responses;
 pub mod retry;
 pub mod run;
 pub mod types;

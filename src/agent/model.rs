@@ -19,6 +19,7 @@ use crate::agent::openai::OpenAiClient;
 use crate::agent::oracle;
 use crate::agent::pricing::Price;
 use crate::agent::replay::{RecordedFormat, ReplayStore};
+use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::{ModelError, ModelReply, Usage};
 use crate::prompt::RenderedPrompt;
@@ -38,6 +39,8 @@ pub struct RetryNote {
 pub enum Protocol {
     OpenAi(OpenAiClient),
     Anthropic(AnthropicClient),
+    /// OpenAI's Responses API.
+    Responses(ResponsesClient),
     Oracle,
     /// Answers at once, without a tool call: changes nothing.
     Noop,
@@ -92,6 +95,7 @@ impl ModelClient {
         match &self.protocol {
             Protocol::OpenAi(client) => Some(client.url().to_owned()),
             Protocol::Anthropic(client) => Some(client.url().to_owned()),
+            Protocol::Responses(client) => Some(client.endpoint().url().to_owned()),
             Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => None,
         }
     }
@@ -102,6 +106,7 @@ impl ModelClient {
         match &self.protocol {
             Protocol::OpenAi(client) => client.preflight().await,
             Protocol::Anthropic(client) => client.preflight().await,
+            Protocol::Responses(client) => client.endpoint().preflight().await,
             Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => Ok(()),
         }
     }
@@ -122,7 +127,10 @@ impl ModelClient {
     fn note(&self, result: &Result<ModelReply, ModelError>) {
         // The oracle, noop and replay make no call: their errors are the
         // task's or the recording's.
-        if !matches!(self.protocol, Protocol::OpenAi(_) | Protocol::Anthropic(_)) {
+        if !matches!(
+            self.protocol,
+            Protocol::OpenAi(_) | Protocol::Anthropic(_) | Protocol::Responses(_)
+        ) {
             return;
         }
         let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
@@ -173,29 +181,38 @@ impl ModelClient {
         )
     }
 
-    /// `openai`, `anthropic` or `oracle`: recorded in the trajectory header.
+    /// `openai`, `anthropic`, `openai-responses` or `oracle`: recorded in
+    /// the trajectory header.
     pub fn provider(&self) -> &'static str {
         match self.protocol {
             Protocol::OpenAi(_) => "openai",
             Protocol::Anthropic(_) => "anthropic",
+            Protocol::Responses(_) => "openai-responses",
             Protocol::Oracle => "oracle",
             Protocol::Noop => "noop",
             Protocol::Replay(_) => "replay",
         }
     }
 
-    /// Whether the system prompt travels apart from the messages (Anthropic).
+    /// Whether the system prompt travels apart from the messages
+    /// (Anthropic's `system`, Responses' `instructions`).
     pub fn system_apart(&self) -> bool {
-        self.speaks_anthropic()
+        self.format() != RecordedFormat::OpenAi
     }
 
     /// Whether messages are in Anthropic's format (its own client, or a
     /// replay of a run that used it).
     fn speaks_anthropic(&self) -> bool {
+        self.format() == RecordedFormat::Anthropic
+    }
+
+    /// The format of the messages: the protocol's own, or a replayed run's.
+    fn format(&self) -> RecordedFormat {
         match &self.protocol {
-            Protocol::Anthropic(_) => true,
-            Protocol::Replay(store) => store.format == RecordedFormat::Anthropic,
-            Protocol::OpenAi(_) | Protocol::Oracle | Protocol::Noop => false,
+            Protocol::Anthropic(_) => RecordedFormat::Anthropic,
+            Protocol::Responses(_) => RecordedFormat::Responses,
+            Protocol::Replay(store) => store.format,
+            Protocol::OpenAi(_) | Protocol::Oracle | Protocol::Noop => RecordedFormat::OpenAi,
         }
     }
 
@@ -218,7 +235,7 @@ impl ModelClient {
 
     /// The first messages of a task, in the protocol's format.
     pub fn initial_messages(&self, prompt: &RenderedPrompt) -> Vec<Value> {
-        if self.speaks_anthropic() {
+        if self.system_apart() {
             return anthropic_user(&prompt.instance);
         }
         vec![
@@ -228,11 +245,15 @@ impl ModelClient {
     }
 
     /// The answers to one reply's tool calls, in order, as the messages the
-    /// protocol wants: one `tool` message per call (OpenAI), or one user
-    /// message of `tool_result` blocks (Anthropic).
+    /// protocol wants: one `tool` message per call (OpenAI), one user
+    /// message of `tool_result` blocks (Anthropic), or one
+    /// `function_call_output` item per call (Responses).
     pub fn tool_results(&self, results: &[(String, String)]) -> Vec<Value> {
         if self.speaks_anthropic() {
             return AnthropicClient::tool_results(results);
+        }
+        if self.format() == RecordedFormat::Responses {
+            return ResponsesClient::tool_results(results);
         }
         results
             .iter()
@@ -248,6 +269,7 @@ impl ModelClient {
         match &self.protocol {
             Protocol::OpenAi(client) => client.request_template(),
             Protocol::Anthropic(client) => client.request_template(),
+            Protocol::Responses(client) => client.request_template(),
             Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => serde_json::json!({}),
         }
     }
@@ -292,6 +314,7 @@ impl ModelClient {
                 match &self.protocol {
                     Protocol::OpenAi(client) => client.complete(messages).await,
                     Protocol::Anthropic(client) => client.complete(system, messages).await,
+                    Protocol::Responses(client) => client.complete(system, messages).await,
                     Protocol::Oracle => return oracle::complete(task, messages),
                     Protocol::Noop => return Ok(oracle::nothing()),
                     Protocol::Replay(store) => {

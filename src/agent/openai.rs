@@ -14,12 +14,68 @@ use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
 use crate::config::RequestSettings;
 
 pub struct OpenAiClient {
+    endpoint: Endpoint,
+}
+
+/// What OpenAI's two protocols (Chat Completions here, Responses in
+/// `responses.rs`) share: the HTTP client, the endpoint and the models list
+/// beside it, the model, the key sent as a bearer token, the settings.
+pub struct Endpoint {
     http: reqwest::Client,
     url: String,
     models_url: String,
-    model: String,
+    pub model: String,
     api_key: Option<String>,
-    settings: RequestSettings,
+    pub settings: RequestSettings,
+}
+
+impl Endpoint {
+    /// The endpoint `path` (`chat/completions`, `responses`) under `base_url`.
+    pub fn new(
+        base_url: &str,
+        path: &str,
+        model: &str,
+        api_key: Option<String>,
+        settings: RequestSettings,
+    ) -> Result<Endpoint, reqwest::Error> {
+        let http = http::client(settings.request_timeout)?;
+        let base = base_url.trim_end_matches('/');
+        Ok(Endpoint {
+            http,
+            url: format!("{base}/{path}"),
+            models_url: format!("{base}/models"),
+            model: model.to_owned(),
+            api_key,
+            settings,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A request body's template with the URL, for the trajectory.
+    pub fn with_url(&self, mut template: serde_json::Map<String, Value>) -> Value {
+        template.insert("url".into(), json!(self.url));
+        Value::Object(template)
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.api_key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        }
+    }
+
+    /// Asks for the list of models: see [`http::preflight`].
+    pub async fn preflight(&self) -> Result<(), ModelError> {
+        http::preflight(self.authorized(self.http.get(&self.models_url))).await
+    }
+
+    /// Posts `body` to the endpoint; the answer's body, or what went wrong.
+    pub async fn post(&self, body: &impl serde::Serialize) -> Result<String, ModelError> {
+        http::send(self.authorized(self.http.post(&self.url).json(body))).await
+    }
 }
 
 /// The one tool, as the model is told about it.
@@ -47,24 +103,16 @@ impl OpenAiClient {
         api_key: Option<String>,
         settings: RequestSettings,
     ) -> Result<OpenAiClient, reqwest::Error> {
-        let http = http::client(settings.request_timeout)?;
-        let base = base_url.trim_end_matches('/');
-        Ok(OpenAiClient {
-            http,
-            url: format!("{base}/chat/completions"),
-            models_url: format!("{base}/models"),
-            model: model.to_owned(),
-            api_key,
-            settings,
-        })
+        let endpoint = Endpoint::new(base_url, "chat/completions", model, api_key, settings)?;
+        Ok(OpenAiClient { endpoint })
     }
 
     /// The request body without `messages`.
     fn body_template(&self) -> serde_json::Map<String, Value> {
         let mut body = serde_json::Map::new();
-        body.insert("model".into(), json!(self.model));
+        body.insert("model".into(), json!(self.endpoint.model));
         body.insert("tools".into(), json!([bash_tool_schema()]));
-        let s = &self.settings;
+        let s = &self.endpoint.settings;
         let optional = [
             ("temperature", s.temperature.map(|v| json!(v))),
             ("top_p", s.top_p.map(|v| json!(v))),
@@ -73,6 +121,7 @@ impl OpenAiClient {
                 "max_completion_tokens",
                 s.max_output_tokens.map(|v| json!(v)),
             ),
+            ("reasoning_effort", s.reasoning_effort.map(|v| json!(v))),
         ];
         for (key, value) in optional {
             if let Some(value) = value {
@@ -85,23 +134,17 @@ impl OpenAiClient {
     }
 
     pub fn request_template(&self) -> Value {
-        let mut template = self.body_template();
-        template.insert("url".into(), json!(self.url));
-        Value::Object(template)
+        self.endpoint.with_url(self.body_template())
     }
 
     /// The chat completions URL.
     pub fn url(&self) -> &str {
-        &self.url
+        self.endpoint.url()
     }
 
     /// Asks for the list of models: see [`http::preflight`].
     pub async fn preflight(&self) -> Result<(), ModelError> {
-        let mut request = self.http.get(&self.models_url);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        http::preflight(request).await
+        self.endpoint.preflight().await
     }
 
     pub async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
@@ -109,12 +152,7 @@ impl OpenAiClient {
             template: &self.body_template(),
             messages,
         };
-        let mut request = self.http.post(&self.url).json(&body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let text = http::send(request).await?;
-        parse_response(&text)
+        parse_response(&self.endpoint.post(&body).await?)
     }
 }
 

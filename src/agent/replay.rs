@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::agent::types::{ExitReason, ModelError, ModelReply, Usage};
-use crate::agent::{anthropic, openai};
+use crate::agent::{anthropic, openai, responses};
 use crate::cli::Provider;
 use crate::results::RunFolder;
 use crate::task::TaskId;
@@ -24,6 +24,9 @@ pub enum RecordedFormat {
     /// OpenAI Chat Completions (also the oracle's).
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API: one `{"role": "assistant", "output": [...]}`
+    /// a turn.
+    Responses,
 }
 
 /// One (task, epoch) as recorded.
@@ -60,6 +63,7 @@ impl ReplayStore {
         // The oracle and the first runs (no provider yet) spoke OpenAI's format.
         let format = match manifest.settings.model.provider {
             Some(Provider::Anthropic) => RecordedFormat::Anthropic,
+            Some(Provider::OpenaiResponses) => RecordedFormat::Responses,
             Some(Provider::Openai) | None => RecordedFormat::OpenAi,
         };
         Ok(ReplayStore {
@@ -125,8 +129,12 @@ impl ReplayStore {
                 .and_then(Value::as_array)
                 .map(|blocks| anthropic::tool_calls_of(blocks))
                 .unwrap_or_default(),
+            RecordedFormat::Responses => responses::tool_calls_of(message),
         };
-        let cut = matches!(finish_reason.as_deref(), Some("length" | "max_tokens"));
+        let cut = matches!(
+            finish_reason.as_deref(),
+            Some("length" | "max_tokens" | "max_output_tokens")
+        );
         Ok(ModelReply {
             message: message.clone(),
             tool_calls,

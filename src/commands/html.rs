@@ -102,6 +102,7 @@ svg text { font: 12px system-ui, sans-serif; fill: var(--ink); } svg text.tick {
 .turn { border-left: 3px solid var(--line); padding-left: 12px; margin: 14px 0; }
 .turn h2 { margin: 0 0 4px; font-size: 15px; } .turn h2 .meta { font-weight: normal; font-size: 13px; }
 .model-text { border-left: 3px solid var(--a); background: #eef0fb; }
+.reasoning summary { color: var(--muted); cursor: pointer; } .reasoning pre { color: var(--muted); }
 pre.command { background: #24292f; color: #f6f8fa; border-color: #24292f; margin-top: 8px; }
 pre.command .prompt { color: #79c0ff; } pre.command .exit-zero { color: #9da7b3; }
 pre.command .exit-nonzero { color: #ff8182; } pre.command .verdict.passed { color: #7ee787; }

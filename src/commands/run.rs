@@ -15,6 +15,7 @@ use crate::agent::anthropic::AnthropicClient;
 use crate::agent::model::{Protocol, REFUSALS_TO_STOP};
 use crate::agent::openai::OpenAiClient;
 use crate::agent::replay::ReplayStore;
+use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::ModelError;
 use crate::checkout::RepoCache;
@@ -92,6 +93,9 @@ fn model_client(model: &ModelChoice) -> anyhow::Result<ModelClient> {
                 Provider::Openai => Protocol::OpenAi(OpenAiClient::new(url, name, key, request)?),
                 Provider::Anthropic => {
                     Protocol::Anthropic(AnthropicClient::new(url, name, key, request)?)
+                }
+                Provider::OpenaiResponses => {
+                    Protocol::Responses(ResponsesClient::new(url, name, key, request)?)
                 }
             };
             ModelClient::new(

@@ -1,6 +1,6 @@
 //! `onebash show RUN_DIR TASK_ID [--epoch K]` (or a trajectory file): one
 //! task's conversation, readable in a terminal. Turn numbers, the model's
-//! text, each command with its exit code and duration, output shortened
+//! text (its reasoning marked and cut short), each command with its exit code and duration, output shortened
 //! with a count of what was cut, tokens per turn, the test verdict.
 //! Colours on a terminal, none with NO_COLOR or a pipe.
 //!
@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agent::{reasoning, responses};
 use crate::audit::Probe;
 use crate::results::RunFolder;
 use crate::task::TaskId;
@@ -21,6 +22,8 @@ use crate::trajectory::{CommandRecord, Event, read_trajectory};
 
 /// Lines of a command's output shown from its start and from its end.
 const SHOWN_LINES: usize = 12;
+/// Lines of a model's reasoning `show` prints.
+const REASONING_LINES: usize = 4;
 
 pub fn show(target: &Path, task: Option<&str>, epoch: u32) -> Result<String, String> {
     let path = trajectory_path(target, task, epoch)?;
@@ -82,6 +85,8 @@ pub enum Entry {
         seconds: f64,
     },
     ModelText(String),
+    /// What the model reasoned before it answered (shown folded).
+    Reasoning(String),
     Retry {
         retry: u32,
         wait_seconds: f64,
@@ -268,7 +273,11 @@ pub fn entries(events: &[Event]) -> Vec<Entry> {
             Event::Message { turn, message } => match message["role"].as_str().unwrap_or("") {
                 "user" if *turn == 0 => Entry::Problem(text_of(&message["content"])),
                 "assistant" => {
-                    let text = text_of(&message["content"]);
+                    if let Some(reasoning) = reasoning::reasoning_of(message) {
+                        out.push(Entry::Reasoning(reasoning));
+                    }
+                    let text = responses::output_text(message)
+                        .unwrap_or_else(|| text_of(&message["content"]));
                     if text.trim().is_empty() {
                         continue;
                     }
@@ -404,6 +413,22 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
+/// Reasoning as `show` prints it: marked, and cut to its first
+/// [`REASONING_LINES`] lines, since it is often longer than all the rest.
+fn folded_reasoning(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let shown = lines.len().min(REASONING_LINES);
+    let mut out = format!("reasoning ({} lines):\n", lines.len());
+    out.push_str(&indent(&lines[..shown].join("\n")));
+    if lines.len() > shown {
+        out.push_str(&format!(
+            "\n    [... {} more lines of reasoning ...]",
+            lines.len() - shown
+        ));
+    }
+    out
+}
+
 fn shortened_text(text: &str) -> String {
     let s = shorten(text);
     if s.cut == 0 {
@@ -452,6 +477,7 @@ pub fn render(events: &[Event], colors: bool) -> String {
                 out.push(indent(&shortened_text(&text)));
             }
             Entry::ModelText(text) => out.push(format!("{} {text}", s.bold("model:"))),
+            Entry::Reasoning(text) => out.push(s.dim(&folded_reasoning(&text))),
             Entry::Turn {
                 turn,
                 prompt_tokens,
@@ -703,6 +729,30 @@ mod tests {
     use super::sample::*;
     use super::*;
     use crate::audit::ProbeKind;
+    use serde_json::json;
+
+    /// Reasoning is marked and cut to its first lines, before the text of
+    /// its answer, whichever protocol recorded it.
+    #[test]
+    fn reasoning_is_shown_folded_before_the_answer() {
+        let thoughts: String = (1..=6).map(|i| format!("thought {i}\n")).collect();
+        let chat = json!({"role": "assistant", "content": "Done.", "reasoning_content": thoughts});
+        let responses = json!({"role": "assistant", "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": thoughts}]},
+            {"type": "message", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}]});
+        for message in [chat, responses] {
+            let events = vec![
+                header(),
+                model_call(1, 0.5, 10, 5),
+                Event::Message { turn: 1, message },
+            ];
+            let text = render(&events, false);
+            let expected = "reasoning (6 lines):\n    thought 1\n    thought 2\n    thought 3\n    thought 4\n    [... 2 more lines of reasoning ...]\nmodel: Done.";
+            assert!(text.contains(expected), "{text}");
+            assert!(!text.contains("thought 5"), "{text}");
+        }
+    }
 
     #[test]
     fn renders_a_conversation_without_colours() {

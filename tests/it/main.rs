@@ -20,6 +20,7 @@ mod old_run_folder;
 mod patches;
 mod pipeline;
 mod replay;
+mod responses;
 mod resume;
 mod sandbox;
 mod swebench;

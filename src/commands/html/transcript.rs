@@ -113,6 +113,11 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
                 "<pre class=\"model-text\">{}</pre>\n",
                 escape(text)
             )),
+            Entry::Reasoning(text) => body.push_str(&format!(
+                "<details class=\"reasoning\"><summary>reasoning ({} lines)</summary><pre>{}</pre></details>\n",
+                text.lines().count(),
+                escape(text)
+            )),
             Entry::Retry {
                 retry,
                 wait_seconds,
@@ -199,6 +204,24 @@ mod tests {
     use crate::audit::ProbeKind;
     use crate::commands::show::sample::*;
     use crate::trajectory::Event;
+
+    #[test]
+    fn reasoning_is_folded_in_details_and_escaped() {
+        let events = vec![
+            header(),
+            model_call(1, 0.5, 10, 5),
+            Event::Message {
+                turn: 1,
+                message: serde_json::json!({"role": "assistant", "content": "ok",
+                    "reasoning": "a <b>\nplan", "reasoning_details": []}),
+            },
+        ];
+        let html = transcript_page(&show::entries(&events), "../report.html");
+        assert!(
+            html.contains("<details class=\"reasoning\"><summary>reasoning (2 lines)</summary><pre>a &lt;b&gt;\nplan</pre></details>\n<pre class=\"model-text\">ok</pre>"),
+            "{html}"
+        );
+    }
 
     #[test]
     fn transcript_page_shows_turns_commands_cuts_and_the_verdict() {
