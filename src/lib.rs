@@ -32,6 +32,7 @@ pub mod env;
 pub mod events;
 pub mod exec;
 pub mod grade;
+pub mod harbor;
 pub mod limits;
 pub mod lock;
 pub mod manifest;

@@ -195,6 +195,15 @@ impl TaskRun<'_> {
             );
         }
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
+        // A Harbor task's image is built from its environment/ first; a
+        // failed build is the task's setup error, the run goes on.
+        if let Err(err) = ctx
+            .env
+            .build_image(self.task, self.limits.child.clone())
+            .await
+        {
+            return self.error_row(ExitReason::SetupError, &err);
+        }
         let started = Instant::now();
         let workdir =
             ctx.config
@@ -341,7 +350,13 @@ impl TaskRun<'_> {
                 max_tokens: config.max_tokens,
                 max_cost: config.max_cost,
                 command_timeout: config.command_timeout,
-                task_timeout: config.task_timeout,
+                // A Harbor task's [agent] timeout_sec is its own, as a
+                // task's test_timeout_s is.
+                task_timeout: task
+                    .harbor
+                    .as_ref()
+                    .and_then(|h| h.agent_timeout_s)
+                    .map_or(config.task_timeout, std::time::Duration::from_secs_f64),
             },
             events: &ctx.events,
             cancel: &ctx.cancel,
@@ -419,6 +434,7 @@ impl TaskRun<'_> {
                 }
                 row.test_exit_code = Some(outcome.record.exit_code);
                 row.passed = outcome.passed;
+                row.reward = outcome.reward;
                 row.status = if outcome.passed {
                     Status::Passed
                 } else {

@@ -121,6 +121,10 @@ pub struct TaskSpec {
     /// SWE-bench instances. Under `--env host` it is not used.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub repo_in_image: bool,
+    /// A Harbor task folder's own settings (image build, verifier,
+    /// solution): its environment is its image, it has no repo.
+    #[serde(skip)]
+    pub harbor: Option<std::sync::Arc<crate::harbor::HarborTask>>,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -213,6 +217,10 @@ pub struct TaskFile {
 /// The file is read once: the tasks and the hash come from the same bytes,
 /// also when the file is a pipe (`<(jq ...)`) or changes meanwhile.
 pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile, TaskFileError> {
+    // A folder is Harbor tasks (docs/tasks.md); a file is JSONL.
+    if crate::harbor::is_task_folder(path) {
+        return crate::harbor::load(path);
+    }
     let bytes = std::fs::read(path).map_err(|source| TaskFileError::Read {
         path: path.to_owned(),
         source,
@@ -409,6 +417,7 @@ fn parse_line(
         workdir,
         swebench: None,
         repo_in_image,
+        harbor: None,
         extra: fields,
         line: line_no,
     };

@@ -107,6 +107,23 @@ pub trait Environment: Send + Sync {
         })
     }
 
+    /// Builds the image of a task that brings its build context (a Harbor
+    /// task's `environment/`) unless the engine has it already; the
+    /// build's output goes to stderr. Tasks without one need nothing.
+    fn build_image<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let _ = child;
+        Box::pin(async move {
+            match task.harbor.as_ref().and_then(|h| h.context.as_ref()) {
+                None => Ok(()),
+                Some(_) => Err("only --env podman|docker builds a task's image".to_owned()),
+            }
+        })
+    }
+
     /// Removes what an earlier attempt of this run left behind when it was
     /// killed (a container engine's containers labelled with the run);
     /// how many. Called once at the start of a run, before any task.

@@ -81,7 +81,7 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
         header
             .lines()
             .next()
-            .is_some_and(|h| h.ends_with(",replay_divergences,history_probes")),
+            .is_some_and(|h| h.ends_with(",replay_divergences,history_probes,reward")),
         "{header}"
     );
     for (id, status, probes) in [
