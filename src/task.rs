@@ -297,6 +297,15 @@ fn parse_line(
     let Value::Object(mut fields) = value else {
         return Err("expected a JSON object".to_owned());
     };
+    // A line of the newer SWE-bench family becomes a onebash line first.
+    if let Some(family) = crate::swebench_family::detect(&fields) {
+        crate::swebench_family::convert(
+            family,
+            &mut fields,
+            options.test_command.is_some(),
+            &options.repo_base,
+        )?;
+    }
     let instance = crate::swebench::is_instance(&fields);
     if instance {
         crate::swebench::convert(&mut fields, &options.repo_base)?;

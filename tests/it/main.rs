@@ -24,4 +24,5 @@ mod replay;
 mod resume;
 mod sandbox;
 mod swebench;
+mod swebench_family;
 mod swebench_parity;
