@@ -156,6 +156,15 @@ fn read_task(dir: &Path, position: usize) -> Result<(TaskSpec, [u8; 32]), Harbor
         Some(image) => (None, image.clone(), Sha256::digest(image.as_bytes()).into()),
         None => {
             let context = dir.join("environment");
+            // Harbor also runs tasks of several containers from a compose
+            // file; onebash runs one container a task.
+            for compose in ["docker-compose.yaml", "docker-compose.yml", "compose.yaml"] {
+                if context.join(compose).is_file() {
+                    return Err(field_error(format!(
+                        "environment/{compose}: tasks of several containers are not supported (onebash runs one container a task)"
+                    )));
+                }
+            }
             read("environment/Dockerfile")?;
             let hash = hash_tree(&context)?;
             let tag = format!("{IMAGE_REPOSITORY}:env-{}", &hex(&hash)[..16]);

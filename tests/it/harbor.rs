@@ -261,6 +261,18 @@ fn harbor_a_malformed_task_toml_names_the_file_and_the_field() {
         &files("[verifier]\ntimeout_sec = \"two minutes\"\n"),
     );
     task_folder(&root, "broken-toml", &files("[agent\ntimeout_sec = 1\n"));
+    task_folder(
+        &root,
+        "composed",
+        &[
+            ("task.toml", TASK_TOML),
+            ("instruction.md", "x\n"),
+            ("environment/Dockerfile", "FROM scratch\n"),
+            ("environment/docker-compose.yaml", "services: {}\n"),
+            ("tests/test.sh", "true\n"),
+        ],
+    );
+    task_folder(&root, "no-tests", &files(TASK_TOML)[..3]);
     let run = run(&fixture, &root, "out", &["--model", "noop"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let toml = root.join("slow/task.toml");
@@ -276,6 +288,21 @@ fn harbor_a_malformed_task_toml_names_the_file_and_the_field() {
         run.stderr.contains(&format!(
             "{}: not valid TOML",
             root.join("broken-toml/task.toml").display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "environment/docker-compose.yaml: tasks of several containers are not supported"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "{}: cannot be read",
+            root.join("no-tests/tests/test.sh").display()
         )),
         "{}",
         run.stderr
