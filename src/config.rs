@@ -266,7 +266,12 @@ impl RunConfig<Unprobed> {
         let TaskFile {
             tasks: all_tasks,
             sha256: task_file_sha256,
-        } = load_tasks(&args.tasks, &options)?;
+        } = if crate::harbor::is_task_folder(&args.tasks) {
+            // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
+            crate::harbor::load(&args.tasks)?
+        } else {
+            load_tasks(&args.tasks, &options)?
+        };
         let shard = args.shard;
         let filter = args
             .filter

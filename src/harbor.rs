@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::task::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
+use crate::task::{HarborTask, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// The file that makes a folder a Harbor task.
 pub const TASK_TOML: &str = "task.toml";
@@ -30,29 +30,6 @@ pub const VERIFIER_LOGS: &str = "/logs/verifier";
 const DEFAULT_BUILD_TIMEOUT_S: f64 = 600.0;
 /// The repository every built image is tagged in.
 const IMAGE_REPOSITORY: &str = "localhost/onebash-harbor";
-
-/// What onebash keeps of a Harbor task beyond the common task fields.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HarborTask {
-    /// The task folder.
-    pub dir: PathBuf,
-    /// `environment/`, the build context; `None` when task.toml names a
-    /// prebuilt `docker_image`.
-    pub context: Option<PathBuf>,
-    pub build_timeout: Duration,
-    /// `tests/`, copied to `/tests` after the agent.
-    pub tests: PathBuf,
-    /// `[verifier] env`: set for test.sh.
-    pub verifier_env: Vec<(String, String)>,
-    /// `[agent] timeout_sec`.
-    pub agent_timeout_s: Option<f64>,
-    /// `[environment] cpus` and `memory_mb`: the container's limits.
-    pub cpus: Option<f64>,
-    pub memory_mb: Option<u64>,
-    /// `solution/`'s files (relative path, text, executable), for the
-    /// oracle; empty when the task has no `solution/solve.sh`.
-    pub solution: Vec<(String, String, bool)>,
-}
 
 /// Why a task folder could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -124,7 +125,7 @@ pub struct TaskSpec {
     /// A Harbor task folder's own settings (image build, verifier,
     /// solution): its environment is its image, it has no repo.
     #[serde(skip)]
-    pub harbor: Option<std::sync::Arc<crate::harbor::HarborTask>>,
+    pub harbor: Option<std::sync::Arc<HarborTask>>,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -149,6 +150,30 @@ impl TaskSpec {
         }
         map
     }
+}
+
+/// What onebash keeps of a Harbor task beyond the common task fields
+/// (`harbor.rs` reads it from the task folder).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HarborTask {
+    /// The task folder.
+    pub dir: PathBuf,
+    /// `environment/`, the build context; `None` when task.toml names a
+    /// prebuilt `docker_image`.
+    pub context: Option<PathBuf>,
+    pub build_timeout: Duration,
+    /// `tests/`, copied to `/tests` after the agent.
+    pub tests: PathBuf,
+    /// `[verifier] env`: set for test.sh.
+    pub verifier_env: Vec<(String, String)>,
+    /// `[agent] timeout_sec`.
+    pub agent_timeout_s: Option<f64>,
+    /// `[environment] cpus` and `memory_mb`: the container's limits.
+    pub cpus: Option<f64>,
+    pub memory_mb: Option<u64>,
+    /// `solution/`'s files (relative path, text, executable), for the
+    /// oracle; empty when the task has no `solution/solve.sh`.
+    pub solution: Vec<(String, String, bool)>,
 }
 
 /// Why a task file could not be used. `Display` gives the full report.
@@ -217,10 +242,6 @@ pub struct TaskFile {
 /// The file is read once: the tasks and the hash come from the same bytes,
 /// also when the file is a pipe (`<(jq ...)`) or changes meanwhile.
 pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile, TaskFileError> {
-    // A folder is Harbor tasks (docs/tasks.md); a file is JSONL.
-    if crate::harbor::is_task_folder(path) {
-        return crate::harbor::load(path);
-    }
     let bytes = std::fs::read(path).map_err(|source| TaskFileError::Read {
         path: path.to_owned(),
         source,

@@ -22,7 +22,9 @@
 //! git operations on it (`host::Files`); or, for a task whose repo is the
 //! one its image holds, that repo, cleaned and checked inside before the
 //! agent by [`image_repo`]'s scripts, which also give the diff, restore
-//! and apply, run here as the harness, with files passing by `cp`.
+//! and apply, run here as the harness, with files passing by `cp`; or, for
+//! a Harbor task, no repo at all: its image (built by [`super::build`]) is
+//! its environment, and its verifier runs in the agent's own container.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -35,9 +37,8 @@ use super::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
-use crate::harbor::HarborTask;
 use crate::limits::ChildSetup;
-use crate::task::TaskSpec;
+use crate::task::{HarborTask, TaskSpec};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -236,7 +237,8 @@ impl Environment for Containers {
             let Some(context) = &harbor.context else {
                 return Ok(());
             };
-            // Config gave every Harbor task its image tag.
+            // Config gave every Harbor task its image tag, the content hash
+            // of its environment/.
             let image = task.image.clone().unwrap_or_default();
             let engine = &self.settings.engine;
             let _one_at_a_time = self.building.lock().await;
@@ -246,45 +248,16 @@ impl Environment for Containers {
             if engine.client_async(inspect).await.is_ok() {
                 return Ok(());
             }
-            let dockerfile = context.join("Dockerfile");
-            let args: Vec<OsString> = vec![
-                "build".into(),
-                "--label".into(),
-                format!("onebash.harbor-task={}", task.id).into(),
-                "-t".into(),
-                image.clone().into(),
-                "-f".into(),
-                dockerfile.into(),
-                context.into(),
-            ];
-            let env =
+            let client_env =
                 CommandEnv::engine_client(&format!("{}-{}-build", self.settings.run_id, task.id));
-            let outcome = run_command(Spawn {
-                program: engine.program.clone().into_os_string(),
-                args,
-                cwd: context,
-                env: &env,
+            let build = super::build::Build {
+                program: &engine.program,
+                image: &image,
+                context,
+                env: &client_env,
                 child: &child,
-                timeout: harbor.build_timeout,
-            })
-            .await
-            .map_err(|err| format!("failed to build the image {image}: {err}"))?;
-            let output = outcome.output.to_text();
-            eprintln!("building {image} for {}:\n{}", task.id, output.trim_end());
-            if outcome.timed_out || outcome.exit_code != 0 {
-                let last = output.lines().rev().find(|l| !l.trim().is_empty());
-                return Err(format!(
-                    "failed to build the image {image} from {}: {}; last output: {}",
-                    context.display(),
-                    if outcome.timed_out {
-                        format!("timed out after {} s", harbor.build_timeout.as_secs_f64())
-                    } else {
-                        format!("exit code {}", outcome.exit_code)
-                    },
-                    last.unwrap_or("")
-                ));
-            }
-            Ok(())
+            };
+            build.run(task, harbor).await
         })
     }
 

@@ -12,6 +12,7 @@
 //! only these operations; `exec.rs` only spawns what an environment hands
 //! it.
 
+mod build;
 pub mod container;
 mod host;
 mod image_repo;
