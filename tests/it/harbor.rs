@@ -187,6 +187,10 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     );
     assert_eq!(built.len(), 2, "{}", oracle.stderr);
     assert!(built.iter().any(|l| l.contains(&image)), "{built:?}");
+    // task.toml's timeouts are the task's own.
+    let settings = &oracle.trajectory("copy-seed")[0]["settings"];
+    assert_eq!(settings["task_timeout_s"], 300.0, "{settings}");
+    assert_eq!(settings["test_timeout_s"], 120.0, "{settings}");
     let log =
         std::fs::read_to_string(oracle.task_dir("copy-seed").join("test.log")).expect("test.log");
     assert!(log.contains("verifier in /app"), "{log}");
