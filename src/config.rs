@@ -278,7 +278,12 @@ impl RunConfig<Unprobed> {
         let TaskFile {
             tasks: all_tasks,
             sha256: task_file_sha256,
-        } = load_tasks(&args.tasks, &options)?;
+        } = if crate::harbor::is_task_folder(&args.tasks) {
+            // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
+            crate::harbor::load(&args.tasks)?
+        } else {
+            load_tasks(&args.tasks, &options)?
+        };
         let shard = args.shard;
         let filter = args
             .filter
@@ -317,12 +322,15 @@ impl RunConfig<Unprobed> {
         if matches!(model, ModelChoice::Oracle) {
             let missing: Vec<&str> = tasks
                 .iter()
-                .filter(|t| t.gold_patch.is_none())
+                .filter(|t| match &t.harbor {
+                    Some(harbor) => harbor.solution.is_empty(),
+                    None => t.gold_patch.is_none(),
+                })
                 .map(|t| t.id.as_str())
                 .collect();
             if !missing.is_empty() {
                 return Err(ConfigError::Usage(format!(
-                    "--model oracle needs a gold_patch in every task; these have none: {}",
+                    "--model oracle needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
                     missing.join(", ")
                 )));
             }
@@ -447,7 +455,13 @@ impl RunConfig<Unprobed> {
     /// can be made. `--sandbox bwrap` that cannot be had is an error like
     /// a bad argument (exit 2); a fallback adds a warning.
     pub fn probe(self) -> Result<RunConfig, ConfigError> {
-        let images: Vec<String> = self.tasks.iter().filter_map(|t| t.image.clone()).collect();
+        // A Harbor task's image is built when the task starts.
+        let images: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|t| t.harbor.as_ref().is_none_or(|h| h.context.is_none()))
+            .filter_map(|t| t.image.clone())
+            .collect();
         let (probed, warnings) = Probed::probe(
             self.sandbox_mode,
             &self.hidden,
@@ -521,6 +535,15 @@ fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), Config
     {
         return Err(ConfigError::Usage(format!(
             "--cpus {cpus} must be a positive number"
+        )));
+    }
+    if args.env_kind.engine().is_none()
+        && let Some(task) = tasks.iter().find(|t| t.harbor.is_some())
+    {
+        return Err(ConfigError::Usage(format!(
+            "Harbor tasks (such as {}) run in the image their environment/ builds, which --env {} cannot do\nhint: run with --env podman or --env docker",
+            task.id,
+            args.env_kind.image_backend().unwrap_or("host")
         )));
     }
     let Some(engine) = args.env_kind.image_backend() else {

@@ -34,6 +34,8 @@ pub struct TestOutcome {
     pub test_patch_method: Option<&'static str>,
     /// Per-test statuses and verdict, when the task lists its tests.
     pub per_test: Option<(TestResults, PerTestVerdict)>,
+    /// A Harbor task's reward, which decides its verdict.
+    pub reward: Option<f64>,
 }
 
 /// The tests could not run: no verdict.
@@ -52,6 +54,11 @@ pub enum GradeError {
         "no test result could be read from the test output{0}; hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path"
     )]
     NoTests(String),
+    /// A Harbor task's verifier ran but its reward cannot be read.
+    #[error(
+        "failed to read the verifier's reward: {0}; hint: test.sh must write a number to /logs/verifier/reward.txt or {{\"reward\": N}} to reward.json"
+    )]
+    Reward(String),
 }
 
 /// The test patch, for the fallbacks, in the working copy's `.git`.
@@ -154,6 +161,24 @@ pub async fn run_tests(
         .await
         .map_err(|err| GradeError::Exec(err.to_string()))?;
     let record = CommandRecord::new(&task.test_command, &outcome);
+    if task.harbor.is_some() {
+        // Harbor's verdict is the reward test.sh wrote, whatever its exit
+        // code: 1 passes, anything else fails (fractions are kept).
+        let read = Shell { env: &env, ..shell }
+            .run(&crate::harbor::reward_script(), timeout)
+            .await
+            .map_err(|err| GradeError::Reward(err.to_string()))?;
+        let reward =
+            crate::harbor::read_reward(&read.output.to_text()).map_err(GradeError::Reward)?;
+        return Ok(TestOutcome {
+            passed: reward == 1.0,
+            record,
+            test_patch_files: None,
+            test_patch_method: None,
+            per_test: None,
+            reward: Some(reward),
+        });
+    }
     if let Some(Ok(eval)) = &task.swebench {
         // SWE-bench's own reading: its parser between the markers, its
         // rules; a run that timed out or lost a marker gives no statuses
@@ -177,6 +202,7 @@ pub async fn run_tests(
             record,
             test_patch_files,
             per_test: Some((swebench_log::to_results(&map), verdict)),
+            reward: None,
         });
     }
     // Per-test grading when the task names tests; empty lists name none.
@@ -221,6 +247,7 @@ pub async fn run_tests(
         record,
         test_patch_files,
         per_test,
+        reward: None,
     })
 }
 

@@ -219,6 +219,7 @@ mod tests {
         for (file, name) in [
             ("terse.toml", "terse"),
             ("test-first.toml", "test-first"),
+            ("terminal.toml", "terminal"),
             ("default.toml", "default"),
         ] {
             let prompt = PromptVariant::load(&dir.join(file)).expect(file);

@@ -68,6 +68,10 @@ pub struct ResultRow {
     /// from a results.csv written before the column existed.
     #[serde(default)]
     pub history_probes: Option<u32>,
+    /// The reward a Harbor task's verifier wrote (1 passes; fractions
+    /// are kept as they are); empty for other tasks.
+    #[serde(default)]
+    pub reward: Option<f64>,
 }
 
 impl ResultRow {
@@ -104,6 +108,7 @@ impl ResultRow {
             retry_wait_seconds: 0.0,
             replay_divergences: 0,
             history_probes: Some(0),
+            reward: None,
         }
     }
 }
@@ -431,6 +436,7 @@ pub const COLUMNS: &[&str] = &[
     "retry_wait_seconds",
     "replay_divergences",
     "history_probes",
+    "reward",
 ];
 
 #[cfg(test)]
@@ -498,7 +504,7 @@ mod tests {
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0"
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0,"
         );
     }
 
@@ -536,7 +542,7 @@ mod tests {
     fn an_older_header_reads_with_the_new_columns_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("results.csv");
-        let header = &COLUMNS[..COLUMNS.len() - 2];
+        let header = &COLUMNS[..COLUMNS.len() - 3];
         let text = format!(
             "{}\nt1,1,m,p@1,passed,completed,true,2,1,10,5,15,,1.0,0.5,2.0,0,,0,0.0\n",
             header.join(",")
@@ -553,7 +559,7 @@ mod tests {
         assert_eq!(read.rows[0].history_probes, None);
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(
-            text.lines().nth(1).is_some_and(|l| l.ends_with(",0,")),
+            text.lines().nth(1).is_some_and(|l| l.ends_with(",0,,")),
             "{text}"
         );
     }

@@ -195,6 +195,15 @@ impl TaskRun<'_> {
             );
         }
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
+        // A Harbor task's image is built from its environment/ first; a
+        // failed build is the task's setup error, the run goes on.
+        if let Err(err) = ctx
+            .env
+            .build_image(self.task, self.limits.child.clone())
+            .await
+        {
+            return self.error_row(ExitReason::SetupError, &err);
+        }
         let started = Instant::now();
         let workdir =
             ctx.config
@@ -341,7 +350,7 @@ impl TaskRun<'_> {
                 max_tokens: config.max_tokens,
                 max_cost: config.max_cost,
                 command_timeout: config.command_timeout,
-                task_timeout: config.task_timeout,
+                task_timeout: self.task_timeout(),
             },
             events: &ctx.events,
             cancel: &ctx.cancel,
@@ -419,6 +428,7 @@ impl TaskRun<'_> {
                 }
                 row.test_exit_code = Some(outcome.record.exit_code);
                 row.passed = outcome.passed;
+                row.reward = outcome.reward;
                 row.status = if outcome.passed {
                     Status::Passed
                 } else {
@@ -523,10 +533,23 @@ impl TaskRun<'_> {
                 "max_turns": config.max_turns,
                 "max_tokens": config.max_tokens,
                 "command_timeout_s": config.command_timeout.as_secs_f64(),
-                "task_timeout_s": config.task_timeout.as_secs_f64(),
+                "task_timeout_s": self.task_timeout().as_secs_f64(),
                 "test_timeout_s": test_timeout(task, config.test_timeout).as_secs_f64(),
             }),
         }
+    }
+
+    /// The task's agent timeout: a Harbor task's `[agent] timeout_sec`
+    /// (its own, as a task's test_timeout_s is), else `--task-timeout`.
+    fn task_timeout(&self) -> std::time::Duration {
+        self.task
+            .harbor
+            .as_ref()
+            .and_then(|h| h.agent_timeout_s)
+            .map_or(
+                self.ctx.config.task_timeout,
+                std::time::Duration::from_secs_f64,
+            )
     }
 
     /// A row with no verdict.

@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -121,6 +122,10 @@ pub struct TaskSpec {
     /// SWE-bench instances. Under `--env host` it is not used.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub repo_in_image: bool,
+    /// A Harbor task folder's own settings (image build, verifier,
+    /// solution): its environment is its image, it has no repo.
+    #[serde(skip)]
+    pub harbor: Option<std::sync::Arc<HarborTask>>,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -145,6 +150,30 @@ impl TaskSpec {
         }
         map
     }
+}
+
+/// What onebash keeps of a Harbor task beyond the common task fields
+/// (`harbor.rs` reads it from the task folder).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HarborTask {
+    /// The task folder.
+    pub dir: PathBuf,
+    /// `environment/`, the build context; `None` when task.toml names a
+    /// prebuilt `docker_image`.
+    pub context: Option<PathBuf>,
+    pub build_timeout: Duration,
+    /// `tests/`, copied to `/tests` after the agent.
+    pub tests: PathBuf,
+    /// `[verifier] env`: set for test.sh.
+    pub verifier_env: Vec<(String, String)>,
+    /// `[agent] timeout_sec`.
+    pub agent_timeout_s: Option<f64>,
+    /// `[environment] cpus` and `memory_mb`: the container's limits.
+    pub cpus: Option<f64>,
+    pub memory_mb: Option<u64>,
+    /// `solution/`'s files (relative path, text, executable), for the
+    /// oracle; empty when the task has no `solution/solve.sh`.
+    pub solution: Vec<(String, String, bool)>,
 }
 
 /// Why a task file could not be used. `Display` gives the full report.
@@ -289,6 +318,15 @@ fn parse_line(
     let Value::Object(mut fields) = value else {
         return Err("expected a JSON object".to_owned());
     };
+    // A line of the newer SWE-bench family becomes a onebash line first.
+    if let Some(family) = crate::swebench_family::detect(&fields) {
+        crate::swebench_family::convert(
+            family,
+            &mut fields,
+            options.test_command.is_some(),
+            &options.repo_base,
+        )?;
+    }
     let instance = crate::swebench::is_instance(&fields);
     if instance {
         crate::swebench::convert(&mut fields, &options.repo_base)?;
@@ -409,6 +447,7 @@ fn parse_line(
         workdir,
         swebench: None,
         repo_in_image,
+        harbor: None,
         extra: fields,
         line: line_no,
     };

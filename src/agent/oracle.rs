@@ -22,10 +22,18 @@ pub fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, Model
             "stop",
         ));
     }
-    let patch = task.gold_patch.as_deref().ok_or_else(|| {
-        ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
-    })?;
-    let command = apply_command(patch);
+    // A Harbor task's oracle is its solution/solve.sh, run in place.
+    let command = match &task.harbor {
+        Some(harbor) => crate::harbor::oracle_command(harbor).ok_or_else(|| {
+            ModelError::Malformed(format!(
+                "task {} has no solution/solve.sh for the oracle",
+                task.id
+            ))
+        })?,
+        None => apply_command(task.gold_patch.as_deref().ok_or_else(|| {
+            ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
+        })?),
+    };
     let call = ToolCall {
         id: "oracle-1".to_owned(),
         name: "bash".to_owned(),

@@ -22,7 +22,9 @@
 //! git operations on it (`host::Files`); or, for a task whose repo is the
 //! one its image holds, that repo, cleaned and checked inside before the
 //! agent by [`image_repo`]'s scripts, which also give the diff, restore
-//! and apply, run here as the harness, with files passing by `cp`.
+//! and apply, run here as the harness, with files passing by `cp`; or, for
+//! a Harbor task, no repo at all: its image (built by [`super::build`]) is
+//! its environment, and its verifier runs in the agent's own container.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,7 +38,7 @@ use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
 use crate::limits::ChildSetup;
-use crate::task::TaskSpec;
+use crate::task::{HarborTask, TaskSpec};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -186,12 +188,16 @@ pub struct Settings {
 /// Tasks in containers of one engine.
 pub struct Containers {
     settings: Arc<Settings>,
+    /// Held while an image is built: tasks sharing an environment wait
+    /// for its one build instead of each building it.
+    building: tokio::sync::Mutex<()>,
 }
 
 impl Containers {
     pub fn new(settings: Settings) -> Containers {
         Containers {
             settings: Arc::new(settings),
+            building: tokio::sync::Mutex::new(()),
         }
     }
 }
@@ -232,6 +238,42 @@ impl Environment for Containers {
         true
     }
 
+    fn build_image<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let Some(harbor) = &task.harbor else {
+                return Ok(());
+            };
+            let Some(context) = &harbor.context else {
+                return Ok(());
+            };
+            // Config gave every Harbor task its image tag, the content hash
+            // of its environment/.
+            let image = task.image.clone().unwrap_or_default();
+            let engine = &self.settings.engine;
+            let _one_at_a_time = self.building.lock().await;
+            let inspect = vec!["image".into(), "inspect".into(), image.clone()];
+            // Tagged by the content hash of environment/: an image with
+            // the tag was built from the same files.
+            if engine.client_async(inspect).await.is_ok() {
+                return Ok(());
+            }
+            let client_env =
+                CommandEnv::engine_client(&format!("{}-{}-build", self.settings.run_id, task.id));
+            let build = super::build::Build {
+                program: &engine.program,
+                image: &image,
+                context,
+                env: &client_env,
+                child: &child,
+            };
+            build.run(task, harbor).await
+        })
+    }
+
     fn enter_image_repo<'a>(
         &'a self,
         task: &'a TaskSpec,
@@ -241,6 +283,11 @@ impl Environment for Containers {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
         Box::pin(async move {
+            if let Some(harbor) = &task.harbor {
+                return self
+                    .enter_harbor(task, epoch, Arc::clone(harbor), history, scratch, child)
+                    .await;
+            }
             let image = task.image.clone().unwrap_or_default();
             let workdir = task
                 .workdir
@@ -332,6 +379,75 @@ impl Environment for Containers {
 }
 
 impl Containers {
+    /// The workspace of a Harbor task: a container from its image, working
+    /// in the image's own working directory; no repo (the environment is
+    /// the image).
+    async fn enter_harbor(
+        &self,
+        task: &TaskSpec,
+        epoch: u32,
+        harbor: Arc<HarborTask>,
+        history: History,
+        scratch: &Path,
+        child: ChildSetup,
+    ) -> Result<Entered, CheckoutError> {
+        let image = task.image.clone().unwrap_or_default();
+        let failed = |message: String| CheckoutError::WorkingCopy {
+            repo: image.clone(),
+            rev: task.base_commit.clone(),
+            message,
+        };
+        tokio::fs::create_dir_all(scratch)
+            .await
+            .map_err(|err| failed(format!("cannot make {}: {err}", scratch.display())))?;
+        let workdir = self
+            .settings
+            .engine
+            .client_async(vec![
+                "image".into(),
+                "inspect".into(),
+                "--format".into(),
+                "{{.Config.WorkingDir}}".into(),
+                image.clone(),
+            ])
+            .await
+            .map_err(failed)?;
+        let mut workspace = self.workspace(
+            task,
+            epoch,
+            image.clone(),
+            scratch.to_owned(),
+            Repo::Harbor(Arc::clone(&harbor)),
+            child,
+        );
+        // Harbor runs the agent and test.sh in the image's WORKDIR.
+        workspace.workdir = match workdir.trim() {
+            "" => "/".to_owned(),
+            dir => dir.to_owned(),
+        };
+        if let Some(mb) = harbor.memory_mb {
+            workspace.memory_bytes = mb.saturating_mul(1024 * 1024);
+        }
+        if harbor.cpus.is_some() {
+            workspace.cpus = harbor.cpus;
+        }
+        let id = workspace
+            .start("agent", self.settings.network)
+            .await
+            .map_err(failed)?;
+        *lock(&workspace.container) = Some(id);
+        let checkout = Checkout {
+            dir: scratch.to_owned(),
+            commit: task.base_commit.clone(),
+            head: task.base_commit.clone(),
+            history,
+            verified: Verified { objects: 0 },
+            fetched: false,
+            warning: None,
+        };
+        Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
+    }
+
     /// The workspace of one (task, epoch), its container not started yet.
     fn workspace(
         &self,
@@ -357,6 +473,8 @@ impl Containers {
             dir,
             repo,
             child,
+            memory_bytes: self.settings.memory_bytes,
+            cpus: self.settings.cpus,
             client_env: CommandEnv::engine_client(&format!(
                 "{}-{}-{epoch}",
                 self.settings.run_id, task.id
@@ -376,6 +494,9 @@ enum Repo {
     /// The repo the image holds at the workdir: the diff and patches are
     /// git commands in the container ([`image_repo`]).
     Image(ImageRepo),
+    /// None: a Harbor task, whose environment is its image. The verifier
+    /// runs in the agent's container ([`Workspace::end_agent_phase`]).
+    Harbor(Arc<HarborTask>),
 }
 
 /// How long the harness's own git commands in a container may take
@@ -402,6 +523,9 @@ struct ContainerWorkspace {
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
+    /// The container's memory and CPUs: the run's, or a Harbor task's own.
+    memory_bytes: u64,
+    cpus: Option<f64>,
     client_env: CommandEnv,
     /// The container commands go to: the agent's, then the tests'.
     container: Mutex<Option<String>>,
@@ -450,13 +574,13 @@ impl ContainerWorkspace {
         }
         args.extend([
             "--memory".into(),
-            settings.memory_bytes.to_string(),
+            self.memory_bytes.to_string(),
             "--memory-swap".into(),
-            settings.memory_bytes.to_string(),
+            self.memory_bytes.to_string(),
             "--pids-limit".into(),
             settings.max_processes.to_string(),
         ]);
-        if let Some(cpus) = settings.cpus {
+        if let Some(cpus) = self.cpus {
             args.extend(["--cpus".into(), cpus.to_string()]);
         }
         if mounted {
@@ -709,6 +833,34 @@ impl ContainerWorkspace {
     }
 }
 
+/// A Harbor task has no repo to patch (it carries no test patch).
+fn no_repo() -> GitError {
+    GitError("a Harbor task has no repo to patch".to_owned())
+}
+
+impl ContainerWorkspace {
+    /// Harbor's verifier, in the agent's own container: `/tests` and
+    /// `/logs/verifier` emptied (nothing the agent put there counts), the
+    /// task's `tests/` copied to `/tests`. The container is kept because
+    /// a Harbor task's outcome is the state of the whole container (files
+    /// anywhere, services running), which Harbor's verifier checks in
+    /// place and no diff of one folder could carry to a fresh container.
+    async fn stage_verifier(&self, harbor: &HarborTask) -> Result<(), String> {
+        self.harness_git(crate::harbor::STAGE_VERIFIER)
+            .await
+            .map_err(|err| format!("failed to make /tests and /logs/verifier: {err}"))?;
+        let container = lock(&self.container).clone().ok_or("no container")?;
+        let from = format!("{}/.", harbor.tests.display());
+        let to = format!("{container}:{}", crate::harbor::TESTS_IN_CONTAINER);
+        self.settings
+            .engine
+            .client_async(vec!["cp".into(), from, to])
+            .await
+            .map(|_| ())
+            .map_err(|err| format!("failed to copy tests/ into the container: {err}"))
+    }
+}
+
 impl image_repo::Container for ContainerWorkspace {
     fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(self.harness_git(script))
@@ -735,6 +887,9 @@ impl Workspace for ContainerWorkspace {
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             self.agent_over.store(true, Ordering::Relaxed);
+            if let Repo::Harbor(harbor) = &self.repo {
+                return self.stage_verifier(harbor).await;
+            }
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.
             self.remove()
@@ -774,6 +929,9 @@ impl Workspace for ContainerWorkspace {
         match &self.repo {
             Repo::Mounted(files) => files.diff(),
             Repo::Image(repo) => Box::pin(repo.diff(self)),
+            // No repo: the change is the container's state, which the
+            // verifier sees in place; there is no diff to take.
+            Repo::Harbor(_) => Box::pin(async { Ok(String::new()) }),
         }
     }
 
@@ -784,6 +942,7 @@ impl Workspace for ContainerWorkspace {
                 let patch = patch.to_owned();
                 Box::pin(async move { repo.restore(self, &patch).await })
             }
+            Repo::Harbor(_) => Box::pin(async { Err(no_repo()) }),
         }
     }
 
@@ -794,13 +953,14 @@ impl Workspace for ContainerWorkspace {
                 let patch = patch.to_owned();
                 Box::pin(async move { repo.apply(self, &patch).await })
             }
+            Repo::Harbor(_) => Box::pin(async { Err(no_repo()) }),
         }
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
         match &self.repo {
             Repo::Mounted(files) => files.read(relative),
-            Repo::Image(_) => {
+            Repo::Image(_) | Repo::Harbor(_) => {
                 let relative = relative.to_owned();
                 Box::pin(async move {
                     self.copy_file_out(&relative)
@@ -814,7 +974,7 @@ impl Workspace for ContainerWorkspace {
     fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
         match &self.repo {
             Repo::Mounted(files) => files.write(relative, bytes),
-            Repo::Image(_) => {
+            Repo::Image(_) | Repo::Harbor(_) => {
                 let relative = relative.to_owned();
                 Box::pin(async move {
                     self.copy_file_in(&relative, bytes)

@@ -12,6 +12,7 @@
 //! only these operations; `exec.rs` only spawns what an environment hands
 //! it.
 
+mod build;
 pub mod container;
 mod host;
 mod image_repo;
@@ -104,6 +105,23 @@ pub trait Environment: Send + Sync {
                 rev: task.base_commit.clone(),
                 message: "only a container environment holds a repo in an image".to_owned(),
             })
+        })
+    }
+
+    /// Builds the image of a task that brings its build context (a Harbor
+    /// task's `environment/`) unless the engine has it already; the
+    /// build's output goes to stderr. Tasks without one need nothing.
+    fn build_image<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let _ = child;
+        Box::pin(async move {
+            match task.harbor.as_ref().and_then(|h| h.context.as_ref()) {
+                None => Ok(()),
+                Some(_) => Err("only --env podman|docker builds a task's image".to_owned()),
+            }
         })
     }
 

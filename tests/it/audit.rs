@@ -81,7 +81,7 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
         header
             .lines()
             .next()
-            .is_some_and(|h| h.ends_with(",replay_divergences,history_probes")),
+            .is_some_and(|h| h.ends_with(",replay_divergences,history_probes,reward")),
         "{header}"
     );
     for (id, status, probes) in [
@@ -195,14 +195,17 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
     }
 }
 
-/// Drops the `history_probes` column from a results.csv, as an onebash
-/// from before it would have written the file.
-fn strip_last_column(csv_path: &Path) {
+/// Drops the `history_probes` column (and those after it) from a
+/// results.csv, as an onebash from before it would have written the file.
+fn strip_the_new_columns(csv_path: &Path) {
     let mut reader = csv::Reader::from_path(csv_path).expect("read csv");
     let header = reader.headers().expect("header").clone();
-    assert_eq!(header.iter().next_back(), Some("history_probes"));
+    // The columns from `history_probes` on (`reward` came after it).
+    let keep = header
+        .iter()
+        .position(|name| name == "history_probes")
+        .expect("history_probes column");
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let keep = header.len() - 1;
     writer
         .write_record(header.iter().take(keep))
         .expect("header");
@@ -227,7 +230,7 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
     let run = fixture.run_scripted(&tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let csv_path = run.out.join("results.csv");
-    strip_last_column(&csv_path);
+    strip_the_new_columns(&csv_path);
 
     // report: no section, in text or JSON.
     let text = onebash_ok(&["report", path_arg(&run.out)]);
@@ -258,7 +261,7 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
     assert!(
         text.lines()
             .next()
-            .is_some_and(|h| h.ends_with(",history_probes")),
+            .is_some_and(|h| h.ends_with(",history_probes,reward")),
         "{text}"
     );
     let rows = resumed.rows();

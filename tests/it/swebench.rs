@@ -9,9 +9,9 @@ use crate::support::harness::{
     Fixture, diff_of, git, pytest_present, run_without_changes, scripted_agent, task, unittest_name,
 };
 
-const OPS: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-const TESTS: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
-const HIDDEN: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n";
+pub const OPS: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+pub const TESTS: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
+pub const HIDDEN: &str = "import unittest\nfrom ops import add, sub\n\n\nclass OpsTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n";
 
 #[test]
 fn instances_grade_by_the_official_rules_and_predictions_apply() {

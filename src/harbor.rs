@@ -1,0 +1,674 @@
+//! Harbor task folders in (the format Terminal-Bench moved to).
+//!
+//! Owns reading a task folder (`task.toml`, `instruction.md`,
+//! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`) or a
+//! folder of them into [`TaskSpec`]s, each carrying a [`HarborTask`]: the
+//! image to build (tagged by the content hash of `environment/`), the
+//! verifier's folder and settings, and the oracle's solution. Also the
+//! scripts the container runs for such a task (the verifier's staging, the
+//! oracle's command) and the reading of the reward Harbor's verifier
+//! writes. It does not build images or run anything: `env/container.rs`
+//! builds and runs, `grade.rs` calls [`reward_script`] and [`read_reward`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::task::{HarborTask, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
+
+/// The file that makes a folder a Harbor task.
+pub const TASK_TOML: &str = "task.toml";
+/// Where Harbor puts the task's `tests/` in the container.
+pub const TESTS_IN_CONTAINER: &str = "/tests";
+/// Where Harbor puts the task's `solution/` for the oracle.
+pub const SOLUTION_IN_CONTAINER: &str = "/solution";
+/// Where the verifier writes its reward.
+pub const VERIFIER_LOGS: &str = "/logs/verifier";
+/// Harbor's default build timeout ([environment] build_timeout_sec).
+const DEFAULT_BUILD_TIMEOUT_S: f64 = 600.0;
+/// The repository every built image is tagged in.
+const IMAGE_REPOSITORY: &str = "localhost/onebash-harbor";
+
+/// Why a task folder could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HarborError {
+    #[error("{path}: cannot be read: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid TOML: {message}")]
+    Toml { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Field { path: PathBuf, message: String },
+    #[error("{0}: holds no task folder (a folder with a task.toml)")]
+    Empty(PathBuf),
+}
+
+/// Whether `path` is a folder onebash reads as Harbor tasks (a task
+/// folder, or a folder of them), rather than a JSONL file.
+pub fn is_task_folder(path: &Path) -> bool {
+    path.is_dir()
+}
+
+/// Reads a task folder, or every task folder directly inside `path`, in
+/// name order. Every bad folder is reported; nothing is returned unless
+/// all are good. The hash is over every file read, folder by folder.
+pub fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
+    let folders = if path.join(TASK_TOML).is_file() {
+        vec![path.to_owned()]
+    } else {
+        let entries = std::fs::read_dir(path).map_err(|source| TaskFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut folders: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|dir| dir.join(TASK_TOML).is_file())
+            .collect();
+        folders.sort();
+        folders
+    };
+    if folders.is_empty() {
+        return Err(TaskFileError::Invalid(vec![
+            HarborError::Empty(path.to_owned()).to_string(),
+        ]));
+    }
+    let mut tasks = Vec::new();
+    let mut errors = Vec::new();
+    let mut hasher = Sha256::new();
+    for (index, dir) in folders.iter().enumerate() {
+        match read_task(dir, index + 1) {
+            Ok((task, digest)) => {
+                hasher.update(task.id.as_str().as_bytes());
+                hasher.update(digest);
+                tasks.push(task);
+            }
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(TaskFileError::Invalid(errors));
+    }
+    Ok(TaskFile {
+        tasks,
+        sha256: format!("{:x}", hasher.finalize()),
+    })
+}
+
+/// One task folder: its task and the hash of its files.
+fn read_task(dir: &Path, position: usize) -> Result<(TaskSpec, [u8; 32]), HarborError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(|source| HarborError::Read { path, source })
+    };
+    let toml_path = dir.join(TASK_TOML);
+    let toml_text = String::from_utf8_lossy(&read(TASK_TOML)?).into_owned();
+    let config = TaskToml::parse(&toml_text).map_err(|err| match err {
+        TomlProblem::Syntax(message) => HarborError::Toml {
+            path: toml_path.clone(),
+            message,
+        },
+        TomlProblem::Field(message) => HarborError::Field {
+            path: toml_path.clone(),
+            message,
+        },
+    })?;
+    let instruction = String::from_utf8_lossy(&read("instruction.md")?).into_owned();
+    let tests = dir.join("tests");
+    read("tests/test.sh")?;
+    let field_error = |message: String| HarborError::Field {
+        path: dir.to_owned(),
+        message,
+    };
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let id = TaskId::parse(&name).map_err(|m| field_error(format!("the folder's name: {m}")))?;
+    let (context, image, env_hash) = match &config.docker_image {
+        Some(image) => (None, image.clone(), Sha256::digest(image.as_bytes()).into()),
+        None => {
+            let context = dir.join("environment");
+            // Harbor also runs tasks of several containers from a compose
+            // file; onebash runs one container a task.
+            for compose in ["docker-compose.yaml", "docker-compose.yml", "compose.yaml"] {
+                if context.join(compose).is_file() {
+                    return Err(field_error(format!(
+                        "environment/{compose}: tasks of several containers are not supported (onebash runs one container a task)"
+                    )));
+                }
+            }
+            read("environment/Dockerfile")?;
+            let hash = hash_tree(&context)?;
+            let tag = format!("{IMAGE_REPOSITORY}:env-{}", &hex(&hash)[..16]);
+            (Some(context), tag, hash)
+        }
+    };
+    let solution = read_solution(&dir.join("solution"))?;
+    let mut digest = Sha256::new();
+    digest.update(toml_text.as_bytes());
+    digest.update(instruction.as_bytes());
+    digest.update(env_hash);
+    digest.update(hash_tree(&tests)?);
+    let mut metadata = config.metadata.clone();
+    metadata.insert(
+        "harbor_dir".to_owned(),
+        Value::String(dir.display().to_string()),
+    );
+    let harbor = HarborTask {
+        dir: dir.to_owned(),
+        context,
+        build_timeout: Duration::from_secs_f64(config.build_timeout_s),
+        tests,
+        verifier_env: config.verifier_env.clone(),
+        agent_timeout_s: config.agent_timeout_s,
+        cpus: config.cpus,
+        memory_mb: config.memory_mb,
+        solution,
+    };
+    let test_command = test_command(&harbor.verifier_env);
+    let task = TaskSpec {
+        id,
+        repo: dir.display().to_string(),
+        repo_location: dir.display().to_string(),
+        // No repo: what the task starts from is its environment.
+        base_commit: format!("env-{}", hex(&env_hash)),
+        problem_statement: instruction,
+        test_command,
+        setup_command: None,
+        test_patch: None,
+        gold_patch: None,
+        fail_to_pass: None,
+        pass_to_pass: None,
+        test_timeout_s: Some(config.verifier_timeout_s),
+        metadata: Some(metadata),
+        image: Some(image),
+        workdir: None,
+        swebench: None,
+        repo_in_image: true,
+        harbor: Some(std::sync::Arc::new(harbor)),
+        extra: Map::new(),
+        line: position,
+    };
+    Ok((task, digest.finalize().into()))
+}
+
+/// `bash /tests/test.sh` with `[verifier] env` exported first.
+fn test_command(env: &[(String, String)]) -> String {
+    let mut script = String::new();
+    for (key, value) in env {
+        script.push_str(&format!("export {key}={}\n", shell_quote(value)));
+    }
+    script.push_str(&format!("bash {TESTS_IN_CONTAINER}/test.sh"));
+    script
+}
+
+/// The text files of `solution/`; none when it has no `solve.sh`.
+fn read_solution(dir: &Path) -> Result<Vec<(String, String, bool)>, HarborError> {
+    use std::os::unix::fs::PermissionsExt;
+    if !dir.join("solve.sh").is_file() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for path in walk(dir)? {
+        let bytes = std::fs::read(&path).map_err(|source| HarborError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| HarborError::Field {
+            path: path.clone(),
+            message: "is not text: the oracle writes the solution's files with heredocs, which carry text only".to_owned(),
+        })?;
+        let executable = std::fs::metadata(&path)
+            .map(|m| m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false);
+        let relative = path
+            .strip_prefix(dir)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        files.push((relative, text, executable));
+    }
+    Ok(files)
+}
+
+/// Every file under `dir`, in path order (symbolic links not followed).
+fn walk(dir: &Path) -> Result<Vec<PathBuf>, HarborError> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(folder) = stack.pop() {
+        let entries = std::fs::read_dir(&folder).map_err(|source| HarborError::Read {
+            path: folder.clone(),
+            source,
+        })?;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => stack.push(path),
+                Ok(_) => files.push(path),
+                Err(_) => {}
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// A hash of a folder's files: each relative path, executable bit and
+/// contents, in path order. Equal folders give equal image tags, so a
+/// rerun (or another task with the same environment) reuses the image.
+fn hash_tree(dir: &Path) -> Result<[u8; 32], HarborError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut hasher = Sha256::new();
+    for path in walk(dir)? {
+        let bytes = std::fs::read(&path).map_err(|source| HarborError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let relative = path.strip_prefix(dir).unwrap_or(&path);
+        let mode = std::fs::symlink_metadata(&path)
+            .map(|m| m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false);
+        hasher.update(relative.as_os_str().as_encoded_bytes());
+        hasher.update([0, u8::from(mode)]);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    Ok(hasher.finalize().into())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `'...'` with every `'` closed, escaped and reopened.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The fields of task.toml onebash uses, checked.
+#[derive(Debug, Clone, PartialEq)]
+struct TaskToml {
+    metadata: Map<String, Value>,
+    verifier_timeout_s: f64,
+    verifier_env: Vec<(String, String)>,
+    agent_timeout_s: Option<f64>,
+    build_timeout_s: f64,
+    cpus: Option<f64>,
+    memory_mb: Option<u64>,
+    docker_image: Option<String>,
+}
+
+enum TomlProblem {
+    Syntax(String),
+    Field(String),
+}
+
+/// Harbor's default verifier and agent timeout (600 s).
+const DEFAULT_TIMEOUT_S: f64 = 600.0;
+
+impl TaskToml {
+    /// Reads Harbor's fields: `[metadata]` (free), `[verifier] timeout_sec`
+    /// and `env`, `[agent] timeout_sec`, `[environment] build_timeout_sec`,
+    /// `cpus`, `memory_mb`, `docker_image`, and refuses what onebash
+    /// cannot honour (`gpus` above 0).
+    fn parse(text: &str) -> Result<TaskToml, TomlProblem> {
+        let table: toml::Table =
+            toml::from_str(text).map_err(|err| TomlProblem::Syntax(err.message().to_owned()))?;
+        let field = |m: String| TomlProblem::Field(m);
+        let section = |name: &str| -> Result<Option<&toml::Table>, TomlProblem> {
+            match table.get(name) {
+                None => Ok(None),
+                Some(toml::Value::Table(t)) => Ok(Some(t)),
+                Some(other) => Err(field(format!(
+                    "`{name}` must be a table, got {}",
+                    other.type_str()
+                ))),
+            }
+        };
+        let seconds = |sec: &str, key: &str| -> Result<Option<f64>, TomlProblem> {
+            let Some(value) = section(sec)?.and_then(|t| t.get(key)) else {
+                return Ok(None);
+            };
+            let number = match value {
+                toml::Value::Float(f) => *f,
+                toml::Value::Integer(i) => *i as f64,
+                other => {
+                    return Err(field(format!(
+                        "`{sec}.{key}` must be a number of seconds, got {}",
+                        other.type_str()
+                    )));
+                }
+            };
+            if !(number > 0.0 && number <= MAX_SECONDS) {
+                return Err(field(format!(
+                    "`{sec}.{key}` must be a positive number of seconds, at most {MAX_SECONDS:e}, got {number}"
+                )));
+            }
+            Ok(Some(number))
+        };
+        let metadata = match section("metadata")? {
+            None => Map::new(),
+            Some(t) => match serde_json::to_value(t) {
+                Ok(Value::Object(map)) => map,
+                _ => return Err(field("`metadata` cannot be read as JSON".to_owned())),
+            },
+        };
+        let mut verifier_env = Vec::new();
+        if let Some(env) = section("verifier")?.and_then(|t| t.get("env")) {
+            let toml::Value::Table(env) = env else {
+                return Err(field(format!(
+                    "`verifier.env` must be a table, got {}",
+                    env.type_str()
+                )));
+            };
+            for (key, value) in env {
+                let valid_name = !key.is_empty()
+                    && !key.starts_with(|c: char| c.is_ascii_digit())
+                    && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                match value {
+                    toml::Value::String(s) if valid_name => {
+                        verifier_env.push((key.clone(), s.clone()))
+                    }
+                    _ => {
+                        return Err(field(format!(
+                            "`verifier.env.{key}` must be a string under a variable name"
+                        )));
+                    }
+                }
+            }
+        }
+        let environment = section("environment")?;
+        let cpus = match environment.and_then(|t| t.get("cpus")) {
+            None => None,
+            Some(toml::Value::Integer(i)) if *i > 0 => Some(*i as f64),
+            Some(toml::Value::Float(f)) if *f > 0.0 && f.is_finite() => Some(*f),
+            Some(other) => {
+                return Err(field(format!(
+                    "`environment.cpus` must be a positive number, got {}",
+                    shown(other)
+                )));
+            }
+        };
+        let memory_mb = match environment.and_then(|t| t.get("memory_mb")) {
+            None => None,
+            Some(toml::Value::Integer(i)) if *i > 0 => Some(*i as u64),
+            Some(other) => {
+                return Err(field(format!(
+                    "`environment.memory_mb` must be a positive integer, got {}",
+                    shown(other)
+                )));
+            }
+        };
+        match environment.and_then(|t| t.get("gpus")) {
+            None | Some(toml::Value::Integer(0)) => {}
+            Some(other) => {
+                return Err(field(format!(
+                    "`environment.gpus` = {}: onebash cannot give a container GPUs",
+                    shown(other)
+                )));
+            }
+        }
+        let docker_image = match environment.and_then(|t| t.get("docker_image")) {
+            None => None,
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(other) => {
+                return Err(field(format!(
+                    "`environment.docker_image` must be an image name, got {}",
+                    shown(other)
+                )));
+            }
+        };
+        Ok(TaskToml {
+            metadata,
+            verifier_timeout_s: seconds("verifier", "timeout_sec")?.unwrap_or(DEFAULT_TIMEOUT_S),
+            verifier_env,
+            agent_timeout_s: seconds("agent", "timeout_sec")?,
+            build_timeout_s: seconds("environment", "build_timeout_sec")?
+                .unwrap_or(DEFAULT_BUILD_TIMEOUT_S),
+            cpus,
+            memory_mb,
+            docker_image,
+        })
+    }
+}
+
+/// A TOML value as a message shows it.
+fn shown(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => format!("{s:?}"),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        other => other.type_str().to_owned(),
+    }
+}
+
+/// The oracle's one command: `solution/`'s files written to `/solution`
+/// with quoted heredocs, then `bash /solution/solve.sh`, as Harbor's
+/// oracle agent runs it.
+pub fn oracle_command(harbor: &HarborTask) -> Option<String> {
+    if harbor.solution.is_empty() {
+        return None;
+    }
+    let mut script =
+        format!("rm -rf {SOLUTION_IN_CONTAINER} && mkdir -p {SOLUTION_IN_CONTAINER}\n");
+    for (relative, text, executable) in &harbor.solution {
+        let target = shell_quote(&format!("{SOLUTION_IN_CONTAINER}/{relative}"));
+        let mut delimiter = "ONEBASH_SOLUTION".to_owned();
+        while text.lines().any(|line| line == delimiter) {
+            delimiter.push('_');
+        }
+        let newline = if text.is_empty() || text.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        script.push_str(&format!(
+            "mkdir -p \"$(dirname {target})\" && cat > {target} <<'{delimiter}'\n{text}{newline}{delimiter}\n"
+        ));
+        if *executable {
+            script.push_str(&format!("chmod +x {target}\n"));
+        }
+    }
+    script.push_str(&format!("bash {SOLUTION_IN_CONTAINER}/solve.sh"));
+    Some(script)
+}
+
+/// Run as the harness in the container before test.sh: `/tests` and
+/// `/logs/verifier` emptied (so that nothing the agent left there counts,
+/// as Harbor does), then made again for the copy of `tests/`.
+pub const STAGE_VERIFIER: &str = "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier";
+
+/// Prints the reward the verifier wrote, after a line saying which file:
+/// `reward.txt` first, else `reward.json`, as Harbor reads them.
+pub fn reward_script() -> String {
+    format!(
+        "if [ -f {VERIFIER_LOGS}/reward.txt ]; then echo txt; cat {VERIFIER_LOGS}/reward.txt; \
+         elif [ -f {VERIFIER_LOGS}/reward.json ]; then echo json; cat {VERIFIER_LOGS}/reward.json; \
+         else echo none; fi"
+    )
+}
+
+/// The reward from [`reward_script`]'s output: reward.txt's one number, or
+/// reward.json's `reward` key (or its only key); why not otherwise.
+pub fn read_reward(output: &str) -> Result<f64, String> {
+    let (kind, rest) = output.split_once('\n').unwrap_or((output, ""));
+    let number = |value: &Value| value.as_f64();
+    let reward = match kind.trim() {
+        "txt" => rest.trim().parse::<f64>().map_err(|_| {
+            format!(
+                "{VERIFIER_LOGS}/reward.txt holds {:?}, not a number",
+                rest.trim()
+            )
+        })?,
+        "json" => {
+            let value: Value = serde_json::from_str(rest)
+                .map_err(|err| format!("{VERIFIER_LOGS}/reward.json is not valid JSON: {err}"))?;
+            let Value::Object(map) = value else {
+                return Err(format!("{VERIFIER_LOGS}/reward.json is not a JSON object"));
+            };
+            match (map.get("reward"), map.len()) {
+                (Some(value), _) => number(value),
+                (None, 1) => map.values().next().and_then(number),
+                (None, _) => None,
+            }
+            .ok_or_else(|| {
+                format!(
+                    "{VERIFIER_LOGS}/reward.json has no numeric `reward` key (nor a single numeric key)"
+                )
+            })?
+        }
+        _ => {
+            return Err(format!(
+                "the verifier wrote no reward: neither {VERIFIER_LOGS}/reward.txt nor reward.json exists"
+            ));
+        }
+    };
+    if !reward.is_finite() {
+        return Err(format!("the reward {reward} is not a finite number"));
+    }
+    Ok(reward)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewards_are_read_as_harbor_writes_them() {
+        assert_eq!(read_reward("txt\n1\n"), Ok(1.0));
+        assert_eq!(read_reward("txt\n0"), Ok(0.0));
+        assert_eq!(read_reward("json\n{\"reward\": 0.75}\n"), Ok(0.75));
+        assert_eq!(read_reward("json\n{\"accuracy\": 0.5}"), Ok(0.5));
+        let cases = [
+            ("txt\nyes\n", "not a number"),
+            ("json\n{\"a\": 1, \"b\": 0}", "no numeric `reward` key"),
+            ("json\n[1]", "not a JSON object"),
+            ("json\n{", "not valid JSON"),
+            ("none\n", "wrote no reward"),
+            ("txt\nNaN\n", "not a finite number"),
+        ];
+        for (output, expected) in cases {
+            let err = read_reward(output).expect_err(output);
+            assert!(err.contains(expected), "{output}: {err}");
+        }
+    }
+
+    #[test]
+    fn task_toml_fields_are_read_and_checked() {
+        let good = "version = \"1.0\"\n[metadata]\ndifficulty = \"easy\"\ntags = [\"a\"]\n\
+                    [verifier]\ntimeout_sec = 120.0\nenv = { MODE = \"it's\" }\n\
+                    [agent]\ntimeout_sec = 300\n\
+                    [environment]\nbuild_timeout_sec = 60.0\ncpus = 2\nmemory_mb = 1024\nstorage_mb = 10240\ngpus = 0\nallow_internet = true\n";
+        let Ok(toml) = TaskToml::parse(good) else {
+            panic!("valid task.toml");
+        };
+        assert_eq!(toml.verifier_timeout_s, 120.0);
+        assert_eq!(toml.agent_timeout_s, Some(300.0));
+        assert_eq!(toml.build_timeout_s, 60.0);
+        assert_eq!((toml.cpus, toml.memory_mb), (Some(2.0), Some(1024)));
+        assert_eq!(toml.metadata["difficulty"], "easy");
+        assert_eq!(toml.verifier_env, vec![("MODE".into(), "it's".into())]);
+        assert_eq!(
+            test_command(&toml.verifier_env),
+            "export MODE='it'\\''s'\nbash /tests/test.sh"
+        );
+        let Ok(defaults) = TaskToml::parse("") else {
+            panic!("an empty task.toml is valid");
+        };
+        assert_eq!(defaults.verifier_timeout_s, 600.0);
+        assert_eq!(defaults.agent_timeout_s, None);
+        let bad = [
+            (
+                "[verifier]\ntimeout_sec = \"long\"",
+                "`verifier.timeout_sec` must be a number of seconds, got string",
+            ),
+            (
+                "[agent]\ntimeout_sec = -1",
+                "`agent.timeout_sec` must be a positive number",
+            ),
+            (
+                "[environment]\ngpus = 1",
+                "`environment.gpus` = 1: onebash cannot",
+            ),
+            (
+                "[environment]\ncpus = \"two\"",
+                "`environment.cpus` must be a positive number",
+            ),
+            (
+                "[environment]\nmemory_mb = 1.5",
+                "`environment.memory_mb` must be a positive integer",
+            ),
+            ("verifier = 3", "`verifier` must be a table, got integer"),
+            (
+                "[verifier]\nenv = { \"A-B\" = \"x\" }",
+                "`verifier.env.A-B` must be a string",
+            ),
+            ("[verifier\n", ""),
+        ];
+        for (text, expected) in bad {
+            match TaskToml::parse(text) {
+                Ok(_) => panic!("{text}: accepted"),
+                Err(TomlProblem::Field(m)) => assert!(m.contains(expected), "{text}: {m}"),
+                Err(TomlProblem::Syntax(m)) => assert!(expected.is_empty(), "{text}: {m}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_oracle_writes_the_solution_then_runs_it() {
+        let harbor = HarborTask {
+            dir: PathBuf::from("/t"),
+            context: None,
+            build_timeout: Duration::from_secs(1),
+            tests: PathBuf::from("/t/tests"),
+            verifier_env: Vec::new(),
+            agent_timeout_s: None,
+            cpus: None,
+            memory_mb: None,
+            solution: vec![
+                ("solve.sh".into(), "echo hi > /app/out\n".into(), true),
+                (
+                    "lib/x.txt".into(),
+                    "ONEBASH_SOLUTION\nno newline".into(),
+                    false,
+                ),
+            ],
+        };
+        let Some(script) = oracle_command(&harbor) else {
+            panic!("a solution");
+        };
+        assert!(script.starts_with("rm -rf /solution && mkdir -p /solution\n"));
+        assert!(script.contains("cat > '/solution/solve.sh' <<'ONEBASH_SOLUTION'\necho hi > /app/out\nONEBASH_SOLUTION\nchmod +x '/solution/solve.sh'\n"));
+        assert!(
+            script.contains(
+                "<<'ONEBASH_SOLUTION_'\nONEBASH_SOLUTION\nno newline\nONEBASH_SOLUTION_\n"
+            )
+        );
+        assert!(script.ends_with("bash /solution/solve.sh"));
+        let none = HarborTask {
+            solution: Vec::new(),
+            ..harbor
+        };
+        assert_eq!(oracle_command(&none), None);
+    }
+
+    #[test]
+    fn equal_environments_hash_alike_and_a_change_shows() {
+        let a = tempfile::tempdir().expect("tempdir");
+        let b = tempfile::tempdir().expect("tempdir");
+        for dir in [a.path(), b.path()] {
+            std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
+            std::fs::write(dir.join("Dockerfile"), "FROM x\n").expect("write");
+            std::fs::write(dir.join("sub/f"), "1").expect("write");
+        }
+        let hash = |dir: &Path| hash_tree(dir).map_err(|e| e.to_string());
+        assert_eq!(hash(a.path()), hash(b.path()));
+        std::fs::write(b.path().join("sub/f"), "2").expect("write");
+        assert_ne!(hash(a.path()), hash(b.path()));
+    }
+}

@@ -1,0 +1,353 @@
+//! Harbor task folders (`task.toml`, `instruction.md`,
+//! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`),
+//! written here from Harbor's documentation, run end to end under podman:
+//! the image built from `environment/` (FROM the local test image, so no
+//! network), the oracle running `solve.sh`, the verifier's reward deciding.
+//! Skipped when podman or the test image is missing, as tests/it/container.rs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::harness::{Fixture, RunOutput, onebash};
+
+use crate::container::{IMAGE, podman_ready};
+
+/// Writes one task folder: `files` are (relative path, content); `.sh`
+/// files are made executable.
+fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = root.join(name);
+    for (relative, content) in files {
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write");
+        if relative.ends_with(".sh") {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+    }
+    dir
+}
+
+/// `onebash run PATH -o OUT ARGS`, without the JSONL fixtures' patch check
+/// (a Harbor task has no repo: its patch.diff is empty).
+fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> RunOutput {
+    let out = fixture.path(out);
+    let output = onebash()
+        .arg("run")
+        .arg(path)
+        .arg("-o")
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(fixture.path("cache"))
+        .args(args)
+        .output()
+        .expect("run onebash");
+    RunOutput {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        out,
+    }
+}
+
+const TASK_TOML: &str = r#"version = "1.0"
+
+[metadata]
+author_name = "onebash tests"
+difficulty = "easy"
+category = "file-operations"
+tags = ["trivial"]
+
+[verifier]
+timeout_sec = 120.0
+env = { EXPECTED = "seed from the image" }
+
+[agent]
+timeout_sec = 300.0
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 1
+memory_mb = 1024
+storage_mb = 10240
+"#;
+
+/// A folder of three tasks sharing one environment (one image, built
+/// once), after one whose Dockerfile fails: `a-broken` (setup_error),
+/// `copy-seed` (reward 1 or 0) and `half-credit` (reward 0.5 always).
+fn three_tasks(root: &Path, nonce: &str) {
+    let dockerfile = format!(
+        "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\n"
+    );
+    task_folder(
+        root,
+        "a-broken",
+        &[
+            ("task.toml", TASK_TOML),
+            ("instruction.md", "Anything.\n"),
+            (
+                "environment/Dockerfile",
+                &format!("FROM {IMAGE}\nRUN echo the build breaks here && exit 3\n"),
+            ),
+            ("tests/test.sh", "echo 1 > /logs/verifier/reward.txt\n"),
+            ("solution/solve.sh", "true\n"),
+        ],
+    );
+    task_folder(
+        root,
+        "copy-seed",
+        &[
+            ("task.toml", TASK_TOML),
+            (
+                "instruction.md",
+                "Copy the first line of /app/seed.txt to /app/out.txt.\n",
+            ),
+            ("environment/Dockerfile", &dockerfile),
+            // test.sh runs in the image's WORKDIR with /tests and the
+            // verifier's env, and its helper file copied beside it; it
+            // also sees a file the agent wrote outside the WORKDIR, as
+            // the verifier runs in the agent's container.
+            (
+                "tests/test.sh",
+                "#!/bin/bash\necho \"verifier in $(pwd)\"\ncd /app || exit 1\nif [ \"$(pwd)\" = /app ] && [ \"$(cat out.txt)\" = \"$EXPECTED\" ] && grep -qx 'seed from the image' /tests/expected.txt && [ -e /var/tmp/oracle-was-here ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n",
+            ),
+            ("tests/expected.txt", "seed from the image\n"),
+            (
+                "solution/solve.sh",
+                "#!/bin/bash\nset -e\nhead -n 1 seed.txt > /app/out.txt\ntouch /var/tmp/oracle-was-here\nsource /solution/lib/helper.sh\n",
+            ),
+            ("solution/lib/helper.sh", "echo helper sourced\n"),
+        ],
+    );
+    task_folder(
+        root,
+        "half-credit",
+        &[
+            ("task.toml", TASK_TOML),
+            ("instruction.md", "Do half of it.\n"),
+            ("environment/Dockerfile", &dockerfile),
+            (
+                "tests/test.sh",
+                "#!/bin/bash\necho '{\"reward\": 0.5}' > /logs/verifier/reward.json\nexit 1\n",
+            ),
+            ("solution/solve.sh", "#!/bin/bash\ntrue\n"),
+        ],
+    );
+}
+
+/// The oracle passes and noop fails, the reward decides (0.5 is recorded
+/// and fails), a broken Dockerfile is a setup_error row and the next task
+/// still runs, the image is tagged by its environment's content and a
+/// rerun reuses it, and nothing is left running.
+#[test]
+fn harbor_task_folders_run_end_to_end_in_podman() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let root = fixture.path("harbor");
+    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    three_tasks(&root, &nonce);
+    let podman = ["--env", "podman", "--pull", "never"];
+
+    let mut args = vec!["--model", "oracle"];
+    args.extend(podman);
+    let oracle = run(&fixture, &root, "oracle", &args);
+    let built: Vec<&str> = oracle
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("building localhost/onebash-harbor:env-"))
+        .collect();
+    let image = oracle.trajectory("copy-seed")[0]["task"]["image"]
+        .as_str()
+        .expect("image")
+        .to_owned();
+    let cleanup = ImageCleanup(image.clone());
+    assert_eq!(oracle.code, 1, "a task errored:\n{}", oracle.stderr);
+    let broken = oracle.row("a-broken");
+    assert_eq!(broken["status"], "error", "{broken:?}");
+    assert_eq!(broken["exit_reason"], "setup_error", "{broken:?}");
+    assert!(
+        broken["error"].contains("failed to build the image")
+            && broken["error"].contains("the build breaks here"),
+        "{broken:?}"
+    );
+    let passed = oracle.row("copy-seed");
+    assert_eq!(passed["status"], "passed", "{passed:?}\n{}", oracle.stderr);
+    assert_eq!(passed["reward"], "1.0", "{passed:?}");
+    let half = oracle.row("half-credit");
+    assert_eq!(half["status"], "failed", "{half:?}");
+    assert_eq!(half["reward"], "0.5", "{half:?}");
+    assert_eq!(half["test_exit_code"], "1", "{half:?}");
+    // Both good tasks share one environment: one image, built once, and
+    // a build's output is on stderr.
+    assert_eq!(
+        oracle.trajectory("half-credit")[0]["task"]["image"],
+        image.as_str()
+    );
+    assert_eq!(built.len(), 2, "{}", oracle.stderr);
+    assert!(built.iter().any(|l| l.contains(&image)), "{built:?}");
+    // task.toml's timeouts are the task's own.
+    let settings = &oracle.trajectory("copy-seed")[0]["settings"];
+    assert_eq!(settings["task_timeout_s"], 300.0, "{settings}");
+    assert_eq!(settings["test_timeout_s"], 120.0, "{settings}");
+    let log =
+        std::fs::read_to_string(oracle.task_dir("copy-seed").join("test.log")).expect("test.log");
+    assert!(log.contains("verifier in /app"), "{log}");
+
+    let mut args = vec!["--model", "noop"];
+    args.extend(podman);
+    let noop = run(&fixture, &root, "noop", &args);
+    let failed = noop.row("copy-seed");
+    assert_eq!(failed["status"], "failed", "{failed:?}\n{}", noop.stderr);
+    assert_eq!(failed["reward"], "0.0", "{failed:?}");
+    assert!(
+        !noop.stderr.contains(&format!("building {image}")),
+        "the image was built again:\n{}",
+        noop.stderr
+    );
+    assert!(
+        noop.stderr
+            .contains("building localhost/onebash-harbor:env-"),
+        "the broken one is tried again:\n{}",
+        noop.stderr
+    );
+    for task in ["copy-seed", "half-credit"] {
+        let left = Command::new("podman")
+            .args([
+                "ps",
+                "-a",
+                "-q",
+                "--filter",
+                &format!("label=onebash.task={task}"),
+            ])
+            .output()
+            .expect("podman ps");
+        assert!(
+            left.stdout.trim_ascii().is_empty(),
+            "a container of {task} was left"
+        );
+    }
+    drop(cleanup);
+}
+
+/// Removes the test's image at the end, whatever happened.
+struct ImageCleanup(String);
+
+impl Drop for ImageCleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("podman")
+            .args(["rmi", "-f", &self.0])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A malformed task.toml stops the run before any task (exit 2) with the
+/// file and the field named; a folder holding no task says so.
+#[test]
+fn harbor_a_malformed_task_toml_names_the_file_and_the_field() {
+    let fixture = Fixture::new();
+    let root = fixture.path("bad");
+    let files = |toml: &'static str| {
+        [
+            ("task.toml", toml),
+            ("instruction.md", "x\n"),
+            ("environment/Dockerfile", "FROM scratch\n"),
+            ("tests/test.sh", "true\n"),
+        ]
+    };
+    task_folder(&root, "good", &files(TASK_TOML));
+    task_folder(
+        &root,
+        "slow",
+        &files("[verifier]\ntimeout_sec = \"two minutes\"\n"),
+    );
+    task_folder(&root, "broken-toml", &files("[agent\ntimeout_sec = 1\n"));
+    task_folder(
+        &root,
+        "composed",
+        &[
+            ("task.toml", TASK_TOML),
+            ("instruction.md", "x\n"),
+            ("environment/Dockerfile", "FROM scratch\n"),
+            ("environment/docker-compose.yaml", "services: {}\n"),
+            ("tests/test.sh", "true\n"),
+        ],
+    );
+    task_folder(&root, "no-tests", &files(TASK_TOML)[..3]);
+    let run = run(&fixture, &root, "out", &["--model", "noop"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    // Each bad folder is named with what is wrong in it.
+    let path = |rel: &str| root.join(rel).display().to_string();
+    for expected in [
+        format!(
+            "{}: `verifier.timeout_sec` must be a number of seconds, got string",
+            path("slow/task.toml")
+        ),
+        format!("{}: not valid TOML", path("broken-toml/task.toml")),
+        format!(
+            "{}: environment/docker-compose.yaml: tasks of several containers are not supported",
+            path("composed")
+        ),
+        format!("{}: cannot be read", path("no-tests/tests/test.sh")),
+    ] {
+        assert!(run.stderr.contains(&expected), "{expected}\n{}", run.stderr);
+    }
+    assert!(!run.out.join("results.csv").exists());
+
+    let empty = fixture.path("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let run2 = run_empty(&fixture, &empty);
+    assert_eq!(run2.code, 2, "{}", run2.stderr);
+    assert!(
+        run2.stderr.contains("holds no task folder"),
+        "{}",
+        run2.stderr
+    );
+}
+
+fn run_empty(fixture: &Fixture, path: &Path) -> RunOutput {
+    run(fixture, path, "out-empty", &["--model", "noop"])
+}
+
+/// Harbor tasks need an engine to build their image: on the host the run
+/// is refused before any task, with a hint.
+#[test]
+fn harbor_tasks_are_refused_on_the_host() {
+    let fixture = Fixture::new();
+    let root = fixture.path("one");
+    task_folder(
+        &root,
+        "only",
+        &[
+            ("task.toml", TASK_TOML),
+            ("instruction.md", "x\n"),
+            ("environment/Dockerfile", "FROM scratch\n"),
+            ("tests/test.sh", "true\n"),
+        ],
+    );
+    // The folder of one task, given directly.
+    let run = run(&fixture, &root.join("only"), "out", &["--model", "noop"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("Harbor tasks (such as only) run in the image")
+            && run.stderr.contains("hint: run with --env podman"),
+        "{}",
+        run.stderr
+    );
+    let oracle = self::run(
+        &fixture,
+        &root.join("only"),
+        "out2",
+        &["--model", "oracle", "--env", "podman"],
+    );
+    assert_eq!(oracle.code, 2, "{}", oracle.stderr);
+    assert!(
+        oracle.stderr.contains("a solution/solve.sh"),
+        "{}",
+        oracle.stderr
+    );
+}
