@@ -68,6 +68,20 @@ pub struct ResultRow {
     /// from a results.csv written before the column existed.
     #[serde(default)]
     pub history_probes: Option<u32>,
+    /// Output tokens spent reasoning, part of `completion_tokens`, where
+    /// the API counts them apart (OpenAI; Anthropic bills thinking as
+    /// output without a count). 0 in rows from before the column.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// Input tokens read from the provider's prompt cache, part of
+    /// `prompt_tokens`.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic), part of
+    /// `prompt_tokens`: they cost more than plain input, so the cost is
+    /// not known from the reads alone.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl ResultRow {
@@ -104,6 +118,9 @@ impl ResultRow {
             retry_wait_seconds: 0.0,
             replay_divergences: 0,
             history_probes: Some(0),
+            reasoning_tokens: 0,
+            cached_input_tokens: 0,
+            cache_write_tokens: 0,
         }
     }
 }
@@ -431,6 +448,9 @@ pub const COLUMNS: &[&str] = &[
     "retry_wait_seconds",
     "replay_divergences",
     "history_probes",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
 ];
 
 #[cfg(test)]
@@ -498,7 +518,7 @@ mod tests {
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0"
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0,0,0,0"
         );
     }
 
@@ -529,14 +549,15 @@ mod tests {
         assert!(error.starts_with("failed to write /dev/full: "), "{error}");
     }
 
-    /// A results.csv from before `history_probes` (and `replay_divergences`)
-    /// reads: the missing columns are empty, and the header is reported
-    /// as not current, so a resume rewrites the file before appending.
+    /// A results.csv from before `history_probes` (and `replay_divergences`,
+    /// and the token columns after them) reads: the missing columns are
+    /// empty, and the header is reported as not current, so a resume
+    /// rewrites the file before appending.
     #[test]
     fn an_older_header_reads_with_the_new_columns_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("results.csv");
-        let header = &COLUMNS[..COLUMNS.len() - 2];
+        let header = &COLUMNS[..COLUMNS.len() - 5];
         let text = format!(
             "{}\nt1,1,m,p@1,passed,completed,true,2,1,10,5,15,,1.0,0.5,2.0,0,,0,0.0\n",
             header.join(",")
@@ -553,9 +574,12 @@ mod tests {
         assert_eq!(read.rows[0].history_probes, None);
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(
-            text.lines().nth(1).is_some_and(|l| l.ends_with(",0,")),
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with(",0,,0,0,0")),
             "{text}"
         );
+        assert_eq!(read.rows[0].cached_input_tokens, 0);
     }
 
     #[test]

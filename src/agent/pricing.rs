@@ -4,7 +4,7 @@
 //! writes priced apart where the usage reports them, and what the same
 //! usage would have cost without a cache.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::types::Usage;
 
@@ -15,7 +15,7 @@ use crate::agent::types::Usage;
 pub const PRICES_TAKEN: &str = "2026-11-30";
 
 /// USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Price {
     pub input: f64,
     pub output: f64,

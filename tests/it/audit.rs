@@ -81,7 +81,7 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
         header
             .lines()
             .next()
-            .is_some_and(|h| h.ends_with(",replay_divergences,history_probes")),
+            .is_some_and(|h| h.contains(",replay_divergences,history_probes,")),
         "{header}"
     );
     for (id, status, probes) in [
@@ -195,14 +195,17 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
     }
 }
 
-/// Drops the `history_probes` column from a results.csv, as an onebash
-/// from before it would have written the file.
+/// Drops the `history_probes` column (and the columns added after it)
+/// from a results.csv, as an onebash from before it would have written the
+/// file.
 fn strip_last_column(csv_path: &Path) {
     let mut reader = csv::Reader::from_path(csv_path).expect("read csv");
     let header = reader.headers().expect("header").clone();
-    assert_eq!(header.iter().next_back(), Some("history_probes"));
+    let keep = header
+        .iter()
+        .position(|name| name == "history_probes")
+        .expect("a history_probes column");
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let keep = header.len() - 1;
     writer
         .write_record(header.iter().take(keep))
         .expect("header");
