@@ -259,9 +259,8 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
     assert_eq!(server.requests().len(), requests, "nothing ran again");
     let text = std::fs::read_to_string(&csv_path).expect("csv");
     assert!(
-        text.lines()
-            .next()
-            .is_some_and(|h| h.ends_with(",history_probes")),
+        text.lines().next().is_some_and(|h| h
+            .ends_with(",history_probes,reasoning_tokens,cached_input_tokens,cache_write_tokens")),
         "{text}"
     );
     let rows = resumed.rows();
