@@ -702,7 +702,7 @@ fn check_thinking(args: &RunArgs) -> Result<(), ConfigError> {
     }
     let max_output = args
         .max_output_tokens
-        .unwrap_or(crate::agent::anthropic::DEFAULT_MAX_OUTPUT_TOKENS);
+        .unwrap_or(ANTHROPIC_MAX_OUTPUT_TOKENS);
     if budget >= max_output && !args.interleaved_thinking {
         return usage(format!(
             "--thinking-budget {budget} must be below the output limit of {max_output} tokens\nhint: raise --max-output-tokens, or add --interleaved-thinking, where the budget spans the whole turn"
@@ -720,6 +720,10 @@ fn check_thinking(args: &RunArgs) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// `max_tokens` of an Anthropic request when `--max-output-tokens` is not
+/// given (the Messages API requires one).
+pub const ANTHROPIC_MAX_OUTPUT_TOKENS: u64 = 8192;
 
 /// The Messages API's smallest thinking budget.
 pub const MIN_THINKING_BUDGET: u64 = 1024;

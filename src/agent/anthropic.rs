@@ -21,8 +21,9 @@ pub const MAX_CACHE_BREAKPOINTS: usize = 4;
 /// the previous request wrote (mini-swe-agent and SWE-agent do the same).
 const ROLLING_BREAKPOINTS: usize = 2;
 /// The Messages API requires `max_tokens`; this is used when
-/// `--max-output-tokens` is not given.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
+/// `--max-output-tokens` is not given. (config.rs owns it: it checks the
+/// thinking budget against it, and may not depend on this file.)
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = crate::config::ANTHROPIC_MAX_OUTPUT_TOKENS;
 
 pub struct AnthropicClient {
     http: reqwest::Client,
