@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
 #                   built from git revision $BENCH_BASELINE (default 061c8e7,
@@ -96,12 +96,20 @@
 #             from the shell (its median). Per task: the time outside
 #             model calls and commands (container start, the fresh test
 #             container, teardown) against bwrap's; and onebash's peak RSS.
+# caching     Anthropic prompt caching: one task of 30 turns (10 with
+#             BENCH_QUICK=1), each a `bash` call printing ~1 KB, against a
+#             server that bills like Anthropic (scripts/bench_anthropic_server.py:
+#             a cache write at 1.25x input, a read at 0.1x, a read only for
+#             a prefix an earlier request wrote), priced at
+#             claude-sonnet-4-5's list price; the cost from results.csv
+#             with caching (the default) and with --no-prompt-cache, and
+#             their ratio.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -112,6 +120,7 @@ if [ "$quick" = 1 ]; then
     late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
     ct_tasks=2 ct_turns=5 ct_execs=10
+    cache_turns=10
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
@@ -120,6 +129,7 @@ else
     late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
     ct_tasks=4 ct_turns=20 ct_execs=40
+    cache_turns=30
 fi
 
 mkdir -p "${BENCH_DIR:=$root/target}"
@@ -193,6 +203,10 @@ def spread_tasks(path, revs, n, repo):
 
 def agent_seconds(run):
     print(next(csv.DictReader(open(os.path.join(run, "results.csv"))))["agent_seconds"])
+
+def cost(run):
+    r = next(csv.DictReader(open(os.path.join(run, "results.csv"))))
+    print(r["cost_usd"], r["prompt_tokens"], r["cached_input_tokens"], r["cache_write_tokens"], r["status"])
 
 def rows(run):
     rs = list(csv.DictReader(open(os.path.join(run, "results.csv"))))
@@ -794,6 +808,46 @@ section_containers() {
     fig "containers: podman command / bwrap command" "$(calc "round($p_cmd / $b_cmd, 1)")x" "-" ""
     fig "containers: s per task outside commands, podman" "$(calc "round($p_out, 2)")" "-" "bwrap $(calc "round($b_out, 2)")"
     fig "containers: peak RSS MiB, podman" "$(calc "round($p_rss / 2**20, 1)")" "-" "bwrap $(calc "round($b_rss / 2**20, 1)")"
+}
+
+section_caching() {
+    local dir=$work/caching command="seq 1000 1250"
+    mkdir -p "$dir"
+    tools tasks "$dir/tasks.jsonl" 1 "$work/repo" "$sha" cache
+    echo "1 task x $cache_turns turns of \`$command\` (~1 KB each) against a server that bills like Anthropic; claude-sonnet-4-5's list price"
+    rm -f "$work/port"
+    python3 scripts/bench_anthropic_server.py "$cache_turns" "$command" "$work/port" &
+    server=$!
+    echo "$server" >> "$work/servers"
+    while [ ! -s "$work/port" ]; do sleep 0.05; done
+    port=$(cat "$work/port")
+    # run OUT [ARGS]: sets $cost $prompt $read $written.
+    run() {
+        local out=$1 status
+        shift
+        if ! "$bin" run "$dir/tasks.jsonl" --provider anthropic --model claude-sonnet-4-5 \
+            --base-url "http://127.0.0.1:$port" --max-turns $((cache_turns + 1)) --sandbox none \
+            -o "$out" --cache-dir "$work/cache" "$@" > /dev/null 2> "$out.log"; then
+            echo "onebash run failed; the end of its log:" >&2
+            tail -5 "$out.log" >&2
+            return 1
+        fi
+        read -r cost prompt read written status < <(tools cost "$out")
+        [ "$status" = passed ] || { echo "the task did not pass: see $out/results.csv" >&2; return 1; }
+    }
+    run "$dir/cached"
+    local c_cost=$cost c_read=$read c_written=$written
+    run "$dir/plain" --no-prompt-cache
+    local p_cost=$cost
+    kill -TERM "$server"
+    wait "$server" 2>/dev/null || true
+    sed -i "/^$server\$/d" "$work/servers"
+    local ratio
+    ratio=$(calc "round($c_cost / $p_cost, 3)")
+    printf '  %d input tokens in all; with caching %d read from the cache and %d written\n' "$prompt" "$c_read" "$c_written"
+    printf '  cost with caching %.6f USD, without %.6f USD: %.3f of the cost (%.1fx cheaper)\n' \
+        "$c_cost" "$p_cost" "$ratio" "$(calc "$p_cost / $c_cost")"
+    fig "caching: cost with / without, $cache_turns turns" "$ratio" "-" "$c_cost vs $p_cost USD"
 }
 
 # The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one

@@ -267,12 +267,24 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "EFFORT")]
     pub reasoning_effort: Option<ReasoningEffort>,
 
+    /// Anthropic: send no prompt-cache breakpoints (by default the system prompt and the two newest user turns are marked for the 5-minute cache).
+    #[arg(long)]
+    pub no_prompt_cache: bool,
+
+    /// Anthropic: extended thinking with this budget of thinking tokens per answer (at least 1024, below --max-output-tokens unless --interleaved-thinking). Not with --temperature.
+    #[arg(long, value_name = "TOKENS")]
+    pub thinking_budget: Option<u64>,
+
+    /// Anthropic: interleaved thinking between tool calls (the interleaved-thinking-2025-05-14 beta, Claude 4 models); the budget may then exceed --max-output-tokens. Needs --thinking-budget.
+    #[arg(long)]
+    pub interleaved_thinking: bool,
+
     /// Extra request field, passed as-is: KEY=JSON (a value that is not JSON is sent as a string). Repeatable.
     #[arg(long = "model-arg", value_name = "KEY=JSON")]
     pub model_args: Vec<String>,
 
-    /// Price in USD per million tokens, INPUT,OUTPUT: sets or overrides the built-in table.
-    #[arg(long, value_name = "IN,OUT")]
+    /// Price in USD per million tokens, INPUT,OUTPUT or INPUT,OUTPUT,CACHE_READ,CACHE_WRITE: sets or overrides the built-in table (with two numbers, cached input costs as much as input).
+    #[arg(long, value_name = "IN,OUT[,READ,WRITE]")]
     pub price: Option<String>,
 
     /// USD per task; no new model call once reached. Needs a known price.

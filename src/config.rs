@@ -174,6 +174,15 @@ pub struct RequestSettings {
     pub extra: serde_json::Map<String, serde_json::Value>,
     #[serde(serialize_with = "seconds")]
     pub request_timeout: Duration,
+    /// Anthropic: prompt-cache breakpoints in each request (on unless
+    /// `--no-prompt-cache`).
+    pub prompt_cache: bool,
+    /// Anthropic: `--thinking-budget`, extended thinking's budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u64>,
+    /// Anthropic: `--interleaved-thinking`, the beta header sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interleaved_thinking: bool,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -229,6 +238,21 @@ impl RunConfig {
         // only when given, so run folders from before it was keep resuming.
         // (`--repo-base` is not: it says where a commit comes from, and a
         // full sha pins what it holds.)
+        // Thinking changes what the model answers; it is there only when
+        // asked for, so runs from before the flag keep resuming. (Prompt
+        // caching changes only the bill.)
+        if let ModelChoice::Api(api) = &self.model
+            && let Some(budget) = api.request.thinking_budget
+            && let Some(request) = fingerprint
+                .get_mut("request")
+                .and_then(serde_json::Value::as_object_mut)
+        {
+            request.insert("thinking_budget".to_owned(), serde_json::json!(budget));
+            request.insert(
+                "interleaved_thinking".to_owned(),
+                serde_json::json!(api.request.interleaved_thinking),
+            );
+        }
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
             fields.insert("test_command".to_owned(), serde_json::json!(template));
         }
@@ -650,7 +674,11 @@ fn model_choice(
         reasoning_effort: args.reasoning_effort,
         extra: parse_model_args(&args.model_args)?,
         request_timeout: args.request_timeout,
+        prompt_cache: !args.no_prompt_cache,
+        thinking_budget: args.thinking_budget,
+        interleaved_thinking: args.interleaved_thinking,
     };
+    check_thinking(args)?;
     if args.provider == Provider::Anthropic && args.seed.is_some() {
         warnings.push("--seed is not sent: the Anthropic Messages API has no seed".to_owned());
     }
@@ -693,6 +721,59 @@ fn model_choice(
         price_source,
     })))
 }
+
+/// The Messages API's rules for extended thinking, checked before any
+/// task so that a run does not end every task on the same 400: a budget of
+/// at least 1024 tokens, below `max_tokens` unless thinking is interleaved
+/// (then the budget spans the whole turn), and no `temperature` (nor a
+/// `top_p` below 0.95) beside it.
+fn check_thinking(args: &RunArgs) -> Result<(), ConfigError> {
+    let usage = |message: String| Err(ConfigError::Usage(message));
+    let Some(budget) = args.thinking_budget else {
+        if args.interleaved_thinking {
+            return usage(
+                "--interleaved-thinking needs --thinking-budget\nhint: add --thinking-budget 4096, say".to_owned(),
+            );
+        }
+        return Ok(());
+    };
+    if args.provider != Provider::Anthropic {
+        return usage(
+            "--thinking-budget is for --provider anthropic\nhint: for other servers pass their own field with --model-arg".to_owned(),
+        );
+    }
+    if budget < MIN_THINKING_BUDGET {
+        return usage(format!(
+            "--thinking-budget {budget} is below the API's minimum of {MIN_THINKING_BUDGET} tokens"
+        ));
+    }
+    let max_output = args
+        .max_output_tokens
+        .unwrap_or(ANTHROPIC_MAX_OUTPUT_TOKENS);
+    if budget >= max_output && !args.interleaved_thinking {
+        return usage(format!(
+            "--thinking-budget {budget} must be below the output limit of {max_output} tokens\nhint: raise --max-output-tokens, or add --interleaved-thinking, where the budget spans the whole turn"
+        ));
+    }
+    if args.temperature.is_some() {
+        return usage(
+            "--temperature cannot be sent with extended thinking (the API refuses it)\nhint: drop --temperature, or --thinking-budget".to_owned(),
+        );
+    }
+    if args.top_p.is_some_and(|p| p < 0.95) {
+        return usage(
+            "--top-p below 0.95 cannot be sent with extended thinking (the API refuses it)\nhint: drop --top-p, or --thinking-budget".to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// `max_tokens` of an Anthropic request when `--max-output-tokens` is not
+/// given (the Messages API requires one).
+pub const ANTHROPIC_MAX_OUTPUT_TOKENS: u64 = 8192;
+
+/// The Messages API's smallest thinking budget.
+pub const MIN_THINKING_BUDGET: u64 = 1024;
 
 /// `--model-arg KEY=JSON`, each into the request body as given.
 fn parse_model_args(
@@ -1034,6 +1115,62 @@ mod tests {
             }
             assert!(!out.exists(), "{mode}: the run folder was made");
         }
+    }
+
+    /// The API's rules for extended thinking are checked before any task:
+    /// each broken combination is a usage error with its own words.
+    #[test]
+    fn thinking_flags_follow_the_api_rules() {
+        let tasks = PathBuf::from("/nonexistent/tasks.jsonl");
+        let check = |extra: &[&str]| {
+            let mut args = vec!["--provider", "anthropic", "--model", "claude-x"];
+            args.extend_from_slice(extra);
+            check_thinking(&run_args(&tasks, &args)).map_err(|err| err.to_string())
+        };
+        assert!(check(&[]).is_ok());
+        assert!(check(&["--thinking-budget", "4096"]).is_ok());
+        assert!(check(&["--thinking-budget", "1024", "--top-p", "0.95"]).is_ok());
+        assert!(
+            check(&[
+                "--thinking-budget",
+                "20000",
+                "--max-output-tokens",
+                "8000",
+                "--interleaved-thinking"
+            ])
+            .is_ok()
+        );
+        for (extra, words) in [
+            (
+                &["--thinking-budget", "1023"][..],
+                "below the API's minimum",
+            ),
+            (
+                &["--thinking-budget", "8192"][..],
+                "must be below the output limit of 8192",
+            ),
+            (
+                &["--thinking-budget", "2000", "--temperature", "0"][..],
+                "--temperature cannot be sent",
+            ),
+            (
+                &["--thinking-budget", "2000", "--top-p", "0.5"][..],
+                "--top-p below 0.95",
+            ),
+            (&["--interleaved-thinking"][..], "needs --thinking-budget"),
+        ] {
+            let err = check(extra).expect_err(&format!("{extra:?}"));
+            assert!(err.contains(words), "{extra:?}: {err}");
+        }
+        let openai = check_thinking(&run_args(
+            &tasks,
+            &["--model", "gpt-x", "--thinking-budget", "2048"],
+        ))
+        .expect_err("openai");
+        assert!(
+            openai.to_string().contains("--provider anthropic"),
+            "{openai}"
+        );
     }
 
     #[test]

@@ -72,6 +72,20 @@ pub struct ResultRow {
     /// are kept as they are); empty for other tasks.
     #[serde(default)]
     pub reward: Option<f64>,
+    /// Output tokens spent reasoning, part of `completion_tokens`, where
+    /// the API counts them apart (OpenAI; Anthropic bills thinking as
+    /// output without a count). 0 in rows from before the column.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// Input tokens read from the provider's prompt cache, part of
+    /// `prompt_tokens`.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic), part of
+    /// `prompt_tokens`: they cost more than plain input, so the cost is
+    /// not known from the reads alone.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl ResultRow {
@@ -109,6 +123,9 @@ impl ResultRow {
             replay_divergences: 0,
             history_probes: Some(0),
             reward: None,
+            reasoning_tokens: 0,
+            cached_input_tokens: 0,
+            cache_write_tokens: 0,
         }
     }
 }
@@ -437,6 +454,9 @@ pub const COLUMNS: &[&str] = &[
     "replay_divergences",
     "history_probes",
     "reward",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
 ];
 
 #[cfg(test)]
@@ -504,7 +524,7 @@ mod tests {
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0,"
+            "t1,1,m,default@abc,error,checkout_error,false,0,0,0,0,0,,0.0,,1.25,,\"failed to fetch x: \"\"quoted\"\", comma\",2,1.5,0,0,,0,0,0"
         );
     }
 
@@ -535,14 +555,15 @@ mod tests {
         assert!(error.starts_with("failed to write /dev/full: "), "{error}");
     }
 
-    /// A results.csv from before `history_probes` (and `replay_divergences`)
-    /// reads: the missing columns are empty, and the header is reported
-    /// as not current, so a resume rewrites the file before appending.
+    /// A results.csv from before `history_probes` (and `replay_divergences`,
+    /// and the token columns after them) reads: the missing columns are
+    /// empty, and the header is reported as not current, so a resume
+    /// rewrites the file before appending.
     #[test]
     fn an_older_header_reads_with_the_new_columns_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("results.csv");
-        let header = &COLUMNS[..COLUMNS.len() - 3];
+        let header = &COLUMNS[..COLUMNS.len() - 6];
         let text = format!(
             "{}\nt1,1,m,p@1,passed,completed,true,2,1,10,5,15,,1.0,0.5,2.0,0,,0,0.0\n",
             header.join(",")
@@ -559,9 +580,12 @@ mod tests {
         assert_eq!(read.rows[0].history_probes, None);
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(
-            text.lines().nth(1).is_some_and(|l| l.ends_with(",0,,")),
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with(",0,,,0,0,0")),
             "{text}"
         );
+        assert_eq!(read.rows[0].cached_input_tokens, 0);
     }
 
     #[test]

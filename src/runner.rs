@@ -568,6 +568,9 @@ impl TaskRun<'_> {
         row.prompt_tokens = agent.usage.prompt_tokens;
         row.completion_tokens = agent.usage.completion_tokens;
         row.total_tokens = agent.usage.total_tokens;
+        row.reasoning_tokens = agent.usage.reasoning_tokens;
+        row.cached_input_tokens = agent.usage.cached_tokens;
+        row.cache_write_tokens = agent.usage.cache_write_tokens;
         row.cost_usd = agent.cost_usd.map(|cost| (cost * 1e6).round() / 1e6);
         row.model_retries = agent.retries;
         row.retry_wait_seconds = round_seconds(agent.retry_wait.as_secs_f64());

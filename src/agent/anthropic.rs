@@ -11,9 +11,19 @@ use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
 use crate::config::RequestSettings;
 
 const API_VERSION: &str = "2023-06-01";
+/// The beta that lets Claude 4 models think between tool calls
+/// (`--interleaved-thinking`).
+pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+/// The most `cache_control` breakpoints the API takes in one request.
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
+/// How many of the newest user messages carry a breakpoint: the newest
+/// writes the conversation so far to the cache, the one before reads what
+/// the previous request wrote (mini-swe-agent and SWE-agent do the same).
+const ROLLING_BREAKPOINTS: usize = 2;
 /// The Messages API requires `max_tokens`; this is used when
-/// `--max-output-tokens` is not given.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
+/// `--max-output-tokens` is not given. (config.rs owns it: it checks the
+/// thinking budget against it, and may not depend on this file.)
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = crate::config::ANTHROPIC_MAX_OUTPUT_TOKENS;
 
 pub struct AnthropicClient {
     http: reqwest::Client,
@@ -78,6 +88,12 @@ impl AnthropicClient {
             json!(s.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS)),
         );
         body.insert("tools".into(), json!([bash_tool()]));
+        if let Some(budget) = s.thinking_budget {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
+        }
         if let Some(t) = s.temperature {
             body.insert("temperature".into(), json!(t));
         }
@@ -118,13 +134,20 @@ impl AnthropicClient {
         messages: &[Value],
     ) -> Result<ModelReply, ModelError> {
         let mut body = self.body_template();
-        body.insert("system".into(), json!(system));
-        body.insert("messages".into(), json!(messages));
+        if self.settings.prompt_cache {
+            add_cache_breakpoints(&mut body, system, messages);
+        } else {
+            body.insert("system".into(), json!(system));
+            body.insert("messages".into(), json!(messages));
+        }
         let mut request = self
             .http
             .post(&self.url)
             .header("anthropic-version", API_VERSION)
             .json(&body);
+        if self.settings.interleaved_thinking {
+            request = request.header("anthropic-beta", INTERLEAVED_THINKING_BETA);
+        }
         if let Some(key) = &self.api_key {
             request = request.header("x-api-key", key);
         }
@@ -139,6 +162,77 @@ impl AnthropicClient {
             .map(|(id, content)| json!({"type": "tool_result", "tool_use_id": id, "content": content}))
             .collect();
         vec![json!({"role": "user", "content": blocks})]
+    }
+}
+
+/// Puts the system prompt and the messages into `body` with prompt-cache
+/// breakpoints: one on the system prompt (the tools come before it in the
+/// cache's order, so it caches them too; on the tool itself when there is
+/// no system prompt) and one on the last block of each of the newest
+/// [`ROLLING_BREAKPOINTS`] user messages. At most three, under the API's
+/// [`MAX_CACHE_BREAKPOINTS`].
+///
+/// The markers go on copies made for this request only: the history the
+/// loop keeps (and the trajectory records) stays as the model and the
+/// tools produced it, so the markers of old requests never pile up. They
+/// go only on user messages (tool results, the task's text), never on an
+/// assistant's `thinking` block, which must come back exactly as sent.
+pub fn add_cache_breakpoints(
+    body: &mut serde_json::Map<String, Value>,
+    system: &str,
+    messages: &[Value],
+) {
+    let marker = json!({"type": "ephemeral"});
+    if system.is_empty() {
+        // The API refuses an empty text block: mark the tool instead.
+        if let Some(tool) = body
+            .get_mut("tools")
+            .and_then(Value::as_array_mut)
+            .and_then(|tools| tools.last_mut())
+            .and_then(Value::as_object_mut)
+        {
+            tool.insert("cache_control".into(), marker.clone());
+        }
+        body.insert("system".into(), json!(system));
+    } else {
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": system, "cache_control": marker}]),
+        );
+    }
+    let mut marked = messages.to_vec();
+    let newest_users: Vec<usize> = marked
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, m)| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|(index, _)| index)
+        .take(ROLLING_BREAKPOINTS)
+        .collect();
+    for index in newest_users {
+        mark_last_block(&mut marked[index], &marker);
+    }
+    body.insert("messages".into(), Value::Array(marked));
+}
+
+/// Marks the last content block of a user message; text content becomes
+/// one text block, which the API reads the same.
+fn mark_last_block(message: &mut Value, marker: &Value) {
+    let Some(content) = message.get_mut("content") else {
+        return;
+    };
+    if let Some(text) = content.as_str() {
+        if text.is_empty() {
+            return;
+        }
+        *content = json!([{"type": "text", "text": text}]);
+    }
+    if let Some(block) = content
+        .as_array_mut()
+        .and_then(|blocks| blocks.last_mut())
+        .and_then(Value::as_object_mut)
+    {
+        block.insert("cache_control".into(), marker.clone());
     }
 }
 
@@ -267,6 +361,117 @@ mod tests {
         )
         .expect("parses");
         assert!(cut.cut);
+    }
+
+    /// Every `cache_control` in a request body, as JSON pointers.
+    fn markers(value: &Value, at: String, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    if key == "cache_control" {
+                        found.push(at.clone());
+                    }
+                    markers(inner, format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => {
+                for (index, inner) in items.iter().enumerate() {
+                    markers(inner, format!("{at}/{index}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A conversation of `turns` answers, each with a signed thinking
+    /// block and a tool call, each answered by a tool result.
+    fn conversation(turns: usize) -> Vec<Value> {
+        let mut messages = vec![json!({"role": "user", "content": "Fix the bug."})];
+        for turn in 0..turns {
+            messages.push(json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": format!("step {turn}"), "signature": format!("sig{turn}")},
+                {"type": "tool_use", "id": format!("t{turn}"), "name": "bash", "input": {"command": "ls"}}
+            ]}));
+            messages.extend(AnthropicClient::tool_results(&[(
+                format!("t{turn}"),
+                format!("out {turn}"),
+            )]));
+        }
+        messages
+    }
+
+    #[test]
+    fn breakpoints_mark_the_system_prompt_and_the_two_newest_user_turns_only() {
+        for turns in [0, 1, 2, 5, 30] {
+            let messages = conversation(turns);
+            let before = messages.clone();
+            let mut body = serde_json::Map::new();
+            body.insert("tools".into(), json!([bash_tool()]));
+            add_cache_breakpoints(&mut body, "You are a coder.", &messages);
+            let body = Value::Object(body);
+            let mut found = Vec::new();
+            markers(&body, String::new(), &mut found);
+            let last = messages.len() - 1;
+            let mut expected = vec!["/system/0".to_owned()];
+            if turns == 0 {
+                expected.push("/messages/0/content/0".to_owned());
+            } else {
+                expected.push(format!("/messages/{}/content/0", last - 2));
+                expected.push(format!("/messages/{last}/content/0"));
+            }
+            expected.sort();
+            found.sort();
+            assert_eq!(found, expected, "{turns} turns");
+            assert!(found.len() <= MAX_CACHE_BREAKPOINTS);
+            // The history itself is untouched, thinking blocks included.
+            assert_eq!(messages, before);
+            for message in body["messages"].as_array().expect("messages") {
+                if message["role"] == "assistant" {
+                    let original = before.iter().find(|m| m["content"] == message["content"]);
+                    assert!(original.is_some(), "assistant content changed: {message}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn without_a_system_prompt_the_tool_carries_the_breakpoint() {
+        let mut body = serde_json::Map::new();
+        body.insert("tools".into(), json!([bash_tool()]));
+        add_cache_breakpoints(&mut body, "", &conversation(0));
+        assert_eq!(body["system"], "");
+        assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["messages"][0]["content"][0]["text"], "Fix the bug.");
+    }
+
+    fn settings(prompt_cache: bool, thinking_budget: Option<u64>) -> RequestSettings {
+        RequestSettings {
+            temperature: None,
+            top_p: None,
+            seed: None,
+            max_output_tokens: Some(16_000),
+            extra: serde_json::Map::new(),
+            request_timeout: std::time::Duration::from_secs(5),
+            prompt_cache,
+            thinking_budget,
+            interleaved_thinking: false,
+        }
+    }
+
+    #[test]
+    fn the_thinking_budget_goes_into_the_body() {
+        let client =
+            AnthropicClient::new("http://127.0.0.1:1", "m", None, settings(true, Some(4096)))
+                .expect("client");
+        let template = client.request_template();
+        assert_eq!(
+            template["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert!(template.get("temperature").is_none());
+        let client = AnthropicClient::new("http://127.0.0.1:1", "m", None, settings(false, None))
+            .expect("client");
+        assert!(client.request_template().get("thinking").is_none());
     }
 
     #[test]

@@ -1,17 +1,21 @@
 //! What model calls cost: a small built-in price table for widely used
-//! models, `--price INPUT,OUTPUT` to set or override it, and the cost of a
-//! call's usage, cached input priced apart where the usage reports it.
+//! models, `--price INPUT,OUTPUT[,CACHE_READ,CACHE_WRITE]` to set or
+//! override it, and the cost of a call's usage: cache reads and cache
+//! writes priced apart where the usage reports them, and what the same
+//! usage would have cost without a cache.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::types::Usage;
 
-/// When the built-in prices were taken from the providers' price pages.
-/// Prices change: `--price` overrides them.
-pub const PRICES_TAKEN: &str = "2025-11-15";
+/// When the built-in prices were taken from the providers' price pages
+/// (Anthropic: docs.anthropic.com/en/docs/about-claude/pricing; OpenAI:
+/// openai.com/api/pricing and the GPT-5.2 launch page). Prices change:
+/// `--price` overrides them.
+pub const PRICES_TAKEN: &str = "2026-11-30";
 
 /// USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Price {
     pub input: f64,
     pub output: f64,
@@ -54,13 +58,17 @@ impl Price {
             / 1_000_000.0
     }
 
-    /// Parses `--price INPUT,OUTPUT` (USD per million tokens).
+    /// What `usage` would have cost with no prompt cache: every input
+    /// token at the input price.
+    pub fn cost_without_cache(&self, usage: &Usage) -> f64 {
+        (usage.prompt_tokens as f64 * self.input + usage.completion_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+
+    /// Parses `--price INPUT,OUTPUT[,CACHE_READ,CACHE_WRITE]` (USD per
+    /// million tokens). With two numbers, cache reads and writes are
+    /// priced as plain input.
     pub fn parse(raw: &str) -> Result<Price, String> {
-        let (input, output) = raw.split_once(',').ok_or_else(|| {
-            format!(
-                "--price {raw:?} is not INPUT,OUTPUT (USD per million tokens, for example 2.5,10)"
-            )
-        })?;
         let number = |s: &str| -> Result<f64, String> {
             s.trim()
                 .parse::<f64>()
@@ -68,13 +76,35 @@ impl Price {
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| format!("--price {raw:?}: {s:?} is not a price"))
         };
-        Ok(Price::flat(number(input)?, number(output)?))
+        let parts: Vec<&str> = raw.split(',').collect();
+        match parts[..] {
+            [input, output] => Ok(Price::flat(number(input)?, number(output)?)),
+            [input, output, cached_input, cache_write] => Ok(Price {
+                input: number(input)?,
+                output: number(output)?,
+                cached_input: number(cached_input)?,
+                cache_write: number(cache_write)?,
+            }),
+            _ => Err(format!(
+                "--price {raw:?} is not INPUT,OUTPUT or INPUT,OUTPUT,CACHE_READ,CACHE_WRITE (USD per million tokens, for example 3,15,0.3,3.75)"
+            )),
+        }
     }
 }
 
 /// (model name prefix, input, output, cached input, cache write), USD per
-/// million tokens, as published on PRICES_TAKEN.
+/// million tokens, as published on [`PRICES_TAKEN`]. Anthropic's cache
+/// write is the 5-minute one (1.25 x input; onebash asks for no other
+/// ttl) and a read is 0.1 x input. OpenAI caches by itself and charges
+/// nothing extra to write, so its write price is the input price. Prices
+/// for prompts over 200K (Sonnet's long context) or 270K tokens (GPT-5.4)
+/// are higher and not modelled.
 const TABLE: &[(&str, f64, f64, f64, f64)] = &[
+    ("gpt-5.4-nano", 0.20, 1.25, 0.02, 0.20),
+    ("gpt-5.4-mini", 0.75, 4.50, 0.075, 0.75),
+    ("gpt-5.4", 2.50, 15.00, 0.25, 2.50),
+    ("gpt-5.2", 1.75, 14.00, 0.175, 1.75),
+    ("gpt-5.1", 1.25, 10.00, 0.125, 1.25),
     ("gpt-5-nano", 0.05, 0.40, 0.005, 0.05),
     ("gpt-5-mini", 0.25, 2.00, 0.025, 0.25),
     ("gpt-5", 1.25, 10.00, 0.125, 1.25),
@@ -86,6 +116,8 @@ const TABLE: &[(&str, f64, f64, f64, f64)] = &[
     ("o4-mini", 1.10, 4.40, 0.275, 1.10),
     ("o3-mini", 1.10, 4.40, 0.55, 1.10),
     ("o3", 2.00, 8.00, 0.50, 2.00),
+    ("claude-opus-4-7", 5.00, 25.00, 0.50, 6.25),
+    ("claude-opus-4-6", 5.00, 25.00, 0.50, 6.25),
     ("claude-opus-4-5", 5.00, 25.00, 0.50, 6.25),
     ("claude-opus-4", 15.00, 75.00, 1.50, 18.75),
     ("claude-sonnet-4", 3.00, 15.00, 0.30, 3.75),
@@ -174,9 +206,64 @@ mod tests {
     }
 
     #[test]
+    fn current_models_are_priced() {
+        let price = |model: &str| builtin_price(model).map(|p| (p.input, p.output));
+        assert_eq!(price("claude-opus-4-6"), Some((5.0, 25.0)));
+        assert_eq!(price("claude-opus-4-7"), Some((5.0, 25.0)));
+        assert_eq!(price("claude-sonnet-4-6"), Some((3.0, 15.0)));
+        assert_eq!(price("claude-haiku-4-5-20251001"), Some((1.0, 5.0)));
+        assert_eq!(price("gpt-5.1-codex"), Some((1.25, 10.0)));
+        assert_eq!(price("gpt-5.2"), Some((1.75, 14.0)));
+        assert_eq!(price("gpt-5.4-mini"), Some((0.75, 4.5)));
+        assert_eq!(price("gpt-5-mini-2025-08-07"), Some((0.25, 2.0)));
+        // Anthropic's 5-minute cache write is 1.25 x input, a read 0.1 x,
+        // for every Claude model in the table.
+        for (prefix, input, _, cached_input, cache_write) in TABLE {
+            if prefix.starts_with("claude") {
+                assert!((cache_write - 1.25 * input).abs() < 1e-9, "{prefix}");
+                assert!((cached_input - 0.1 * input).abs() < 1e-9, "{prefix}");
+            }
+        }
+    }
+
+    #[test]
+    fn cost_without_cache_prices_every_input_token_as_input() {
+        let price = builtin_price("claude-sonnet-4-5").expect("priced");
+        let usage = Usage {
+            prompt_tokens: 10_000,
+            completion_tokens: 1_000,
+            total_tokens: 11_000,
+            cached_tokens: 8_000,
+            cache_write_tokens: 1_500,
+            reasoning_tokens: 0,
+        };
+        // Paid: 500 x 3 + 8000 x 0.3 + 1500 x 3.75 + 1000 x 15 = 24 525 per 1e6.
+        assert!((price.cost(&usage) - 0.024_525).abs() < 1e-12);
+        // Without the cache: 10 000 x 3 + 1000 x 15 = 45 000 per 1e6.
+        assert!((price.cost_without_cache(&usage) - 0.045).abs() < 1e-12);
+    }
+
+    #[test]
     fn price_flag_parses() {
         assert_eq!(Price::parse("2.5,10"), Ok(Price::flat(2.5, 10.0)));
-        for bad in ["2.5", "a,b", "-1,2", "1,inf"] {
+        assert_eq!(
+            Price::parse("3,15,0.3,3.75"),
+            Ok(Price {
+                input: 3.0,
+                output: 15.0,
+                cached_input: 0.3,
+                cache_write: 3.75
+            })
+        );
+        for bad in [
+            "2.5",
+            "a,b",
+            "-1,2",
+            "1,inf",
+            "1,2,3",
+            "1,2,3,4,5",
+            "1,2,x,4",
+        ] {
             assert!(Price::parse(bad).is_err(), "{bad}");
         }
     }

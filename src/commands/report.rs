@@ -3,7 +3,8 @@
 //! status and exit reason, tokens, turns, cost and time (total, per row,
 //! per passed row), pass@k / pass^k when there are several epochs, and
 //! the rows whose commands probed the repo's history (`history_probes`),
-//! listing those that passed with the kinds from their trajectories.
+//! listing those that passed with the kinds from their trajectories, and
+//! what the prompt cache saved (priced with run.json's price).
 //! Plain synchronous code over results.csv and run.json. It builds the
 //! report and renders it as text; `commands::output` chooses the format
 //! and `commands::html` draws the page, so this file imports neither.
@@ -12,6 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::agent::pricing::Price;
+use crate::agent::types::Usage;
 use crate::manifest::RunManifest;
 use crate::results::{ResultRow, RunFolder, Status};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
@@ -42,6 +45,23 @@ pub struct Report {
     /// The audit of the agents' commands; `None` when no row has the
     /// `history_probes` column (a run from before it existed).
     pub history_probes: Option<HistoryProbes>,
+    /// What the provider's prompt cache saved; `None` when no row read
+    /// or wrote the cache, or the run's price is not known.
+    pub prompt_cache: Option<PromptCache>,
+}
+
+/// The prompt cache over the rows with a cost: the tokens it served and
+/// took, the cost paid, and the cost of the same tokens at list price
+/// with every input token as plain input (run.json's price).
+#[derive(Debug, Serialize)]
+pub struct PromptCache {
+    pub cached_input_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cost_usd: f64,
+    pub cost_without_cache_usd: f64,
+    /// `cost_without_cache_usd - cost_usd`: negative when writes cost
+    /// more than reads saved.
+    pub saved_usd: f64,
 }
 
 /// What the `history_probes` column says of the run.
@@ -190,8 +210,65 @@ pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>
         rows_without_cost: rows.iter().filter(|r| r.cost_usd.is_none()).count(),
         pass_at_k,
         history_probes: history_probes(run, rows),
+        prompt_cache: prompt_cache(rows, manifest),
     }
     .with_manifest(manifest)
+}
+
+/// What the cache saved, priced with run.json's price (`settings.model.price`):
+/// a row's cost without the cache is every input token at the input price.
+fn prompt_cache(rows: &[ResultRow], manifest: Option<&RunManifest>) -> Option<PromptCache> {
+    let price: Price = manifest?
+        .settings
+        .model
+        .other
+        .get("price")
+        .and_then(|price| serde_json::from_value(price.clone()).ok())?;
+    let priced: Vec<&ResultRow> = rows.iter().filter(|r| r.cost_usd.is_some()).collect();
+    let cached_input_tokens = priced.iter().map(|r| r.cached_input_tokens).sum::<u64>();
+    let cache_write_tokens = priced.iter().map(|r| r.cache_write_tokens).sum::<u64>();
+    if cached_input_tokens == 0 && cache_write_tokens == 0 {
+        return None;
+    }
+    let cost_usd: f64 = priced.iter().filter_map(|r| r.cost_usd).sum();
+    let cost_without_cache_usd: f64 = priced
+        .iter()
+        .map(|r| {
+            price.cost_without_cache(&Usage {
+                prompt_tokens: r.prompt_tokens,
+                completion_tokens: r.completion_tokens,
+                total_tokens: r.total_tokens,
+                ..Usage::default()
+            })
+        })
+        .sum();
+    Some(PromptCache {
+        cached_input_tokens,
+        cache_write_tokens,
+        cost_usd,
+        cost_without_cache_usd,
+        saved_usd: cost_without_cache_usd - cost_usd,
+    })
+}
+
+/// The report's line on the prompt cache.
+pub fn prompt_cache_line(c: &PromptCache) -> String {
+    let share = if c.cost_without_cache_usd > 0.0 {
+        format!(
+            " ({} of the cost without it)",
+            percent(c.saved_usd / c.cost_without_cache_usd)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "prompt cache: {} input tokens read, {} written; cost {:.6} USD, {:.6} USD without the cache: saved {:.6} USD{share}",
+        c.cached_input_tokens,
+        c.cache_write_tokens,
+        c.cost_usd,
+        c.cost_without_cache_usd,
+        c.saved_usd
+    )
 }
 
 fn history_probes(run: &RunFolder, rows: &[ResultRow]) -> Option<HistoryProbes> {
@@ -351,6 +428,9 @@ pub fn render(r: &Report, markdown: bool) -> String {
             ),
         );
     }
+    if let Some(cache) = &r.prompt_cache {
+        line(&mut out, prompt_cache_line(cache));
+    }
     if !r.pass_at_k.is_empty() {
         line(&mut out, String::new());
         line(
@@ -506,6 +586,59 @@ mod tests {
             test_exit_code: Some(0),
             ..ResultRow::blank(id, epoch, "m".into(), "p@1".into(), exit_reason)
         }
+    }
+
+    /// The saving is priced with run.json's price: here Sonnet's, with a
+    /// row that read 8000 cached tokens and wrote 1500.
+    #[test]
+    fn the_report_prices_what_the_prompt_cache_saved() {
+        let manifest: RunManifest = serde_json::from_value(serde_json::json!({
+            "onebash_version": "0",
+            "settings": {
+                "model": {"kind": "api", "name": "claude-sonnet-4-5",
+                          "price": {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}},
+                "out_dir": "run"
+            }
+        }))
+        .expect("a manifest");
+        let cached = ResultRow {
+            prompt_tokens: 10_000,
+            completion_tokens: 1_000,
+            total_tokens: 11_000,
+            cached_input_tokens: 8_000,
+            cache_write_tokens: 1_500,
+            // 500 x 3 + 8000 x 0.3 + 1500 x 3.75 + 1000 x 15, per million.
+            cost_usd: Some(0.024_525),
+            ..row("a", 1, Status::Passed)
+        };
+        let rows = vec![cached.clone(), row("b", 1, Status::Failed)];
+        let report = build(&RunFolder::at(Path::new("run")), &rows, Some(&manifest));
+        let cache = report.prompt_cache.as_ref().expect("a cache section");
+        assert_eq!(cache.cached_input_tokens, 8_000);
+        assert_eq!(cache.cache_write_tokens, 1_500);
+        // Row b: 100 in, 10 out, no cache: 0.01 paid (its fixture cost);
+        // without the cache 100 x 3 + 10 x 15 = 450 per million.
+        // Row a without the cache: 10 000 x 3 + 1000 x 15 = 45 000 per million.
+        assert!((cache.cost_usd - (0.024_525 + 0.01)).abs() < 1e-12);
+        assert!((cache.cost_without_cache_usd - (0.045 + 0.000_45)).abs() < 1e-12);
+        assert!((cache.saved_usd - (0.045_45 - 0.034_525)).abs() < 1e-12);
+        let text = render(&report, false);
+        assert!(
+            text.contains("prompt cache: 8000 input tokens read, 1500 written; cost 0.034525 USD, 0.045450 USD without the cache: saved 0.010925 USD (24.0% of the cost without it)"),
+            "{text}"
+        );
+        // No cache tokens, or no price: no section.
+        let plain = vec![row("b", 1, Status::Failed)];
+        assert!(
+            build(&RunFolder::at(Path::new("run")), &plain, Some(&manifest))
+                .prompt_cache
+                .is_none()
+        );
+        assert!(
+            build(&RunFolder::at(Path::new("run")), &[cached], None)
+                .prompt_cache
+                .is_none()
+        );
     }
 
     #[test]

@@ -81,7 +81,7 @@ fn a_task_that_copies_a_later_commit_is_flagged_and_an_honest_one_is_not() {
         header
             .lines()
             .next()
-            .is_some_and(|h| h.ends_with(",replay_divergences,history_probes,reward")),
+            .is_some_and(|h| h.contains(",replay_divergences,history_probes,")),
         "{header}"
     );
     for (id, status, probes) in [
@@ -259,9 +259,9 @@ fn a_run_folder_from_before_the_column_reports_merges_and_resumes() {
     assert_eq!(server.requests().len(), requests, "nothing ran again");
     let text = std::fs::read_to_string(&csv_path).expect("csv");
     assert!(
-        text.lines()
-            .next()
-            .is_some_and(|h| h.ends_with(",history_probes,reward")),
+        text.lines().next().is_some_and(|h| h.ends_with(
+            ",history_probes,reward,reasoning_tokens,cached_input_tokens,cache_write_tokens"
+        )),
         "{text}"
     );
     let rows = resumed.rows();

@@ -4,6 +4,7 @@
 mod support;
 
 mod agent_protocol;
+mod anthropic_cache;
 mod api_refusal;
 mod audit;
 mod container;

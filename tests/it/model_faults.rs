@@ -323,6 +323,17 @@ fn messages(request: &Request) -> Vec<Value> {
         .unwrap_or_else(|| panic!("no messages in request: {}", request.raw_body))
 }
 
+/// The text of a content or system field: a string, or (Anthropic with
+/// prompt caching) one text block carrying the cache breakpoint.
+fn text_of(value: &Value) -> Option<&str> {
+    value
+        .as_str()
+        .or_else(|| match value.as_array()?.as_slice() {
+            [block] if block["type"] == "text" => block["text"].as_str(),
+            _ => None,
+        })
+}
+
 /// The task a request belongs to, read from its first user message with a
 /// text content (`Problem of task ID.`, see `task()` in harness.rs).
 fn task_of(request: &Request) -> Option<String> {
@@ -330,7 +341,7 @@ fn task_of(request: &Request) -> Option<String> {
         .as_array()?
         .iter()
         .filter(|m| m["role"] == "user")
-        .find_map(|m| m["content"].as_str())?;
+        .find_map(|m| text_of(&m["content"]))?;
     let start = text.find("Problem of task ")? + "Problem of task ".len();
     let id: String = text[start..]
         .chars()
@@ -421,9 +432,7 @@ fn assert_no_protocol_violation(proto: Proto, requests: &[Request]) {
                     request.headers
                 );
                 assert!(
-                    request.body["system"]
-                        .as_str()
-                        .is_some_and(|s| !s.is_empty()),
+                    text_of(&request.body["system"]).is_some_and(|s| !s.is_empty()),
                     "{at}"
                 );
                 assert_anthropic_conversation(&messages(request), &at);
@@ -461,7 +470,7 @@ fn assert_openai_conversation(messages: &[Value], at: &str) {
 
 fn assert_anthropic_conversation(messages: &[Value], at: &str) {
     assert!(!messages.is_empty(), "{at}");
-    assert!(messages[0]["content"].is_string(), "{at}");
+    assert!(text_of(&messages[0]["content"]).is_some(), "{at}");
     for (i, message) in messages.iter().enumerate() {
         let role = if i.is_multiple_of(2) {
             "user"
@@ -1274,7 +1283,7 @@ fn anthropic_requests_keep_the_system_apart_and_answer_every_tool_use_in_one_mes
     for request in &requests {
         let body = &request.body;
         assert_eq!(body["model"], name);
-        assert_eq!(body["system"], system);
+        assert_eq!(text_of(&body["system"]), Some(system));
         assert_eq!(body["max_tokens"], 8192);
         let tools = body["tools"].as_array().expect("tools");
         assert_eq!(tools.len(), 1, "{tools:?}");
@@ -1297,9 +1306,7 @@ fn anthropic_requests_keep_the_system_apart_and_answer_every_tool_use_in_one_mes
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(first[0]["role"], "user");
     assert!(
-        first[0]["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("Problem of task several.")),
+        text_of(&first[0]["content"]).is_some_and(|c| c.contains("Problem of task several.")),
         "{first:?}"
     );
     // The assistant's content exactly as sent, then one user message with

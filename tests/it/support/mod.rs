@@ -4,6 +4,7 @@
 
 pub mod calc;
 pub mod harness;
+pub mod messages;
 pub mod probes;
 pub mod processes;
 pub mod responses_server;
