@@ -455,6 +455,7 @@ mod tests {
             prompt_cache,
             thinking_budget,
             interleaved_thinking: false,
+            reasoning_effort: None,
         }
     }
 
