@@ -45,6 +45,7 @@ pub mod sandbox;
 pub mod stats;
 pub mod swebench;
 pub mod swebench_log;
+pub mod swebench_patch;
 pub mod swebench_spec;
 pub mod task;
 pub mod testlog;
