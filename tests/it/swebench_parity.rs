@@ -1,16 +1,18 @@
 //! SWE-bench's verdicts, checked against the `swebench` package itself:
-//! recorded eval logs of every log parser the Python repos use (oracle,
-//! noop and partial runs, tests/fixtures/swebench-logs/) go through
-//! onebash's parser and grading and through the package's
-//! `MAP_REPO_TO_PARSER`, `get_logs_eval`, `get_eval_tests_report`,
-//! `get_resolution_status` and `get_eval_report`; statuses and verdicts
-//! must be the same.
+//! recorded eval logs of every log parser the package names (the Python
+//! repos' oracle, noop and partial runs in tests/fixtures/swebench-logs/,
+//! the Multilingual and JavaScript repos' in its `multilingual/`, each
+//! graded with full, partial and no-fix test lists) go through onebash's
+//! parser and grading and through the package's `MAP_REPO_TO_PARSER`,
+//! `get_logs_eval`, `get_eval_tests_report`, `get_resolution_status` and
+//! `get_eval_report`; statuses and verdicts must be the same. And the
+//! eval script of every repo and version is the package's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use onebash::swebench_log::{StatusMap, grade_output};
-use onebash::swebench_spec::{eval_for, image_name};
+use onebash::swebench_spec::{Instance, eval_for, image_name, package_script, specs};
 use serde_json::{Value, json};
 
 use crate::support::harness::swebench_python;
@@ -19,15 +21,19 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swebench-logs")
 }
 
-/// The cases of cases.json, their log paths made absolute.
+/// The cases of both cases.json, their log paths made absolute.
 fn cases() -> Vec<Value> {
-    let text = std::fs::read_to_string(fixtures().join("cases.json")).expect("cases.json");
-    let mut cases: Vec<Value> = serde_json::from_str(&text).expect("a JSON list");
-    for case in &mut cases {
-        let log = fixtures().join(case["log"].as_str().expect("log"));
-        case["log_path"] = json!(log.display().to_string());
+    let mut all = Vec::new();
+    for dir in [fixtures(), fixtures().join("multilingual")] {
+        let text = std::fs::read_to_string(dir.join("cases.json")).expect("cases.json");
+        let mut cases: Vec<Value> = serde_json::from_str(&text).expect("a JSON list");
+        for case in &mut cases {
+            let log = dir.join(case["log"].as_str().expect("log"));
+            case["log_path"] = json!(log.display().to_string());
+        }
+        all.extend(cases);
     }
-    cases
+    all
 }
 
 fn strings(value: &Value) -> Vec<String> {
@@ -41,12 +47,17 @@ fn strings(value: &Value) -> Vec<String> {
 
 /// What the package makes of `cases` (swebench_grade.py's answer).
 fn package_grades(python: &str, cases: &[Value]) -> Value {
+    package_answer(python, "swebench_grade.py", cases)
+}
+
+/// The JSON a fixture script prints for `input`, given in a file.
+fn package_answer(python: &str, script: &str, input: &[Value]) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("cases.json");
-    std::fs::write(&input, serde_json::to_vec(cases).expect("json")).expect("write");
+    let input_path = dir.path().join("input.json");
+    std::fs::write(&input_path, serde_json::to_vec(input).expect("json")).expect("write");
     let output = Command::new(python)
-        .arg(fixtures().join("swebench_grade.py"))
-        .arg(&input)
+        .arg(fixtures().join(script))
+        .arg(&input_path)
         .output()
         .expect("python runs");
     assert!(
@@ -61,7 +72,14 @@ fn package_grades(python: &str, cases: &[Value]) -> Value {
 fn onebash(case: &Value) -> (StatusMap, String, bool) {
     let repo = case["repo"].as_str().expect("repo");
     let version = case["version"].as_str().expect("version");
-    let eval = eval_for(repo, version, "").unwrap_or_else(|err| panic!("{repo}: {err}"));
+    let instance = Instance {
+        instance_id: case["instance_id"].as_str().expect("instance_id"),
+        repo,
+        version,
+        base_commit: "",
+        test_patch: "",
+    };
+    let eval = eval_for(&instance).unwrap_or_else(|err| panic!("{repo}: {err}"));
     let log = std::fs::read_to_string(case["log_path"].as_str().expect("path")).expect("log");
     let graded = grade_output(
         eval.parser,
@@ -129,6 +147,139 @@ fn recorded_logs_grade_as_the_swebench_package_grades_them() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A test patch as SWE-bench's instances hold them, with paths shaped
+/// for `language`: a changed test (one of whose removed lines reads like
+/// a file header), a new one, a deleted one and a data file. wp-calypso's
+/// has its package, snapshot and e2e paths.
+fn realistic_test_patch(repo: &str, language: &str) -> String {
+    let (changed, added, deleted, data) = match language {
+        "py" => (
+            "tests/test_api.py",
+            "tests/test_new.py",
+            "tests/test_old.py",
+            "tests/data/in.json",
+        ),
+        "js" if repo == "Automattic/wp-calypso" => (
+            "client/state/test/index.js",
+            "packages/ui/src/__snapshots__/button.js.snap",
+            "test/e2e/specs/login.js",
+            "client/state/README.md",
+        ),
+        "js" => (
+            "test/unit/api.test.js",
+            "test/unit/new.test.ts",
+            "test/old.spec.js",
+            "test/fixtures/a.json",
+        ),
+        "rust" => (
+            "tests/cli.rs",
+            "src/tests/new.rs",
+            "tests/old.rs",
+            "tests/data/in.txt",
+        ),
+        "go" => (
+            "router_test.go",
+            "binding/new_test.go",
+            "old_test.go",
+            "testdata/a.json",
+        ),
+        "java" => (
+            "src/test/java/com/x/ApiTest.java",
+            "src/test/java/com/x/NewTest.java",
+            "src/test/java/com/x/OldTest.java",
+            "src/test/resources/a.json",
+        ),
+        "php" => (
+            "tests/ApiTest.php",
+            "tests/NewTest.php",
+            "tests/OldTest.php",
+            "tests/fixtures/a.json",
+        ),
+        "ruby" => (
+            "test/test_api.rb",
+            "spec/new_spec.rb",
+            "test/test_old.rb",
+            "test/fixtures/a.yml",
+        ),
+        _ => (
+            "tests/unit/api.c",
+            "tests/new.test",
+            "tests/old.test",
+            "tests/data.txt",
+        ),
+    };
+    format!(
+        "diff --git a/{changed} b/{changed}\nindex 1111111..2222222 100644\n--- a/{changed}\n+++ b/{changed}\n\
+         @@ -1,3 +1,3 @@\n keep\n--- a/looks/like/a/header\n+new line\n keep\n\
+         diff --git a/{added} b/{added}\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/{added}\n\
+         @@ -0,0 +1,2 @@\n+one\n+two\n\
+         diff --git a/{deleted} b/{deleted}\ndeleted file mode 100644\nindex 4444444..0000000\n--- a/{deleted}\n+++ /dev/null\n\
+         @@ -1 +0,0 @@\n-x\n\
+         diff --git a/{data} b/{data}\nindex 5555555..6666666 100644\n--- a/{data}\n+++ b/{data}\n@@ -1 +1 @@\n-{{}}\n+[]\n"
+    )
+}
+
+#[test]
+fn eval_scripts_are_the_package_s_for_every_repo_and_version() {
+    let Some(python) = swebench_python() else {
+        return;
+    };
+    let specs = specs();
+    let instances: Vec<Value> = specs
+        .repos
+        .iter()
+        .flat_map(|(repo, entry)| {
+            let patch = realistic_test_patch(repo, &entry.language);
+            entry.versions.keys().map(move |version| {
+                json!({
+                    "instance_id": format!("{}-{version}", repo.replace('/', "__")),
+                    "repo": repo,
+                    "version": version,
+                    "base_commit": "0123456789abcdef0123456789abcdef01234567",
+                    "test_patch": patch,
+                })
+            })
+        })
+        .collect();
+    let theirs = package_answer(&python, "swebench_scripts.py", &instances);
+    assert_eq!(
+        theirs["swebench"].as_str(),
+        Some(specs.swebench_version.as_str())
+    );
+    let mut wrong = Vec::new();
+    for (instance, theirs) in instances
+        .iter()
+        .zip(theirs["scripts"].as_array().expect("scripts"))
+    {
+        let field = |key: &str| instance[key].as_str().expect("a string");
+        let ours = package_script(&Instance {
+            instance_id: field("instance_id"),
+            repo: field("repo"),
+            version: field("version"),
+            base_commit: field("base_commit"),
+            test_patch: field("test_patch"),
+        });
+        match (ours, theirs.as_str()) {
+            (Err(_), None) => {}
+            (Ok(ours), Some(theirs)) if ours == theirs => {}
+            (ours, theirs) => wrong.push(format!(
+                "{}:\n--- onebash\n{}\n--- swebench\n{}",
+                field("instance_id"),
+                ours.unwrap_or_else(|err| err.to_string()),
+                theirs.unwrap_or("(none)")
+            )),
+        }
+    }
+    assert!(instances.len() > 600, "{}", instances.len());
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ; the first:\n{}",
+        wrong.len(),
+        instances.len(),
+        wrong.first().map_or("", String::as_str)
+    );
 }
 
 /// A django-shaped repo: SWE-bench's django recipe runs
