@@ -128,6 +128,10 @@ pub enum SpecError {
         version: String,
         known: String,
     },
+    #[error(
+        "SWE-bench (swebench {0}) names no log parser for {1}; hint: give a test command with --test-command"
+    )]
+    NoParser(String, String),
     #[error("{source} (repo {repo}); hint: give a test command with --test-command")]
     Parser { repo: String, source: ParserError },
     #[error(
@@ -158,9 +162,12 @@ pub fn eval_for(instance: &Instance) -> Result<SwebenchEval, SpecError> {
     let specs = specs();
     let (entry, spec) = lookup(specs, instance)?;
     let repo = instance.repo;
-    let parser_name = entry.parser.clone().unwrap_or_default();
+    let parser_name = entry
+        .parser
+        .as_deref()
+        .ok_or_else(|| SpecError::NoParser(specs.swebench_version.clone(), repo.to_owned()))?;
     let parser =
-        parser_for(&parser_name, instance.instance_id).map_err(|source| SpecError::Parser {
+        parser_for(parser_name, instance.instance_id).map_err(|source| SpecError::Parser {
             repo: repo.to_owned(),
             source,
         })?;
@@ -482,6 +489,87 @@ mod tests {
             django.script
         );
         assert!(django.script.contains("export LANG=en_US.UTF-8"));
+    }
+
+    #[test]
+    fn every_repo_of_the_table_has_a_parser_and_a_script() {
+        // jekyll's and immutable-js's parsers depend on the instance:
+        // their versions are its numbers.
+        for (repo, entry) in &specs().repos {
+            for (version, spec) in &entry.versions {
+                let id = format!("{}-{version}", repo.replace('/', "__"));
+                let patch = "diff --git a/t/x b/t/x\n";
+                let found = eval_for(&Instance {
+                    instance_id: &id,
+                    ..instance(repo, version, patch)
+                });
+                match (found, &spec.test_cmd) {
+                    (Ok(eval), Some(_)) => assert!(eval.script.contains(START_TEST_OUTPUT)),
+                    (Err(SpecError::NoTestCommand(..)), None) => {}
+                    // dbt-core and humaneval: the package's
+                    // MAP_REPO_TO_PARSER lacks them.
+                    (Err(SpecError::NoParser(..)), _) if entry.parser.is_none() => {}
+                    (other, _) => panic!("{id}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_languages_run_the_build_steps_and_test_commands_as_they_are() {
+        let patch = "diff --git a/tests/unit/type/stream.tcl b/tests/unit/type/stream.tcl\n\
+            --- a/tests/unit/type/stream.tcl\n+++ b/tests/unit/type/stream.tcl\n@@ -1 +1 @@\n-a\n+b\n";
+        let eval = eval_for(&instance("redis/redis", "10068", patch)).expect("known");
+        assert_eq!(eval.parser, Parser::Redis);
+        assert_eq!(
+            eval.script,
+            "set -uxo pipefail\nmake distclean\nmake\n: '>>>>> Start Test Output'\n\
+             TERM=dumb ./runtest --durable --single unit/type/stream --only \"/*XTRIM*\"\n\
+             : '>>>>> End Test Output'\n"
+        );
+        // The package's script also resets and applies (grade.rs's work),
+        // and resets again after.
+        let whole = package_script(&instance("redis/redis", "10068", patch)).expect("known");
+        assert!(whole.starts_with("#!/bin/bash\nset -uxo pipefail\ncd /testbed\n"));
+        assert!(whole.contains("git checkout abc123 tests/unit/type/stream.tcl\ngit apply --verbose --reject - <<'EOF_114329324912'\n"));
+        assert!(whole.ends_with(
+            ": '>>>>> End Test Output'\ngit checkout abc123 tests/unit/type/stream.tcl\n"
+        ));
+        // Without files to reset, the package echoes instead.
+        let empty = package_script(&instance("redis/redis", "10068", "")).expect("known");
+        assert!(empty.contains("echo \"No test files to reset\""));
+        // wp-calypso's test commands come from the patch's files.
+        let calypso = eval_for(&instance(
+            "Automattic/wp-calypso",
+            "10.12.0",
+            "diff --git a/client/a/test/index.js b/client/a/test/index.js\n",
+        ))
+        .expect("known");
+        assert!(
+            calypso.script.contains(
+                "\n./node_modules/.bin/jest --verbose -c=test/client/jest.config.js 'client/a/test/index.js'\n"
+            ),
+            "{}",
+            calypso.script
+        );
+        // jekyll's parser is picked by the instance's number.
+        let jekyll = |id: &str| {
+            eval_for(&Instance {
+                instance_id: id,
+                ..instance("jekyll/jekyll", "8047", "")
+            })
+        };
+        assert_eq!(
+            jekyll("jekyll__jekyll-8047").map(|e| e.parser),
+            Ok(Parser::Minitest)
+        );
+        let err = jekyll("jekyll__jekyll-1").expect_err("no parser");
+        assert!(
+            err.to_string()
+                .contains("knows no instance jekyll__jekyll-1"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--test-command"), "{err}");
     }
 
     #[test]
