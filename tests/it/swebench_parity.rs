@@ -548,3 +548,155 @@ fn django_instances_match_the_package(in_image: bool) -> String {
     }
     log
 }
+
+/// A micropython-shaped repo for SWE-bench's micropython 10095 recipe:
+/// its build step sources `tools/ci.sh` and calls
+/// `ci_unix_build_helper`, which here makes the `micropython` binary a
+/// python3; `tests/run-tests.py -i basics/fun` runs the matching tests
+/// and compares each one's output with its `.exp`, printing `pass` or
+/// `FAIL` per test as the real runner does.
+const CI_SH: &str = "ci_unix_build_helper() {\n    mkdir -p ports/unix/build-standard\n    printf '#!/bin/sh\\nexec python3 \"$@\"\\n' > ports/unix/build-standard/micropython\n    chmod +x ports/unix/build-standard/micropython tests/run-tests.py\n}\n";
+const RUN_TESTS: &str = r#"#!/usr/bin/env python3
+import glob, os, re, subprocess, sys
+include = sys.argv[sys.argv.index("-i") + 1]
+micropython = os.environ["MICROPY_MICROPYTHON"]
+failed = []
+for test in sorted(glob.glob("basics/*.py")):
+    if not re.search(include, test):
+        continue
+    out = subprocess.run([micropython, test], capture_output=True, text=True).stdout
+    with open(test + ".exp") as f:
+        ok = out == f.read()
+    print(("pass  " if ok else "FAIL  ") + test)
+    if not ok:
+        failed.append(test)
+print("%d tests failed" % len(failed))
+sys.exit(1 if failed else 0)
+"#;
+const MP_CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+
+fn mp_test(call: &str) -> String {
+    format!("import sys\nsys.path.insert(0, '..')\nfrom calc import add, mul, sub\nprint({call})\n")
+}
+
+/// Three micropython instances graded by SWE-bench's recipe for its
+/// version 10095 (build steps, then `cd tests` and the runner): a whole
+/// fix, half of one and none, and the oracle. The verdicts are the
+/// package's on onebash's own test logs.
+#[test]
+fn a_multilingual_instance_runs_its_recipe_and_gets_the_package_s_verdicts() {
+    use crate::support::harness::{Fixture, diff_of, scripted_agent};
+    let fixture = Fixture::new();
+    let (work, sha) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", MP_CALC),
+            ("tools/ci.sh", CI_SH),
+            ("tests/run-tests.py", RUN_TESTS),
+            ("tests/basics/fun_sub.py", &mp_test("sub(3, 1)")),
+            ("tests/basics/fun_sub.py.exp", "2\n"),
+            ("tests/basics/other.py", &mp_test("1 / 0")),
+            ("tests/basics/other.py.exp", "never\n"),
+        ],
+    );
+    let mirrors = fixture.mirrors(&work, "micropython/micropython");
+    let gold = diff_of(
+        &work,
+        &[(
+            "calc.py",
+            &MP_CALC.replacen("a - b", "a + b", 1).replacen(
+                "a + b\n\n\ndef sub",
+                "a * b\n\n\ndef sub",
+                1,
+            ),
+        )],
+    );
+    let test_patch = diff_of(
+        &work,
+        &[
+            ("tests/basics/fun_add.py", &mp_test("add(1, 2)")),
+            ("tests/basics/fun_add.py.exp", "3\n"),
+            ("tests/basics/fun_mul.py", &mp_test("mul(2, 3)")),
+            ("tests/basics/fun_mul.py.exp", "6\n"),
+        ],
+    );
+    let f2p = ["basics/fun_add.py", "basics/fun_mul.py"];
+    let p2p = ["basics/fun_sub.py"];
+    let instance = |id: &str| {
+        json!({
+            "instance_id": id,
+            "repo": "micropython/micropython",
+            "base_commit": sha,
+            "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
+            "patch": gold,
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!(f2p).to_string(),
+            "PASS_TO_PASS": json!(p2p).to_string(),
+            "version": "10095",
+        })
+    };
+    let ids = [
+        "micropython__micropython-1",
+        "micropython__micropython-2",
+        "micropython__micropython-3",
+    ];
+    let tasks = fixture.tasks(&ids.map(instance));
+    let server = scripted_agent(&[
+        (ids[0], &[FULL_FIX]),
+        (ids[1], &["sed -i '0,/a - b/s//a + b/' calc.py"]),
+        (ids[2], &["cat calc.py"]),
+    ]);
+    let args = ["--repo-base", mirrors.to_str().expect("utf-8")];
+    let run = fixture.run_scripted(&tasks, &server, &args);
+    let oracle_args = [&["--model", "oracle"][..], &args].concat();
+    let oracle = fixture.run_into(&fixture.path("oracle"), &tasks, &oracle_args, &[]);
+    // Every row has a verdict.
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(oracle.code, 0, "stderr:\n{}", oracle.stderr);
+    let graded = [
+        (&run, ids[0], "RESOLVED_FULL"),
+        (&run, ids[1], "RESOLVED_PARTIAL"),
+        (&run, ids[2], "RESOLVED_NO"),
+        (&oracle, ids[0], "RESOLVED_FULL"),
+    ];
+    for (run, id, resolution) in graded {
+        let tests = run.tests_json(id);
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
+        assert_eq!(
+            tests["verdict"]["resolution"], resolution,
+            "{id}: {tests}\n{log}"
+        );
+        // The recipe ran: the build step, then the runner from tests/.
+        assert!(
+            log.contains("+ ci_unix_build_helper VARIANT=standard"),
+            "{id}: {log}"
+        );
+        assert!(log.contains("pass  basics/fun_sub.py"), "{id}: {log}");
+        // `-i basics/fun` picks the tests: another one never runs.
+        assert!(!log.contains("basics/other.py"), "{id}: {log}");
+    }
+    let Some(python) = swebench_python() else {
+        return;
+    };
+    let cases: Vec<Value> = graded
+        .iter()
+        .map(|(run, id, _)| {
+            json!({
+                "instance_id": id,
+                "repo": "micropython/micropython",
+                "version": "10095",
+                "log_path": run.task_dir(id).join("test.log").display().to_string(),
+                "FAIL_TO_PASS": f2p,
+                "PASS_TO_PASS": p2p,
+            })
+        })
+        .collect();
+    let theirs = package_grades(&python, &cases);
+    for ((run, id, resolution), theirs) in graded
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
+        assert_eq!(theirs["resolution"], *resolution, "{id}: {theirs}");
+        assert_eq!(&run.tests_json(id)["statuses"], &theirs["statuses"], "{id}");
+    }
+}
