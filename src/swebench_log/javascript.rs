@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{StatusMap, pattern, per_line, py_space, set, strip};
+use super::{StatusMap, compile, pattern, per_line, py_space, set, strip};
 
 /// The package's `ansi_escape`: escape sequences out.
 fn ansi_escape(text: &str) -> String {
@@ -186,7 +186,7 @@ pub(super) fn chart_js(log: &str) -> StatusMap {
     static CHROME: OnceLock<Regex> = OnceLock::new();
     let re = pattern(
         &CHROME,
-        r"(?m)Chrome\s[\d\.]+[^\S\r\n]\(.+?\)[^\S\r\n](.*)FAILED$",
+        r"(?m)Chrome\s[\d\.]+[\s--[\r\n]]\(.+?\)[\s--[\r\n]](.*)FAILED$",
     );
     let log = ansi_escape(log);
     let mut map = StatusMap::new();
@@ -221,9 +221,7 @@ pub(super) fn react_pdf(log: &str) -> StatusMap {
                 "",
             ] {
                 let text = format!(r"^{word}\s(.*){tail}");
-                // Built from constants; compiled by this file's tests.
-                let re = Regex::new(&text).unwrap_or_else(|err| panic!("{text}: {err}"));
-                list.push((re, status));
+                list.push((compile(&text), status));
             }
         }
         list

@@ -10,9 +10,9 @@
 //! `tests/it/swebench_parity.rs` checks that against the package itself.
 //! Where the package's parser would raise on a log (an unmatched line it
 //! indexes anyway, XML that does not parse), onebash reads nothing from
-//! that line or block instead. Patterns are Rust's `regex`, whose `\s`,
-//! unlike Python's, leaves out U+001C..U+001F (`str.strip` and
-//! `str.split` are mirrored exactly). onebash's own per-test reading, for
+//! that line or block instead. Patterns are Rust's `regex` with Python's
+//! `\s` (U+001C..U+001F are whitespace to it); `str.strip` and `str.split`
+//! are mirrored exactly. onebash's own per-test reading, for
 //! tasks without a spec, is testlog.rs's.
 
 mod grading;
@@ -264,13 +264,64 @@ fn strip(line: &str) -> &str {
     line.trim_matches(py_space)
 }
 
-/// A parser's pattern, compiled once. The patterns are constants, and
-/// each parser's unit tests compile its own, so a pattern that does not
-/// compile never ships.
+/// A parser's pattern, compiled once, with Python's `\s` and `\S`
+/// ([`python_classes`]). The patterns are constants, and each parser's
+/// unit tests compile its own, so a pattern that does not compile never
+/// ships.
 fn pattern(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| {
-        Regex::new(pattern).unwrap_or_else(|err| panic!("the pattern {pattern:?}: {err}"))
-    })
+    cell.get_or_init(|| compile(pattern))
+}
+
+/// Compiles a constant pattern (see [`pattern`]).
+fn compile(pattern: &str) -> Regex {
+    Regex::new(&python_classes(pattern))
+        .unwrap_or_else(|err| panic!("the pattern {pattern:?}: {err}"))
+}
+
+/// `pattern` with `\s` and `\S` as Python's: whitespace is what
+/// `str.isspace` says, which adds U+001C..U+001F to Rust's. Inside a
+/// class `\s` gains the range; `\S` is only rewritten outside one (write
+/// `[\s--[..]]` for Python's `[^\S..]`).
+fn python_classes(pattern: &str) -> String {
+    const EXTRA: &str = r"\x1C-\x1F";
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut depth = 0usize;
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match (chars.next(), depth) {
+                (Some('s'), 0) => out.push_str(&format!(r"[\s{EXTRA}]")),
+                (Some('s'), _) => out.push_str(&format!(r"\s{EXTRA}")),
+                (Some('S'), 0) => out.push_str(&format!(r"[^\s{EXTRA}]")),
+                (Some(next), _) => {
+                    out.push('\\');
+                    out.push(next);
+                }
+                (None, _) => out.push('\\'),
+            },
+            '[' => {
+                out.push('[');
+                if depth == 0 {
+                    // A leading `^` or `]` belongs to the class.
+                    if chars.peek() == Some(&'^') {
+                        out.push('^');
+                        chars.next();
+                    }
+                    if chars.peek() == Some(&']') {
+                        out.push(']');
+                        chars.next();
+                    }
+                }
+                depth += 1;
+            }
+            ']' if depth > 0 => {
+                out.push(']');
+                depth -= 1;
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// Most of the package's parsers: `re` on each stripped line gives a
@@ -317,6 +368,38 @@ pub(crate) mod tests {
         for (log, expected) in cases {
             assert_eq!(parser.parse(log), map(expected), "{parser:?} on {log:?}");
         }
+    }
+
+    #[test]
+    fn whitespace_classes_are_python_s() {
+        assert_eq!(
+            python_classes(r"^\s+(\S+)$"),
+            r"^[\s\x1C-\x1F]+([^\s\x1C-\x1F]+)$"
+        );
+        assert_eq!(
+            python_classes(r"[^\s\]][\s--[\r\n]]\\s"),
+            r"[^\s\x1C-\x1F\]][\s\x1C-\x1F--[\r\n]]\\s"
+        );
+        // What the package reads where a separator stands for a space.
+        table(
+            Parser::Jest,
+            &[("  ✓\u{1c}name one (3 ms)\n", &[("name one", "PASSED")])],
+        );
+        table(
+            Parser::Redis,
+            &[("[err]: t in\u{1c}file\n", &[("t", "FAILED")])],
+        );
+        table(
+            Parser::Maven,
+            &[("+ mvn -Dtest=a\u{1c}b\nBUILD SUCCESS\n", &[("a", "PASSED")])],
+        );
+        table(
+            Parser::ChartJs,
+            &[(
+                "Chrome 1.0\u{1c}(Linux)\u{1c}my test FAILED\n",
+                &[("my test ", "FAILED")],
+            )],
+        );
     }
 
     #[test]
