@@ -417,15 +417,7 @@ RUN mkdir -p /opt/miniconda3/bin /opt/miniconda3/envs/testbed/bin \
 
 #[test]
 fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
-    let base_there = Command::new("podman")
-        .args(["image", "exists", "onebash-test/base:bookworm"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !crate::support::harness::tool_present(
-        base_there,
-        "podman with the image onebash-test/base:bookworm",
-        "install podman and run scripts/test-images.sh",
-    ) {
+    if !test_image_there() {
         return;
     }
     let log = django_instances_match_the_package(true);
@@ -435,6 +427,20 @@ fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
         assert!(!log.contains(missing), "{log}");
     }
     assert!(log.contains("No module named pip"), "{log}");
+}
+
+/// Whether podman and the container tests' base image are here (else the
+/// test says what it needs, as the skipped-when-missing tests do).
+fn test_image_there() -> bool {
+    let base_there = Command::new("podman")
+        .args(["image", "exists", "onebash-test/base:bookworm"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    crate::support::harness::tool_present(
+        base_there,
+        "podman with the image onebash-test/base:bookworm",
+        "install podman and run scripts/test-images.sh",
+    )
 }
 
 /// Builds the SWE-bench-shaped image of `work` at `base`, under each
@@ -651,6 +657,7 @@ const RUN_TESTS: &str = r#"#!/usr/bin/env python3
 import glob, os, re, subprocess, sys
 include = sys.argv[sys.argv.index("-i") + 1]
 micropython = os.environ["MICROPY_MICROPYTHON"]
+print("in " + os.getcwd())
 failed = []
 for test in sorted(glob.glob("basics/*.py")):
     if not re.search(include, test):
@@ -670,12 +677,27 @@ fn mp_test(call: &str) -> String {
     format!("import sys\nsys.path.insert(0, '..')\nfrom calc import add, mul, sub\nprint({call})\n")
 }
 
-/// Three micropython instances graded by SWE-bench's recipe for its
-/// version 10095 (build steps, then `cd tests` and the runner): a whole
-/// fix, half of one and none, and the oracle. The verdicts are the
-/// package's on onebash's own test logs.
 #[test]
 fn a_multilingual_instance_runs_its_recipe_and_gets_the_package_s_verdicts() {
+    micropython_instances_match_the_package(false);
+}
+
+/// The same in SWE-bench-shaped images: the repo at /testbed, and no
+/// environment to activate (the package's script for other languages
+/// activates none; the image's PATH is the one exec uses).
+#[test]
+fn a_multilingual_instance_in_its_image_gets_the_package_s_verdicts() {
+    if test_image_there() {
+        micropython_instances_match_the_package(true);
+    }
+}
+
+/// Three micropython instances graded by SWE-bench's recipe for its
+/// version 10095 (build steps, then `cd tests` and the runner), on the
+/// host or in SWE-bench-shaped images: a whole fix, half of one and none,
+/// and the oracle. The verdicts are the package's on onebash's own test
+/// logs.
+fn micropython_instances_match_the_package(in_image: bool) {
     use crate::support::harness::{Fixture, diff_of, scripted_agent};
     let fixture = Fixture::new();
     let (work, sha) = fixture.repo(
@@ -737,7 +759,17 @@ fn a_multilingual_instance_runs_its_recipe_and_gets_the_package_s_verdicts() {
         (ids[1], &["sed -i '0,/a - b/s//a + b/' calc.py"]),
         (ids[2], &["cat calc.py"]),
     ]);
-    let args = ["--repo-base", mirrors.to_str().expect("utf-8")];
+    let extra = if in_image {
+        swebench_shaped_image(&fixture, &work, &sha, &ids)
+    } else {
+        Vec::new()
+    };
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let args = [
+        &["--repo-base", mirrors.to_str().expect("utf-8")][..],
+        &extra,
+    ]
+    .concat();
     let run = fixture.run_scripted(&tasks, &server, &args);
     let oracle_args = [&["--model", "oracle"][..], &args].concat();
     let oracle = fixture.run_into(&fixture.path("oracle"), &tasks, &oracle_args, &[]);
@@ -765,6 +797,9 @@ fn a_multilingual_instance_runs_its_recipe_and_gets_the_package_s_verdicts() {
         assert!(log.contains("pass  basics/fun_sub.py"), "{id}: {log}");
         // `-i basics/fun` picks the tests: another one never runs.
         assert!(!log.contains("basics/other.py"), "{id}: {log}");
+        // In the image, the repo it holds; no command was missing.
+        assert_eq!(log.contains("in /testbed/tests\n"), in_image, "{id}: {log}");
+        assert!(!log.contains("command not found"), "{id}: {log}");
     }
     let Some(python) = swebench_python() else {
         return;
