@@ -203,6 +203,7 @@ pub fn package_script(instance: &Instance) -> Result<String, SpecError> {
     Ok(script.join("\n") + "\n")
 }
 
+/// The repo's entry and the version's recipe, or why there is none.
 fn lookup<'s>(
     specs: &'s Specs,
     instance: &Instance,
