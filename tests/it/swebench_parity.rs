@@ -609,40 +609,7 @@ fn django_instances_match_the_package(in_image: bool) -> String {
     }
     let log = std::fs::read_to_string(run.task_dir("django__django-1").join("test.log"))
         .expect("test.log");
-    let Some(python) = swebench_python() else {
-        return log;
-    };
-    let cases: Vec<Value> = graded
-        .iter()
-        .map(|(run, id, _)| {
-            json!({
-                "instance_id": id,
-                "repo": "django/django",
-                "version": "4.2",
-                "log_path": run.task_dir(id).join("test.log").display().to_string(),
-                "FAIL_TO_PASS": f2p,
-                "PASS_TO_PASS": p2p,
-            })
-        })
-        .collect();
-    let theirs = package_grades(&python, &cases);
-    for ((run, id, resolution), theirs) in graded
-        .iter()
-        .zip(theirs["results"].as_array().expect("results"))
-    {
-        assert_eq!(theirs["resolution"], *resolution, "{id}: {theirs}");
-        assert_eq!(theirs["resolved"], *resolution == "RESOLVED_FULL", "{id}");
-        // Every status onebash read is the package's.
-        let ours = &run.tests_json(id)["statuses"];
-        for (test, status) in ours.as_object().expect("statuses") {
-            assert_eq!(&theirs["statuses"][test], status, "{id}: {test}");
-        }
-        assert_eq!(
-            ours.as_object().map(|o| o.len()),
-            theirs["statuses"].as_object().map(|o| o.len()),
-            "{id}: {ours} vs {theirs}"
-        );
-    }
+    package_agrees("django/django", "4.2", &graded, json!(f2p), json!(p2p));
     log
 }
 
@@ -801,6 +768,25 @@ fn micropython_instances_match_the_package(in_image: bool) {
         assert_eq!(log.contains("in /testbed/tests\n"), in_image, "{id}: {log}");
         assert!(!log.contains("command not found"), "{id}: {log}");
     }
+    package_agrees(
+        "micropython/micropython",
+        "10095",
+        &graded,
+        json!(f2p),
+        json!(p2p),
+    );
+}
+
+/// The package, grading onebash's own test log of each `(run, id,
+/// resolution)` of `repo` at `version` with the same lists, gives that
+/// resolution and the statuses onebash read (when the package is here).
+fn package_agrees(
+    repo: &str,
+    version: &str,
+    graded: &[(&crate::support::harness::RunOutput, &str, &str)],
+    fail_to_pass: Value,
+    pass_to_pass: Value,
+) {
     let Some(python) = swebench_python() else {
         return;
     };
@@ -809,11 +795,11 @@ fn micropython_instances_match_the_package(in_image: bool) {
         .map(|(run, id, _)| {
             json!({
                 "instance_id": id,
-                "repo": "micropython/micropython",
-                "version": "10095",
+                "repo": repo,
+                "version": version,
                 "log_path": run.task_dir(id).join("test.log").display().to_string(),
-                "FAIL_TO_PASS": f2p,
-                "PASS_TO_PASS": p2p,
+                "FAIL_TO_PASS": fail_to_pass,
+                "PASS_TO_PASS": pass_to_pass,
             })
         })
         .collect();
@@ -823,6 +809,8 @@ fn micropython_instances_match_the_package(in_image: bool) {
         .zip(theirs["results"].as_array().expect("results"))
     {
         assert_eq!(theirs["resolution"], *resolution, "{id}: {theirs}");
-        assert_eq!(&run.tests_json(id)["statuses"], &theirs["statuses"], "{id}");
+        assert_eq!(theirs["resolved"], *resolution == "RESOLVED_FULL", "{id}");
+        // Every status onebash read is the package's, and no other.
+        assert_eq!(run.tests_json(id)["statuses"], theirs["statuses"], "{id}");
     }
 }
