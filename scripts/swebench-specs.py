@@ -25,9 +25,11 @@ from pathlib import Path
 PINNED = "4.1.0"
 OUT = Path(__file__).resolve().parent.parent / "data" / "swebench-specs.json"
 
-# The spec keys the eval script uses (harness/test_spec/python.py,
-# make_eval_script_list_py) and pre_install, which the image build ran.
-KEYS = ("test_cmd", "eval_commands", "install", "pre_install")
+# The spec keys the eval scripts use (harness/test_spec/python.py's
+# make_eval_script_list_py: test_cmd, eval_commands, install; utils.py's
+# make_eval_script_list_common, every other language's: build, test_cmd)
+# and pre_install, which the image build ran.
+KEYS = ("test_cmd", "eval_commands", "install", "pre_install", "build")
 
 
 def main() -> int:
@@ -47,7 +49,7 @@ def main() -> int:
         )
         return 1
     # Which language table each repo comes from: its eval script is built
-    # by that language's code (only Python's is mirrored in onebash).
+    # by that language's code (Python's, JavaScript's, or the common one).
     languages = {}
     for name in dir(constants):
         prefix = "MAP_REPO_VERSION_TO_SPECS_"

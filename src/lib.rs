@@ -47,6 +47,7 @@ pub mod stats;
 pub mod swebench;
 pub mod swebench_family;
 pub mod swebench_log;
+pub mod swebench_patch;
 pub mod swebench_spec;
 pub mod task;
 pub mod testlog;

@@ -3,17 +3,22 @@
 //! Owns the table `scripts/swebench-specs.py` writes from the `swebench`
 //! package (data/swebench-specs.json, embedded: onebash needs no Python at
 //! run time), the test directives SWE-bench derives from a `test_patch`,
-//! the eval script it runs (env activation, the spec's eval commands and
-//! install step, the test command between its output markers) and its
-//! image names. Reading the log and the verdict are swebench_log.rs's; the
-//! test patch itself goes in through grade.rs, as for every task.
+//! the eval script it runs, per language as `harness/test_spec` builds it
+//! (Python: env activation, the spec's eval commands and install step, the
+//! test command on the directives; the other languages: the spec's build
+//! steps and its test commands as they are, wp-calypso's derived from the
+//! test patch), and its image names. Reading the log and the verdict are
+//! swebench_log's; the test patch itself goes in through grade.rs, as for
+//! every task, so the package's reset and apply lines are rendered only in
+//! [`package_script`], the script the parity tests compare with the
+//! package's.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::swebench_log::{END_TEST_OUTPUT, Parser, START_TEST_OUTPUT};
+use crate::swebench_log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
 
 /// The generated table, embedded.
 const SPECS_JSON: &str = include_str!(concat!(
@@ -59,6 +64,10 @@ pub struct VersionSpec {
     /// Run when the image was built; recorded, not run again.
     #[serde(default)]
     pub pre_install: Vec<String>,
+    /// Run before the tests by the non-Python eval scripts (`make`,
+    /// `cargo build`...).
+    #[serde(default)]
+    pub build: Vec<String>,
 }
 
 /// Python repos have one command; some others a list of steps.
@@ -120,13 +129,11 @@ pub enum SpecError {
         known: String,
     },
     #[error(
-        "onebash has no SWE-bench log parser {parser} (repo {repo}) yet; hint: give a test command with --test-command"
+        "SWE-bench (swebench {0}) names no log parser for {1}; hint: give a test command with --test-command"
     )]
-    NoParser { repo: String, parser: String },
-    #[error(
-        "SWE-bench's eval of {0} ({1}) is not mirrored by onebash yet (only Python repos are); hint: give a test command with --test-command"
-    )]
-    Language(String, String),
+    NoParser(String, String),
+    #[error("{source} (repo {repo}); hint: give a test command with --test-command")]
+    Parser { repo: String, source: ParserError },
     #[error(
         "SWE-bench's spec for {0} version {1:?} has no test command; hint: give one with --test-command"
     )]
@@ -137,9 +144,71 @@ pub enum SpecError {
     Missing(&'static str),
 }
 
-/// The eval of an instance of `repo` at `version` with `test_patch`.
-pub fn eval_for(repo: &str, version: &str, test_patch: &str) -> Result<SwebenchEval, SpecError> {
+/// The fields of an instance its eval is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    /// Two repos' parsers depend on it (jekyll, immutable-js).
+    pub instance_id: &'a str,
+    /// `owner/name`.
+    pub repo: &'a str,
+    pub version: &'a str,
+    /// Named only by the package's reset lines ([`package_script`]).
+    pub base_commit: &'a str,
+    pub test_patch: &'a str,
+}
+
+/// The eval of an instance: its parser and the script onebash runs.
+pub fn eval_for(instance: &Instance) -> Result<SwebenchEval, SpecError> {
     let specs = specs();
+    let (entry, spec) = lookup(specs, instance)?;
+    let repo = instance.repo;
+    let parser_name = entry
+        .parser
+        .as_deref()
+        .ok_or_else(|| SpecError::NoParser(specs.swebench_version.clone(), repo.to_owned()))?;
+    let parser =
+        parser_for(parser_name, instance.instance_id).map_err(|source| SpecError::Parser {
+            repo: repo.to_owned(),
+            source,
+        })?;
+    let lines = script_lines(specs, entry, spec, instance)?;
+    let mut script = vec!["set -uxo pipefail".to_owned()];
+    script.extend(lines.into_iter().filter_map(|line| match line {
+        Line::Run(line) => Some(line),
+        Line::Harness(_) => None,
+    }));
+    Ok(SwebenchEval {
+        repo: repo.to_owned(),
+        version: instance.version.to_owned(),
+        parser,
+        fail_only: specs.fail_only_repos.iter().any(|r| r == repo),
+        script: script.join("\n") + "\n",
+    })
+}
+
+/// The package's whole eval script of an instance (`make_test_spec(..)
+/// .eval_script`), the lines onebash does itself included: what the
+/// parity tests compare.
+pub fn package_script(instance: &Instance) -> Result<String, SpecError> {
+    let specs = specs();
+    let (entry, spec) = lookup(specs, instance)?;
+    let mut script = vec!["#!/bin/bash".to_owned(), "set -uxo pipefail".to_owned()];
+    script.extend(
+        script_lines(specs, entry, spec, instance)?
+            .into_iter()
+            .map(|line| match line {
+                Line::Run(line) | Line::Harness(line) => line,
+            }),
+    );
+    Ok(script.join("\n") + "\n")
+}
+
+/// The repo's entry and the version's recipe, or why there is none.
+fn lookup<'s>(
+    specs: &'s Specs,
+    instance: &Instance,
+) -> Result<(&'s RepoSpecs, &'s VersionSpec), SpecError> {
+    let (repo, version) = (instance.repo, instance.version);
     let entry = specs
         .repos
         .get(repo)
@@ -158,38 +227,119 @@ pub fn eval_for(repo: &str, version: &str, test_patch: &str) -> Result<SwebenchE
                 .collect::<Vec<_>>()
                 .join(", "),
         })?;
-    if entry.language != "py" {
-        return Err(SpecError::Language(repo.to_owned(), entry.language.clone()));
-    }
-    let parser_name = entry.parser.clone().unwrap_or_default();
-    let parser = Parser::from_name(&parser_name).ok_or_else(|| SpecError::NoParser {
-        repo: repo.to_owned(),
-        parser: parser_name.clone(),
-    })?;
+    Ok((entry, spec))
+}
+
+/// One line of the package's eval script.
+enum Line {
+    /// onebash runs it.
+    Run(String),
+    /// onebash does it itself (grade.rs resets the test files and applies
+    /// the test patch; the repo is the working directory) or leaves it
+    /// out (`git status`, `git show`, `git diff` are only informational;
+    /// `git config --global` would change the host's settings; the tests
+    /// are not reset after the run, whose checkout or container goes).
+    Harness(String),
+}
+
+/// The package's heredoc delimiter around the test patch.
+const HEREDOC: &str = "EOF_114329324912";
+
+/// `make_eval_script_list`: Python's (`make_eval_script_list_py`), or the
+/// common one (`make_eval_script_list_common`) every other language uses,
+/// JavaScript's with wp-calypso's test commands.
+fn script_lines(
+    specs: &Specs,
+    entry: &RepoSpecs,
+    spec: &VersionSpec,
+    instance: &Instance,
+) -> Result<Vec<Line>, SpecError> {
+    let (repo, version) = (instance.repo, instance.version);
     let test_cmd = spec
         .test_cmd
         .as_ref()
-        .ok_or_else(|| SpecError::NoTestCommand(repo.to_owned(), version.to_owned()))?
-        .lines()
-        .join("\n");
-    let directives = test_directives(repo, test_patch, &specs.non_test_exts);
-    let script = eval_script(specs, spec, &test_cmd, &directives);
-    Ok(SwebenchEval {
-        repo: repo.to_owned(),
-        version: version.to_owned(),
-        parser,
-        fail_only: specs.fail_only_repos.iter().any(|r| r == repo),
-        script,
-    })
+        .ok_or_else(|| SpecError::NoTestCommand(repo.to_owned(), version.to_owned()))?;
+    let dir = &specs.repo_directory;
+    let files = crate::swebench_patch::modified_files(instance.test_patch);
+    let base = instance.base_commit;
+    let mut lines = Vec::new();
+    if entry.language == "py" {
+        let reset = format!("git checkout {base} {}", files.join(" "));
+        let activate = || specs.env_activation.iter().cloned().map(Line::Run);
+        lines.extend(activate());
+        lines.push(Line::Harness(format!("cd {dir}")));
+        lines.extend(spec.eval_commands.iter().cloned().map(Line::Run));
+        lines.extend(
+            [
+                format!("git config --global --add safe.directory {dir}"),
+                format!("cd {dir}"),
+                "git status".to_owned(),
+                "git show".to_owned(),
+                format!("git -c core.fileMode=false diff {base}"),
+            ]
+            .map(Line::Harness),
+        );
+        lines.extend(activate());
+        lines.extend(spec.install.iter().flat_map(Commands::lines).map(Line::Run));
+        lines.push(Line::Harness(reset.clone()));
+        lines.push(Line::Harness(format!(
+            "git apply -v - <<'{HEREDOC}'\n{}\n{HEREDOC}",
+            instance.test_patch
+        )));
+        let directives = test_directives(repo, instance.test_patch, &specs.non_test_exts);
+        let mut command = vec![test_cmd.lines().join("\n")];
+        command.extend(directives);
+        lines.push(Line::Run(format!(": '{START_TEST_OUTPUT}'")));
+        lines.push(Line::Run(command.join(" ")));
+        lines.push(Line::Run(format!(": '{END_TEST_OUTPUT}'")));
+        lines.push(Line::Harness(reset));
+        return Ok(lines);
+    }
+    let reset = if files.is_empty() {
+        "echo \"No test files to reset\"".to_owned()
+    } else {
+        format!("git checkout {base} {}", files.join(" "))
+    };
+    lines.extend(
+        [
+            format!("cd {dir}"),
+            format!("git config --global --add safe.directory {dir}"),
+            format!("cd {dir}"),
+            reset.clone(),
+            format!(
+                "git apply --verbose --reject - <<'{HEREDOC}'\n{}\n{HEREDOC}",
+                instance.test_patch
+            ),
+        ]
+        .map(Line::Harness),
+    );
+    // JavaScript's downloads of an instance's `image_assets` would go
+    // here (SWE-bench Multimodal, with curl): not run, see docs/tasks.md.
+    lines.extend(spec.build.iter().cloned().map(Line::Run));
+    lines.push(Line::Run(format!(": '{START_TEST_OUTPUT}'")));
+    let tests = if repo == "Automattic/wp-calypso" {
+        crate::swebench_patch::calypso_test_commands(version, instance.test_patch)
+    } else {
+        test_cmd.lines()
+    };
+    lines.extend(tests.into_iter().map(Line::Run));
+    lines.push(Line::Run(format!(": '{END_TEST_OUTPUT}'")));
+    lines.push(Line::Harness(reset));
+    Ok(lines)
 }
 
 /// The files a test patch names, as `harness/test_spec/python.py`'s
 /// `get_test_directives` turns them into arguments of the test command:
 /// every `diff --git a/X b/Y` line's Y (duplicates kept, as the package
 /// keeps them), less files with a non-test ending; for django, module
-/// names (`.py` and a leading `tests/` cut, `/` -> `.`). Other repos,
-/// sympy included, pass the paths as they are.
+/// names (`.py` and a leading `tests/` cut, `/` -> `.`); for humaneval,
+/// `test.py` whatever the patch. Other repos, sympy included, pass the
+/// paths as they are.
 pub fn test_directives(repo: &str, test_patch: &str, non_test_exts: &[String]) -> Vec<String> {
+    // The package's seq2seq repo has a fixed test command.
+    if repo == "swe-bench/humaneval" {
+        return vec!["test.py".to_owned()];
+    }
     let mut directives: Vec<String> = test_patch
         .split('\n')
         .filter_map(diff_target)
@@ -215,25 +365,6 @@ fn diff_target(line: &str) -> Option<String> {
     Some(target.to_owned())
 }
 
-/// The eval script of `make_eval_script_list_py`, less what onebash does
-/// itself: the test files are reset and the test patch applied by grade.rs
-/// before this runs (SWE-bench's `git checkout BASE FILES; git apply`),
-/// the repo is the working directory, and `git status`/`git show`/`git
-/// diff`, only informational, are left out.
-fn eval_script(specs: &Specs, spec: &VersionSpec, test_cmd: &str, directives: &[String]) -> String {
-    let mut lines = vec!["set -uxo pipefail".to_owned()];
-    lines.extend(specs.env_activation.iter().cloned());
-    lines.extend(spec.eval_commands.iter().cloned());
-    lines.extend(specs.env_activation.iter().cloned());
-    lines.extend(spec.install.iter().flat_map(Commands::lines));
-    lines.push(format!(": '{START_TEST_OUTPUT}'"));
-    let mut command = vec![test_cmd.to_owned()];
-    command.extend(directives.iter().cloned());
-    lines.push(command.join(" "));
-    lines.push(format!(": '{END_TEST_OUTPUT}'"));
-    lines.join("\n") + "\n"
-}
-
 /// The name of an instance's image in SWE-bench: `sweb.eval.x86_64.` and
 /// the instance id in lower case with `__` as `_1776_` (docker refuses a
 /// double underscore there).
@@ -253,6 +384,16 @@ mod tests {
         diff --git a/tests/forms_tests/data/sample.json b/tests/forms_tests/data/sample.json\n\
         diff --git a/sympy/core/tests/test_basic.py b/sympy/core/tests/test_basic.py\n\
         diff --git a/docs/a b/b.md b/docs/a b/b.md\n";
+
+    fn instance<'a>(repo: &'a str, version: &'a str, test_patch: &'a str) -> Instance<'a> {
+        Instance {
+            instance_id: "o__r-1",
+            repo,
+            version,
+            base_commit: "abc123",
+            test_patch,
+        }
+    }
 
     fn exts() -> Vec<String> {
         specs().non_test_exts.clone()
@@ -279,6 +420,7 @@ mod tests {
             let entry = &specs.repos[repo];
             let parser = entry.parser.as_deref().unwrap_or_default();
             assert!(Parser::from_name(parser).is_some(), "{repo}: {parser}");
+            assert_eq!(entry.language, "py", "{repo}");
             assert!(!entry.versions.is_empty(), "{repo}");
         }
     }
@@ -319,7 +461,7 @@ mod tests {
     #[test]
     fn the_eval_script_runs_the_specs_command_on_the_directives_between_markers() {
         let patch = "diff --git a/tests/test_requests.py b/tests/test_requests.py\n";
-        let eval = eval_for("psf/requests", "2.0", patch).expect("known");
+        let eval = eval_for(&instance("psf/requests", "2.0", patch)).expect("known");
         assert_eq!(eval.parser, Parser::PytestOptions);
         let lines: Vec<&str> = eval.script.lines().collect();
         assert_eq!(lines[0], "set -uxo pipefail");
@@ -334,11 +476,11 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[start + 2].contains(END_TEST_OUTPUT));
-        let django = eval_for(
+        let django = eval_for(&instance(
             "django/django",
             "3.0",
             "diff --git a/tests/queries/tests.py b/tests/queries/tests.py\n",
-        )
+        ))
         .expect("known");
         assert!(
             django.script.contains(
@@ -351,14 +493,95 @@ mod tests {
     }
 
     #[test]
+    fn every_repo_of_the_table_has_a_parser_and_a_script() {
+        // jekyll's and immutable-js's parsers depend on the instance:
+        // their versions are its numbers.
+        for (repo, entry) in &specs().repos {
+            for (version, spec) in &entry.versions {
+                let id = format!("{}-{version}", repo.replace('/', "__"));
+                let patch = "diff --git a/t/x b/t/x\n";
+                let found = eval_for(&Instance {
+                    instance_id: &id,
+                    ..instance(repo, version, patch)
+                });
+                match (found, &spec.test_cmd) {
+                    (Ok(eval), Some(_)) => assert!(eval.script.contains(START_TEST_OUTPUT)),
+                    (Err(SpecError::NoTestCommand(..)), None) => {}
+                    // dbt-core and humaneval: the package's
+                    // MAP_REPO_TO_PARSER lacks them.
+                    (Err(SpecError::NoParser(..)), _) if entry.parser.is_none() => {}
+                    (other, _) => panic!("{id}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_languages_run_the_build_steps_and_test_commands_as_they_are() {
+        let patch = "diff --git a/tests/unit/type/stream.tcl b/tests/unit/type/stream.tcl\n\
+            --- a/tests/unit/type/stream.tcl\n+++ b/tests/unit/type/stream.tcl\n@@ -1 +1 @@\n-a\n+b\n";
+        let eval = eval_for(&instance("redis/redis", "10068", patch)).expect("known");
+        assert_eq!(eval.parser, Parser::Redis);
+        assert_eq!(
+            eval.script,
+            "set -uxo pipefail\nmake distclean\nmake\n: '>>>>> Start Test Output'\n\
+             TERM=dumb ./runtest --durable --single unit/type/stream --only \"/*XTRIM*\"\n\
+             : '>>>>> End Test Output'\n"
+        );
+        // The package's script also resets and applies (grade.rs's work),
+        // and resets again after.
+        let whole = package_script(&instance("redis/redis", "10068", patch)).expect("known");
+        assert!(whole.starts_with("#!/bin/bash\nset -uxo pipefail\ncd /testbed\n"));
+        assert!(whole.contains("git checkout abc123 tests/unit/type/stream.tcl\ngit apply --verbose --reject - <<'EOF_114329324912'\n"));
+        assert!(whole.ends_with(
+            ": '>>>>> End Test Output'\ngit checkout abc123 tests/unit/type/stream.tcl\n"
+        ));
+        // Without files to reset, the package echoes instead.
+        let empty = package_script(&instance("redis/redis", "10068", "")).expect("known");
+        assert!(empty.contains("echo \"No test files to reset\""));
+        // wp-calypso's test commands come from the patch's files.
+        let calypso = eval_for(&instance(
+            "Automattic/wp-calypso",
+            "10.12.0",
+            "diff --git a/client/a/test/index.js b/client/a/test/index.js\n",
+        ))
+        .expect("known");
+        assert!(
+            calypso.script.contains(
+                "\n./node_modules/.bin/jest --verbose -c=test/client/jest.config.js 'client/a/test/index.js'\n"
+            ),
+            "{}",
+            calypso.script
+        );
+        // jekyll's parser is picked by the instance's number.
+        let jekyll = |id: &str| {
+            eval_for(&Instance {
+                instance_id: id,
+                ..instance("jekyll/jekyll", "8047", "")
+            })
+        };
+        assert_eq!(
+            jekyll("jekyll__jekyll-8047").map(|e| e.parser),
+            Ok(Parser::Minitest)
+        );
+        let err = jekyll("jekyll__jekyll-1").expect_err("no parser");
+        assert!(
+            err.to_string()
+                .contains("knows no instance jekyll__jekyll-1"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--test-command"), "{err}");
+    }
+
+    #[test]
     fn unknown_repos_and_versions_say_what_is_known() {
-        let err = eval_for("django/django", "0.1", "").expect_err("no such version");
+        let err = eval_for(&instance("django/django", "0.1", "")).expect_err("no such version");
         let text = err.to_string();
         assert!(text.contains("version \"0.1\""), "{text}");
         assert!(text.contains("3.0"), "{text}");
         assert!(text.contains("--test-command"), "{text}");
         assert!(matches!(
-            eval_for("o/r", "1.0", ""),
+            eval_for(&instance("o/r", "1.0", "")),
             Err(SpecError::UnknownRepo(..))
         ));
     }

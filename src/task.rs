@@ -506,8 +506,14 @@ fn swebench_eval(task: &TaskSpec) -> Result<crate::swebench_spec::SwebenchEval, 
     let version = field("version")
         .ok_or(SpecError::Missing("version"))
         .map_err(|e| e.to_string())?;
-    crate::swebench_spec::eval_for(&repo, &version, task.test_patch.as_deref().unwrap_or(""))
-        .map_err(|e| e.to_string())
+    crate::swebench_spec::eval_for(&crate::swebench_spec::Instance {
+        instance_id: task.id.as_str(),
+        repo: &repo,
+        version: &version,
+        base_commit: &task.base_commit,
+        test_patch: task.test_patch.as_deref().unwrap_or(""),
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// Renders a template flag for a task over `context` (its fields, and

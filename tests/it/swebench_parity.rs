@@ -1,16 +1,18 @@
 //! SWE-bench's verdicts, checked against the `swebench` package itself:
-//! recorded eval logs of every log parser the Python repos use (oracle,
-//! noop and partial runs, tests/fixtures/swebench-logs/) go through
-//! onebash's parser and grading and through the package's
-//! `MAP_REPO_TO_PARSER`, `get_logs_eval`, `get_eval_tests_report`,
-//! `get_resolution_status` and `get_eval_report`; statuses and verdicts
-//! must be the same.
+//! recorded eval logs of every log parser the package names (the Python
+//! repos' oracle, noop and partial runs in tests/fixtures/swebench-logs/,
+//! the Multilingual and JavaScript repos' in its `multilingual/`, each
+//! graded with full, partial and no-fix test lists) go through onebash's
+//! parser and grading and through the package's `MAP_REPO_TO_PARSER`,
+//! `get_logs_eval`, `get_eval_tests_report`, `get_resolution_status` and
+//! `get_eval_report`; statuses and verdicts must be the same. And the
+//! eval script of every repo and version is the package's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use onebash::swebench_log::{StatusMap, grade_output};
-use onebash::swebench_spec::{eval_for, image_name};
+use onebash::swebench_log::{Parser, StatusMap, grade_output};
+use onebash::swebench_spec::{Instance, eval_for, image_name, package_script, specs};
 use serde_json::{Value, json};
 
 use crate::support::harness::swebench_python;
@@ -19,15 +21,19 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swebench-logs")
 }
 
-/// The cases of cases.json, their log paths made absolute.
+/// The cases of both cases.json, their log paths made absolute.
 fn cases() -> Vec<Value> {
-    let text = std::fs::read_to_string(fixtures().join("cases.json")).expect("cases.json");
-    let mut cases: Vec<Value> = serde_json::from_str(&text).expect("a JSON list");
-    for case in &mut cases {
-        let log = fixtures().join(case["log"].as_str().expect("log"));
-        case["log_path"] = json!(log.display().to_string());
+    let mut all = Vec::new();
+    for dir in [fixtures(), fixtures().join("multilingual")] {
+        let text = std::fs::read_to_string(dir.join("cases.json")).expect("cases.json");
+        let mut cases: Vec<Value> = serde_json::from_str(&text).expect("a JSON list");
+        for case in &mut cases {
+            let log = dir.join(case["log"].as_str().expect("log"));
+            case["log_path"] = json!(log.display().to_string());
+        }
+        all.extend(cases);
     }
-    cases
+    all
 }
 
 fn strings(value: &Value) -> Vec<String> {
@@ -41,12 +47,17 @@ fn strings(value: &Value) -> Vec<String> {
 
 /// What the package makes of `cases` (swebench_grade.py's answer).
 fn package_grades(python: &str, cases: &[Value]) -> Value {
+    package_answer(python, "swebench_grade.py", cases)
+}
+
+/// The JSON a fixture script prints for `input`, given in a file.
+fn package_answer(python: &str, script: &str, input: &[Value]) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("cases.json");
-    std::fs::write(&input, serde_json::to_vec(cases).expect("json")).expect("write");
+    let input_path = dir.path().join("input.json");
+    std::fs::write(&input_path, serde_json::to_vec(input).expect("json")).expect("write");
     let output = Command::new(python)
-        .arg(fixtures().join("swebench_grade.py"))
-        .arg(&input)
+        .arg(fixtures().join(script))
+        .arg(&input_path)
         .output()
         .expect("python runs");
     assert!(
@@ -61,7 +72,14 @@ fn package_grades(python: &str, cases: &[Value]) -> Value {
 fn onebash(case: &Value) -> (StatusMap, String, bool) {
     let repo = case["repo"].as_str().expect("repo");
     let version = case["version"].as_str().expect("version");
-    let eval = eval_for(repo, version, "").unwrap_or_else(|err| panic!("{repo}: {err}"));
+    let instance = Instance {
+        instance_id: case["instance_id"].as_str().expect("instance_id"),
+        repo,
+        version,
+        base_commit: "",
+        test_patch: "",
+    };
+    let eval = eval_for(&instance).unwrap_or_else(|err| panic!("{repo}: {err}"));
     let log = std::fs::read_to_string(case["log_path"].as_str().expect("path")).expect("log");
     let graded = grade_output(
         eval.parser,
@@ -131,6 +149,230 @@ fn recorded_logs_grade_as_the_swebench_package_grades_them() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Every parser the package has, by its function's name (jekyll's and
+/// immutable-js's are the ones they call).
+const PARSERS: [&str; 32] = [
+    "parse_log_pytest",
+    "parse_log_pytest_options",
+    "parse_log_pytest_v2",
+    "parse_log_django",
+    "parse_log_seaborn",
+    "parse_log_sympy",
+    "parse_log_matplotlib",
+    "parse_log_calypso",
+    "parse_log_chart_js",
+    "parse_log_marked",
+    "parse_log_p5js",
+    "parse_log_react_pdf",
+    "parse_log_jest",
+    "parse_log_jest_json",
+    "parse_log_vitest",
+    "parse_log_karma",
+    "parse_log_tap",
+    "parse_log_maven",
+    "parse_log_ant",
+    "parse_log_gradle_custom",
+    "parse_log_gotest",
+    "parse_log_cargo",
+    "parse_log_phpunit",
+    "parse_log_redis",
+    "parse_log_jq",
+    "parse_log_doctest",
+    "parse_log_micropython_test",
+    "parse_log_googletest",
+    "parse_log_minitest",
+    "parse_log_cucumber",
+    "parse_log_ruby_unit",
+    "parse_log_rspec_transformed_json",
+];
+
+#[test]
+fn every_parser_reads_every_recorded_log_as_the_package_does() {
+    // Each parser on every other runner's log too: lines it was not
+    // written for are where a mirror drifts.
+    let Some(python) = swebench_python() else {
+        return;
+    };
+    let mut logs: Vec<String> = cases()
+        .iter()
+        .map(|case| case["log_path"].as_str().expect("path").to_owned())
+        .collect();
+    logs.dedup();
+    let pairs: Vec<Value> = PARSERS
+        .iter()
+        .flat_map(|name| logs.iter().map(move |log| json!([name, log])))
+        .collect();
+    let theirs = package_answer(&python, "swebench_parse.py", &pairs);
+    let (mut wrong, mut raised) = (Vec::new(), 0);
+    for (pair, theirs) in pairs.iter().zip(theirs["maps"].as_array().expect("maps")) {
+        let (name, path) = (
+            pair[0].as_str().expect("name"),
+            pair[1].as_str().expect("path"),
+        );
+        if theirs.get("raised").is_some() {
+            // The package raises on this log: no map to compare.
+            raised += 1;
+            continue;
+        }
+        let parser = Parser::from_name(name).unwrap_or_else(|| panic!("{name}"));
+        let log = std::fs::read_to_string(path).expect("log");
+        let ours = parser.parse(&log);
+        let theirs: StatusMap = serde_json::from_value(theirs.clone()).expect("a status map");
+        if ours != theirs {
+            wrong.push(format!(
+                "{name} on {path}:\n  onebash: {ours:?}\n  swebench: {theirs:?}"
+            ));
+        }
+    }
+    assert!(pairs.len() > 1000, "{}", pairs.len());
+    // A handful of pairs raise there (calypso's and doctest's on foreign
+    // logs); most must be compared.
+    assert!(
+        raised * 10 < pairs.len(),
+        "{raised} of {} raised",
+        pairs.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// A test patch as SWE-bench's instances hold them, with paths shaped
+/// for `language`: a changed test (one of whose removed lines reads like
+/// a file header), a new one, a deleted one and a data file. wp-calypso's
+/// has its package, snapshot and e2e paths.
+fn realistic_test_patch(repo: &str, language: &str) -> String {
+    let (changed, added, deleted, data) = match language {
+        "py" => (
+            "tests/test_api.py",
+            "tests/test_new.py",
+            "tests/test_old.py",
+            "tests/data/in.json",
+        ),
+        "js" if repo == "Automattic/wp-calypso" => (
+            "client/state/test/index.js",
+            "packages/ui/src/__snapshots__/button.js.snap",
+            "test/e2e/specs/login.js",
+            "client/state/README.md",
+        ),
+        "js" => (
+            "test/unit/api.test.js",
+            "test/unit/new.test.ts",
+            "test/old.spec.js",
+            "test/fixtures/a.json",
+        ),
+        "rust" => (
+            "tests/cli.rs",
+            "src/tests/new.rs",
+            "tests/old.rs",
+            "tests/data/in.txt",
+        ),
+        "go" => (
+            "router_test.go",
+            "binding/new_test.go",
+            "old_test.go",
+            "testdata/a.json",
+        ),
+        "java" => (
+            "src/test/java/com/x/ApiTest.java",
+            "src/test/java/com/x/NewTest.java",
+            "src/test/java/com/x/OldTest.java",
+            "src/test/resources/a.json",
+        ),
+        "php" => (
+            "tests/ApiTest.php",
+            "tests/NewTest.php",
+            "tests/OldTest.php",
+            "tests/fixtures/a.json",
+        ),
+        "ruby" => (
+            "test/test_api.rb",
+            "spec/new_spec.rb",
+            "test/test_old.rb",
+            "test/fixtures/a.yml",
+        ),
+        _ => (
+            "tests/unit/api.c",
+            "tests/new.test",
+            "tests/old.test",
+            "tests/data.txt",
+        ),
+    };
+    format!(
+        "diff --git a/{changed} b/{changed}\nindex 1111111..2222222 100644\n--- a/{changed}\n+++ b/{changed}\n\
+         @@ -1,3 +1,3 @@\n keep\n--- a/looks/like/a/header\n+new line\n keep\n\
+         diff --git a/{added} b/{added}\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/{added}\n\
+         @@ -0,0 +1,2 @@\n+one\n+two\n\
+         diff --git a/{deleted} b/{deleted}\ndeleted file mode 100644\nindex 4444444..0000000\n--- a/{deleted}\n+++ /dev/null\n\
+         @@ -1 +0,0 @@\n-x\n\
+         diff --git a/{data} b/{data}\nindex 5555555..6666666 100644\n--- a/{data}\n+++ b/{data}\n@@ -1 +1 @@\n-{{}}\n+[]\n"
+    )
+}
+
+#[test]
+fn eval_scripts_are_the_package_s_for_every_repo_and_version() {
+    let Some(python) = swebench_python() else {
+        return;
+    };
+    let specs = specs();
+    let instances: Vec<Value> = specs
+        .repos
+        .iter()
+        .flat_map(|(repo, entry)| {
+            let patch = realistic_test_patch(repo, &entry.language);
+            entry.versions.keys().map(move |version| {
+                json!({
+                    "instance_id": format!("{}-{version}", repo.replace('/', "__")),
+                    "repo": repo,
+                    "version": version,
+                    "base_commit": "0123456789abcdef0123456789abcdef01234567",
+                    "test_patch": patch,
+                })
+            })
+        })
+        .collect();
+    let theirs = package_answer(&python, "swebench_scripts.py", &instances);
+    assert_eq!(
+        theirs["swebench"].as_str(),
+        Some(specs.swebench_version.as_str())
+    );
+    let mut wrong = Vec::new();
+    for (instance, theirs) in instances
+        .iter()
+        .zip(theirs["scripts"].as_array().expect("scripts"))
+    {
+        let field = |key: &str| instance[key].as_str().expect("a string");
+        let ours = package_script(&Instance {
+            instance_id: field("instance_id"),
+            repo: field("repo"),
+            version: field("version"),
+            base_commit: field("base_commit"),
+            test_patch: field("test_patch"),
+        });
+        match (ours, theirs.as_str()) {
+            (Err(_), None) => {}
+            (Ok(ours), Some(theirs)) if ours == theirs => {}
+            (ours, theirs) => wrong.push(format!(
+                "{}:\n--- onebash\n{}\n--- swebench\n{}",
+                field("instance_id"),
+                ours.unwrap_or_else(|err| err.to_string()),
+                theirs.unwrap_or("(none)")
+            )),
+        }
+    }
+    assert!(instances.len() > 600, "{}", instances.len());
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ; the first:\n{}",
+        wrong.len(),
+        instances.len(),
+        wrong.first().map_or("", String::as_str)
+    );
+}
+
 /// A django-shaped repo: SWE-bench's django recipe runs
 /// `./tests/runtests.py --verbosity 2 ... MODULES`; this one runs
 /// unittest on the modules it is given, as verbosely.
@@ -175,15 +417,7 @@ RUN mkdir -p /opt/miniconda3/bin /opt/miniconda3/envs/testbed/bin \
 
 #[test]
 fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
-    let base_there = Command::new("podman")
-        .args(["image", "exists", "onebash-test/base:bookworm"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !crate::support::harness::tool_present(
-        base_there,
-        "podman with the image onebash-test/base:bookworm",
-        "install podman and run scripts/test-images.sh",
-    ) {
+    if !test_image_there() {
         return;
     }
     let log = django_instances_match_the_package(true);
@@ -193,6 +427,20 @@ fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
         assert!(!log.contains(missing), "{log}");
     }
     assert!(log.contains("No module named pip"), "{log}");
+}
+
+/// Whether podman and the container tests' base image are here (else the
+/// test says what it needs, as the skipped-when-missing tests do).
+fn test_image_there() -> bool {
+    let base_there = Command::new("podman")
+        .args(["image", "exists", "onebash-test/base:bookworm"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    crate::support::harness::tool_present(
+        base_there,
+        "podman with the image onebash-test/base:bookworm",
+        "install podman and run scripts/test-images.sh",
+    )
 }
 
 /// Builds the SWE-bench-shaped image of `work` at `base`, under each
@@ -361,19 +609,197 @@ fn django_instances_match_the_package(in_image: bool) -> String {
     }
     let log = std::fs::read_to_string(run.task_dir("django__django-1").join("test.log"))
         .expect("test.log");
+    package_agrees("django/django", "4.2", &graded, json!(f2p), json!(p2p));
+    log
+}
+
+/// A micropython-shaped repo for SWE-bench's micropython 10095 recipe:
+/// its build step sources `tools/ci.sh` and calls
+/// `ci_unix_build_helper`, which here makes the `micropython` binary a
+/// python3; `tests/run-tests.py -i basics/fun` runs the matching tests
+/// and compares each one's output with its `.exp`, printing `pass` or
+/// `FAIL` per test as the real runner does.
+const CI_SH: &str = "ci_unix_build_helper() {\n    mkdir -p ports/unix/build-standard\n    printf '#!/bin/sh\\nexec python3 \"$@\"\\n' > ports/unix/build-standard/micropython\n    chmod +x ports/unix/build-standard/micropython tests/run-tests.py\n}\n";
+const RUN_TESTS: &str = r#"#!/usr/bin/env python3
+import glob, os, re, subprocess, sys
+include = sys.argv[sys.argv.index("-i") + 1]
+micropython = os.environ["MICROPY_MICROPYTHON"]
+print("in " + os.getcwd())
+failed = []
+for test in sorted(glob.glob("basics/*.py")):
+    if not re.search(include, test):
+        continue
+    out = subprocess.run([micropython, test], capture_output=True, text=True).stdout
+    with open(test + ".exp") as f:
+        ok = out == f.read()
+    print(("pass  " if ok else "FAIL  ") + test)
+    if not ok:
+        failed.append(test)
+print("%d tests failed" % len(failed))
+sys.exit(1 if failed else 0)
+"#;
+const MP_CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+
+fn mp_test(call: &str) -> String {
+    format!("import sys\nsys.path.insert(0, '..')\nfrom calc import add, mul, sub\nprint({call})\n")
+}
+
+#[test]
+fn a_multilingual_instance_runs_its_recipe_and_gets_the_package_s_verdicts() {
+    micropython_instances_match_the_package(false);
+}
+
+/// The same in SWE-bench-shaped images: the repo at /testbed, and no
+/// environment to activate (the package's script for other languages
+/// activates none; the image's PATH is the one exec uses).
+#[test]
+fn a_multilingual_instance_in_its_image_gets_the_package_s_verdicts() {
+    if test_image_there() {
+        micropython_instances_match_the_package(true);
+    }
+}
+
+/// Three micropython instances graded by SWE-bench's recipe for its
+/// version 10095 (build steps, then `cd tests` and the runner), on the
+/// host or in SWE-bench-shaped images: a whole fix, half of one and none,
+/// and the oracle. The verdicts are the package's on onebash's own test
+/// logs.
+fn micropython_instances_match_the_package(in_image: bool) {
+    use crate::support::harness::{Fixture, diff_of, scripted_agent};
+    let fixture = Fixture::new();
+    let (work, sha) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", MP_CALC),
+            ("tools/ci.sh", CI_SH),
+            ("tests/run-tests.py", RUN_TESTS),
+            ("tests/basics/fun_sub.py", &mp_test("sub(3, 1)")),
+            ("tests/basics/fun_sub.py.exp", "2\n"),
+            ("tests/basics/other.py", &mp_test("1 / 0")),
+            ("tests/basics/other.py.exp", "never\n"),
+        ],
+    );
+    let mirrors = fixture.mirrors(&work, "micropython/micropython");
+    let gold = diff_of(
+        &work,
+        &[(
+            "calc.py",
+            &MP_CALC.replacen("a - b", "a + b", 1).replacen(
+                "a + b\n\n\ndef sub",
+                "a * b\n\n\ndef sub",
+                1,
+            ),
+        )],
+    );
+    let test_patch = diff_of(
+        &work,
+        &[
+            ("tests/basics/fun_add.py", &mp_test("add(1, 2)")),
+            ("tests/basics/fun_add.py.exp", "3\n"),
+            ("tests/basics/fun_mul.py", &mp_test("mul(2, 3)")),
+            ("tests/basics/fun_mul.py.exp", "6\n"),
+        ],
+    );
+    let f2p = ["basics/fun_add.py", "basics/fun_mul.py"];
+    let p2p = ["basics/fun_sub.py"];
+    let instance = |id: &str| {
+        json!({
+            "instance_id": id,
+            "repo": "micropython/micropython",
+            "base_commit": sha,
+            "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
+            "patch": gold,
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!(f2p).to_string(),
+            "PASS_TO_PASS": json!(p2p).to_string(),
+            "version": "10095",
+        })
+    };
+    let ids = [
+        "micropython__micropython-1",
+        "micropython__micropython-2",
+        "micropython__micropython-3",
+    ];
+    let tasks = fixture.tasks(&ids.map(instance));
+    let server = scripted_agent(&[
+        (ids[0], &[FULL_FIX]),
+        (ids[1], &["sed -i '0,/a - b/s//a + b/' calc.py"]),
+        (ids[2], &["cat calc.py"]),
+    ]);
+    let extra = if in_image {
+        swebench_shaped_image(&fixture, &work, &sha, &ids)
+    } else {
+        Vec::new()
+    };
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let args = [
+        &["--repo-base", mirrors.to_str().expect("utf-8")][..],
+        &extra,
+    ]
+    .concat();
+    let run = fixture.run_scripted(&tasks, &server, &args);
+    let oracle_args = [&["--model", "oracle"][..], &args].concat();
+    let oracle = fixture.run_into(&fixture.path("oracle"), &tasks, &oracle_args, &[]);
+    // Every row has a verdict.
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(oracle.code, 0, "stderr:\n{}", oracle.stderr);
+    let graded = [
+        (&run, ids[0], "RESOLVED_FULL"),
+        (&run, ids[1], "RESOLVED_PARTIAL"),
+        (&run, ids[2], "RESOLVED_NO"),
+        (&oracle, ids[0], "RESOLVED_FULL"),
+    ];
+    for (run, id, resolution) in graded {
+        let tests = run.tests_json(id);
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
+        assert_eq!(
+            tests["verdict"]["resolution"], resolution,
+            "{id}: {tests}\n{log}"
+        );
+        // The recipe ran: the build step, then the runner from tests/.
+        assert!(
+            log.contains("+ ci_unix_build_helper VARIANT=standard"),
+            "{id}: {log}"
+        );
+        assert!(log.contains("pass  basics/fun_sub.py"), "{id}: {log}");
+        // `-i basics/fun` picks the tests: another one never runs.
+        assert!(!log.contains("basics/other.py"), "{id}: {log}");
+        // In the image, the repo it holds; no command was missing.
+        assert_eq!(log.contains("in /testbed/tests\n"), in_image, "{id}: {log}");
+        assert!(!log.contains("command not found"), "{id}: {log}");
+    }
+    package_agrees(
+        "micropython/micropython",
+        "10095",
+        &graded,
+        json!(f2p),
+        json!(p2p),
+    );
+}
+
+/// The package, grading onebash's own test log of each `(run, id,
+/// resolution)` of `repo` at `version` with the same lists, gives that
+/// resolution and the statuses onebash read (when the package is here).
+fn package_agrees(
+    repo: &str,
+    version: &str,
+    graded: &[(&crate::support::harness::RunOutput, &str, &str)],
+    fail_to_pass: Value,
+    pass_to_pass: Value,
+) {
     let Some(python) = swebench_python() else {
-        return log;
+        return;
     };
     let cases: Vec<Value> = graded
         .iter()
         .map(|(run, id, _)| {
             json!({
                 "instance_id": id,
-                "repo": "django/django",
-                "version": "4.2",
+                "repo": repo,
+                "version": version,
                 "log_path": run.task_dir(id).join("test.log").display().to_string(),
-                "FAIL_TO_PASS": f2p,
-                "PASS_TO_PASS": p2p,
+                "FAIL_TO_PASS": fail_to_pass,
+                "PASS_TO_PASS": pass_to_pass,
             })
         })
         .collect();
@@ -384,16 +810,7 @@ fn django_instances_match_the_package(in_image: bool) -> String {
     {
         assert_eq!(theirs["resolution"], *resolution, "{id}: {theirs}");
         assert_eq!(theirs["resolved"], *resolution == "RESOLVED_FULL", "{id}");
-        // Every status onebash read is the package's.
-        let ours = &run.tests_json(id)["statuses"];
-        for (test, status) in ours.as_object().expect("statuses") {
-            assert_eq!(&theirs["statuses"][test], status, "{id}: {test}");
-        }
-        assert_eq!(
-            ours.as_object().map(|o| o.len()),
-            theirs["statuses"].as_object().map(|o| o.len()),
-            "{id}: {ours} vs {theirs}"
-        );
+        // Every status onebash read is the package's, and no other.
+        assert_eq!(run.tests_json(id)["statuses"], theirs["statuses"], "{id}");
     }
-    log
 }

@@ -1,0 +1,440 @@
+//! SWE-bench's reading of a test log and its verdict, line for line.
+//!
+//! Owns the package's log parsers (`swebench.harness.log_parsers`: which
+//! repo uses which is data, swebench_spec.rs's), one file per language
+//! family (python.rs; javascript.rs; java.rs; native.rs for C/C++, Go and
+//! Rust; php_ruby.rs), and its grading (grading.rs). Each mirrors the
+//! package's Python, quirks included (the last line about a test wins, a
+//! skipped test counts neither way, a test missing from the log fails),
+//! so a verdict here is the one SWE-bench gives;
+//! `tests/it/swebench_parity.rs` checks that against the package itself.
+//! Where the package's parser would raise on a log (an unmatched line it
+//! indexes anyway, XML that does not parse), onebash reads nothing from
+//! that line or block instead. Patterns are Rust's `regex` with Python's
+//! `\s` (U+001C..U+001F are whitespace to it); `str.strip` and `str.split`
+//! are mirrored exactly. onebash's own per-test reading, for
+//! tasks without a spec, is testlog.rs's.
+
+mod grading;
+mod java;
+mod javascript;
+mod native;
+mod php_ruby;
+mod python;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
+
+/// What SWE-bench's eval script echoes around the test command (through
+/// `set -x`); the log is read between them.
+pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
+pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
+
+/// Test name -> status word, as the package's parsers return it. A word
+/// is usually one of [`STATUSES`] but need not be (`ERROR:` in a line
+/// starting `ERROR: ...`), so it stays a string.
+pub type StatusMap = BTreeMap<String, String>;
+
+/// The package's `TestStatus` values, in its order.
+pub const STATUSES: [&str; 5] = ["FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL"];
+
+/// One of the package's log parsers, by what it does (several repos
+/// share each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Parser {
+    /// `parse_log_pytest`: the `-rA` summary lines (flask, xarray,
+    /// pytest, astroid, marshmallow, pvlib, pyvista, sqlfluff).
+    Pytest,
+    /// `parse_log_pytest_options`: as pytest, a path-like parameter cut to
+    /// its last component (requests, pylint, pydicom).
+    PytestOptions,
+    /// `parse_log_pytest_v2`: colour codes and control characters out,
+    /// and `name STATUS` lines too (astropy, scikit-learn, sphinx).
+    PytestV2,
+    /// `parse_log_django`: the runner's `name ... ok` lines.
+    Django,
+    /// `parse_log_seaborn`.
+    Seaborn,
+    /// `parse_log_sympy`: `bin/test`'s `test_x ok` lines and its failure
+    /// headers.
+    Sympy,
+    /// `parse_log_matplotlib`: pytest with `MouseButton` ids as numbers.
+    Matplotlib,
+    /// `parse_log_calypso`: jest's verbose tree, suites by indentation.
+    Calypso,
+    /// `parse_log_chart_js`: karma's `Chrome ... FAILED` lines (a
+    /// fail-only repo).
+    ChartJs,
+    /// `parse_log_marked`: mocha's numbered failures (fail-only).
+    Marked,
+    /// `parse_log_p5js`: mocha's numbered failures, JSON and XML blocks
+    /// out (fail-only).
+    P5js,
+    /// `parse_log_react_pdf`: jest's `PASS`/`FAIL` file lines.
+    ReactPdf,
+    /// `parse_log_jest`: jest `--verbose` (babel, docusaurus,
+    /// immutable-js 2006).
+    Jest,
+    /// `parse_log_jest_json`: `[PASSED] name` lines (immutable-js 2005).
+    JestJson,
+    /// `parse_log_vitest`: vitest's verbose reporter (vue).
+    Vitest,
+    /// `parse_log_karma`: karma's tree of ✔/✖ (preact).
+    Karma,
+    /// `parse_log_tap`: TAP's `ok N name` (axios, three.js).
+    Tap,
+    /// `parse_log_maven`: `BUILD SUCCESS|FAILURE` of each `-Dtest=` run.
+    Maven,
+    /// `parse_log_ant`: `[junit] [PASS] name` (lombok).
+    Ant,
+    /// `parse_log_gradle_custom`: `name PASSED|FAILED` (lucene, rxjava).
+    GradleCustom,
+    /// `parse_log_gotest`: `--- PASS: name (0.00s)`.
+    GoTest,
+    /// `parse_log_cargo`: `test name ... ok`.
+    Cargo,
+    /// `parse_log_phpunit`: `--testdox`'s ✔/✘/↩ under their suite.
+    Phpunit,
+    /// `parse_log_redis`: `[ok]: name (N ms)` (redis, valkey).
+    Redis,
+    /// `parse_log_jq`: `PASS: name`.
+    Jq,
+    /// `parse_log_doctest`: doctest's XML reporter (nlohmann/json).
+    Doctest,
+    /// `parse_log_micropython_test`: `pass name`.
+    Micropython,
+    /// `parse_log_googletest`: `[       OK ] name (N ms)` (fmt).
+    Googletest,
+    /// `parse_log_minitest` (jekyll 9141, 8047, 8167).
+    Minitest,
+    /// `parse_log_cucumber` (jekyll 8761, 8771).
+    Cucumber,
+    /// `parse_log_ruby_unit`: test-unit's `name: .` (fluentd, faker).
+    RubyUnit,
+    /// `parse_log_rspec_transformed_json`: `name - passed` (fastlane, fpm,
+    /// rubocop).
+    RspecTransformedJson,
+}
+
+/// Why an instance's parser cannot be chosen.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParserError {
+    #[error("onebash has no SWE-bench log parser {0}")]
+    Unknown(String),
+    /// The package picks jekyll's and immutable-js's parser by the
+    /// instance's number and raises on any other.
+    #[error("SWE-bench's {parser} knows no instance {instance}")]
+    Instance { parser: String, instance: String },
+}
+
+/// The parser the package's `MAP_REPO_TO_PARSER` function `name` applies
+/// to instance `instance_id`: the function itself, or for the two that
+/// dispatch on the instance's number, the one they call.
+pub fn parser_for(name: &str, instance_id: &str) -> Result<Parser, ParserError> {
+    let unknown = || ParserError::Instance {
+        parser: name.to_owned(),
+        instance: instance_id.to_owned(),
+    };
+    match name {
+        "parse_log_jekyll" => {
+            // `instance_id.split("-")[1]`.
+            match instance_id.split('-').nth(1) {
+                Some("9141" | "8047" | "8167") => Ok(Parser::Minitest),
+                Some("8761" | "8771") => Ok(Parser::Cucumber),
+                _ => Err(unknown()),
+            }
+        }
+        "parse_log_immutable_js" => match instance_id.rsplit('-').next() {
+            Some("2006") => Ok(Parser::Jest),
+            Some("2005") => Ok(Parser::JestJson),
+            _ => Err(unknown()),
+        },
+        _ => Parser::from_name(name).ok_or_else(|| ParserError::Unknown(name.to_owned())),
+    }
+}
+
+impl Parser {
+    /// The parser of the package's function name (the data's `parser`);
+    /// the two that depend on the instance are [`parser_for`]'s.
+    pub fn from_name(name: &str) -> Option<Parser> {
+        let name = name.strip_prefix("parse_log_")?;
+        Some(match name {
+            "pytest" => Parser::Pytest,
+            "pytest_options" => Parser::PytestOptions,
+            "pytest_v2" => Parser::PytestV2,
+            "django" => Parser::Django,
+            "seaborn" => Parser::Seaborn,
+            "sympy" => Parser::Sympy,
+            "matplotlib" => Parser::Matplotlib,
+            "calypso" => Parser::Calypso,
+            "chart_js" => Parser::ChartJs,
+            "marked" => Parser::Marked,
+            "p5js" => Parser::P5js,
+            "react_pdf" => Parser::ReactPdf,
+            "jest" => Parser::Jest,
+            "jest_json" => Parser::JestJson,
+            "vitest" => Parser::Vitest,
+            "karma" => Parser::Karma,
+            "tap" => Parser::Tap,
+            "maven" => Parser::Maven,
+            "ant" => Parser::Ant,
+            "gradle_custom" => Parser::GradleCustom,
+            "gotest" => Parser::GoTest,
+            "cargo" => Parser::Cargo,
+            "phpunit" => Parser::Phpunit,
+            "redis" => Parser::Redis,
+            "jq" => Parser::Jq,
+            "doctest" => Parser::Doctest,
+            "micropython_test" => Parser::Micropython,
+            "googletest" => Parser::Googletest,
+            "minitest" => Parser::Minitest,
+            "cucumber" => Parser::Cucumber,
+            "ruby_unit" => Parser::RubyUnit,
+            "rspec_transformed_json" => Parser::RspecTransformedJson,
+            _ => return None,
+        })
+    }
+
+    /// Reads statuses out of `log` as the package's function does.
+    pub fn parse(self, log: &str) -> StatusMap {
+        use self::{java as jv, javascript as js, native as nt, php_ruby as pr, python as py};
+        match self {
+            Parser::Pytest => py::pytest(log, |line| line.to_owned(), |name| name.to_owned()),
+            Parser::PytestOptions => py::pytest(log, |line| line.to_owned(), py::cut_option),
+            Parser::Matplotlib => py::pytest(
+                log,
+                |line| {
+                    line.replace("MouseButton.LEFT", "1")
+                        .replace("MouseButton.RIGHT", "3")
+                },
+                |name| name.to_owned(),
+            ),
+            Parser::PytestV2 => py::pytest_v2(log),
+            Parser::Django => py::django(log),
+            Parser::Seaborn => py::seaborn(log),
+            Parser::Sympy => py::sympy(log),
+            Parser::Calypso => js::calypso(log),
+            Parser::ChartJs => js::chart_js(log),
+            Parser::Marked => js::marked(log),
+            Parser::P5js => js::p5js(log),
+            Parser::ReactPdf => js::react_pdf(log),
+            Parser::Jest => js::jest(log),
+            Parser::JestJson => js::jest_json(log),
+            Parser::Vitest => js::vitest(log),
+            Parser::Karma => js::karma(log),
+            Parser::Tap => js::tap(log),
+            Parser::Maven => jv::maven(log),
+            Parser::Ant => jv::ant(log),
+            Parser::GradleCustom => jv::gradle_custom(log),
+            Parser::GoTest => nt::gotest(log),
+            Parser::Cargo => nt::cargo(log),
+            Parser::Redis => nt::redis(log),
+            Parser::Jq => nt::jq(log),
+            Parser::Doctest => nt::doctest(log),
+            Parser::Micropython => nt::micropython(log),
+            Parser::Googletest => nt::googletest(log),
+            Parser::Phpunit => pr::phpunit(log),
+            Parser::Minitest => pr::minitest(log),
+            Parser::Cucumber => pr::cucumber(log),
+            Parser::RubyUnit => pr::ruby_unit(log),
+            Parser::RspecTransformedJson => pr::rspec_transformed_json(log),
+        }
+    }
+}
+
+/// Whitespace as Python's `str.isspace` has it: Rust's, and the
+/// separators U+001C..U+001F.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.split()`: the words between runs of whitespace.
+fn words(line: &str) -> Vec<&str> {
+    line.split(py_space).filter(|w| !w.is_empty()).collect()
+}
+
+/// Python's `str.strip()`.
+fn strip(line: &str) -> &str {
+    line.trim_matches(py_space)
+}
+
+/// A parser's pattern, compiled once, with Python's `\s` and `\S`
+/// ([`python_classes`]). The patterns are constants, and each parser's
+/// unit tests compile its own, so a pattern that does not compile never
+/// ships.
+fn pattern(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| compile(pattern))
+}
+
+/// Compiles a constant pattern (see [`pattern`]).
+fn compile(pattern: &str) -> Regex {
+    Regex::new(&python_classes(pattern))
+        .unwrap_or_else(|err| panic!("the pattern {pattern:?}: {err}"))
+}
+
+/// `pattern` with `\s` and `\S` as Python's: whitespace is what
+/// `str.isspace` says, which adds U+001C..U+001F to Rust's. Inside a
+/// class `\s` gains the range; `\S` is only rewritten outside one (write
+/// `[\s--[..]]` for Python's `[^\S..]`).
+fn python_classes(pattern: &str) -> String {
+    const EXTRA: &str = r"\x1C-\x1F";
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut depth = 0usize;
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match (chars.next(), depth) {
+                (Some('s'), 0) => out.push_str(&format!(r"[\s{EXTRA}]")),
+                (Some('s'), _) => out.push_str(&format!(r"\s{EXTRA}")),
+                (Some('S'), 0) => out.push_str(&format!(r"[^\s{EXTRA}]")),
+                (Some(next), _) => {
+                    out.push('\\');
+                    out.push(next);
+                }
+                (None, _) => out.push('\\'),
+            },
+            '[' => {
+                out.push('[');
+                if depth == 0 {
+                    // A leading `^` or `]` belongs to the class.
+                    if chars.peek() == Some(&'^') {
+                        out.push('^');
+                        chars.next();
+                    }
+                    if chars.peek() == Some(&']') {
+                        out.push(']');
+                        chars.next();
+                    }
+                }
+                depth += 1;
+            }
+            ']' if depth > 0 => {
+                out.push(']');
+                depth -= 1;
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Most of the package's parsers: `re` on each stripped line gives a
+/// test's name (group `name`) and a word (group `status`) that
+/// `status_of` turns into its status (None: not recorded); the last line
+/// about a test wins.
+fn per_line(
+    log: &str,
+    re: &Regex,
+    (name, status): (usize, usize),
+    status_of: impl Fn(&str) -> Option<&'static str>,
+) -> StatusMap {
+    let mut map = StatusMap::new();
+    for line in log.split('\n') {
+        let Some(found) = re.captures(strip(line)) else {
+            continue;
+        };
+        let group = |i: usize| found.get(i).map_or("", |m| m.as_str());
+        if let Some(word) = status_of(group(status)) {
+            set(&mut map, group(name), word);
+        }
+    }
+    map
+}
+
+/// Sets `map[name] = status`, as the parsers' `test_status_map[..] = ..`.
+fn set(map: &mut StatusMap, name: &str, status: &str) {
+    map.insert(name.to_owned(), status.to_owned());
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn map(pairs: &[(&str, &str)]) -> StatusMap {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// Checks each `(log, statuses)` case of a parser.
+    pub(crate) fn table(parser: Parser, cases: &[(&str, &[(&str, &str)])]) {
+        for (log, expected) in cases {
+            assert_eq!(parser.parse(log), map(expected), "{parser:?} on {log:?}");
+        }
+    }
+
+    #[test]
+    fn whitespace_classes_are_python_s() {
+        assert_eq!(
+            python_classes(r"^\s+(\S+)$"),
+            r"^[\s\x1C-\x1F]+([^\s\x1C-\x1F]+)$"
+        );
+        assert_eq!(
+            python_classes(r"[^\s\]][\s--[\r\n]]\\s"),
+            r"[^\s\x1C-\x1F\]][\s\x1C-\x1F--[\r\n]]\\s"
+        );
+        // What the package reads where a separator stands for a space.
+        table(
+            Parser::Jest,
+            &[("  ✓\u{1c}name one (3 ms)\n", &[("name one", "PASSED")])],
+        );
+        table(
+            Parser::Redis,
+            &[("[err]: t in\u{1c}file\n", &[("t", "FAILED")])],
+        );
+        table(
+            Parser::Maven,
+            &[("+ mvn -Dtest=a\u{1c}b\nBUILD SUCCESS\n", &[("a", "PASSED")])],
+        );
+        table(
+            Parser::ChartJs,
+            &[(
+                "Chrome 1.0\u{1c}(Linux)\u{1c}my test FAILED\n",
+                &[("my test ", "FAILED")],
+            )],
+        );
+    }
+
+    #[test]
+    fn every_parser_has_its_package_name() {
+        for name in [
+            "parse_log_pytest",
+            "parse_log_calypso",
+            "parse_log_p5js",
+            "parse_log_gotest",
+            "parse_log_micropython_test",
+            "parse_log_rspec_transformed_json",
+        ] {
+            assert!(Parser::from_name(name).is_some(), "{name}");
+        }
+        assert_eq!(Parser::from_name("parse_log_jekyll"), None);
+        assert_eq!(
+            parser_for("parse_log_jekyll", "jekyll__jekyll-9141"),
+            Ok(Parser::Minitest)
+        );
+        assert_eq!(
+            parser_for("parse_log_jekyll", "jekyll__jekyll-8771"),
+            Ok(Parser::Cucumber)
+        );
+        assert_eq!(
+            parser_for("parse_log_immutable_js", "immutable-js__immutable-js-2005"),
+            Ok(Parser::JestJson)
+        );
+        let err = parser_for("parse_log_jekyll", "jekyll__jekyll-1").expect_err("unknown");
+        assert_eq!(
+            err.to_string(),
+            "SWE-bench's parse_log_jekyll knows no instance jekyll__jekyll-1"
+        );
+        assert!(matches!(
+            parser_for("parse_log_x", "i"),
+            Err(ParserError::Unknown(_))
+        ));
+    }
+}
