@@ -133,6 +133,23 @@ fn main() {
                 }
             }
         }
+        Command::Export(args) => match onebash::commands::export::run(&args) {
+            Ok(summary) => {
+                for message in &summary.failed {
+                    eprintln!("error: {message}");
+                }
+                eprintln!("{}", summary.line());
+                if summary.failed.is_empty() {
+                    0
+                } else {
+                    EXIT_TASK_ERRORS
+                }
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                EXIT_USAGE
+            }
+        },
         Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
             Ok(rows) => {
                 println!(

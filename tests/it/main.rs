@@ -9,6 +9,7 @@ mod audit;
 mod container;
 mod demo;
 mod exec_safety;
+mod export;
 mod history;
 mod html;
 mod junit;
