@@ -139,6 +139,9 @@ pub struct ReportArgs {
     /// Write to this file instead of stdout [default: stdout; for html RUN/report.html].
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
+    /// Also group the rows by this field of their task lines (repo, difficulty, language...): pass rate and 95% interval per group.
+    #[arg(long, value_name = "FIELD")]
+    pub by: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -60,8 +60,12 @@ fn main() {
             }
         }
         Command::Report(args) => {
-            match onebash::commands::output::report(&args.run, args.format, args.output.as_deref())
-            {
+            match onebash::commands::output::report(
+                &args.run,
+                args.format,
+                args.output.as_deref(),
+                args.by.as_deref(),
+            ) {
                 Ok(text) => {
                     print!("{text}");
                     0

@@ -21,6 +21,7 @@ mod old_run_folder;
 mod patches;
 mod pipeline;
 mod replay;
+mod report_by;
 mod resume;
 mod sandbox;
 mod swebench;
