@@ -5,7 +5,8 @@
 //! ShareGPT); the tool schema is the one the requests carried; secrets a
 //! command printed are redacted; two runs that did the same are written
 //! once; the filters select rows; bad usage exits 2 and an unreadable
-//! trajectory 1, with the rest exported.
+//! trajectory 1, with the rest exported. An Anthropic run exports alike,
+//! keeping the text beside its calls, and its key is nowhere.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,6 +14,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent, task, tool_present};
+use crate::support::server::{Reply, Request, ScriptedServer};
 
 /// The secrets the task's repo holds, which `cat config.env` prints.
 const SECRETS: [&str; 3] = [
@@ -277,4 +279,121 @@ fn an_unreadable_trajectory_is_named_and_the_rest_exported() {
         "{stderr}"
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+/// The API key of an Anthropic run, which must reach neither the run
+/// folder nor the export.
+const RUN_KEY: &str = "sk-ant-api03-runkey0123456789abcdefghij";
+
+/// A Messages API answer: text and a `bash` call first, then text alone.
+fn anthropic_agent(request: &Request) -> Reply {
+    let answered = request.body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+    let (content, stop_reason) = match answered {
+        0 => (
+            json!([{"type": "text", "text": "Looking at the config."},
+                   {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "cat config.env"}}]),
+            "tool_use",
+        ),
+        _ => (json!([{"type": "text", "text": "Done."}]), "end_turn"),
+    };
+    Reply::Json(json!({
+        "id": format!("msg_{answered}"), "type": "message", "role": "assistant", "model": "claude-scripted",
+        "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+        "usage": {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+    }))
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn an_anthropic_run_exports_with_the_text_beside_its_calls_and_no_key() {
+    let fixture = Fixture::new();
+    let config = format!("HF_TOKEN={}\n", SECRETS[1]);
+    let (repo, sha) = fixture.repo("repo", &[("config.env", &config)]);
+    let tasks = fixture.tasks(&[task("fix", &repo, &sha, "true", json!({}))]);
+    let server = ScriptedServer::start_with(anthropic_agent);
+    let base_url = server.base_url();
+    let out = fixture.path("claude");
+    let run = fixture.run_into(
+        &out,
+        &tasks,
+        &[
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-scripted",
+            "--base-url",
+            &base_url,
+        ],
+        &[("ANTHROPIC_API_KEY", RUN_KEY)],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    // The key was used, and is nowhere in the run folder.
+    assert_eq!(server.requests()[0].header("x-api-key"), Some(RUN_KEY));
+    assert_eq!(files_holding(&out, RUN_KEY), Vec::<PathBuf>::new());
+    let sent_tools = &run.trajectory("fix")[0]["request_template"]["tools"];
+    let python = validator_python();
+    for format in ["openai-chat", "sharegpt", "atif"] {
+        let file = fixture.path(&format!("{format}.jsonl"));
+        let done = export(&[path(&out), "--format", format, "-o", path(&file)]);
+        assert_eq!(
+            done.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let text = std::fs::read_to_string(&file).expect("the export");
+        assert!(
+            !text.contains(RUN_KEY) && !text.contains(SECRETS[1]),
+            "{text}"
+        );
+        let line = &lines(&file)[0];
+        match format {
+            "openai-chat" => {
+                let messages = line["messages"].as_array().expect("messages");
+                assert_eq!(messages[0]["role"], "system");
+                assert_eq!(messages[2]["content"], "Looking at the config.");
+                assert_eq!(messages[2]["tool_calls"][0]["id"], "toolu_1");
+                assert_eq!(
+                    messages[2]["tool_calls"][0]["function"]["arguments"],
+                    r#"{"command":"cat config.env"}"#
+                );
+                assert_eq!(messages[3]["tool_call_id"], "toolu_1");
+                assert_eq!(messages[4]["content"], "Done.");
+                // Anthropic's input_schema is the schema of the function.
+                assert_eq!(
+                    line["tools"][0]["function"]["parameters"],
+                    sent_tools[0]["input_schema"]
+                );
+            }
+            "sharegpt" => assert_eq!(line["metadata"]["provider"], "anthropic"),
+            _ => {
+                assert_eq!(line["steps"][2]["message"], "Looking at the config.");
+                assert_eq!(
+                    line["steps"][2]["observation"]["results"][0]["source_call_id"],
+                    "toolu_1"
+                );
+                assert_eq!(line["steps"][2]["metrics"]["prompt_tokens"], 100);
+            }
+        }
+        if let Some(python) = &python {
+            validate(python, format, &file);
+        }
+    }
 }
