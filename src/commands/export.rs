@@ -95,10 +95,16 @@ pub fn run(args: &ExportArgs) -> Result<Summary, ExportError> {
             let tmp = path.with_extension("jsonl.tmp");
             let file = std::fs::File::create(&tmp).map_err(written)?;
             let mut out = std::io::BufWriter::new(file);
-            let summary = export(&runs, args.format, &selection, &mut out)?;
-            out.flush().map_err(written)?;
-            std::fs::rename(&tmp, path).map_err(written)?;
-            Ok(summary)
+            let done = export(&runs, args.format, &selection, &mut out).and_then(|summary| {
+                out.flush().map_err(written)?;
+                std::fs::rename(&tmp, path).map_err(written)?;
+                Ok(summary)
+            });
+            if done.is_err() {
+                // Nothing half-written stays behind.
+                let _ = std::fs::remove_file(&tmp);
+            }
+            done
         }
         None => {
             let stdout = std::io::stdout();

@@ -259,6 +259,14 @@ fn the_filters_select_rows_and_bad_usage_exits_2() {
     ]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(!file.exists());
+    let nowhere = fixture.path("no/such/folder/out.jsonl");
+    let unwritable = export(&[path(&a.out), "--format", "atif", "-o", path(&nowhere)]);
+    assert_eq!(unwritable.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unwritable.stderr);
+    assert!(
+        stderr.contains("error: failed to write ") && stderr.contains("out.jsonl"),
+        "{stderr}"
+    );
 }
 
 #[test]
