@@ -31,6 +31,11 @@ pub enum ExportError {
     /// A run folder or its results.csv cannot be read.
     #[error("{0}")]
     Run(String),
+    /// A `--task` that no run given has a row of: a typo, most likely.
+    #[error(
+        "failed to select task {0}: no run given has a row of it\nhint: the task ids are the first column of each run's results.csv"
+    )]
+    UnknownTask(String),
     #[error("failed to write {what}: {source}")]
     Write {
         what: String,
@@ -85,6 +90,13 @@ pub fn run(args: &ExportArgs) -> Result<Summary, ExportError> {
         epoch: args.epoch,
     };
     let runs = open_runs(&args.runs)?;
+    if let Some(unknown) = selection.tasks.iter().find(|task| {
+        !runs
+            .iter()
+            .any(|(_, _, rows)| rows.iter().any(|row| row.task_id.as_str() == task.as_str()))
+    }) {
+        return Err(ExportError::UnknownTask(unknown.clone()));
+    }
     match &args.output {
         Some(path) => {
             let written = |source| ExportError::Write {

@@ -238,6 +238,22 @@ fn the_filters_select_rows_and_bad_usage_exits_2() {
     assert!(
         String::from_utf8_lossy(&bad_reason.stderr).contains("not an exit reason: \"finished\"")
     );
+    let typo = export(&[
+        path(&a.out),
+        "--format",
+        "atif",
+        "--task",
+        "fix",
+        "--task",
+        "fxi",
+    ]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(typo.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        stderr.contains("error: failed to select task fxi: no run given has a row of it\nhint:"),
+        "{stderr}"
+    );
     let no_format = export(&[path(&a.out)]);
     assert_eq!(no_format.status.code(), Some(2));
     let not_a_run = export(&[path(&fixture.path("repo")), "--format", "atif"]);
