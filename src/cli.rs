@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::agent::types::ExitReason;
 use crate::checkout::History;
 use crate::sandbox::SandboxMode;
 
@@ -135,6 +136,11 @@ pub enum Command {
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
     )]
     Merge(MergeArgs),
+    /// Conversations of runs as training data (JSONL): OpenAI fine-tuning chat, ShareGPT or Harbor's ATIF.
+    #[command(
+        after_help = "Examples:\n  onebash export results/gpt41 --passed --format openai-chat -o train.jsonl\n  onebash export results/a results/b --format atif --exit-reason completed"
+    )]
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +153,52 @@ pub struct ReportArgs {
     /// Write to this file instead of stdout [default: stdout; for html RUN/report.html].
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
+    /// Also group the rows by this field of their task lines (repo, difficulty, language...): pass rate and 95% interval per group.
+    #[arg(long, value_name = "FIELD")]
+    pub by: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run folders; identical conversations among them are written once.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// The format of each line.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Only rows with status `passed`.
+    #[arg(long)]
+    pub passed: bool,
+    /// Only rows that ended for this reason (repeatable), e.g. `completed`.
+    #[arg(long, value_name = "REASON", value_parser = exit_reason)]
+    pub exit_reason: Vec<ExitReason>,
+    /// Only this task (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub task: Vec<String>,
+    /// Only this epoch.
+    #[arg(long, value_name = "N")]
+    pub epoch: Option<u32>,
+}
+
+/// `export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// OpenAI's fine-tuning chat format: messages, tools, tool_calls.
+    OpenaiChat,
+    /// ShareGPT as LLaMA-Factory reads it: conversations, system, tools.
+    Sharegpt,
+    /// Harbor's Agent Trajectory Interchange Format.
+    Atif,
+}
+
+/// An exit reason as results.csv writes it.
+fn exit_reason(raw: &str) -> Result<ExitReason, String> {
+    serde_json::from_value(serde_json::Value::String(raw.to_owned())).map_err(|_| {
+        format!("not an exit reason: {raw:?}; the words are those of results.csv (docs/results.md), e.g. completed, max_turns")
+    })
 }
 
 #[derive(Debug, Args)]

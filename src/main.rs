@@ -60,8 +60,12 @@ fn main() {
             }
         }
         Command::Report(args) => {
-            match onebash::commands::output::report(&args.run, args.format, args.output.as_deref())
-            {
+            match onebash::commands::output::report(
+                &args.run,
+                args.format,
+                args.output.as_deref(),
+                args.by.as_deref(),
+            ) {
                 Ok(text) => {
                     print!("{text}");
                     0
@@ -133,6 +137,23 @@ fn main() {
                 }
             }
         }
+        Command::Export(args) => match onebash::commands::export::run(&args) {
+            Ok(summary) => {
+                for message in &summary.failed {
+                    eprintln!("error: {message}");
+                }
+                eprintln!("{}", summary.line());
+                if summary.failed.is_empty() {
+                    0
+                } else {
+                    EXIT_TASK_ERRORS
+                }
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                EXIT_USAGE
+            }
+        },
         Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
             Ok(rows) => {
                 println!(

@@ -1,6 +1,7 @@
 //! The subcommands, one file each.
 
 pub mod compare;
+pub mod export;
 pub mod html;
 pub mod merge;
 pub mod output;

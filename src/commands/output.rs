@@ -17,17 +17,27 @@ use crate::commands::{compare, html, report};
 use crate::manifest::RunManifest;
 use crate::results::{RunFolder, read_rows};
 
-/// `onebash report`: the report in `format`, returned as text to print,
+/// `onebash report`: the report in `format` (grouped `by` a task field
+/// when given), returned as text to print,
 /// or, with `output` (always for html, default `RUN_DIR/report.html`,
 /// transcript pages in `transcripts/` next to it), written to a file
 /// whose path is returned.
-pub fn report(run: &Path, format: Format, output: Option<&Path>) -> Result<String, String> {
+pub fn report(
+    run: &Path,
+    format: Format,
+    output: Option<&Path>,
+    by: Option<&str>,
+) -> Result<String, String> {
     let folder = RunFolder::open(run)?;
     let read = read_rows(&folder.results_csv())?;
     // run.json only names the model of a run without rows: a report of the
     // rows does not need it to read.
     let manifest = RunManifest::read(&folder).ok();
-    let report = report::build(&folder, &read.rows, manifest.as_ref());
+    let mut report = report::build(&folder, &read.rows, manifest.as_ref());
+    if let Some(field) = by {
+        report.by =
+            Some(report::by::group(&folder, &read.rows, field).map_err(|err| err.to_string())?);
+    }
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
         Format::Text => report::render(&report, false),

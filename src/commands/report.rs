@@ -8,6 +8,10 @@
 //! Plain synchronous code over results.csv and run.json. It builds the
 //! report and renders it as text; `commands::output` chooses the format
 //! and `commands::html` draws the page, so this file imports neither.
+//! `report --by FIELD` groups the rows by a field of their task lines
+//! (`report/by.rs`).
+
+pub mod by;
 
 use std::collections::BTreeMap;
 
@@ -48,6 +52,10 @@ pub struct Report {
     /// What the provider's prompt cache saved; `None` when no row read
     /// or wrote the cache, or the run's price is not known.
     pub prompt_cache: Option<PromptCache>,
+    /// `--by FIELD`: the rows grouped by a field of their task lines;
+    /// absent without `--by`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<by::Groups>,
 }
 
 /// The prompt cache over the rows with a cost: the tokens it served and
@@ -211,6 +219,7 @@ pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>
         pass_at_k,
         history_probes: history_probes(run, rows),
         prompt_cache: prompt_cache(rows, manifest),
+        by: None,
     }
     .with_manifest(manifest)
 }
@@ -455,6 +464,10 @@ pub fn render(r: &Report, markdown: bool) -> String {
             markdown,
         ));
     }
+    if let Some(groups) = &r.by {
+        line(&mut out, String::new());
+        out.push_str(&render_by(groups, markdown));
+    }
     out
 }
 
@@ -517,6 +530,44 @@ fn render_history_probes(h: &HistoryProbes, rows: usize, markdown: bool) -> Stri
         markdown,
     ));
     out
+}
+
+/// The groups of `--by` as a table, text or markdown.
+fn render_by(g: &by::Groups, markdown: bool) -> String {
+    let rows: Vec<Vec<String>> = g
+        .groups
+        .iter()
+        .map(|group| {
+            let (rate, interval) = group.rate_cells(percent);
+            vec![
+                group.value.clone(),
+                group.rows.to_string(),
+                group.passed.to_string(),
+                group.failed.to_string(),
+                group.error.to_string(),
+                rate,
+                interval,
+            ]
+        })
+        .collect();
+    let title = format!(
+        "by {}: pass rate (passed / rows with a verdict) and its 95% CI (Wilson) per group:",
+        g.field
+    );
+    let header = [
+        g.field.as_str(),
+        "rows",
+        "passed",
+        "failed",
+        "error",
+        "pass rate",
+        "95% CI",
+    ];
+    let separator = if markdown { "\n\n" } else { "\n" };
+    format!(
+        "{title}{separator}{}",
+        render_table(&header, &rows, markdown)
+    )
 }
 
 fn render_table(header: &[&str], rows: &[Vec<String>], markdown: bool) -> String {
@@ -741,6 +792,15 @@ mod tests {
         assert!(!render(&report, false).contains("history probes"));
         let json = serde_json::to_value(&report).expect("json");
         assert_eq!(json["history_probes"], serde_json::Value::Null);
+    }
+
+    /// `--by repo` on a mixed run: two repos, a task without the field,
+    /// a row without a trajectory, an error left out of the rate.
+    #[test]
+    fn by_repo_snapshot() {
+        let groups = by::tests::mixed_by_repo();
+        insta::assert_snapshot!(render_by(&groups, false));
+        insta::assert_snapshot!("by_repo_markdown", render_by(&groups, true));
     }
 
     #[test]

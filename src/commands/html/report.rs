@@ -9,6 +9,7 @@ use super::{
     STATUSES, compact, escape, legend, nice_step, page, percent, rect, status_class, svg_open,
     text, write_file,
 };
+use crate::commands::report::by::Groups;
 use crate::commands::report::{HistoryProbes, MEASURES, Measures, Report, history_probes_summary};
 use crate::commands::show;
 use crate::results::{ResultRow, RunFolder};
@@ -246,6 +247,33 @@ fn measures_table(r: &Report) -> String {
     out + "</tbody></table>\n"
 }
 
+/// `report --by FIELD`: one row per group, with its counts, pass rate and
+/// interval.
+fn by_section(g: &Groups) -> String {
+    let mut out = format!(
+        "<section><h2>By {field}</h2>\n<p class=\"note\">pass rate per group (rows with a \
+         verdict), 95% CI (Wilson)</p>\n<table id=\"by\" data-field=\"{field}\"><thead><tr>\
+         <th>{field}</th><th class=\"num\">rows</th><th class=\"num\">passed</th>\
+         <th class=\"num\">failed</th><th class=\"num\">error</th>\
+         <th class=\"num\">pass rate</th><th class=\"num\">95% CI</th></tr></thead><tbody>\n",
+        field = escape(&g.field)
+    );
+    for group in &g.groups {
+        let (rate, interval) = group.rate_cells(percent);
+        out.push_str(&format!(
+            "<tr><th>{}</th><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{rate}</td>\
+             <td class=\"num\">{interval}</td></tr>\n",
+            escape(&group.value),
+            group.rows,
+            group.passed,
+            group.failed,
+            group.error,
+        ));
+    }
+    out + "</tbody></table></section>\n"
+}
+
 /// The per-task table; `links[i]` is row i's transcript page, if it has one.
 fn tasks_table(rows: &[ResultRow], links: &[Option<String>]) -> String {
     let headers: [(&str, &str, bool); 12] = [
@@ -409,6 +437,9 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
     }
     if let Some(h) = &r.history_probes {
         body.push_str(&history_probes_section(h, r, rows, links));
+    }
+    if let Some(groups) = &r.by {
+        body.push_str(&by_section(groups));
     }
     let status_keys: Vec<(&str, String)> = STATUSES
         .iter()
