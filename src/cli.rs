@@ -121,6 +121,38 @@ pub enum Command {
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
     )]
     Merge(MergeArgs),
+    /// Fill the image cache ahead of runs, once per machine: every image the selected tasks name, as `run` with the same flags would make it ready.
+    #[command(
+        after_help = "Examples:\n  onebash pull tasks.jsonl --env oci --image 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace(\"__\", \"_1776_\") }}:latest'\n  onebash pull tasks.jsonl --env oci --shard 3/8 --cache-dir /local/onebash"
+    )]
+    Pull(PullArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The task file (JSONL, one task per line).
+    pub tasks: PathBuf,
+    /// Where the images go: `oci` (onebash's cache, as `run --env oci` reads it), `podman` or `docker` (the engine's store).
+    #[arg(long = "env", value_enum, default_value_t = EnvKind::Oci)]
+    pub env_kind: EnvKind,
+    /// The image of tasks that have no `image` field, as for run.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub image: Option<String>,
+    /// Where SWE-bench `owner/name` repos come from, as for run (it can name the image).
+    #[arg(long, value_name = "BASE", default_value = crate::swebench::DEFAULT_REPO_BASE)]
+    pub repo_base: String,
+    /// Only the tasks whose 0-based index i in the file has i mod N == K-1.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// Only the tasks whose id matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// The cache, as for run [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// `missing`: fetch what the cache lacks (a tag already resolved is not asked again); `always`: ask the registry for every tag again; `never`: fetch nothing (checks the cache holds them).
+    #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
+    pub pull: PullPolicy,
 }
 
 #[derive(Debug, Args)]

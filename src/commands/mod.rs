@@ -4,6 +4,7 @@ pub mod compare;
 pub mod html;
 pub mod merge;
 pub mod output;
+pub mod pull;
 pub mod report;
 pub mod run;
 pub mod show;

@@ -6,6 +6,7 @@ pub mod calc;
 pub mod harness;
 pub mod probes;
 pub mod processes;
+pub mod registry;
 pub mod server;
 pub mod sync;
 pub mod world;
