@@ -432,7 +432,7 @@ fn hostile_and_missing_images_stop_the_run_before_it_starts() {
             "not an OCI image layout",
         ),
         (
-            "docker.io/library/debian:bookworm".to_owned(),
+            "./image.tar".to_owned(),
             "docker-archive:PATH",
         ),
     ];
