@@ -346,6 +346,69 @@ fn credentials_from_the_docker_config_are_sent_and_never_shown() {
     assert!(stderr.contains("anonymous access"), "{stderr}");
 }
 
+/// A registry that asks for Basic itself gets the docker config's
+/// credentials; one whose token realm is plain HTTP on another host is
+/// refused before anything is sent there.
+#[test]
+fn basic_auth_is_answered_and_a_clear_text_realm_elsewhere_is_refused() {
+    let registry = Registry::start(Auth::Basic("bob:pw-basic".to_owned()));
+    let built = Built::hello("basic\n");
+    built.publish(&registry, "basic/app", "v1");
+    let image = format!("{}/basic/app:v1", registry.host());
+    let world = World::new();
+    world.login(&registry.host(), "bob:pw-basic");
+    let (code, _, stderr) = text(&world.pull(&image, &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        world
+            .layer(&built.layers[0].2)
+            .join("etc/hello.txt")
+            .is_file()
+    );
+    let anonymous = World::new();
+    let (code, _, stderr) = text(&anonymous.pull(&image, &[]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("asks for a user and password"), "{stderr}");
+
+    let foreign = Registry::start(Auth::ForeignRealm);
+    built.publish(&foreign, "basic/app", "v1");
+    let world = World::new();
+    world.login(&foreign.host(), "bob:pw-basic");
+    let (code, _, stderr) = text(&world.pull(&format!("{}/basic/app:v1", foreign.host()), &[]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("is not HTTPS"), "{stderr}");
+    assert!(!stderr.contains("pw-basic"), "{stderr}");
+}
+
+/// `pull` refuses, before anything is fetched, tasks that name no image
+/// and `--env host`.
+#[test]
+fn pull_refuses_tasks_without_an_image_and_the_host() {
+    let world = World::new();
+    let output = onebash()
+        .arg("pull")
+        .arg(&world.tasks)
+        .arg("--cache-dir")
+        .arg(world.cache())
+        .output()
+        .expect("run onebash pull");
+    let (code, _, stderr) = text(&output);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("name no image: t1") && stderr.contains("hint: give --image"),
+        "{stderr}"
+    );
+    let output = onebash()
+        .arg("pull")
+        .arg(&world.tasks)
+        .args(["--env", "host", "--image", "127.0.0.1:1/never/asked:v1"])
+        .output()
+        .expect("run onebash pull");
+    let (code, _, stderr) = text(&output);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--env host runs no image"), "{stderr}");
+}
+
 /// A multi-arch index names arm64 first (whose manifest the registry
 /// does not even have): linux/amd64 is the one pulled. Docker's manifest
 /// kind is read as OCI's is.

@@ -6,8 +6,9 @@
 //!   `oci:PATH[:REF]`, or a registry's reference, [`reference`]) and its
 //!   manifest and config;
 //! - [`registry`]: a registry's image fetched into the cache as `--pull`
-//!   says (manifest, config, layer blobs verified), with [`auth`]'s
-//!   challenge and credentials;
+//!   says (manifest, config, layer blobs verified), through [`client`]
+//!   (the distribution API over HTTP(S)) with [`auth`]'s challenge and
+//!   credentials;
 //! - [`layers`]: the cache of unpacked layers, each checked against its
 //!   digests, unpacked once, with traversal refused;
 //! - [`rootfs`]: the image's root stacked from its layers by hard links,
@@ -21,6 +22,7 @@
 //! as a missing podman image does.
 
 mod auth;
+mod client;
 mod layers;
 mod reference;
 mod registry;
@@ -33,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::PullPolicy;
 
-pub use registry::RegistryError;
+pub use client::RegistryError;
 pub use workspace::{Oci, Settings};
 
 /// What can go wrong making an image ready.

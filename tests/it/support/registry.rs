@@ -38,6 +38,10 @@ pub enum Auth {
     Bearer {
         basic: Option<String>,
     },
+    /// 401 with a Basic challenge unless `Basic` of this `user:password`.
+    Basic(String),
+    /// A Bearer challenge whose realm is plain HTTP on another host.
+    ForeignRealm,
 }
 
 /// What happens to one blob's bytes.
@@ -205,12 +209,24 @@ fn serve(state: &State, addr: SocketAddr, mut stream: TcpStream) -> std::io::Res
         Some(found) => found,
         None => return respond(&mut stream, "404 Not Found", &[], b""),
     };
-    if let Auth::Bearer { .. } = state.auth
-        && seen.authorization.as_deref() != Some(&format!("Bearer {TOKEN}"))
-    {
-        let challenge = format!(
-            "Bearer realm=\"http://{addr}/token\",service=\"scripted\",scope=\"repository:{repo}:pull\""
-        );
+    let authorized = match &state.auth {
+        Auth::Open => true,
+        Auth::Basic(pair) => seen.authorization.as_deref() == Some(&basic(pair)),
+        Auth::Bearer { .. } | Auth::ForeignRealm => {
+            seen.authorization.as_deref() == Some(&format!("Bearer {TOKEN}"))
+        }
+    };
+    if !authorized {
+        let realm = match &state.auth {
+            Auth::ForeignRealm => "http://registry.example/token".to_owned(),
+            _ => format!("http://{addr}/token"),
+        };
+        let challenge = match &state.auth {
+            Auth::Basic(_) => "Basic realm=\"scripted\"".to_owned(),
+            _ => format!(
+                "Bearer realm=\"{realm}\",service=\"scripted\",scope=\"repository:{repo}:pull\""
+            ),
+        };
         return respond(
             &mut stream,
             "401 Unauthorized",
@@ -296,6 +312,15 @@ fn serve(state: &State, addr: SocketAddr, mut stream: TcpStream) -> std::io::Res
     stream.shutdown(Shutdown::Both)
 }
 
+/// The `Authorization` value of Basic `user:password`.
+fn basic(pair: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
 fn token(
     state: &State,
     stream: &mut TcpStream,
@@ -312,11 +337,7 @@ fn token(
         .is_some_and(|s| s.starts_with("repository:") && s.ends_with(":pull"));
     let service_ok = params.get("service").is_some_and(|s| s == "scripted");
     let basic_ok = match &state.auth {
-        Auth::Bearer { basic: Some(pair) } => {
-            use base64::Engine as _;
-            let expected = base64::engine::general_purpose::STANDARD.encode(pair);
-            authorization == Some(&format!("Basic {expected}"))
-        }
+        Auth::Bearer { basic: Some(pair) } => authorization == Some(&basic(pair)),
         _ => true,
     };
     if !(scope_ok && service_ok && basic_ok) {
