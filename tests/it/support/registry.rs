@@ -8,6 +8,8 @@
 //! close`), std only. It records every request (method, path, the
 //! `Authorization` and `Range` headers) for the tests to read. It is not
 //! a registry: it serves what the test put in it, as the test says.
+//! [`Built`] makes the images tests put there: a manifest, a config and
+//! gzip layers whose tar entries are written raw (hostile ones too).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 
+use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
 use super::sync::Latch;
@@ -350,4 +353,104 @@ fn token(
         &[("Content-Type", "application/json".to_owned())],
         body.as_bytes(),
     )
+}
+
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// A tar entry written raw (the tar crate's own `set_path` refuses `..`).
+pub fn entry(kind: tar::EntryType, path: &str, link: &str, body: &[u8]) -> (tar::Header, Vec<u8>) {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(kind);
+    header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+    header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+    header.set_mode(0o644);
+    header.set_size(body.len() as u64);
+    header.set_cksum();
+    (header, body.to_vec())
+}
+
+pub fn file(path: &str, body: &[u8]) -> (tar::Header, Vec<u8>) {
+    entry(tar::EntryType::Regular, path, "", body)
+}
+
+/// A layer's tar and its gzip blob.
+pub fn layer(entries: Vec<(tar::Header, Vec<u8>)>) -> (Vec<u8>, Vec<u8>) {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (header, body) in entries {
+        builder.append(&header, &body[..]).expect("append");
+    }
+    let tar = builder.into_inner().expect("tar");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).expect("gzip");
+    (tar.clone(), gz.finish().expect("gzip"))
+}
+
+/// An image: its manifest, config and layer blobs, with digests.
+pub struct Built {
+    pub manifest: Vec<u8>,
+    pub media_type: &'static str,
+    pub config: Vec<u8>,
+    /// (blob digest, blob, diff_id).
+    pub layers: Vec<(String, Vec<u8>, String)>,
+}
+
+impl Built {
+    pub fn new(layers: Vec<(Vec<u8>, Vec<u8>)>, media_type: &'static str) -> Built {
+        let diff_ids: Vec<String> = layers.iter().map(|(tar, _)| digest(tar)).collect();
+        let config = serde_json::to_vec(&json!({
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Env": ["PATH=/usr/bin:/bin", "FROM_REGISTRY=yes"], "WorkingDir": "/testbed"},
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        }))
+        .expect("json");
+        let layer_type = match media_type {
+            OCI_MANIFEST => "application/vnd.oci.image.layer.v1.tar+gzip",
+            _ => "application/vnd.docker.image.rootfs.diff.tar.gzip",
+        };
+        let manifest = serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": media_type,
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(&config), "size": config.len()},
+            "layers": layers.iter().map(|(_, blob)| json!({"mediaType": layer_type, "digest": digest(blob), "size": blob.len()})).collect::<Vec<_>>(),
+        }))
+        .expect("json");
+        Built {
+            manifest,
+            media_type,
+            config,
+            layers: layers
+                .into_iter()
+                .map(|(tar, blob)| (digest(&blob), blob, digest(&tar)))
+                .collect(),
+        }
+    }
+
+    /// One layer holding `hello.txt` (`body`) and a folder.
+    pub fn hello(body: &str) -> Built {
+        Built::new(
+            vec![layer(vec![
+                entry(tar::EntryType::Directory, "etc/", "", b""),
+                file("etc/hello.txt", body.as_bytes()),
+            ])],
+            OCI_MANIFEST,
+        )
+    }
+
+    /// Puts it in `registry` as `repo:tag` (and by digest).
+    pub fn publish(&self, registry: &Registry, repo: &str, tag: &str) {
+        registry.put_manifest(repo, tag, self.media_type, &self.manifest);
+        registry.put_manifest(
+            repo,
+            &digest(&self.manifest),
+            self.media_type,
+            &self.manifest,
+        );
+        registry.put_blob(&digest(&self.config), &self.config);
+        for (blob_digest, blob, _) in &self.layers {
+            registry.put_blob(blob_digest, blob);
+        }
+    }
 }
