@@ -34,8 +34,9 @@ pub enum EnvKind {
     Podman,
     /// A docker container per (task, epoch), through the same CLI words.
     Docker,
-    /// The task's image without a daemon: unpacked from a local archive or
-    /// OCI layout into onebash's cache, each command under bwrap over it.
+    /// The task's image without a daemon: pulled from a registry or read
+    /// from a local archive or OCI layout, unpacked into onebash's cache,
+    /// each command under bwrap over it.
     Oci,
 }
 
@@ -361,7 +362,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_network: bool,
 
-    /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
+    /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from a registry (`docker://REF` or `REF`, as podman names it), `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
     #[arg(long = "env", value_enum, default_value_t = EnvKind::Host)]
     pub env_kind: EnvKind,
 
@@ -377,7 +378,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub cpus: Option<f64>,
 
-    /// When the engine pulls the tasks' images, before any task starts: `never`, `missing` (those not there), `always`.
+    /// When the engine (or --env oci, from a registry) pulls the tasks' images, before any task starts: `never`, `missing` (those not there), `always`.
     #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
     pub pull: PullPolicy,
 

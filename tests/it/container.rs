@@ -28,7 +28,7 @@ use crate::support::sync::{Latch, eventually};
 const IMAGE: &str = "onebash-test/base:bookworm";
 
 /// Whether podman and the test image are here, under `tool_present`'s rule.
-fn podman_ready() -> bool {
+pub fn podman_ready() -> bool {
     let image_there = Command::new("podman")
         .args(["image", "exists", IMAGE])
         .stdout(Stdio::null())

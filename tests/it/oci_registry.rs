@@ -311,6 +311,37 @@ fn pull_refuses_tasks_without_an_image_and_the_host() {
     assert!(stderr.contains("--env host runs no image"), "{stderr}");
 }
 
+/// `pull --env podman` leaves the images to the engine: one in its store
+/// is ready under `--pull never`, one it lacks is exit 2 naming it.
+#[test]
+fn pull_with_podman_checks_the_engine_store() {
+    if !crate::container::podman_ready() {
+        return;
+    }
+    let world = World::new();
+    let pull = |image: &str| {
+        let output = onebash()
+            .arg("pull")
+            .arg(&world.tasks)
+            .args(["--env", "podman", "--pull", "never", "--image", image])
+            .output()
+            .expect("run onebash pull");
+        text(&output)
+    };
+    let (code, stdout, stderr) = pull("onebash-test/base:bookworm");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("1 image ready in podman's store"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = pull("localhost/onebash-test/absent:none");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("localhost/onebash-test/absent:none"),
+        "{stderr}"
+    );
+}
+
 /// A multi-arch index names arm64 first (whose manifest the registry
 /// does not even have): linux/amd64 is the one pulled. Docker's manifest
 /// kind is read as OCI's is.
