@@ -72,6 +72,16 @@ impl World {
             .expect("run onebash pull")
     }
 
+    /// `onebash pull` started, its output dropped.
+    fn spawn_pull(&self, image: &str, extra: &[&str]) -> std::process::Child {
+        self.command("pull", image)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn onebash pull")
+    }
+
     /// Writes the docker config with `user:password` for `host`.
     fn login(&self, host: &str, pair: &str) {
         use base64::Engine as _;
@@ -514,33 +524,64 @@ fn a_connection_cut_mid_blob_is_resumed_or_a_clear_failure() {
     assert!(!world.blob(blob_digest).exists());
 }
 
-/// onebash killed (-9) while the registry holds a blob after half its
-/// bytes: only a partial file is left, no layer; the next pull asks for
-/// the rest with a Range and the cached layer is whole.
-#[test]
-fn a_pull_killed_mid_download_is_completed_by_the_next() {
+/// A pull held by the registry after half of its image's one layer blob.
+struct Held {
+    registry: Registry,
+    built: Built,
+    /// The layer's one file.
+    body: String,
+    world: World,
+    image: String,
+    /// Lets the registry close the held connection.
+    release: Latch,
+    child: std::process::Child,
+}
+
+/// Publishes `repo:v1`, one layer of `size` numbers, holds its blob and
+/// starts a pull of it; returns once the registry holds it.
+fn held_pull(repo: &str, size: u32) -> Held {
     let registry = Registry::start(Auth::Open);
-    let body: String = (0..60_000).map(|i| format!("{i:x}")).collect();
+    let body: String = (0..size).map(|i| format!("{i:x}")).collect();
     let built = Built::hello(&body);
-    built.publish(&registry, "kill/app", "v1");
-    let (blob_digest, blob, diff_id) = &built.layers[0];
+    built.publish(&registry, repo, "v1");
     let (reached, release) = (Latch::new(), Latch::new());
     registry.fault(
-        blob_digest,
+        &built.layers[0].0,
         Fault::HoldOnce {
             reached: reached.clone(),
             release: release.clone(),
         },
     );
     let world = World::new();
-    let image = format!("{}/kill/app:v1", registry.host());
-    let mut child = world
-        .command("pull", &image)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn onebash pull");
+    let image = format!("{}/{repo}:v1", registry.host());
+    let child = world.spawn_pull(&image, &[]);
     assert!(reached.wait(), "the registry never sent half the blob");
+    Held {
+        registry,
+        built,
+        body,
+        world,
+        image,
+        release,
+        child,
+    }
+}
+
+/// onebash killed (-9) while the registry holds a blob after half its
+/// bytes: only a partial file is left, no layer; the next pull asks for
+/// the rest with a Range and the cached layer is whole.
+#[test]
+fn a_pull_killed_mid_download_is_completed_by_the_next() {
+    let Held {
+        registry,
+        built,
+        body,
+        world,
+        image,
+        release,
+        mut child,
+    } = held_pull("kill/app", 60_000);
+    let (blob_digest, blob, diff_id) = &built.layers[0];
     let partial = world
         .oci()
         .join("blobs/sha256")
@@ -571,6 +612,47 @@ fn a_pull_killed_mid_download_is_completed_by_the_next() {
         body
     );
     assert!(world.partials().is_empty(), "{:?}", world.partials());
+}
+
+/// Whether `pid` waits for a lock (`/proc/locks` marks waiters `->`).
+fn waits_for_a_lock(pid: u32) -> bool {
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+        locks.lines().any(|line| {
+            line.contains("->")
+                && line
+                    .split_whitespace()
+                    .nth(5)
+                    .is_some_and(|p| p == pid.to_string())
+        })
+    })
+}
+
+/// Two pulls of one image into one cache at once (two jobs on a node):
+/// the second waits on the first's blob lock and fetches nothing of it.
+#[test]
+fn two_pulls_at_once_fetch_a_layer_once() {
+    let mut held = held_pull("shared/app", 30_000);
+    let (blob_digest, _, diff_id) = &held.built.layers[0];
+    // `always`: the second asks for the tag again, then meets the lock.
+    let mut second = held.world.spawn_pull(&held.image, &["--pull", "always"]);
+    assert!(
+        eventually(|| waits_for_a_lock(second.id())),
+        "the second pull never waited on the blob's lock"
+    );
+    held.release.open();
+    assert!(held.child.wait().expect("wait").success());
+    assert!(second.wait().expect("wait").success());
+    let seen = held.registry.seen();
+    let blob_gets = seen
+        .iter()
+        .filter(|s| s.path.ends_with(blob_digest.as_str()))
+        .count();
+    // The first's held try and its resumed one; none of the second's.
+    assert_eq!(blob_gets, 2, "{seen:?}");
+    assert_eq!(
+        std::fs::read_to_string(held.world.layer(diff_id).join("etc/hello.txt")).expect("unpacked"),
+        held.body
+    );
 }
 
 /// The address `scripts/test-registry.sh` wrote: a real registry

@@ -249,8 +249,11 @@ impl Puller<'_> {
                 .map(|(digest, _)| (Some(digest.clone()), self.store.blob_path(digest))),
         )?;
         for (layer, (blob, size)) in layers.iter().zip(&blobs) {
-            if !unpacked(&layer.diff_id) {
-                self.layer_blob(blob, *size).await?;
+            // Checked again under the blob's lock: another process may
+            // unpack the layer (and remove its blob) meanwhile.
+            let unpacked_now = || unpacked(&layer.diff_id);
+            if !unpacked_now() {
+                self.layer_blob(blob, *size, &unpacked_now).await?;
             }
         }
         Ok(Manifest {
@@ -260,8 +263,14 @@ impl Puller<'_> {
         })
     }
 
-    /// A layer's blob into the cache, verified, under its lock.
-    async fn layer_blob(&mut self, digest: &Digest, size: Option<u64>) -> Result<(), OciError> {
+    /// A layer's blob into the cache, verified, under its lock, unless
+    /// the layer is unpacked by the time the lock is had.
+    async fn layer_blob(
+        &mut self,
+        digest: &Digest,
+        size: Option<u64>,
+        unpacked: &dyn Fn() -> bool,
+    ) -> Result<(), OciError> {
         let done = self.store.blob_path(digest);
         if done.is_file() {
             return Ok(());
@@ -270,8 +279,9 @@ impl Puller<'_> {
         fs::create_dir_all(dir).map_err(|err| cache_error(dir, err))?;
         let lock_path = dir.join(format!("{}.lock", digest.hex()));
         let _lock = FileLock::acquire(&lock_path).map_err(|err| cache_error(&lock_path, err))?;
-        // Another process may have fetched it while this one waited.
-        if done.is_file() {
+        // Another process may have fetched it, or fetched, unpacked and
+        // removed it, while this one waited.
+        if done.is_file() || unpacked() {
             return Ok(());
         }
         let partial = dir.join(format!("{}.partial", digest.hex()));
