@@ -477,6 +477,7 @@ fn a_missing_image_or_a_silent_registry_stops_the_run_before_any_task() {
         let (code, _, stderr) = text(&output);
         assert_eq!(code, 2, "{image}: {stderr}");
         assert!(stderr.contains(&image) && stderr.contains(why), "{stderr}");
+        assert!(stderr.contains("\nhint: "), "{stderr}");
         assert_eq!(stderr.matches("failed to").count(), 1, "{stderr}");
         assert!(!out.join("results.csv").exists(), "a task ran: {image}");
     }

@@ -36,7 +36,9 @@ pub enum RegistryError {
     /// Credentials missing or refused; the message says which.
     #[error("{0}")]
     Auth(String),
-    #[error("the registry at {host} does not answer: {why}")]
+    #[error(
+        "the registry at {host} does not answer: {why}\nhint: check the host and port; a node without access can use a cache filled elsewhere (onebash pull, then --pull never)"
+    )]
     Unreachable { host: String, why: String },
     #[error("the registry at {host}: {why}")]
     Protocol { host: String, why: String },
