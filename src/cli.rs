@@ -49,8 +49,9 @@ pub enum EnvKind {
     Podman,
     /// A docker container per (task, epoch), through the same CLI words.
     Docker,
-    /// The task's image without a daemon: unpacked from a local archive or
-    /// OCI layout into onebash's cache, each command under bwrap over it.
+    /// The task's image without a daemon: pulled from a registry or read
+    /// from a local archive or OCI layout, unpacked into onebash's cache,
+    /// each command under bwrap over it.
     Oci,
 }
 
@@ -141,6 +142,38 @@ pub enum Command {
         after_help = "Examples:\n  onebash export results/gpt41 --passed --format openai-chat -o train.jsonl\n  onebash export results/a results/b --format atif --exit-reason completed"
     )]
     Export(ExportArgs),
+    /// Fill the image cache ahead of runs, once per machine: every image the selected tasks name, as `run` with the same flags would make it ready.
+    #[command(
+        after_help = "Examples:\n  onebash pull tasks.jsonl --env oci --image 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace(\"__\", \"_1776_\") }}:latest'\n  onebash pull tasks.jsonl --env oci --shard 3/8 --cache-dir /local/onebash"
+    )]
+    Pull(PullArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The task file (JSONL, one task per line).
+    pub tasks: PathBuf,
+    /// Where the images go: `oci` (onebash's cache, as `run --env oci` reads it), `podman` or `docker` (the engine's store).
+    #[arg(long = "env", value_enum, default_value_t = EnvKind::Oci)]
+    pub env_kind: EnvKind,
+    /// The image of tasks that have no `image` field, as for run.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub image: Option<String>,
+    /// Where SWE-bench `owner/name` repos come from, as for run (it can name the image).
+    #[arg(long, value_name = "BASE", default_value = crate::swebench::DEFAULT_REPO_BASE)]
+    pub repo_base: String,
+    /// Only the tasks whose 0-based index i in the file has i mod N == K-1.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// Only the tasks whose id matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// The cache, as for run [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// `missing`: fetch what the cache lacks (a tag already resolved is not asked again); `always`: ask the registry for every tag again; `never`: fetch nothing (checks the cache holds them).
+    #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
+    pub pull: PullPolicy,
 }
 
 #[derive(Debug, Args)]
@@ -411,7 +444,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_network: bool,
 
-    /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
+    /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from a registry (`docker://REF` or `REF`, as podman names it), `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
     #[arg(long = "env", value_enum, default_value_t = EnvKind::Host)]
     pub env_kind: EnvKind,
 
@@ -427,7 +460,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub cpus: Option<f64>,
 
-    /// When the engine pulls the tasks' images, before any task starts: `never`, `missing` (those not there), `always`.
+    /// When the engine (or --env oci, from a registry) pulls the tasks' images, before any task starts: `never`, `missing` (those not there), `always`.
     #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
     pub pull: PullPolicy,
 

@@ -967,7 +967,7 @@ fn workdirs_name(out_dir: &Path) -> String {
     format!("{name}-{hex}")
 }
 
-fn default_cache_dir() -> PathBuf {
+pub fn default_cache_dir() -> PathBuf {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("onebash");
     }

@@ -154,6 +154,16 @@ fn main() {
                 EXIT_USAGE
             }
         },
+        Command::Pull(args) => match onebash::commands::pull::pull(&args) {
+            Ok(text) => {
+                println!("{text}");
+                0
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                EXIT_USAGE
+            }
+        },
         Command::Merge(args) => match onebash::commands::merge::merge(&args.out, &args.runs) {
             Ok(rows) => {
                 println!(

@@ -63,10 +63,10 @@ impl Probed {
             EnvKind::Host | EnvKind::Oci => None,
             EnvKind::Podman | EnvKind::Docker => Some(Engine::probe(env_kind, images, pull)?),
         };
-        // The images are read from local sources: `--pull` has no say.
+        // A registry's images are fetched as `--pull` says; local ones read.
         let oci = match env_kind {
             EnvKind::Oci => Some(crate::env::oci::Settings::probe(
-                crate::env::oci::Images::prepare(cache_dir, images)?,
+                crate::env::oci::Images::prepare(cache_dir, images, pull)?,
                 network,
                 workdir.to_owned(),
             )?),

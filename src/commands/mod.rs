@@ -5,6 +5,7 @@ pub mod export;
 pub mod html;
 pub mod merge;
 pub mod output;
+pub mod pull;
 pub mod report;
 pub mod run;
 pub mod show;

@@ -19,6 +19,7 @@ mod layers;
 mod llama_server;
 mod model_faults;
 mod oci;
+mod oci_registry;
 mod old_run_folder;
 mod patches;
 mod pipeline;

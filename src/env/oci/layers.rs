@@ -47,6 +47,12 @@ impl LayerCache {
         }
     }
 
+    /// Whether the layer of `diff_id` is unpacked (its folder exists only
+    /// once whole).
+    pub fn has(&self, diff_id: &Digest) -> bool {
+        self.dir.join(diff_id.hex()).is_dir()
+    }
+
     /// The unpacked folder of `layer`, unpacking it from `source` unless
     /// it is there.
     pub fn ensure(&self, source: &Source, layer: &LayerRef) -> Result<PathBuf, OciError> {

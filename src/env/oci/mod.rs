@@ -3,7 +3,12 @@
 //!
 //! The pieces, in the order an image goes through them:
 //! - [`source`]: where an image comes from (`docker-archive:PATH`,
-//!   `oci:PATH[:REF]`) and its manifest and config;
+//!   `oci:PATH[:REF]`, or a registry's reference, [`reference`]) and its
+//!   manifest and config;
+//! - [`registry`]: a registry's image fetched into the cache as `--pull`
+//!   says (manifest, config, layer blobs verified), through [`client`]
+//!   (the distribution API over HTTP(S)) with [`auth`]'s challenge and
+//!   credentials;
 //! - [`layers`]: the cache of unpacked layers, each checked against its
 //!   digests, unpacked once, with traversal refused;
 //! - [`rootfs`]: the image's root stacked from its layers by hard links,
@@ -16,7 +21,11 @@
 //! from the probe): a missing or hostile image stops the run with exit 2,
 //! as a missing podman image does.
 
+mod auth;
+mod client;
 mod layers;
+mod reference;
+mod registry;
 mod rootfs;
 mod source;
 mod workspace;
@@ -24,6 +33,9 @@ mod workspace;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::cli::PullPolicy;
+
+pub use client::RegistryError;
 pub use workspace::{Oci, Settings};
 
 /// What can go wrong making an image ready.
@@ -45,6 +57,9 @@ pub enum OciError {
     /// The cache's files.
     #[error("the layer cache: {0}")]
     Cache(String),
+    /// A registry that refused, lacked or did not serve the image.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
 }
 
 /// One image made ready: its root and what its config says.
@@ -66,9 +81,10 @@ pub struct Images {
 
 impl Images {
     /// Makes every image ready under `<cache_dir>/oci`: reads its
-    /// manifest, unpacks the layers the cache lacks, assembles its root.
-    /// Blocking; progress lines on stderr. Errors are whole messages.
-    pub fn prepare(cache_dir: &Path, names: &[String]) -> Result<Images, String> {
+    /// manifest (a registry's as `pull` says), unpacks the layers the
+    /// cache lacks, assembles its root. Blocking; progress on stderr.
+    /// Errors are whole messages.
+    pub fn prepare(cache_dir: &Path, names: &[String], pull: PullPolicy) -> Result<Images, String> {
         let oci_dir = cache_dir.join("oci");
         let cache = layers::LayerCache::new(&oci_dir);
         let mut by_name = HashMap::new();
@@ -76,7 +92,7 @@ impl Images {
             if by_name.contains_key(name) {
                 continue;
             }
-            let image = prepare_one(&oci_dir, &cache, name)
+            let image = prepare_one(&oci_dir, &cache, name, pull)
                 .map_err(|err| format!("--env oci: failed to prepare the image {name}: {err}"))?;
             by_name.insert(name.clone(), image);
         }
@@ -93,12 +109,27 @@ impl Images {
     }
 }
 
-fn prepare_one(oci_dir: &Path, cache: &layers::LayerCache, name: &str) -> Result<Image, OciError> {
+fn prepare_one(
+    oci_dir: &Path,
+    cache: &layers::LayerCache,
+    name: &str,
+    pull: PullPolicy,
+) -> Result<Image, OciError> {
     let source = source::Source::parse(name)?;
-    let manifest = source.manifest()?;
+    let manifest = match &source {
+        source::Source::Registry(reference) => {
+            registry::pull(oci_dir, reference, pull, &|diff_id| cache.has(diff_id))?
+        }
+        _ => source.manifest()?,
+    };
     let mut unpacked = Vec::with_capacity(manifest.layers.len());
     for layer in &manifest.layers {
         unpacked.push(cache.ensure(&source, layer)?);
+        // A registry's blob has served once it is unpacked (the layer
+        // folder exists, so no process opens the blob again).
+        if let (source::Source::Registry(_), Some(blob)) = (&source, &layer.blob) {
+            let _ = std::fs::remove_file(registry::blob_path(oci_dir, blob));
+        }
     }
     let root = rootfs::assemble(oci_dir, manifest.config_digest.hex(), &unpacked)?;
     Ok(Image {

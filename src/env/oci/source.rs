@@ -1,6 +1,7 @@
 //! Where an image comes from, and what it says of itself: the reference
-//! (`docker-archive:PATH`, `oci:PATH[:REF]`), its manifest and config, and
-//! a reader of each layer's bytes.
+//! (`docker-archive:PATH`, `oci:PATH[:REF]`, or a registry's, which
+//! `reference.rs` parses), its manifest and config, and a reader of each
+//! layer's bytes.
 //!
 //! Owns reading the two local formats sites move images in by hand: a
 //! `docker save` / `podman save` archive (a tar holding `manifest.json`,
@@ -9,8 +10,8 @@
 //! index picks linux/amd64). Every JSON blob addressed by a digest is
 //! checked against it when read; the layers are checked while they are
 //! unpacked (`layers.rs`). It does not unpack or cache anything. A
-//! registry source would be one more variant of [`Source`] giving the same
-//! [`Manifest`].
+//! registry image is fetched by `registry.rs`, which gives the same
+//! [`Manifest`] with each layer's blob in the cache.
 
 use std::fs::File;
 use std::io::Read;
@@ -20,6 +21,7 @@ use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 use super::OciError;
+use super::reference::Reference;
 
 /// A `sha256:<64 hex>` digest, checked to be one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,11 +75,13 @@ pub enum Source {
         dir: PathBuf,
         reference: Option<String>,
     },
+    /// `docker://REF` or a bare `REF`: an image in a registry.
+    Registry(Reference),
 }
 
 impl Source {
     /// Parses a reference; relative paths are taken from the current
-    /// folder. Registry references are not supported yet.
+    /// folder. What names no local format is a registry's reference.
     pub fn parse(reference: &str) -> Result<Source, OciError> {
         let absolute = |p: &str| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
         if let Some(path) = reference.strip_prefix("docker-archive:") {
@@ -98,9 +102,7 @@ impl Source {
                 reference: None,
             });
         }
-        Err(OciError::Image(format!(
-            "{reference:?} is not a local image: --env oci takes docker-archive:PATH (docker/podman save) or oci:PATH[:REF] (an OCI layout folder)\nhint: podman save -o image.tar IMAGE, then --image docker-archive:image.tar"
-        )))
+        Reference::parse(reference).map(Source::Registry)
     }
 }
 
@@ -183,6 +185,10 @@ impl Source {
         match self {
             Source::DockerArchive(path) => archive_manifest(path),
             Source::Layout { dir, reference } => layout_manifest(dir, reference.as_deref()),
+            // `registry.rs` reads it: it needs the cache and the network.
+            Source::Registry(reference) => Err(OciError::Image(format!(
+                "{reference} is a registry's image, not a local one"
+            ))),
         }
     }
 
@@ -200,7 +206,8 @@ impl Source {
                     OciError::Image(format!("{} has no {}", path.display(), wanted.display()))
                 })
             }
-            Source::Layout { .. } => {
+            // A registry's blob was fetched into the cache first.
+            Source::Layout { .. } | Source::Registry(_) => {
                 let mut file =
                     File::open(&layer.location).map_err(|err| read_error(&layer.location, err))?;
                 use_layer(&mut file)
@@ -316,13 +323,13 @@ fn archive_manifest(archive: &Path) -> Result<Manifest, OciError> {
     })
 }
 
-fn parse_config(bytes: &[u8], from: &Path) -> Result<ImageConfig, OciError> {
+pub(super) fn parse_config(bytes: &[u8], from: &Path) -> Result<ImageConfig, OciError> {
     serde_json::from_slice(bytes)
         .map_err(|err| OciError::Image(format!("{}: the image config: {err}", from.display())))
 }
 
 /// Pairs each layer with its uncompressed digest from the config.
-fn zip_layers(
+pub(super) fn zip_layers(
     config: &ImageConfig,
     from: &Path,
     layers: impl ExactSizeIterator<Item = (Option<Digest>, PathBuf)>,
@@ -349,10 +356,13 @@ fn zip_layers(
 
 /// A descriptor of the OCI image spec.
 #[derive(Debug, Deserialize)]
-struct Descriptor {
+pub(super) struct Descriptor {
     #[serde(rename = "mediaType", default)]
-    media_type: String,
-    digest: String,
+    pub media_type: String,
+    pub digest: String,
+    /// The blob's size, when the document gives it.
+    #[serde(default)]
+    pub size: Option<u64>,
     #[serde(default)]
     platform: Option<Platform>,
     #[serde(default)]
@@ -367,13 +377,15 @@ struct Platform {
 
 /// An index (`index.json`, or a multi-arch image) or an image manifest.
 #[derive(Debug, Deserialize)]
-struct Document {
+pub(super) struct Document {
+    #[serde(rename = "mediaType", default)]
+    pub media_type: String,
     #[serde(default)]
-    manifests: Vec<Descriptor>,
+    pub manifests: Vec<Descriptor>,
     #[serde(default)]
-    config: Option<Descriptor>,
+    pub config: Option<Descriptor>,
     #[serde(default)]
-    layers: Vec<Descriptor>,
+    pub layers: Vec<Descriptor>,
 }
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -396,17 +408,20 @@ fn layout_blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, OciError> {
     Ok(bytes)
 }
 
-fn parse_document(bytes: &[u8], from: &Path) -> Result<Document, OciError> {
+pub(super) fn parse_document(bytes: &[u8], from: &Path) -> Result<Document, OciError> {
     serde_json::from_slice(bytes)
         .map_err(|err| OciError::Image(format!("{}: {err}", from.display())))
 }
 
-fn is_index(media_type: &str) -> bool {
+pub(super) fn is_index(media_type: &str) -> bool {
     media_type.ends_with("image.index.v1+json") || media_type.ends_with("manifest.list.v2+json")
 }
 
 /// Of an index's manifests, the one for linux/amd64 (or the only one).
-fn pick_platform<'a>(manifests: &'a [Descriptor], from: &Path) -> Result<&'a Descriptor, OciError> {
+pub(super) fn pick_platform<'a>(
+    manifests: &'a [Descriptor],
+    from: &Path,
+) -> Result<&'a Descriptor, OciError> {
     if let [one] = manifests {
         return Ok(one);
     }
@@ -511,7 +526,11 @@ mod tests {
                 reference: Some("v1".into())
             }
         );
-        let err = Source::parse("docker.io/library/debian:bookworm").expect_err("no registry yet");
+        assert!(matches!(
+            Source::parse("docker.io/library/debian:bookworm").expect("parse"),
+            Source::Registry(_)
+        ));
+        let err = Source::parse("./image.tar").expect_err("a path is no reference");
         assert!(err.to_string().contains("docker-archive:PATH"), "{err}");
     }
 

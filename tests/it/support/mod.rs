@@ -7,6 +7,7 @@ pub mod harness;
 pub mod messages;
 pub mod probes;
 pub mod processes;
+pub mod registry;
 pub mod responses_server;
 pub mod server;
 pub mod sync;

@@ -1,0 +1,95 @@
+//! `onebash pull TASKS`: the images of a task file made ready ahead of
+//! runs, once per machine (a Slurm node, a Kubernetes node), so that the
+//! runs that follow start at once, with `--pull never` if wanted.
+//!
+//! Owns choosing the tasks and their images the way `run` does with the
+//! same flags (`--image`, `--shard`, `--filter`, `--repo-base`) and handing
+//! them to the environment that keeps them: `--env oci` fills onebash's
+//! image cache (`env/oci`: registry pulls, layers unpacked, roots
+//! assembled); `--env podman|docker` has the engine pull them into its
+//! store. It runs no task and needs no model, no repo and no sandbox,
+//! which is why it is its own command and not a mode of `validate`.
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+use crate::cli::{EnvKind, PullArgs};
+use crate::task::{LoadOptions, load_tasks};
+
+/// Why the images could not be made ready: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PullError(String);
+
+/// Makes the images ready; what to print on success.
+pub fn pull(args: &PullArgs) -> Result<String, PullError> {
+    let options = LoadOptions {
+        repo_base: args.repo_base.clone(),
+        test_command: None,
+        image: args.image.clone(),
+    };
+    let file = load_tasks(&args.tasks, &options).map_err(|err| PullError(err.to_string()))?;
+    let filter = args
+        .filter
+        .as_deref()
+        .map(Regex::new)
+        .transpose()
+        .map_err(|err| PullError(format!("--filter is not a valid regular expression: {err}")))?;
+    let mut images: Vec<String> = Vec::new();
+    let mut without: Vec<&str> = Vec::new();
+    for (i, task) in file.tasks.iter().enumerate() {
+        let selected = args.shard.is_none_or(|s| s.contains(i))
+            && filter
+                .as_ref()
+                .is_none_or(|re| re.is_match(task.id.as_str()));
+        match (&task.image, selected) {
+            (_, false) => {}
+            (Some(image), true) if !images.contains(image) => images.push(image.clone()),
+            (Some(_), true) => {}
+            (None, true) => without.push(task.id.as_str()),
+        }
+    }
+    if !without.is_empty() {
+        return Err(PullError(format!(
+            "these tasks name no image: {}\nhint: give --image TEMPLATE, as for run",
+            without.join(", ")
+        )));
+    }
+    if images.is_empty() {
+        return Err(PullError(
+            "no task is selected; hint: check --filter and --shard".to_owned(),
+        ));
+    }
+    let cache_dir = args
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::config::default_cache_dir);
+    let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
+    let count = images.len();
+    let place = match args.env_kind {
+        EnvKind::Oci => {
+            crate::env::oci::Images::prepare(&cache_dir, &images, args.pull).map_err(PullError)?;
+            oci_dir(&cache_dir).display().to_string()
+        }
+        EnvKind::Podman | EnvKind::Docker => {
+            crate::env::container::Engine::probe(args.env_kind, &images, args.pull)
+                .map_err(PullError)?;
+            format!("{}'s store", args.env_kind.engine().unwrap_or("the engine"))
+        }
+        EnvKind::Host => {
+            return Err(PullError(
+                "--env host runs no image: nothing to pull\nhint: --env oci, podman or docker"
+                    .to_owned(),
+            ));
+        }
+    };
+    Ok(format!(
+        "{count} image{} ready in {place}",
+        if count == 1 { "" } else { "s" }
+    ))
+}
+
+fn oci_dir(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("oci")
+}
