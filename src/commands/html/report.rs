@@ -10,7 +10,9 @@ use super::{
     text, write_file,
 };
 use crate::commands::report::by::Groups;
-use crate::commands::report::{HistoryProbes, MEASURES, Measures, Report, history_probes_summary};
+use crate::commands::report::{
+    HistoryProbes, MEASURES, Measures, Report, history_probes_summary, prompt_cache_line,
+};
 use crate::commands::show;
 use crate::results::{ResultRow, RunFolder};
 use crate::trajectory::read_trajectory;
@@ -438,6 +440,12 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
     if let Some(h) = &r.history_probes {
         body.push_str(&history_probes_section(h, r, rows, links));
     }
+    if let Some(cache) = &r.prompt_cache {
+        body.push_str(&format!(
+            "<section id=\"prompt-cache\"><h2>Prompt cache</h2>\n<p>{}</p></section>\n",
+            escape(&prompt_cache_line(cache))
+        ));
+    }
     if let Some(groups) = &r.by {
         body.push_str(&by_section(groups));
     }
@@ -532,6 +540,29 @@ mod tests {
         assert!(!html.contains("<script src") && !html.contains("<link"));
         assert!(html.contains("<section id=\"history-probes\"><h2>History probes</h2>\n<p class=\"note\">history probes: none in 3 rows</p>"), "{html}");
         assert!(!html.contains("passed-with-probes"));
+    }
+
+    #[test]
+    fn what_the_prompt_cache_saved_has_a_section_when_there_is_a_cache() {
+        let rows = vec![row("a", Status::Passed, 3, 1200)];
+        let mut report =
+            crate::commands::report::build(&RunFolder::at(Path::new("run")), &rows, None);
+        assert!(!report_page(&report, &rows, &[None]).contains("prompt-cache"));
+        report.prompt_cache = Some(crate::commands::report::PromptCache {
+            cached_input_tokens: 9000,
+            cache_write_tokens: 1000,
+            cost_usd: 0.024525,
+            cost_without_cache_usd: 0.045,
+            saved_usd: 0.020475,
+        });
+        let html = report_page(&report, &rows, &[None]);
+        let section = &html[html.find("<section id=\"prompt-cache\">").expect("section")..];
+        let section = &section[..section.find("</section>").expect("end")];
+        assert!(
+            section.contains("9000 input tokens read, 1000 written")
+                && section.contains("saved 0.020475 USD"),
+            "{section}"
+        );
     }
 
     #[test]
