@@ -12,6 +12,8 @@
 //! workdir: made here, since bwrap cannot make them in a read-only
 //! root), and the lock and atomic rename that let processes share it.
 //! The tree is never written once built: the sandbox binds it read-only.
+//! Also the copy of a folder of it that a task may change
+//! ([`copy_folder`]: the repo an image holds).
 
 use std::fs;
 use std::io;
@@ -180,6 +182,61 @@ pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
     Ok(())
 }
 
+/// Copies the folder `rel` of the image root `root` (the repo an image
+/// holds at its workdir) to `to`, made here: a task's own copy, which
+/// its commands may change as they like while the root's files, links to
+/// the layer cache's, never change. Files are copied (`fs::copy`, which
+/// the kernel may do as a reflink), symlinks made again as they are (they
+/// resolve inside the sandbox), folders made writable by their owner so
+/// that the copy can be deleted. `rel` going through a symlink of the
+/// image is refused, as for a mount point: the copy would leave the root.
+pub fn copy_folder(root: &Path, rel: &Path, to: &Path) -> Result<(), OciError> {
+    let mut from = root.to_path_buf();
+    for part in rel.components() {
+        let Component::Normal(part) = part else {
+            return Err(OciError::Refused(format!(
+                "/{} in the image is not a plain path",
+                rel.display()
+            )));
+        };
+        from.push(part);
+        if fs::symlink_metadata(&from).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(OciError::Refused(format!(
+                "/{} in the image goes through a symlink",
+                rel.display()
+            )));
+        }
+    }
+    if !from.is_dir() {
+        return Err(OciError::Image(format!(
+            "the image has no folder /{}",
+            rel.display()
+        )));
+    }
+    copy_tree(&from, to).map_err(|err| io_error(to, err))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
+        } else if kind.is_file() {
+            fs::copy(&src, &dst)?;
+        }
+        // Nothing else is in the cache: layers.rs skips device nodes and
+        // fifos.
+    }
+    let mode = fs::metadata(from)?.permissions().mode() | 0o700;
+    fs::set_permissions(to, fs::Permissions::from_mode(mode))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +305,48 @@ mod tests {
         assert!(!outside.join("sub").exists());
         mount_point(&root, Path::new("work/deep"), true).expect("made");
         assert!(root.join("work/deep").is_dir());
+    }
+
+    #[test]
+    fn a_copied_folder_is_the_task_s_own_and_never_leaves_the_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        write(&root, "testbed/.git/HEAD", "ref\n");
+        write(&root, "testbed/src/a.py", "a\n");
+        std::os::unix::fs::symlink("/etc/passwd", root.join("testbed/link")).expect("symlink");
+        let ro = root.join("testbed/src");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).expect("chmod");
+        let copy = dir.path().join("copy");
+        copy_folder(&root, Path::new("testbed"), &copy).expect("copy");
+        assert_eq!(
+            fs::read_to_string(copy.join("src/a.py")).ok().as_deref(),
+            Some("a\n")
+        );
+        assert_eq!(
+            fs::read_link(copy.join("link")).expect("link"),
+            Path::new("/etc/passwd")
+        );
+        // A copy, not a link: writing it leaves the root's file alone.
+        let ino = |p: &Path| fs::metadata(p).expect("meta").ino();
+        assert_ne!(ino(&copy.join("src/a.py")), ino(&ro.join("a.py")));
+        fs::write(copy.join("src/a.py"), "changed").expect("write the copy");
+        assert_eq!(
+            fs::read_to_string(ro.join("a.py")).ok().as_deref(),
+            Some("a\n")
+        );
+        // Its folders can be emptied, even those the image had read-only.
+        fs::remove_dir_all(&copy).expect("rm");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).expect("chmod");
+
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, root.join("work")).expect("symlink");
+        let err =
+            copy_folder(&root, Path::new("work"), &dir.path().join("c2")).expect_err("refused");
+        assert!(err.to_string().contains("symlink"), "{err}");
+        let err =
+            copy_folder(&root, Path::new("nowhere"), &dir.path().join("c3")).expect_err("none");
+        assert!(err.to_string().contains("has no folder /nowhere"), "{err}");
     }
 }

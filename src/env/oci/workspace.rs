@@ -18,15 +18,25 @@
 //! The agent cannot change the image (the root is read-only), and nothing
 //! it starts outlives its command (the PID namespace dies with it), so
 //! the tests' phase needs only a fresh /tmp.
+//!
+//! Or, for a task whose repo is the one its image holds (`repo_in_image`,
+//! SWE-bench's), the working copy is a copy of the image's workdir
+//! (`rootfs::copy_folder`: the cached files stay as they are), cleaned
+//! and checked by `image_repo.rs`'s scripts run under bwrap as the
+//! harness, as podman runs them in its container; the diff, restores and
+//! patches are those scripts too. The tests get what a fresh container
+//! gives: a fresh copy of the image's workdir with the agent's change
+//! applied, and the task's setup run again.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Image, Images, rootfs};
-use crate::checkout::{Checkout, GitError};
-use crate::env::{BoxFuture, Command, Environment, Trust, Workspace, host};
-use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
+use crate::checkout::{Checkout, CheckoutError, GitError, History};
+use crate::env::image_repo::{self, GIT_TIMEOUT, ImageRepo, SetupLog};
+use crate::env::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
+use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_command};
 use crate::limits::ChildSetup;
 use crate::task::TaskSpec;
 
@@ -107,22 +117,7 @@ impl Environment for Oci {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
         Box::pin(async move {
-            // Config checked that every task has an image, and the probe
-            // made each ready.
-            let name = task
-                .image
-                .as_deref()
-                .ok_or_else(|| format!("task {} has no image", task.id))?;
-            let image = self
-                .settings
-                .images
-                .get(name)
-                .cloned()
-                .ok_or_else(|| format!("the image {name} was not prepared"))?;
-            let workdir = task
-                .workdir
-                .clone()
-                .unwrap_or_else(|| self.settings.workdir.clone());
+            let (image, workdir) = self.image_of(task)?;
             let relative = workdir.trim_start_matches('/').to_owned();
             let root = image.root.clone();
             let tmp = private_tmp(&checkout.dir);
@@ -139,13 +134,112 @@ impl Environment for Oci {
                 image,
                 workdir,
                 tmp: private_tmp(&checkout.dir),
-                checkout: checkout.clone(),
-                files: host::Files(checkout.clone()),
+                dir: Mutex::new(checkout.dir.clone()),
+                repo: Repo::Mounted(host::Files(checkout.clone())),
                 child,
             }) as Box<dyn Workspace>)
         })
     }
+
+    fn has_image_repos(&self) -> bool {
+        true
+    }
+
+    fn enter_image_repo<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        _epoch: u32,
+        history: History,
+        scratch: &'a Path,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
+        Box::pin(async move {
+            let label = format!(
+                "{}:{}",
+                task.image.as_deref().unwrap_or_default(),
+                task.workdir.as_deref().unwrap_or(&self.settings.workdir)
+            );
+            let failed = |message: String| CheckoutError::WorkingCopy {
+                repo: label.clone(),
+                rev: task.base_commit.clone(),
+                message,
+            };
+            let (image, workdir) = self.image_of(task).map_err(failed)?;
+            // The agent's copy and /tmp, inside the task's folder: the
+            // runner deletes it whole when this fails.
+            let (copy, tmp) = (scratch.join(AGENT_COPY), scratch.join("tmp"));
+            let (root, relative) = (
+                image.root.clone(),
+                workdir.trim_start_matches('/').to_owned(),
+            );
+            let (into, private) = (copy.clone(), tmp.clone());
+            let made = tokio::task::spawn_blocking(move || {
+                std::fs::create_dir_all(&private)
+                    .map_err(|err| format!("cannot make {}: {err}", private.display()))?;
+                rootfs::copy_folder(&root, Path::new(&relative), &into)
+                    .map_err(|err| format!("failed to copy the image's {relative}: {err}"))
+            })
+            .await
+            .unwrap_or_else(|join| Err(format!("the thread failed: {join}")));
+            made.map_err(failed)?;
+            let workspace = OciWorkspace {
+                settings: Arc::clone(&self.settings),
+                image,
+                workdir,
+                tmp,
+                dir: Mutex::new(copy),
+                repo: Repo::Image {
+                    repo: ImageRepo::new(&task.base_commit),
+                    scratch: scratch.to_owned(),
+                    setup: SetupLog::default(),
+                },
+                child,
+            };
+            let prepared = match workspace
+                .harness(&image_repo::prepare(&task.base_commit, history))
+                .await
+            {
+                Ok((outcome, output)) => image_repo::prepared(&outcome, &output),
+                Err(err) => Err(image_repo::Refused::Unusable(err)),
+            };
+            let prepared =
+                prepared.map_err(|refused| refused.into_error(label.clone(), &task.base_commit))?;
+            if let Repo::Image { repo, .. } = &workspace.repo {
+                repo.prepared(&prepared.head);
+            }
+            let checkout = prepared.into_checkout(scratch, history);
+            Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
+        })
+    }
 }
+
+impl Oci {
+    /// The image `task` runs in, made ready by the probe, and its workdir.
+    fn image_of(&self, task: &TaskSpec) -> Result<(Image, String), String> {
+        // Config checked that every task has an image, and the probe made
+        // each ready.
+        let name = task
+            .image
+            .as_deref()
+            .ok_or_else(|| format!("task {} has no image", task.id))?;
+        let image = self
+            .settings
+            .images
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("the image {name} was not prepared"))?;
+        let workdir = task
+            .workdir
+            .clone()
+            .unwrap_or_else(|| self.settings.workdir.clone());
+        Ok((image, workdir))
+    }
+}
+
+/// The folders of a task's own copy of its image's repo, in its folder:
+/// the agent's, then the tests' fresh one.
+const AGENT_COPY: &str = "agent";
+const TESTS_COPY: &str = "tests";
 
 /// The task's /tmp on the host: next to its working copy, in the run's
 /// folder of working copies, removed with it.
@@ -160,9 +254,30 @@ struct OciWorkspace {
     image: Image,
     workdir: String,
     tmp: PathBuf,
-    checkout: Checkout,
-    files: host::Files,
+    /// The host folder bound writable at the workdir: the checkout, or the
+    /// copy of the image's repo (the agent's, then the tests').
+    dir: Mutex<PathBuf>,
+    repo: Repo,
     child: ChildSetup,
+}
+
+/// Where a workspace's repo is.
+enum Repo {
+    /// onebash's own checkout: the diff and patches are the host's git
+    /// operations on it.
+    Mounted(host::Files),
+    /// A copy of the repo the image holds: the diff and patches are
+    /// [`image_repo`]'s scripts under bwrap.
+    Image {
+        repo: ImageRepo,
+        /// The task's folder, which holds the copies and /tmp.
+        scratch: PathBuf,
+        setup: SetupLog,
+    },
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The default PATH of a container when the image sets none.
@@ -247,71 +362,230 @@ fn arguments(
     args
 }
 
-impl Workspace for OciWorkspace {
-    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+impl OciWorkspace {
+    /// Runs one command under bwrap over the image, the current copy at
+    /// the workdir.
+    async fn exec(&self, command: Command<'_>) -> Result<CommandOutcome, ExecError> {
         let network = match command.trust {
             Trust::Agent { network } => network,
             Trust::Harness => true,
         };
         let vars: Vec<(String, String)> = command.env.harness_vars().cloned().collect();
+        let dir = lock(&self.dir).clone();
         let args = arguments(
             &self.image,
-            &self.checkout.dir,
+            &dir,
             &self.workdir,
             &self.tmp,
             &vars,
             network,
             command.script,
         );
-        Box::pin(run_command(Spawn {
+        run_command(Spawn {
             program: self.settings.bwrap.clone().into_os_string(),
             args,
-            cwd: &self.checkout.dir,
+            cwd: &dir,
             env: command.env,
             child: &self.child,
             timeout: command.timeout,
-        }))
+        })
+        .await
+    }
+
+    /// One script of the harness's own (image_repo.rs's), never run again
+    /// for the tests: its outcome and output.
+    async fn harness(&self, script: &str) -> Result<(CommandOutcome, String), String> {
+        let env = CommandEnv::for_task("onebash-harness");
+        let outcome = self
+            .exec(Command {
+                script,
+                timeout: GIT_TIMEOUT,
+                env: &env,
+                trust: Trust::Harness,
+            })
+            .await
+            .map_err(|err| err.to_string())?;
+        let output = outcome.output.to_text();
+        Ok((outcome, output))
+    }
+
+    /// The host path of `relative` in the current copy, refused when it
+    /// leads out of it: the agent may have made any part of it a symlink,
+    /// which the sandbox resolves inside the image but the host would
+    /// resolve on the host. (Nothing of the agent runs any more when the
+    /// harness reads or writes: each command's processes died with it.)
+    fn inside(&self, relative: &Path, existing: bool) -> std::io::Result<PathBuf> {
+        let dir = lock(&self.dir).clone();
+        let path = dir.join(relative);
+        let checked = if existing {
+            path.clone()
+        } else {
+            path.parent().map_or_else(|| dir.clone(), Path::to_path_buf)
+        };
+        let real = std::fs::canonicalize(&checked)?;
+        if !real.starts_with(std::fs::canonicalize(&dir)?) {
+            return Err(std::io::Error::other(format!(
+                "{} leads out of the working copy",
+                relative.display()
+            )));
+        }
+        if !existing && std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(std::io::Error::other(format!(
+                "{} is a symlink",
+                relative.display()
+            )));
+        }
+        Ok(if existing { real } else { path })
+    }
+
+    /// The tests' fresh copy of the image's repo (the agent's deleted
+    /// first, as far as it can be), its /tmp emptied.
+    async fn fresh_copy(&self, scratch: &Path) -> Result<(), String> {
+        let (agent, tests) = (scratch.join(AGENT_COPY), scratch.join(TESTS_COPY));
+        // The agent may have left folders it cannot be deleted from: the
+        // tests' copy goes next to it, and the task's folder goes whole at
+        // the end.
+        let _ = crate::blocking::remove_dir(agent).await;
+        let (root, relative, into, tmp) = (
+            self.image.root.clone(),
+            self.workdir.trim_start_matches('/').to_owned(),
+            tests.clone(),
+            self.tmp.clone(),
+        );
+        crate::blocking::spawn(move || {
+            let _ = std::fs::remove_dir_all(&tmp);
+            std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))?;
+            rootfs::copy_folder(&root, Path::new(&relative), &into).map_err(|err| err.to_string())
+        })
+        .await
+        .map_err(|err| err.to_string())
+        .and_then(|made| made)
+        .map_err(|err| format!("failed to make the tests' copy of the image's repo: {err}"))?;
+        *lock(&self.dir) = tests;
+        Ok(())
+    }
+}
+
+impl image_repo::Container for OciWorkspace {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let (outcome, output) = self.harness(script).await?;
+            image_repo::git_result(&outcome, output)
+        })
+    }
+
+    fn copy_in<'a>(
+        &'a self,
+        relative: &'a Path,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.write(relative, bytes)
+                .await
+                .map_err(|err| err.to_string())
+        })
+    }
+
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move { self.read(relative).await.map_err(|err| err.to_string()) })
+    }
+}
+
+impl Workspace for OciWorkspace {
+    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+        if let Repo::Image { setup, .. } = &self.repo {
+            setup.record(&command);
+        }
+        Box::pin(self.exec(command))
     }
 
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
-        // Nothing the agent started is left (each command's PID namespace
-        // died with it) and the image is read-only: the tests need only a
-        // /tmp of their own, as a fresh container has.
-        let tmp = self.tmp.clone();
         Box::pin(async move {
-            crate::blocking::remove_dir(tmp.clone())
-                .await
-                .and_then(|()| std::fs::create_dir_all(&tmp))
-                .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
+            match &self.repo {
+                // Nothing the agent started is left (each command's PID
+                // namespace died with it) and the image is read-only: the
+                // tests need only a /tmp of their own, as a fresh
+                // container has.
+                Repo::Mounted(_) => {
+                    let tmp = self.tmp.clone();
+                    crate::blocking::remove_dir(tmp.clone())
+                        .await
+                        .and_then(|()| std::fs::create_dir_all(&tmp))
+                        .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
+                }
+                // As podman's fresh container: the image's repo as it is,
+                // at the base, with the agent's change, and the setup.
+                Repo::Image {
+                    repo,
+                    scratch,
+                    setup,
+                } => {
+                    setup.agent_over();
+                    self.fresh_copy(scratch).await?;
+                    repo.to_tests(self).await?;
+                    setup.replay(self).await
+                }
+            }
         })
     }
 
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
-        self.files.diff()
+        match &self.repo {
+            Repo::Mounted(files) => files.diff(),
+            Repo::Image { repo, .. } => Box::pin(repo.diff(self)),
+        }
     }
 
     fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
-        self.files.restore(patch)
+        match &self.repo {
+            Repo::Mounted(files) => files.restore(patch),
+            Repo::Image { repo, .. } => {
+                let patch = patch.to_owned();
+                Box::pin(async move { repo.restore(self, &patch).await })
+            }
+        }
     }
 
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-        self.files.apply(patch)
+        match &self.repo {
+            Repo::Mounted(files) => files.apply(patch),
+            Repo::Image { repo, .. } => {
+                let patch = patch.to_owned();
+                Box::pin(async move { repo.apply(self, &patch).await })
+            }
+        }
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-        self.files.read(relative)
+        match &self.repo {
+            Repo::Mounted(files) => files.read(relative),
+            Repo::Image { .. } => {
+                let path = self.inside(relative, true);
+                Box::pin(async move { tokio::fs::read(path?).await })
+            }
+        }
     }
 
     fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
-        self.files.write(relative, bytes)
+        match &self.repo {
+            Repo::Mounted(files) => files.write(relative, bytes),
+            Repo::Image { .. } => {
+                let path = self.inside(relative, false);
+                Box::pin(async move { crate::blocking::write_file(path?, bytes).await })
+            }
+        }
     }
 
     fn location(&self) -> String {
-        format!("oci:{}:{}", self.checkout.dir.display(), self.workdir)
+        format!("oci:{}:{}", lock(&self.dir).display(), self.workdir)
     }
 
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
-        let (dir, tmp) = (self.checkout.dir.clone(), self.tmp.clone());
+        let tmp = self.tmp.clone();
+        let dir = match &self.repo {
+            Repo::Mounted(_) => lock(&self.dir).clone(),
+            Repo::Image { scratch, .. } => scratch.clone(),
+        };
         Box::pin(async move {
             let tmp_removed = crate::blocking::remove_dir(tmp).await;
             if !keep {
