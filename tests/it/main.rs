@@ -6,6 +6,7 @@ mod support;
 mod agent_protocol;
 mod api_refusal;
 mod audit;
+mod clusters;
 mod container;
 mod demo;
 mod exec_safety;
