@@ -7,7 +7,7 @@
 //! - [`layers`]: the cache of unpacked layers, each checked against its
 //!   digests, unpacked once, with traversal refused;
 //! - [`rootfs`]: the image's root stacked from its layers by hard links,
-//!   once per image;
+//!   once per image, its big one-layer folders bound from the layer;
 //! - [`workspace`]: the environment itself: the bwrap command line of
 //!   each command over that root, with the task's working copy bound at
 //!   its workdir and a private /tmp.
@@ -22,7 +22,7 @@ mod source;
 mod workspace;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use workspace::{Oci, Settings};
 
@@ -50,7 +50,8 @@ pub enum OciError {
 /// One image made ready: its root and what its config says.
 #[derive(Debug, Clone)]
 pub struct Image {
-    pub root: PathBuf,
+    /// Its root file system: a folder, and layers' folders bound over it.
+    pub root: rootfs::Root,
     /// The config's `Env`, in order.
     pub env: Vec<(String, String)>,
     /// The config's `WorkingDir` (the working copy's place decides where

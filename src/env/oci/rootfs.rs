@@ -1,9 +1,16 @@
 //! An image's root file system, assembled once per image from its
 //! unpacked layers without copying their contents:
-//! `<cache>/oci/rootfs/<config hex>/` is a tree of real folders whose
+//! `<cache>/oci/roots/<config hex>/root/` is a tree of real folders whose
 //! files and symlinks are hard links to the layers' own (bubblewrap 0.8
 //! has no overlay options, and an unprivileged overlayfs is not there on
-//! every kernel; hard links need neither).
+//! every kernel; hard links need neither), except for the folders that
+//! one layer alone made, of [`BIND_FROM`] folders or more: those are
+//! empty there, and the sandbox binds the layer's own folder over them
+//! (`roots/<config hex>/binds.json` lists them). Real folders cost a
+//! block each (4 KiB): Debian's 1,300 folders made 5 MB per image, which
+//! for 50 images on one base came to as much as the base itself; with
+//! the binds, `/usr`, `/lib` and `/var` come whole from the base layer
+//! and each image's root keeps some 70 folders.
 //!
 //! Owns the stacking (layers bottom first; a layer's opaque marker
 //! `.wh..wh..opq` empties its folder of what lower layers put there, and
@@ -15,6 +22,7 @@
 //! Also the copy of a folder of it that a task may change
 //! ([`copy_folder`]: the repo an image holds).
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -29,47 +37,264 @@ const WHITEOUT: &str = ".wh.";
 const DIRS: [&str; 5] = ["tmp", "dev", "proc", "run", "etc"];
 const FILES: [&str; 2] = ["etc/resolv.conf", "etc/hosts"];
 
+/// The fewest folders a one-layer folder holds (itself included) to be
+/// bound from its layer rather than made: each bind is a mount in every
+/// command's sandbox, each folder a block on disk.
+pub const BIND_FROM: usize = 8;
+
 fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
     OciError::Cache(format!("{}: {err}", what.display()))
 }
 
+/// A folder of a layer the sandbox binds, read-only, over the empty
+/// folder of the same path in the root.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Bind {
+    /// The layer's folder on the host.
+    pub source: PathBuf,
+    /// Where it goes, as an absolute path inside the sandbox.
+    pub target: String,
+}
+
+/// An image's root: the folder bwrap binds at `/`, then `binds` over it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub dir: PathBuf,
+    pub binds: Vec<Bind>,
+}
+
+impl Root {
+    /// Where the path `rel` of the sandbox's root is on the host: a
+    /// folder and the path left under it (in the bind whose target holds
+    /// `rel`, the deepest, or else in the root's own tree).
+    pub fn resolve(&self, rel: &Path) -> (PathBuf, PathBuf) {
+        let absolute = Path::new("/").join(rel);
+        self.binds
+            .iter()
+            .filter_map(|bind| {
+                absolute
+                    .strip_prefix(&bind.target)
+                    .ok()
+                    .map(|rest| (bind, rest.to_path_buf()))
+            })
+            .max_by_key(|(bind, _)| bind.target.len())
+            .map_or_else(
+                || (self.dir.clone(), rel.to_path_buf()),
+                |(bind, rest)| (bind.source.clone(), rest),
+            )
+    }
+
+    /// Makes the folder `rel` (a task's workdir) a mount point unless it
+    /// is one: in the root's own tree, or, inside a bound layer's folder
+    /// (never written), it must be there already.
+    pub fn workdir(&self, rel: &Path) -> Result<(), OciError> {
+        let (base, rest) = self.resolve(rel);
+        if base == self.dir {
+            return mount_point(&base, &rest, true);
+        }
+        let mut at = base;
+        for part in rest.components() {
+            at.push(part);
+            if fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink()) {
+                return Err(OciError::Refused(format!(
+                    "/{} in the image goes through a symlink",
+                    rel.display()
+                )));
+            }
+        }
+        if at.is_dir() {
+            Ok(())
+        } else {
+            Err(OciError::Image(format!(
+                "/{} is not in the image, and its folder comes whole from one layer, which is never written\nhint: choose a --workdir (or a task `workdir`) the image has, or one outside it",
+                rel.display()
+            )))
+        }
+    }
+}
+
+/// `binds.json`: the layer of each bind by its folder's name in the cache
+/// (so that a cache moved elsewhere still reads), and the path.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredBind {
+    layer: String,
+    path: String,
+}
+
 /// The root of the image `id` (its config's hex digest) from `layers`
 /// (bottom first), built unless it is there.
-pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<PathBuf, OciError> {
-    let dir = oci_dir.join("rootfs");
+pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, OciError> {
+    let dir = oci_dir.join("roots");
     let done = dir.join(id);
-    if done.is_dir() {
-        return Ok(done);
+    if let Some(root) = read_root(&done, layers)? {
+        return Ok(root);
     }
     fs::create_dir_all(&dir).map_err(|err| io_error(&dir, err))?;
     let lock_path = dir.join(format!("{id}.lock"));
     let _lock = FileLock::acquire(&lock_path).map_err(|err| io_error(&lock_path, err))?;
-    if done.is_dir() {
-        return Ok(done);
+    if let Some(root) = read_root(&done, layers)? {
+        return Ok(root);
     }
     let partial = dir.join(format!("{id}.partial"));
     if partial.exists() {
         fs::remove_dir_all(&partial).map_err(|err| io_error(&partial, err))?;
     }
-    fs::create_dir(&partial).map_err(|err| io_error(&partial, err))?;
+    let tree = partial.join("root");
+    fs::create_dir_all(&tree).map_err(|err| io_error(&tree, err))?;
     let built = (|| {
-        for layer in layers {
-            stack(layer, &partial).map_err(|err| io_error(layer, err))?;
+        let mut sources = Sources::default();
+        for (index, layer) in layers.iter().enumerate() {
+            stack(layer, &tree, Path::new(""), index, &mut sources)
+                .map_err(|err| io_error(layer, err))?;
         }
         for rel in DIRS {
-            mount_point(&partial, Path::new(rel), true)?;
+            mount_point(&tree, Path::new(rel), true)?;
+            sources.mixed(Path::new(rel));
         }
         for rel in FILES {
-            mount_point(&partial, Path::new(rel), false)?;
+            mount_point(&tree, Path::new(rel), false)?;
         }
-        Ok(())
+        let mut binds = Vec::new();
+        choose_binds(&tree, Path::new(""), &sources, layers, &mut binds)
+            .map_err(|err| io_error(&tree, err))?;
+        let json = serde_json::to_vec(&binds).map_err(|err| io_error(&partial, err))?;
+        let list = partial.join("binds.json");
+        fs::write(&list, json).map_err(|err| io_error(&list, err))
     })();
     if let Err(err) = built {
         let _ = fs::remove_dir_all(&partial);
         return Err(err);
     }
     fs::rename(&partial, &done).map_err(|err| io_error(&done, err))?;
-    Ok(done)
+    read_root(&done, layers)?.ok_or_else(|| OciError::Cache(format!("{} vanished", done.display())))
+}
+
+/// A root built before, if `done` is one.
+fn read_root(done: &Path, layers: &[PathBuf]) -> Result<Option<Root>, OciError> {
+    let list = done.join("binds.json");
+    let bytes = match fs::read(&list) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io_error(&list, err)),
+    };
+    let stored: Vec<StoredBind> =
+        serde_json::from_slice(&bytes).map_err(|err| io_error(&list, err))?;
+    let mut binds = Vec::with_capacity(stored.len());
+    for bind in stored {
+        // Only a layer of this image, by its folder's name, and a plain
+        // relative path: the file is the cache's own, but a bind is a
+        // mount, so nothing else is taken from it.
+        let layer = layers
+            .iter()
+            .find(|layer| layer.file_name().is_some_and(|name| *name == *bind.layer))
+            .ok_or_else(|| {
+                io_error(
+                    &list,
+                    format!("names no layer of the image: {}", bind.layer),
+                )
+            })?;
+        let rel = Path::new(&bind.path);
+        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(io_error(&list, format!("not a plain path: {}", bind.path)));
+        }
+        binds.push(Bind {
+            source: layer.join(rel),
+            target: format!("/{}", bind.path),
+        });
+    }
+    Ok(Some(Root {
+        dir: done.join("root"),
+        binds,
+    }))
+}
+
+/// Which layers made each folder of the root, by relative path: one, or
+/// more (or a whiteout was there: its marker would show through a bind).
+#[derive(Default)]
+struct Sources(HashMap<PathBuf, Option<usize>>);
+
+impl Sources {
+    /// Layer `index` put something in `rel`.
+    fn touched(&mut self, rel: &Path, index: usize) {
+        let entry = self.0.entry(rel.to_owned()).or_insert(Some(index));
+        if *entry != Some(index) {
+            *entry = None;
+        }
+    }
+
+    /// `rel` and every folder above it come from more than one layer.
+    fn mixed(&mut self, rel: &Path) {
+        for above in rel.ancestors() {
+            self.0.insert(above.to_owned(), None);
+        }
+    }
+
+    /// `rel` was removed: what was known of it and under it is not to be
+    /// trusted any more (a later layer may make it again).
+    fn removed(&mut self, rel: &Path) {
+        for (path, source) in &mut self.0 {
+            if path.starts_with(rel) {
+                *source = None;
+            }
+        }
+        self.mixed(rel);
+    }
+
+    /// The one layer that made `rel`, if one did.
+    fn single(&self, rel: &Path) -> Option<usize> {
+        self.0.get(rel).copied().flatten()
+    }
+}
+
+/// Walks the root's folders from `rel` down: a folder of one layer with
+/// [`BIND_FROM`] folders or more is emptied and bound from that layer's
+/// own folder instead.
+fn choose_binds(
+    tree: &Path,
+    rel: &Path,
+    sources: &Sources,
+    layers: &[PathBuf],
+    binds: &mut Vec<StoredBind>,
+) -> io::Result<()> {
+    for entry in fs::read_dir(tree.join(rel))? {
+        let entry = entry?;
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        let child = rel.join(entry.file_name());
+        match sources.single(&child) {
+            Some(index) if folders(&entry.path())? >= BIND_FROM => {
+                let (Some(layer), Some(path)) = (
+                    layers[index].file_name().and_then(|n| n.to_str()),
+                    child.to_str(),
+                ) else {
+                    // A name that is not UTF-8 cannot be listed: made.
+                    continue;
+                };
+                fs::remove_dir_all(entry.path())?;
+                fs::create_dir(entry.path())?;
+                binds.push(StoredBind {
+                    layer: layer.to_owned(),
+                    path: path.to_owned(),
+                });
+            }
+            Some(_) => {}
+            None => choose_binds(tree, &child, sources, layers, binds)?,
+        }
+    }
+    Ok(())
+}
+
+/// How many folders `dir` holds, itself included.
+fn folders(dir: &Path) -> io::Result<usize> {
+    let mut count = 1;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            count += folders(&entry.path())?;
+        }
+    }
+    Ok(count)
 }
 
 /// Removes whatever is at `path`, without following a symlink.
@@ -82,18 +307,34 @@ fn remove(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Puts one layer's folder `src` over the tree `dst`.
-fn stack(src: &Path, dst: &Path) -> io::Result<()> {
+/// Puts one layer's folder `src` (layer `index`) over the tree `dst`,
+/// `rel` in the root, noting in `sources` which layers made which folder.
+fn stack(
+    src: &Path,
+    dst: &Path,
+    rel: &Path,
+    index: usize,
+    sources: &mut Sources,
+) -> io::Result<()> {
+    sources.touched(rel, index);
     let mut names: Vec<(std::ffi::OsString, fs::FileType)> = Vec::new();
     for entry in fs::read_dir(src)? {
         let entry = entry?;
         names.push((entry.file_name(), entry.file_type()?));
     }
+    if names
+        .iter()
+        .any(|(name, _)| name.to_str().is_some_and(|n| n.starts_with(WHITEOUT)))
+    {
+        sources.mixed(rel);
+    }
     // What lower layers put here goes first: the opaque marker empties the
     // folder, a whiteout removes its one name.
     if names.iter().any(|(name, _)| name == OPAQUE) {
         for entry in fs::read_dir(dst)? {
-            remove(&entry?.path())?;
+            let entry = entry?;
+            sources.removed(&rel.join(entry.file_name()));
+            remove(&entry.path())?;
         }
     }
     for (name, _) in &names {
@@ -102,6 +343,7 @@ fn stack(src: &Path, dst: &Path) -> io::Result<()> {
             && name != OPAQUE
             && !matches!(hidden, "" | "." | "..")
         {
+            sources.removed(&rel.join(hidden));
             remove(&dst.join(hidden))?;
         }
     }
@@ -120,8 +362,11 @@ fn stack(src: &Path, dst: &Path) -> io::Result<()> {
                 Err(_) => fs::create_dir(&to)?,
             }
             fs::set_permissions(&to, fs::metadata(&from)?.permissions())?;
-            stack(&from, &to)?;
+            stack(&from, &to, &rel.join(&name), index, sources)?;
         } else {
+            if fs::symlink_metadata(&to).is_ok_and(|meta| meta.is_dir()) {
+                sources.removed(&rel.join(&name));
+            }
             remove(&to)?;
             link_or_copy(&from, &to, kind)?;
         }
@@ -190,9 +435,9 @@ pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
 /// resolve inside the sandbox), folders made writable by their owner so
 /// that the copy can be deleted. `rel` going through a symlink of the
 /// image is refused, as for a mount point: the copy would leave the root.
-pub fn copy_folder(root: &Path, rel: &Path, to: &Path) -> Result<(), OciError> {
-    let mut from = root.to_path_buf();
-    for part in rel.components() {
+pub fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
+    let (mut from, rest) = root.resolve(rel);
+    for part in rest.components() {
         let Component::Normal(part) = part else {
             return Err(OciError::Refused(format!(
                 "/{} in the image is not a plain path",
@@ -267,23 +512,26 @@ mod tests {
             &[lower.clone(), upper.clone()],
         )
         .expect("assemble");
-        let read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
+        // Small folders: all made, none bound.
+        assert_eq!(root.binds, Vec::new());
+        let tree = &root.dir;
+        let read = |rel: &str| fs::read_to_string(tree.join(rel)).ok();
         assert_eq!(read("etc/keep").as_deref(), Some("lower"));
         assert_eq!(read("etc/gone"), None);
         assert_eq!(read("opt/old/a"), None);
         assert_eq!(read("opt/old/b").as_deref(), Some("upper"));
         assert_eq!(read("var/replaced").as_deref(), Some("upper"));
-        assert!(!root.join("etc/.wh.gone").exists() && !root.join("opt/old/.wh..wh..opq").exists());
+        assert!(!tree.join("etc/.wh.gone").exists() && !tree.join("opt/old/.wh..wh..opq").exists());
         // The same inode: a link, not a copy.
         let ino = |p: &Path| fs::metadata(p).expect("meta").ino();
-        assert_eq!(ino(&root.join("etc/keep")), ino(&lower.join("etc/keep")));
+        assert_eq!(ino(&tree.join("etc/keep")), ino(&lower.join("etc/keep")));
         // The mount points a read-only root needs.
         for rel in ["tmp", "proc", "dev", "run"] {
-            assert!(root.join(rel).is_dir(), "{rel}");
+            assert!(tree.join(rel).is_dir(), "{rel}");
         }
-        assert!(root.join("etc/resolv.conf").is_file());
+        assert!(tree.join("etc/resolv.conf").is_file());
         // A whiteout of `..` removes nothing above its folder.
-        assert!(root.join("etc/keep").exists());
+        assert!(tree.join("etc/keep").exists());
         // Built once: a second call finds it.
         fs::remove_dir_all(&lower).expect("rm");
         assert_eq!(
@@ -318,7 +566,11 @@ mod tests {
         let ro = root.join("testbed/src");
         fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).expect("chmod");
         let copy = dir.path().join("copy");
-        copy_folder(&root, Path::new("testbed"), &copy).expect("copy");
+        let image = Root {
+            dir: root.clone(),
+            binds: Vec::new(),
+        };
+        copy_folder(&image, Path::new("testbed"), &copy).expect("copy");
         assert_eq!(
             fs::read_to_string(copy.join("src/a.py")).ok().as_deref(),
             Some("a\n")
@@ -343,10 +595,72 @@ mod tests {
         fs::create_dir(&outside).expect("mkdir");
         std::os::unix::fs::symlink(&outside, root.join("work")).expect("symlink");
         let err =
-            copy_folder(&root, Path::new("work"), &dir.path().join("c2")).expect_err("refused");
+            copy_folder(&image, Path::new("work"), &dir.path().join("c2")).expect_err("refused");
         assert!(err.to_string().contains("symlink"), "{err}");
         let err =
-            copy_folder(&root, Path::new("nowhere"), &dir.path().join("c3")).expect_err("none");
+            copy_folder(&image, Path::new("nowhere"), &dir.path().join("c3")).expect_err("none");
         assert!(err.to_string().contains("has no folder /nowhere"), "{err}");
+    }
+
+    #[test]
+    fn a_big_folder_of_one_layer_is_bound_from_it_not_made() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (base, upper) = (dir.path().join("base"), dir.path().join("upper"));
+        for i in 0..BIND_FROM {
+            write(&base, &format!("usr/share/d{i}/f"), "base");
+            write(&base, &format!("lib/m{i}/f"), "base");
+            write(&base, &format!("var/v{i}/f"), "base");
+            write(&upper, &format!("big/b{i}/f"), "upper");
+        }
+        write(&base, "etc/conf", "base");
+        write(&upper, "usr/local/bin/tool", "upper");
+        // A whiteout makes its folder (and those above) the work of two
+        // layers; one inside a folder of one layer would show through.
+        write(&upper, "var/.wh.v0", "");
+        write(&upper, "big/b0/.wh.nothing", "");
+        let oci = dir.path().join("oci");
+        let root = assemble(&oci, "img", &[base.clone(), upper.clone()]).expect("assemble");
+        let mut targets: Vec<&str> = root.binds.iter().map(|b| b.target.as_str()).collect();
+        targets.sort_unstable();
+        assert_eq!(targets, ["/lib", "/usr/share"]);
+        let share = root
+            .binds
+            .iter()
+            .find(|b| b.target == "/usr/share")
+            .expect("share");
+        assert_eq!(share.source, base.join("usr/share"));
+        // The bound folders are empty mount points; the rest is made.
+        assert_eq!(
+            fs::read_dir(root.dir.join("usr/share"))
+                .expect("dir")
+                .count(),
+            0
+        );
+        assert!(root.dir.join("usr/local/bin/tool").is_file());
+        assert!(!root.dir.join("var/v0").exists() && root.dir.join("var/v1/f").is_file());
+        assert!(
+            root.dir.join("big/b1/f").is_file() && !root.dir.join("big/b0/.wh.nothing").exists()
+        );
+        // Paths resolve through the binds; the workdir is made only in the
+        // root's own tree, and never inside a layer.
+        assert_eq!(
+            root.resolve(Path::new("usr/share/d1/f")),
+            (base.join("usr/share"), PathBuf::from("d1/f"))
+        );
+        assert_eq!(
+            root.resolve(Path::new("usr/local")),
+            (root.dir.clone(), PathBuf::from("usr/local"))
+        );
+        root.workdir(Path::new("usr/share/d1")).expect("there");
+        root.workdir(Path::new("testbed")).expect("made");
+        assert!(root.dir.join("testbed").is_dir());
+        let err = root.workdir(Path::new("lib/nope")).expect_err("not made");
+        assert!(err.to_string().contains("hint:"), "{err}");
+        assert!(!base.join("lib/nope").exists());
+        let copy = dir.path().join("copy");
+        copy_folder(&root, Path::new("usr/share"), &copy).expect("copy");
+        assert!(copy.join("d3/f").is_file());
+        // Built once: the binds are read back.
+        assert_eq!(assemble(&oci, "img", &[base, upper]).expect("again"), root);
     }
 }

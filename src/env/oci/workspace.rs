@@ -1,7 +1,7 @@
 //! The `oci` environment: each command under bubblewrap over its task's
-//! image root (made ready by [`super::Images::prepare`]), read-only, with
-//! the task's working copy bound writable at its workdir and a private
-//! /tmp of the task's own.
+//! image root (made ready by [`super::Images::prepare`]) and the layers'
+//! folders bound over it, all read-only, with the task's working copy
+//! bound writable at its workdir and a private /tmp of the task's own.
 //!
 //! The bwrap command line is sandbox.rs's (a user namespace without
 //! capabilities, its own PID, IPC, UTS and, unless the command may have
@@ -122,7 +122,7 @@ impl Environment for Oci {
             let root = image.root.clone();
             let tmp = private_tmp(&checkout.dir);
             let made = tokio::task::spawn_blocking(move || {
-                rootfs::mount_point(&root, Path::new(&relative), true)
+                root.workdir(Path::new(&relative))
                     .map_err(|err| err.to_string())?;
                 std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))
             })
@@ -312,9 +312,17 @@ fn arguments(
     }
     args.extend([
         "--ro-bind".into(),
-        image.root.clone().into_os_string(),
+        image.root.dir.clone().into_os_string(),
         "/".into(),
     ]);
+    // The folders that one layer alone made, bound whole from it.
+    for bind in &image.root.binds {
+        args.extend([
+            "--ro-bind".into(),
+            bind.source.clone().into_os_string(),
+            OsString::from(&bind.target),
+        ]);
+    }
     let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
     push(&[
         "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/dev/shm",
@@ -602,7 +610,13 @@ mod tests {
 
     fn image() -> Image {
         Image {
-            root: "/cache/oci/rootfs/abc".into(),
+            root: rootfs::Root {
+                dir: "/cache/oci/roots/abc/root".into(),
+                binds: vec![rootfs::Bind {
+                    source: "/cache/oci/layers/l1/usr".into(),
+                    target: "/usr".into(),
+                }],
+            },
             env: vec![
                 ("PATH".into(), "/opt/conda/bin:/usr/bin".into()),
                 ("LANG".into(), "C.UTF-8".into()),
@@ -632,7 +646,9 @@ mod tests {
         let args = args(false);
         let joined = args.join(" ");
         assert!(
-            joined.contains("--ro-bind /cache/oci/rootfs/abc /"),
+            joined.contains(
+                "--ro-bind /cache/oci/roots/abc/root / --ro-bind /cache/oci/layers/l1/usr /usr "
+            ),
             "{joined}"
         );
         assert!(joined.contains("--bind /w/t1 /testbed"), "{joined}");
