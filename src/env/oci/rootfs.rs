@@ -22,7 +22,7 @@
 //! Also the copy of a folder of it that a task may change
 //! ([`copy_folder`]: the repo an image holds).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -142,21 +142,26 @@ pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, Oc
     let tree = partial.join("root");
     fs::create_dir_all(&tree).map_err(|err| io_error(&tree, err))?;
     let built = (|| {
+        // Which layers made each folder first, reading the layers alone,
+        // so that a folder bound from a layer is never made and unmade.
         let mut sources = Sources::default();
         for (index, layer) in layers.iter().enumerate() {
-            stack(layer, &tree, Path::new(""), index, &mut sources)
-                .map_err(|err| io_error(layer, err))?;
+            scan(layer, Path::new(""), index, &mut sources).map_err(|err| io_error(layer, err))?;
+        }
+        for rel in DIRS {
+            sources.mixed(Path::new(rel));
+        }
+        let binds = choose_binds(&sources, layers).map_err(|err| io_error(&tree, err))?;
+        let bound: HashSet<PathBuf> = binds.iter().map(|b| PathBuf::from(&b.path)).collect();
+        for layer in layers {
+            stack(layer, &tree, Path::new(""), &bound).map_err(|err| io_error(layer, err))?;
         }
         for rel in DIRS {
             mount_point(&tree, Path::new(rel), true)?;
-            sources.mixed(Path::new(rel));
         }
         for rel in FILES {
             mount_point(&tree, Path::new(rel), false)?;
         }
-        let mut binds = Vec::new();
-        choose_binds(&tree, Path::new(""), &sources, layers, &mut binds)
-            .map_err(|err| io_error(&tree, err))?;
         let json = serde_json::to_vec(&binds).map_err(|err| io_error(&partial, err))?;
         let list = partial.join("binds.json");
         fs::write(&list, json).map_err(|err| io_error(&list, err))
@@ -239,50 +244,39 @@ impl Sources {
         }
         self.mixed(rel);
     }
-
-    /// The one layer that made `rel`, if one did.
-    fn single(&self, rel: &Path) -> Option<usize> {
-        self.0.get(rel).copied().flatten()
-    }
 }
 
-/// Walks the root's folders from `rel` down: a folder of one layer with
-/// [`BIND_FROM`] folders or more is emptied and bound from that layer's
-/// own folder instead.
-fn choose_binds(
-    tree: &Path,
-    rel: &Path,
-    sources: &Sources,
-    layers: &[PathBuf],
-    binds: &mut Vec<StoredBind>,
-) -> io::Result<()> {
-    for entry in fs::read_dir(tree.join(rel))? {
-        let entry = entry?;
-        if !entry.file_type()?.is_dir() {
+/// The folders to bind: each that one layer alone made, in a folder of
+/// more than one, holding [`BIND_FROM`] folders or more (counted in the
+/// layer: all of it is the folder's).
+fn choose_binds(sources: &Sources, layers: &[PathBuf]) -> io::Result<Vec<StoredBind>> {
+    let mut candidates: Vec<(&PathBuf, usize)> = sources
+        .0
+        .iter()
+        .filter_map(|(path, source)| {
+            let index = (*source)?;
+            let parent = path.parent()?;
+            (sources.0.get(parent) == Some(&None)).then_some((path, index))
+        })
+        .collect();
+    candidates.sort();
+    let mut binds = Vec::new();
+    for (path, index) in candidates {
+        let (Some(layer), Some(text)) = (
+            layers[index].file_name().and_then(|n| n.to_str()),
+            path.to_str(),
+        ) else {
+            // A name that is not UTF-8 cannot be listed: made.
             continue;
-        }
-        let child = rel.join(entry.file_name());
-        match sources.single(&child) {
-            Some(index) if folders(&entry.path())? >= BIND_FROM => {
-                let (Some(layer), Some(path)) = (
-                    layers[index].file_name().and_then(|n| n.to_str()),
-                    child.to_str(),
-                ) else {
-                    // A name that is not UTF-8 cannot be listed: made.
-                    continue;
-                };
-                fs::remove_dir_all(entry.path())?;
-                fs::create_dir(entry.path())?;
-                binds.push(StoredBind {
-                    layer: layer.to_owned(),
-                    path: path.to_owned(),
-                });
-            }
-            Some(_) => {}
-            None => choose_binds(tree, &child, sources, layers, binds)?,
+        };
+        if folders(&layers[index].join(path))? >= BIND_FROM {
+            binds.push(StoredBind {
+                layer: layer.to_owned(),
+                path: text.to_owned(),
+            });
         }
     }
-    Ok(())
+    Ok(binds)
 }
 
 /// How many folders `dir` holds, itself included.
@@ -307,34 +301,50 @@ fn remove(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Puts one layer's folder `src` (layer `index`) over the tree `dst`,
-/// `rel` in the root, noting in `sources` which layers made which folder.
-fn stack(
-    src: &Path,
-    dst: &Path,
-    rel: &Path,
-    index: usize,
-    sources: &mut Sources,
-) -> io::Result<()> {
+/// Notes in `sources` which folders layer `index` (its folder `src`, at
+/// `rel` in the root) makes, and what its whiteouts remove, as
+/// [`stack`] will apply them.
+fn scan(src: &Path, rel: &Path, index: usize, sources: &mut Sources) -> io::Result<()> {
     sources.touched(rel, index);
     let mut names: Vec<(std::ffi::OsString, fs::FileType)> = Vec::new();
     for entry in fs::read_dir(src)? {
         let entry = entry?;
         names.push((entry.file_name(), entry.file_type()?));
     }
-    if names
-        .iter()
-        .any(|(name, _)| name.to_str().is_some_and(|n| n.starts_with(WHITEOUT)))
-    {
-        sources.mixed(rel);
+    for (name, kind) in names {
+        let path = rel.join(&name);
+        match name.to_str().and_then(|n| n.strip_prefix(WHITEOUT)) {
+            // The opaque marker empties the folder; a whiteout removes a
+            // name (`.wh..` and the like remove nothing, as in `stack`).
+            Some(_) if name == OPAQUE => sources.removed(rel),
+            Some(hidden) => {
+                sources.mixed(rel);
+                if !matches!(hidden, "" | "." | "..") {
+                    sources.removed(&rel.join(hidden));
+                }
+            }
+            None if kind.is_dir() => scan(&src.join(&name), &path, index, sources)?,
+            // A file where a lower layer had a folder.
+            None if sources.0.contains_key(&path) => sources.removed(&path),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Puts one layer's folder `src` over the tree `dst` (`rel` in the
+/// root); a folder of `bound` is made empty, for its bind.
+fn stack(src: &Path, dst: &Path, rel: &Path, bound: &HashSet<PathBuf>) -> io::Result<()> {
+    let mut names: Vec<(std::ffi::OsString, fs::FileType)> = Vec::new();
+    for entry in fs::read_dir(src)? {
+        let entry = entry?;
+        names.push((entry.file_name(), entry.file_type()?));
     }
     // What lower layers put here goes first: the opaque marker empties the
     // folder, a whiteout removes its one name.
     if names.iter().any(|(name, _)| name == OPAQUE) {
         for entry in fs::read_dir(dst)? {
-            let entry = entry?;
-            sources.removed(&rel.join(entry.file_name()));
-            remove(&entry.path())?;
+            remove(&entry?.path())?;
         }
     }
     for (name, _) in &names {
@@ -343,7 +353,6 @@ fn stack(
             && name != OPAQUE
             && !matches!(hidden, "" | "." | "..")
         {
-            sources.removed(&rel.join(hidden));
             remove(&dst.join(hidden))?;
         }
     }
@@ -361,12 +370,13 @@ fn stack(
                 }
                 Err(_) => fs::create_dir(&to)?,
             }
-            fs::set_permissions(&to, fs::metadata(&from)?.permissions())?;
-            stack(&from, &to, &rel.join(&name), index, sources)?;
-        } else {
-            if fs::symlink_metadata(&to).is_ok_and(|meta| meta.is_dir()) {
-                sources.removed(&rel.join(&name));
+            let path = rel.join(&name);
+            if bound.contains(&path) {
+                continue;
             }
+            fs::set_permissions(&to, fs::metadata(&from)?.permissions())?;
+            stack(&from, &to, &path, bound)?;
+        } else {
             remove(&to)?;
             link_or_copy(&from, &to, kind)?;
         }
