@@ -22,7 +22,8 @@ use crate::support::harness::{
 use crate::support::processes::assert_no_process_left;
 use crate::support::server::ScriptedServer;
 
-use crate::support::backend::{Backend, IMAGE, shared};
+use crate::container::{RepoImage, instance};
+use crate::support::backend::{self, Backend, IMAGE, shared};
 
 /// `podman save` of the test image in `format`, made once per test binary
 /// (into a temporary name, then renamed: other test processes may race).
@@ -479,6 +480,15 @@ fn a_timeout_kills_the_command_and_all_it_forked() {
     assert_eq!(run.events("oci-timeout", "command")[0]["timed_out"], true);
 }
 
+/// container.rs's image whose repo has a past and a future, saved, and
+/// the `--image` that names it.
+fn repo_image(fixture: &Fixture) -> (RepoImage, String) {
+    let image = RepoImage::build(fixture, |_| {});
+    let archive = backend::saved(&image.tag, &fixture.path("saved"));
+    let image_arg = format!("docker-archive:{}", archive.display());
+    (image, image_arg)
+}
+
 /// A task whose repo is the one its image holds (`repo_in_image`) works
 /// on a copy of it: the agent's `rm -rf /` removes its copy and its /tmp,
 /// yet the layer cache and the image's root are unchanged, file for file,
@@ -486,15 +496,11 @@ fn a_timeout_kills_the_command_and_all_it_forked() {
 /// cleaned and checked, and passes with its fix.
 #[test]
 fn rm_rf_root_on_the_repo_in_an_image_leaves_it_whole_for_the_next_task() {
-    use crate::container::{RepoImage, instance};
-    use crate::support::backend::saved;
     if !Backend::Oci.ready() {
         return;
     }
     let fixture = Fixture::new();
-    let image = RepoImage::build(&fixture, |_| {});
-    let archive = saved(&image.tag, &fixture.path("saved"));
-    let image_arg = format!("docker-archive:{}", archive.display());
+    let (image, image_arg) = repo_image(&fixture);
     // A cache of its own, so no other test's run changes it meanwhile.
     let cache = fixture.path("own-cache");
     let extra = ["--test-command", "python3 test_add.py", "-j", "1"];
@@ -550,4 +556,56 @@ fn rm_rf_root_on_the_repo_in_an_image_leaves_it_whole_for_the_next_task() {
     );
     assert_eq!(run.row("oci-repo-2")["status"], "passed", "{}", run.stderr);
     assert_eq!(fingerprint(&oci), before, "the layer cache changed");
+}
+
+/// onebash killed with SIGKILL while the agent works on its copy of the
+/// repo in the image leaves that copy behind (nothing removes it when
+/// onebash dies); `--resume` runs the task again, its copy made afresh
+/// over the old one, and it passes.
+#[test]
+fn a_copy_of_the_repo_in_the_image_left_by_a_killed_run_is_made_again() {
+    use crate::support::processes::running;
+    use crate::support::sync::eventually;
+    if !Backend::Oci.ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let (image, image_arg) = repo_image(&fixture);
+    let tasks = fixture.tasks(&[instance("oci-stale", &image)]);
+    let out = fixture.path("out");
+    let sleeper = "sleep 679";
+    let server = scripted_agent(&[("oci-stale", &[sleeper])]);
+    let mut child = onebash()
+        .arg("run")
+        .arg(&tasks)
+        .args(["-o".as_ref(), out.as_os_str(), "--cache-dir".as_ref()])
+        .arg(shared().join("cache"))
+        .args(["--model", "scripted", "--base-url", &server.base_url()])
+        .args(["--env", "oci", "--image", &image_arg])
+        .args(["--test-command", "python3 test_add.py"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start onebash");
+    assert!(eventually(|| running(sleeper)), "the command never ran");
+    child.kill().expect("SIGKILL onebash");
+    child.wait().expect("reap onebash");
+    assert_no_process_left(sleeper);
+    let left = out.join("workdirs/oci-stale.epoch-1/agent/calc.py");
+    assert!(
+        left.is_file(),
+        "no copy left: this test would prove nothing"
+    );
+
+    let fix = scripted_agent(&[("oci-stale", &["sed -i 's/x - y/x + y/' calc.py"])]);
+    let run = run_oci(
+        &fixture,
+        &tasks,
+        &fix,
+        &image_arg,
+        &shared().join("cache"),
+        &["--test-command", "python3 test_add.py", "--resume"],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("oci-stale")["status"], "passed", "{}", run.stderr);
 }

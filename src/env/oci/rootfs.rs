@@ -468,7 +468,8 @@ pub fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
             rel.display()
         )));
     }
-    copy_tree(&from, to).map_err(|err| io_error(to, err))
+    copy_tree(&from, to)
+        .map_err(|err| OciError::Image(format!("cannot copy it to {}: {err}", to.display())))
 }
 
 fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {

@@ -172,8 +172,19 @@ impl Environment for Oci {
                 image.root.clone(),
                 workdir.trim_start_matches('/').to_owned(),
             );
-            let (into, private) = (copy.clone(), tmp.clone());
+            let (into, private, stale) = (copy.clone(), tmp.clone(), scratch.to_owned());
             let made = tokio::task::spawn_blocking(move || {
+                // What an attempt killed with onebash left (its copies,
+                // its /tmp) goes first.
+                match std::fs::remove_dir_all(&stale) {
+                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(format!(
+                            "cannot remove what an earlier attempt left in {}: {err}",
+                            stale.display()
+                        ));
+                    }
+                    _ => {}
+                }
                 std::fs::create_dir_all(&private)
                     .map_err(|err| format!("cannot make {}: {err}", private.display()))?;
                 rootfs::copy_folder(&root, Path::new(&relative), &into)
