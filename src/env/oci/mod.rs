@@ -7,7 +7,8 @@
 //! - [`layers`]: the cache of unpacked layers, each checked against its
 //!   digests, unpacked once, with traversal refused;
 //! - [`rootfs`]: the image's root stacked from its layers by hard links,
-//!   once per image, its big one-layer folders bound from the layer;
+//!   once per image, its big one-layer folders bound from the layer
+//!   ([`binds`] chooses them);
 //! - [`workspace`]: the environment itself: the bwrap command line of
 //!   each command over that root, with the task's working copy bound at
 //!   its workdir and a private /tmp.
@@ -16,6 +17,7 @@
 //! from the probe): a missing or hostile image stops the run with exit 2,
 //! as a missing podman image does.
 
+mod binds;
 mod layers;
 mod rootfs;
 mod source;

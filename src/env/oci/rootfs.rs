@@ -3,14 +3,11 @@
 //! `<cache>/oci/roots/<config hex>/root/` is a tree of real folders whose
 //! files and symlinks are hard links to the layers' own (bubblewrap 0.8
 //! has no overlay options, and an unprivileged overlayfs is not there on
-//! every kernel; hard links need neither), except for the folders that
-//! one layer alone made, of [`BIND_FROM`] folders or more: those are
-//! empty there, and the sandbox binds the layer's own folder over them
-//! (`roots/<config hex>/binds.json` lists them). Real folders cost a
-//! block each (4 KiB): Debian's 1,300 folders made 5 MB per image, which
-//! for 50 images on one base came to as much as the base itself; with
-//! the binds, `/usr`, `/lib` and `/var` come whole from the base layer
-//! and each image's root keeps some 70 folders.
+//! every kernel; hard links need neither), except for the big folders
+//! that one layer alone made (`binds.rs` chooses them): those are empty
+//! there, and the sandbox binds the layer's own folder over them
+//! (`roots/<config hex>/binds.json` lists them), so that each image's
+//! root keeps some 70 folders, not Debian's 1,300.
 //!
 //! Owns the stacking (layers bottom first; a layer's opaque marker
 //! `.wh..wh..opq` empties its folder of what lower layers put there, and
@@ -22,38 +19,23 @@
 //! Also the copy of a folder of it that a task may change
 //! ([`copy_folder`]: the repo an image holds).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::OciError;
+use super::binds::{self, OPAQUE, WHITEOUT};
 use crate::lock::FileLock;
 
-const OPAQUE: &str = ".wh..wh..opq";
-const WHITEOUT: &str = ".wh.";
+pub use super::binds::Bind;
 
 /// Mount points every sandbox uses: folders, then files.
 const DIRS: [&str; 5] = ["tmp", "dev", "proc", "run", "etc"];
 const FILES: [&str; 2] = ["etc/resolv.conf", "etc/hosts"];
 
-/// The fewest folders a one-layer folder holds (itself included) to be
-/// bound from its layer rather than made: each bind is a mount in every
-/// command's sandbox, each folder a block on disk.
-pub const BIND_FROM: usize = 8;
-
 fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
     OciError::Cache(format!("{}: {err}", what.display()))
-}
-
-/// A folder of a layer the sandbox binds, read-only, over the empty
-/// folder of the same path in the root.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Bind {
-    /// The layer's folder on the host.
-    pub source: PathBuf,
-    /// Where it goes, as an absolute path inside the sandbox.
-    pub target: String,
 }
 
 /// An image's root: the folder bwrap binds at `/`, then `binds` over it.
@@ -113,14 +95,6 @@ impl Root {
     }
 }
 
-/// `binds.json`: the layer of each bind by its folder's name in the cache
-/// (so that a cache moved elsewhere still reads), and the path.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct StoredBind {
-    layer: String,
-    path: String,
-}
-
 /// The root of the image `id` (its config's hex digest) from `layers`
 /// (bottom first), built unless it is there.
 pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, OciError> {
@@ -142,17 +116,11 @@ pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, Oc
     let tree = partial.join("root");
     fs::create_dir_all(&tree).map_err(|err| io_error(&tree, err))?;
     let built = (|| {
-        // Which layers made each folder first, reading the layers alone,
-        // so that a folder bound from a layer is never made and unmade.
-        let mut sources = Sources::default();
-        for (index, layer) in layers.iter().enumerate() {
-            scan(layer, Path::new(""), index, &mut sources).map_err(|err| io_error(layer, err))?;
-        }
-        for rel in DIRS {
-            sources.mixed(Path::new(rel));
-        }
-        let binds = choose_binds(&sources, layers).map_err(|err| io_error(&tree, err))?;
-        let bound: HashSet<PathBuf> = binds.iter().map(|b| PathBuf::from(&b.path)).collect();
+        // The binds first, reading the layers alone, so that a folder
+        // bound from a layer is never made and unmade; the mount points'
+        // folders are always made.
+        let planned = binds::plan(layers, &DIRS).map_err(|err| io_error(&tree, err))?;
+        let bound = planned.paths();
         for layer in layers {
             stack(layer, &tree, Path::new(""), &bound).map_err(|err| io_error(layer, err))?;
         }
@@ -162,9 +130,7 @@ pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, Oc
         for rel in FILES {
             mount_point(&tree, Path::new(rel), false)?;
         }
-        let json = serde_json::to_vec(&binds).map_err(|err| io_error(&partial, err))?;
-        let list = partial.join("binds.json");
-        fs::write(&list, json).map_err(|err| io_error(&list, err))
+        planned.write(&partial.join("binds.json"))
     })();
     if let Err(err) = built {
         let _ = fs::remove_dir_all(&partial);
@@ -176,119 +142,12 @@ pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, Oc
 
 /// A root built before, if `done` is one.
 fn read_root(done: &Path, layers: &[PathBuf]) -> Result<Option<Root>, OciError> {
-    let list = done.join("binds.json");
-    let bytes = match fs::read(&list) {
-        Ok(bytes) => bytes,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(io_error(&list, err)),
-    };
-    let stored: Vec<StoredBind> =
-        serde_json::from_slice(&bytes).map_err(|err| io_error(&list, err))?;
-    let mut binds = Vec::with_capacity(stored.len());
-    for bind in stored {
-        // Only a layer of this image, by its folder's name, and a plain
-        // relative path: the file is the cache's own, but a bind is a
-        // mount, so nothing else is taken from it.
-        let layer = layers
-            .iter()
-            .find(|layer| layer.file_name().is_some_and(|name| *name == *bind.layer))
-            .ok_or_else(|| {
-                io_error(
-                    &list,
-                    format!("names no layer of the image: {}", bind.layer),
-                )
-            })?;
-        let rel = Path::new(&bind.path);
-        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-            return Err(io_error(&list, format!("not a plain path: {}", bind.path)));
-        }
-        binds.push(Bind {
-            source: layer.join(rel),
-            target: format!("/{}", bind.path),
-        });
-    }
-    Ok(Some(Root {
-        dir: done.join("root"),
-        binds,
-    }))
-}
-
-/// Which layers made each folder of the root, by relative path: one, or
-/// more (or a whiteout was there: its marker would show through a bind).
-#[derive(Default)]
-struct Sources(HashMap<PathBuf, Option<usize>>);
-
-impl Sources {
-    /// Layer `index` put something in `rel`.
-    fn touched(&mut self, rel: &Path, index: usize) {
-        let entry = self.0.entry(rel.to_owned()).or_insert(Some(index));
-        if *entry != Some(index) {
-            *entry = None;
-        }
-    }
-
-    /// `rel` and every folder above it come from more than one layer.
-    fn mixed(&mut self, rel: &Path) {
-        for above in rel.ancestors() {
-            self.0.insert(above.to_owned(), None);
-        }
-    }
-
-    /// `rel` was removed: what was known of it and under it is not to be
-    /// trusted any more (a later layer may make it again).
-    fn removed(&mut self, rel: &Path) {
-        for (path, source) in &mut self.0 {
-            if path.starts_with(rel) {
-                *source = None;
-            }
-        }
-        self.mixed(rel);
-    }
-}
-
-/// The folders to bind: each that one layer alone made, in a folder of
-/// more than one, holding [`BIND_FROM`] folders or more (counted in the
-/// layer: all of it is the folder's).
-fn choose_binds(sources: &Sources, layers: &[PathBuf]) -> io::Result<Vec<StoredBind>> {
-    let mut candidates: Vec<(&PathBuf, usize)> = sources
-        .0
-        .iter()
-        .filter_map(|(path, source)| {
-            let index = (*source)?;
-            let parent = path.parent()?;
-            (sources.0.get(parent) == Some(&None)).then_some((path, index))
-        })
-        .collect();
-    candidates.sort();
-    let mut binds = Vec::new();
-    for (path, index) in candidates {
-        let (Some(layer), Some(text)) = (
-            layers[index].file_name().and_then(|n| n.to_str()),
-            path.to_str(),
-        ) else {
-            // A name that is not UTF-8 cannot be listed: made.
-            continue;
-        };
-        if folders(&layers[index].join(path))? >= BIND_FROM {
-            binds.push(StoredBind {
-                layer: layer.to_owned(),
-                path: text.to_owned(),
-            });
-        }
-    }
-    Ok(binds)
-}
-
-/// How many folders `dir` holds, itself included.
-fn folders(dir: &Path) -> io::Result<usize> {
-    let mut count = 1;
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            count += folders(&entry.path())?;
-        }
-    }
-    Ok(count)
+    Ok(
+        binds::read(&done.join("binds.json"), layers)?.map(|binds| Root {
+            dir: done.join("root"),
+            binds,
+        }),
+    )
 }
 
 /// Removes whatever is at `path`, without following a symlink.
@@ -299,37 +158,6 @@ fn remove(path: &Path) -> io::Result<()> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(err),
     }
-}
-
-/// Notes in `sources` which folders layer `index` (its folder `src`, at
-/// `rel` in the root) makes, and what its whiteouts remove, as
-/// [`stack`] will apply them.
-fn scan(src: &Path, rel: &Path, index: usize, sources: &mut Sources) -> io::Result<()> {
-    sources.touched(rel, index);
-    let mut names: Vec<(std::ffi::OsString, fs::FileType)> = Vec::new();
-    for entry in fs::read_dir(src)? {
-        let entry = entry?;
-        names.push((entry.file_name(), entry.file_type()?));
-    }
-    for (name, kind) in names {
-        let path = rel.join(&name);
-        match name.to_str().and_then(|n| n.strip_prefix(WHITEOUT)) {
-            // The opaque marker empties the folder; a whiteout removes a
-            // name (`.wh..` and the like remove nothing, as in `stack`).
-            Some(_) if name == OPAQUE => sources.removed(rel),
-            Some(hidden) => {
-                sources.mixed(rel);
-                if !matches!(hidden, "" | "." | "..") {
-                    sources.removed(&rel.join(hidden));
-                }
-            }
-            None if kind.is_dir() => scan(&src.join(&name), &path, index, sources)?,
-            // A file where a lower layer had a folder.
-            None if sources.0.contains_key(&path) => sources.removed(&path),
-            None => {}
-        }
-    }
-    Ok(())
 }
 
 /// Puts one layer's folder `src` over the tree `dst` (`rel` in the
@@ -496,6 +324,7 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::oci::binds::BIND_FROM;
     use std::os::unix::fs::MetadataExt;
 
     fn write(root: &Path, rel: &str, body: &str) {
