@@ -239,8 +239,12 @@ fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     let tasks = one_task(&fixture, &id, "true");
     let label = format!("onebash.task={id}");
     // The command sleeps far longer than any test runs: onebash is killed
-    // once it is seen running.
-    let sleeper = "sleep 678";
+    // once it is seen running. One length a backend: both tests run at
+    // once, and each must see (and kill) its own.
+    let sleeper = match backend {
+        Backend::Podman => "sleep 676",
+        Backend::Oci => "sleep 677",
+    };
     let server = scripted_agent(&[(&id, &[sleeper])]);
     let out = fixture.path("out");
     let mut child = onebash()
