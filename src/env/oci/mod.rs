@@ -19,6 +19,7 @@
 
 mod binds;
 mod layers;
+mod repo;
 mod rootfs;
 mod source;
 mod workspace;

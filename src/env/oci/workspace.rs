@@ -26,7 +26,8 @@
 //! harness, as podman runs them in its container; the diff, restores and
 //! patches are those scripts too. The tests get what a fresh container
 //! gives: a fresh copy of the image's workdir with the agent's change
-//! applied, and the task's setup run again.
+//! applied, and the task's setup run again. (`repo.rs` holds those
+//! steps: the scripts under bwrap, files in and out, the fresh copy.)
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -34,9 +35,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Image, Images, rootfs};
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
-use crate::env::image_repo::{self, GIT_TIMEOUT, ImageRepo, SetupLog};
+use crate::env::image_repo::{self, ImageRepo, SetupLog};
 use crate::env::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
-use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_command};
+use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::limits::ChildSetup;
 use crate::task::TaskSpec;
 
@@ -249,8 +250,8 @@ impl Oci {
 
 /// The folders of a task's own copy of its image's repo, in its folder:
 /// the agent's, then the tests' fresh one.
-const AGENT_COPY: &str = "agent";
-const TESTS_COPY: &str = "tests";
+pub(super) const AGENT_COPY: &str = "agent";
+pub(super) const TESTS_COPY: &str = "tests";
 
 /// The task's /tmp on the host: next to its working copy, in the run's
 /// folder of working copies, removed with it.
@@ -260,14 +261,14 @@ fn private_tmp(checkout: &Path) -> PathBuf {
     checkout.with_file_name(name)
 }
 
-struct OciWorkspace {
+pub(super) struct OciWorkspace {
     settings: Arc<Settings>,
-    image: Image,
-    workdir: String,
-    tmp: PathBuf,
+    pub(super) image: Image,
+    pub(super) workdir: String,
+    pub(super) tmp: PathBuf,
     /// The host folder bound writable at the workdir: the checkout, or the
     /// copy of the image's repo (the agent's, then the tests').
-    dir: Mutex<PathBuf>,
+    pub(super) dir: Mutex<PathBuf>,
     repo: Repo,
     child: ChildSetup,
 }
@@ -287,7 +288,7 @@ enum Repo {
     },
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -384,7 +385,7 @@ fn arguments(
 impl OciWorkspace {
     /// Runs one command under bwrap over the image, the current copy at
     /// the workdir.
-    async fn exec(&self, command: Command<'_>) -> Result<CommandOutcome, ExecError> {
+    pub(super) async fn exec(&self, command: Command<'_>) -> Result<CommandOutcome, ExecError> {
         let network = match command.trust {
             Trust::Agent { network } => network,
             Trust::Harness => true,
@@ -409,104 +410,6 @@ impl OciWorkspace {
             timeout: command.timeout,
         })
         .await
-    }
-
-    /// One script of the harness's own (image_repo.rs's), never run again
-    /// for the tests: its outcome and output.
-    async fn harness(&self, script: &str) -> Result<(CommandOutcome, String), String> {
-        let env = CommandEnv::for_task("onebash-harness");
-        let outcome = self
-            .exec(Command {
-                script,
-                timeout: GIT_TIMEOUT,
-                env: &env,
-                trust: Trust::Harness,
-            })
-            .await
-            .map_err(|err| err.to_string())?;
-        let output = outcome.output.to_text();
-        Ok((outcome, output))
-    }
-
-    /// The host path of `relative` in the current copy, refused when it
-    /// leads out of it: the agent may have made any part of it a symlink,
-    /// which the sandbox resolves inside the image but the host would
-    /// resolve on the host. (Nothing of the agent runs any more when the
-    /// harness reads or writes: each command's processes died with it.)
-    fn inside(&self, relative: &Path, existing: bool) -> std::io::Result<PathBuf> {
-        let dir = lock(&self.dir).clone();
-        let path = dir.join(relative);
-        let checked = if existing {
-            path.clone()
-        } else {
-            path.parent().map_or_else(|| dir.clone(), Path::to_path_buf)
-        };
-        let real = std::fs::canonicalize(&checked)?;
-        if !real.starts_with(std::fs::canonicalize(&dir)?) {
-            return Err(std::io::Error::other(format!(
-                "{} leads out of the working copy",
-                relative.display()
-            )));
-        }
-        if !existing && std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(std::io::Error::other(format!(
-                "{} is a symlink",
-                relative.display()
-            )));
-        }
-        Ok(if existing { real } else { path })
-    }
-
-    /// The tests' fresh copy of the image's repo (the agent's deleted
-    /// first, as far as it can be), its /tmp emptied.
-    async fn fresh_copy(&self, scratch: &Path) -> Result<(), String> {
-        let (agent, tests) = (scratch.join(AGENT_COPY), scratch.join(TESTS_COPY));
-        // The agent may have left folders it cannot be deleted from: the
-        // tests' copy goes next to it, and the task's folder goes whole at
-        // the end.
-        let _ = crate::blocking::remove_dir(agent).await;
-        let (root, relative, into, tmp) = (
-            self.image.root.clone(),
-            self.workdir.trim_start_matches('/').to_owned(),
-            tests.clone(),
-            self.tmp.clone(),
-        );
-        crate::blocking::spawn(move || {
-            let _ = std::fs::remove_dir_all(&tmp);
-            std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))?;
-            rootfs::copy_folder(&root, Path::new(&relative), &into).map_err(|err| err.to_string())
-        })
-        .await
-        .map_err(|err| err.to_string())
-        .and_then(|made| made)
-        .map_err(|err| format!("failed to make the tests' copy of the image's repo: {err}"))?;
-        *lock(&self.dir) = tests;
-        Ok(())
-    }
-}
-
-impl image_repo::Container for OciWorkspace {
-    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
-        Box::pin(async move {
-            let (outcome, output) = self.harness(script).await?;
-            image_repo::git_result(&outcome, output)
-        })
-    }
-
-    fn copy_in<'a>(
-        &'a self,
-        relative: &'a Path,
-        bytes: Vec<u8>,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move {
-            self.write(relative, bytes)
-                .await
-                .map_err(|err| err.to_string())
-        })
-    }
-
-    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>> {
-        Box::pin(async move { self.read(relative).await.map_err(|err| err.to_string()) })
     }
 }
 
