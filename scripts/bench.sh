@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci"
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
 #                   built from git revision $BENCH_BASELINE (default 061c8e7,
@@ -104,12 +104,27 @@
 #             claude-sonnet-4-5's list price; the cost from results.csv
 #             with caching (the default) and with --no-prompt-cache, and
 #             their ratio.
+# oci         --env oci (no daemon: bwrap over the image's root from the
+#             layer cache) when podman (only to `podman save` the test
+#             image once) and bwrap are here. (1) Per command: the same
+#             workload as containers, --env oci against --sandbox bwrap on
+#             the host, 2 rounds alternating, medians (target: within
+#             1.5x); per task, the time outside model calls and commands
+#             (entering the image, /tmp, teardown). (2) Making the image
+#             ready: a run of one task with a cold layer cache against a
+#             warm one. (3) Disk: an OCI layout of OCI_IMAGES images (50;
+#             5 with BENCH_QUICK=1) made here, each the test image's
+#             layer plus one small layer of its own (a 256 KiB file and a
+#             config file, written by tools.py), all made ready by one
+#             run; `du` of <cache>/oci (hard links counted once) against
+#             the sum of the distinct layers' tar sizes (target: 1.2x),
+#             and how much of it is the images' roots.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -119,7 +134,7 @@ if [ "$quick" = 1 ]; then
     co_commits=200 co_files=30 co_tasks=5 co_reps=2 st_bases=10
     late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
-    ct_tasks=2 ct_turns=5 ct_execs=10
+    ct_tasks=2 ct_turns=5 ct_execs=10 oci_images=5
     cache_turns=10
 else
     turns=${1:-200}
@@ -128,7 +143,7 @@ else
     co_commits=3000 co_files=300 co_tasks=50 co_reps=5 st_bases=100
     late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
-    ct_tasks=4 ct_turns=20 ct_execs=40
+    ct_tasks=4 ct_turns=20 ct_execs=40 oci_images=50
     cache_turns=30
 fi
 
@@ -322,6 +337,63 @@ def git_medians(times_file):
     """Median seconds of each way over the rounds, in GIT_WAYS order."""
     rounds = [json.loads(line) for line in open(times_file)]
     print(" ".join(f"{statistics.median(r[k] for r in rounds):.6f}" for k in GIT_WAYS))
+
+def oci_images(archive, layout, n, kib):
+    """An OCI layout of n images: the layers of the docker archive
+    `archive`, then one layer of each image's own (a `kib` KiB file under
+    opt/app-N/ and etc/app-N.conf), all tars uncompressed; prints the sum
+    of the distinct layers' sizes in bytes."""
+    import hashlib, io, tarfile
+    blobs = os.path.join(layout, "blobs", "sha256")
+    os.makedirs(blobs, exist_ok=True)
+    def put(data):
+        digest = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(blobs, digest), "wb") as f:
+            f.write(data)
+        return "sha256:" + digest, len(data)
+    with tarfile.open(archive) as t:
+        manifest = json.load(t.extractfile("manifest.json"))[0]
+        config = json.load(t.extractfile(manifest["Config"]))
+        base = [put(t.extractfile(name).read()) for name in manifest["Layers"]]
+    total = sum(size for _, size in base)
+    rng = random.Random(3)
+    index = []
+    for i in range(n):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+            for name, data in [(f"opt/app-{i}/data.bin", rng.randbytes(kib * 1024)),
+                               (f"etc/app-{i}.conf", f"image {i}\n".encode())]:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
+                t.addfile(info, io.BytesIO(data))
+        own = put(buf.getvalue())
+        total += own[1]
+        layers = base + [own]
+        cfg = json.loads(json.dumps(config))
+        cfg["rootfs"]["diff_ids"] = [d for d, _ in layers]
+        cfg_digest, cfg_size = put(json.dumps(cfg).encode())
+        man = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+               "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                          "digest": cfg_digest, "size": cfg_size},
+               "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                           "digest": d, "size": s} for d, s in layers]}
+        man_digest, man_size = put(json.dumps(man).encode())
+        index.append({"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                      "digest": man_digest, "size": man_size,
+                      "annotations": {"org.opencontainers.image.ref.name": f"app-{i}"}})
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": index}, f)
+    with open(os.path.join(layout, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    print(total)
+
+def image_tasks(path, n, repo, sha, layout):
+    """n tasks, task i in the image app-i of the OCI layout `layout`."""
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"img{i:03d}", "repo": repo, "base_commit": sha,
+                                "problem_statement": "bench", "test_command": "true",
+                                "image": f"oci:{layout}:app-{i}"}) + "\n")
 
 def table(path):
     rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
@@ -848,6 +920,81 @@ section_caching() {
     printf '  cost with caching %.6f USD, without %.6f USD: %.3f of the cost (%.1fx cheaper)\n' \
         "$c_cost" "$p_cost" "$ratio" "$(calc "$p_cost / $c_cost")"
     fig "caching: cost with / without, $cache_turns turns" "$ratio" "-" "$c_cost vs $p_cost USD"
+}
+
+section_oci() {
+    local image=${BENCH_IMAGE:-onebash-test/base:bookworm}
+    if ! command -v podman > /dev/null || ! podman image exists "$image" 2> /dev/null || ! bwrap_works; then
+        echo "  skipped: podman (to save the image $image), the image or a working bwrap is not here"
+        fig "oci: oci command / bwrap command" "skipped" "<= 1.5x" "no podman, image or bwrap"
+        return 0
+    fi
+    local dir=$work/oci r mode out runs_oci=() runs_bwrap=()
+    mkdir -p "$dir"
+    podman save -q --format docker-archive -o "$dir/base.tar" "$image"
+    tools tasks "$dir/tasks.jsonl" "$ct_tasks" "$work/repo" "$sha" oci
+    tools tasks "$dir/one.jsonl" 1 "$work/repo" "$sha" one
+    echo "$ct_tasks tasks x $ct_turns turns of \`true\`, zero model latency, -j 1, --env oci ($image, saved) against --sandbox bwrap; 2 rounds alternating"
+    start_server "$ct_turns" 0 true
+    # Making the image ready: cold (an empty cache), then warm.
+    local cold warm
+    for mode in cold warm; do
+        out=$dir/$mode
+        [ "$mode" = cold ] && rm -rf "$dir/cache"
+        local t0=$EPOCHREALTIME
+        "$bin" run "$dir/one.jsonl" --model noop --env oci --image "docker-archive:$dir/base.tar" \
+            -o "$out" --cache-dir "$dir/cache" > /dev/null 2> "$out.log" || { tail -5 "$out.log" >&2; return 1; }
+        printf -v "$mode" '%s' "$(calc "$EPOCHREALTIME - $t0")"
+    done
+    for r in 1 2; do
+        for mode in oci bwrap; do
+            out=$dir/$mode-$r
+            local extra=(--sandbox bwrap)
+            [ "$mode" = oci ] && extra=(--env oci --image "docker-archive:$dir/base.tar")
+            if ! "$bin" run "$dir/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$port/v1" \
+                -j 1 --max-turns $((ct_turns + 1)) "${extra[@]}" -o "$out" --cache-dir "$dir/cache" \
+                > /dev/null 2> "$out.log"; then
+                echo "onebash run failed; the end of its log:" >&2
+                tail -5 "$out.log" >&2
+                return 1
+            fi
+            if [ "$mode" = oci ]; then runs_oci+=("$out"); else runs_bwrap+=("$out"); fi
+        done
+    done
+    stop_server
+    local o_cmd o_out n b_cmd b_out ratio
+    read -r o_cmd o_out n < <(tools commands "${runs_oci[@]}")
+    read -r b_cmd b_out n < <(tools commands "${runs_bwrap[@]}")
+    ratio=$(calc "round($o_cmd / $b_cmd, 2)")
+    printf '  per command, median of %d: oci %.1f ms, host bwrap %.1f ms (%.2fx)\n' \
+        "$n" "$(calc "$o_cmd * 1000")" "$(calc "$b_cmd * 1000")" "$ratio"
+    printf '  per task outside model calls and commands (enter, tests, teardown): oci %.3f s, host bwrap %.3f s\n' "$o_out" "$b_out"
+    printf '  one task with --model noop: %.2f s with a cold layer cache (unpacking the image), %.2f s warm\n' "$cold" "$warm"
+    fig "oci: ms per command, --env oci" "$(calc "round($o_cmd * 1000, 1)")" "-" "host bwrap $(calc "round($b_cmd * 1000, 1)")"
+    fig "oci: oci command / bwrap command" "${ratio}x" "<= 1.5x" "$(calc "'ok' if $ratio <= 1.5 else 'MISS'")"
+    fig "oci: s per task outside commands" "$(calc "round($o_out, 3)")" "-" "host bwrap $(calc "round($b_out, 3)")"
+    fig "oci: s to make the image ready, cold" "$(calc "round($cold, 2)")" "-" "warm run $(calc "round($warm, 2)") s"
+
+    # Disk: $oci_images images on one base, each with a small layer of its own.
+    local layers_bytes total layers_du roots_du ready
+    layers_bytes=$(tools oci_images "$dir/base.tar" "$dir/layout" "$oci_images" 256)
+    tools image_tasks "$dir/images.jsonl" "$oci_images" "$work/repo" "$sha" "$dir/layout"
+    rm -rf "$dir/cache-n"
+    local t0=$EPOCHREALTIME
+    "$bin" run "$dir/images.jsonl" --model noop --env oci -j 2 -o "$dir/images" --cache-dir "$dir/cache-n" \
+        > /dev/null 2> "$dir/images.log" || { tail -5 "$dir/images.log" >&2; return 1; }
+    ready=$(calc "$EPOCHREALTIME - $t0")
+    read -r n bad < <(tools rows "$dir/images")
+    [ "$bad" = 0 ] || { echo "$bad of $n tasks did not pass" >&2; return 1; }
+    total=$(du -s --block-size=1 "$dir/cache-n/oci" | cut -f1)
+    layers_du=$(du -s --block-size=1 "$dir/cache-n/oci/layers" | cut -f1)
+    roots_du=$(calc "$total - $layers_du")
+    ratio=$(calc "round($total / $layers_bytes, 3)")
+    printf '  %d images sharing a base layer: %.1f MB on disk in <cache>/oci (du, links once), the distinct layers %.1f MB (%.3fx); unpacked layers %.1f MB, the images'"'"' roots %.1f MB (%.2f MB each); all made ready and run (noop, -j 2) in %.1f s\n' \
+        "$oci_images" "$(calc "$total / 1e6")" "$(calc "$layers_bytes / 1e6")" "$ratio" "$(calc "$layers_du / 1e6")" \
+        "$(calc "$roots_du / 1e6")" "$(calc "$roots_du / 1e6 / $oci_images")" "$ready"
+    fig "oci: disk of $oci_images images / their distinct layers" "${ratio}x" "<= 1.2x" "$(calc "'ok' if $ratio <= 1.2 else 'MISS'")"
+    fig "oci: MB of roots per image" "$(calc "round($roots_du / 1e6 / $oci_images, 2)")" "-" ""
 }
 
 # The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one

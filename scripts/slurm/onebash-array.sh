@@ -38,6 +38,16 @@
 #   SANDBOX      bwrap (default) or none. Give it explicitly: merge refuses
 #                shards whose sandboxes differ, and `auto` could pick bwrap on
 #                one node and none on another
+#   ENV          where tasks run: host (default: on the node, under SANDBOX)
+#                or oci: each task in its image with no daemon and no root
+#                (bwrap over the image's root file system; SWE-bench
+#                instances use the repo their image holds). The images'
+#                layers are unpacked once per node into CACHE_DIR/oci
+#                (node-local by default, shared by the array tasks on the
+#                node, with locks)
+#   IMAGE        with ENV=oci: --image, a local image or a template over the
+#                task's fields, e.g. 'docker-archive:/shared/images/{{ id }}.tar'
+#                (not needed when each task line has an `image`)
 #   SHARDS       N (default SLURM_ARRAY_TASK_COUNT)
 #   CACHE_DIR    the repo cache (default: node-local, $TMPDIR/onebash-cache-<user>)
 #   WORKDIRS     where the running tasks' working copies go (default:
@@ -74,6 +84,14 @@ fi
 model=${MODEL:-gpt-4.1}
 njobs=${JOBS:-${SLURM_CPUS_PER_TASK:-4}}
 sandbox=${SANDBOX:-bwrap}
+env_kind=${ENV:-host}
+# Where tasks run: on the node under the sandbox, or in their images (the
+# image is then the sandbox: bwrap over its root, --sandbox has no say).
+where=(--sandbox "$sandbox")
+if [ "$env_kind" != host ]; then
+    where=(--env "$env_kind")
+    [ -z "${IMAGE:-}" ] || where+=(--image "$IMAGE")
+fi
 
 # The run folder of this shard, on the shared file system: trajectories and
 # results. The running tasks' working copies go to node-local disk instead
@@ -93,6 +111,9 @@ out=$out_root/shard-$index
 # file system fetches each repo once for the whole array, but every checkout
 # then reads objects over the network, and the file system must support
 # flock across nodes (NFSv4 and GPFS do; Lustre only when mounted with -o flock).
+# With ENV=oci the images' unpacked layers and roots are in it too
+# (CACHE_DIR/oci): hard links need them on one local file system, and every
+# command reads them, so keep the cache node-local.
 cache=${CACHE_DIR:-${TMPDIR:-/tmp}/onebash-cache-$(id -un)}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
@@ -122,7 +143,7 @@ if [ -n "${OPENAI_API_KEY_FILE:-}" ]; then
     export OPENAI_API_KEY
 fi
 
-echo "shard $((index + 1))/$shards of $tasks -> $out (cache $cache, -j $njobs, sandbox $sandbox) on $(hostname)"
+echo "shard $((index + 1))/$shards of $tasks -> $out (cache $cache, -j $njobs, ${where[*]}) on $(hostname)"
 onebash run "$tasks" \
     --shard "$((index + 1))/$shards" \
     -o "$out" \
@@ -130,7 +151,7 @@ onebash run "$tasks" \
     --workdirs "$workdirs" \
     --model "$model" \
     -j "$njobs" \
-    --sandbox "$sandbox" \
+    "${where[@]}" \
     "${resume[@]}" "$@" &
 pid=$!
 # Pass SIGINT/SIGTERM on to onebash as SIGINT: from --signal above, or from

@@ -28,11 +28,10 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use super::image_repo::{self, ImageRepo, Prepared, Refused};
+use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
 use super::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
@@ -321,34 +320,13 @@ impl Environment for Containers {
                 Ok(prepared) => prepared,
                 Err(refused) => {
                     let _ = workspace.remove().await;
-                    return Err(match refused {
-                        Refused::Unusable(message) => failed(message),
-                        Refused::Leaking(message) => CheckoutError::Leaking {
-                            repo: format!("{image}:{workdir}"),
-                            rev: task.base_commit.clone(),
-                            message,
-                        },
-                    });
+                    return Err(refused.into_error(format!("{image}:{workdir}"), &task.base_commit));
                 }
             };
             if let Repo::Image(repo) = &workspace.repo {
                 repo.prepared(&prepared.head);
             }
-            let checkout = Checkout {
-                dir: scratch.to_owned(),
-                commit: prepared.base.clone(),
-                head: prepared.head.clone(),
-                history,
-                verified: Verified {
-                    objects: prepared.objects,
-                },
-                fetched: false,
-                warning: prepared.moved_from.map(|was| {
-                    format!(
-                        "the repo in the image was at {was}, not at the base: the base was checked out (untracked files kept)"
-                    )
-                }),
-            };
+            let checkout = prepared.into_checkout(scratch, history);
             Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
         })
     }
@@ -480,8 +458,7 @@ impl Containers {
                 self.settings.run_id, task.id
             )),
             container: Mutex::new(None),
-            setup: Mutex::new(Vec::new()),
-            agent_over: AtomicBool::new(false),
+            setup: SetupLog::default(),
         }
     }
 }
@@ -497,18 +474,6 @@ enum Repo {
     /// None: a Harbor task, whose environment is its image. The verifier
     /// runs in the agent's container ([`Workspace::end_agent_phase`]).
     Harbor(Arc<HarborTask>),
-}
-
-/// How long the harness's own git commands in a container may take
-/// (cleaning a big repo repacks all of its history).
-const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
-
-/// A harness command run before the agent (the task's setup_command),
-/// run again in the tests' fresh container.
-struct SetupCommand {
-    script: String,
-    env: CommandEnv,
-    timeout: Duration,
 }
 
 struct ContainerWorkspace {
@@ -529,10 +494,8 @@ struct ContainerWorkspace {
     client_env: CommandEnv,
     /// The container commands go to: the agent's, then the tests'.
     container: Mutex<Option<String>>,
-    setup: Mutex<Vec<SetupCommand>>,
-    /// Set once the agent phase ended: harness commands from then on (the
-    /// test patch's fallbacks) are not setup to run again.
-    agent_over: AtomicBool,
+    /// The setup to run again in the tests' container.
+    setup: SetupLog,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -719,12 +682,8 @@ impl ContainerWorkspace {
                 )));
             }
         }
-        if replayed && command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
-            lock(&self.setup).push(SetupCommand {
-                script: command.script.to_owned(),
-                env: command.env.clone(),
-                timeout: command.timeout,
-            });
+        if replayed {
+            self.setup.record(&command);
         }
         Ok(outcome)
     }
@@ -733,21 +692,7 @@ impl ContainerWorkspace {
     /// in the tests' container: its output, or why it failed.
     async fn harness_git(&self, script: &str) -> Result<String, String> {
         let (outcome, output) = self.git_outcome(script).await?;
-        if outcome.timed_out {
-            return Err(format!(
-                "it timed out after {} s: {}",
-                GIT_TIMEOUT.as_secs(),
-                output.trim()
-            ));
-        }
-        if outcome.exit_code != 0 {
-            return Err(format!(
-                "exit code {}: {}",
-                outcome.exit_code,
-                output.trim()
-            ));
-        }
-        Ok(output)
+        image_repo::git_result(&outcome, output)
     }
 
     /// [`ContainerWorkspace::harness_git`]'s outcome and output, whatever its
@@ -778,13 +723,7 @@ impl ContainerWorkspace {
             .git_outcome(&image_repo::prepare(base, history))
             .await
             .map_err(Refused::Unusable)?;
-        if outcome.timed_out {
-            return Err(Refused::Unusable(format!(
-                "cleaning the repo timed out after {} s",
-                GIT_TIMEOUT.as_secs()
-            )));
-        }
-        image_repo::read_report(&output)
+        image_repo::prepared(&outcome, &output)
     }
 
     /// A host path of this workspace's folder no other copy uses.
@@ -886,7 +825,7 @@ impl Workspace for ContainerWorkspace {
 
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
-            self.agent_over.store(true, Ordering::Relaxed);
+            self.setup.agent_over();
             if let Repo::Harbor(harbor) = &self.repo {
                 return self.stage_verifier(harbor).await;
             }
@@ -900,28 +839,7 @@ impl Workspace for ContainerWorkspace {
             if let Repo::Image(repo) = &self.repo {
                 repo.to_tests(self).await?;
             }
-            let setup: Vec<(String, CommandEnv, Duration)> = lock(&self.setup)
-                .iter()
-                .map(|c| (c.script.clone(), c.env.clone(), c.timeout))
-                .collect();
-            for (script, env, timeout) in &setup {
-                let outcome = self
-                    .run(Command {
-                        script,
-                        timeout: *timeout,
-                        env,
-                        trust: Trust::Harness,
-                    })
-                    .await
-                    .map_err(|err| format!("setup_command in the test container: {err}"))?;
-                if outcome.exit_code != 0 || outcome.timed_out {
-                    return Err(format!(
-                        "setup_command failed in the test container with exit code {}",
-                        outcome.exit_code
-                    ));
-                }
-            }
-            Ok(())
+            self.setup.replay(self).await
         })
     }
 

@@ -10,17 +10,27 @@
 //! [`restore`] and [`apply`] serve the tests' fresh container. Also the
 //! state of such a repo ([`ImageRepo`]: what diffs compare with, the
 //! agent's change) and the order its scripts run in, through a
-//! [`Container`] that `container.rs` implements: it runs them and copies
-//! files in and out.
+//! [`Container`] that each environment holding such repos implements
+//! (`container.rs`, and `oci/workspace.rs` under bwrap): it runs them and
+//! copies files in and out; and what both share around them: reading the
+//! scripts' outcomes, the task's checkout record, and the setup run again
+//! in the tests' fresh environment ([`SetupLog`]).
 //!
 //! The scripts need bash, git and coreutils, as the probes of the tests
 //! do. Every value they take is put in as a quoted shell word.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use super::BoxFuture;
-use crate::checkout::{BUILD_ARTEFACTS, GitError, History};
+use super::{BoxFuture, Command, Trust, Workspace};
+use crate::checkout::{BUILD_ARTEFACTS, Checkout, CheckoutError, GitError, History, Verified};
+use crate::exec::{CommandEnv, CommandOutcome};
+
+/// How long the harness's own git scripts may take (cleaning a big repo
+/// repacks all of its history).
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The last line of [`prepare`]'s output when the repo passed its check:
 /// `ONEBASH-REPO base=<sha> head=<sha> objects=<n> commits=<n> moved=<sha>`.
@@ -54,6 +64,28 @@ pub struct Prepared {
     pub moved_from: Option<String>,
 }
 
+impl Prepared {
+    /// What the runner records: a checkout whose folder is `dir` (the
+    /// task's host folder), with the move, if any, as its warning.
+    pub fn into_checkout(self, dir: &Path, history: History) -> Checkout {
+        Checkout {
+            dir: dir.to_owned(),
+            commit: self.base,
+            head: self.head,
+            history,
+            verified: Verified {
+                objects: self.objects,
+            },
+            fetched: false,
+            warning: self.moved_from.map(|was| {
+                format!(
+                    "the repo in the image was at {was}, not at the base: the base was checked out (untracked files kept)"
+                )
+            }),
+        }
+    }
+}
+
 /// Why the repo in the image was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refused {
@@ -61,6 +93,49 @@ pub enum Refused {
     Unusable(String),
     /// It was cleaned and still holds something past the base.
     Leaking(String),
+}
+
+impl Refused {
+    /// The task's checkout error; `repo` names the image and its workdir.
+    pub fn into_error(self, repo: String, rev: &str) -> CheckoutError {
+        let rev = rev.to_owned();
+        match self {
+            Refused::Unusable(message) => CheckoutError::WorkingCopy { repo, rev, message },
+            Refused::Leaking(message) => CheckoutError::Leaking { repo, rev, message },
+        }
+    }
+}
+
+/// A harness git script's output, or why it failed (timed out, or an exit
+/// code other than 0).
+pub fn git_result(outcome: &CommandOutcome, output: String) -> Result<String, String> {
+    if outcome.timed_out {
+        return Err(format!(
+            "it timed out after {} s: {}",
+            GIT_TIMEOUT.as_secs(),
+            output.trim()
+        ));
+    }
+    if outcome.exit_code != 0 {
+        return Err(format!(
+            "exit code {}: {}",
+            outcome.exit_code,
+            output.trim()
+        ));
+    }
+    Ok(output)
+}
+
+/// [`prepare`]'s report or refusal, from its outcome (the script's last
+/// line says which, whatever its exit code).
+pub fn prepared(outcome: &CommandOutcome, output: &str) -> Result<Prepared, Refused> {
+    if outcome.timed_out {
+        return Err(Refused::Unusable(format!(
+            "cleaning the repo timed out after {} s",
+            GIT_TIMEOUT.as_secs()
+        )));
+    }
+    read_report(output)
 }
 
 /// Makes the repo in the working folder hold exactly what `base` reaches,
@@ -442,6 +517,59 @@ impl ImageRepo {
             .await
             .map(|_| ())
             .map_err(|err| GitError(format!("the patch does not apply: {err}")))
+    }
+}
+
+/// The harness commands run before the agent's end (the task's
+/// setup_command), run again in the tests' fresh environment, where what
+/// they did to the image's files is gone.
+#[derive(Default)]
+pub struct SetupLog {
+    commands: Mutex<Vec<(String, CommandEnv, Duration)>>,
+    /// Set once the agent phase ended: harness commands from then on (the
+    /// test patch's fallbacks) are not setup to run again.
+    agent_over: AtomicBool,
+}
+
+impl SetupLog {
+    /// Keeps `command` when it is the harness's, before the agent's end.
+    pub fn record(&self, command: &Command<'_>) {
+        if command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
+            lock(&self.commands).push((
+                command.script.to_owned(),
+                command.env.clone(),
+                command.timeout,
+            ));
+        }
+    }
+
+    /// The agent phase is over: nothing more is kept.
+    pub fn agent_over(&self) {
+        self.agent_over.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs every kept command again in `workspace`, in order; the first
+    /// failure ends it.
+    pub async fn replay(&self, workspace: &dyn Workspace) -> Result<(), String> {
+        let commands = lock(&self.commands).clone();
+        for (script, env, timeout) in &commands {
+            let outcome = workspace
+                .run(Command {
+                    script,
+                    timeout: *timeout,
+                    env,
+                    trust: Trust::Harness,
+                })
+                .await
+                .map_err(|err| format!("setup_command, run again for the tests: {err}"))?;
+            if outcome.exit_code != 0 || outcome.timed_out {
+                return Err(format!(
+                    "setup_command, run again for the tests, failed with exit code {}",
+                    outcome.exit_code
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

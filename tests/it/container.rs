@@ -7,6 +7,11 @@
 //! the same code with other words of no command, but no docker engine
 //! runs here: only its missing and stopped engine are tested, with a
 //! stand-in client.
+//!
+//! The tests of a module made by `under_each_backend!` run once a
+//! backend (`...::podman`, `...::oci`): the same body, the same verdicts
+//! and probes, under `--env oci` from the same images saved by podman
+//! (support/backend.rs).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,30 +21,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 
 use crate::history::{FUTURE_TEXTS, Leaky, PAST_TEXTS, assert_whole_past, leaky_repo};
+use crate::support::backend::{Backend, IMAGE, podman_containers, under_each_backend};
 use crate::support::harness::{
     Fixture, git, onebash, scripted_agent, scripted_handler, task, tool_answers,
 };
 use crate::support::probes::{self, Future};
+use crate::support::processes::{assert_no_process_left, running};
 use crate::support::server::{ScriptedServer, text_reply};
-use crate::support::sync::{Latch, eventually};
-
-/// The image `scripts/test-images.sh` builds: Debian bookworm with python3
-/// and git.
-pub const IMAGE: &str = "onebash-test/base:bookworm";
+use crate::support::sync::eventually;
 
 /// Whether podman and the test image are here, under `tool_present`'s rule.
 pub fn podman_ready() -> bool {
-    let image_there = Command::new("podman")
-        .args(["image", "exists", IMAGE])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    crate::support::harness::tool_present(
-        image_there,
-        &format!("podman with the image {IMAGE}"),
-        "install podman and run scripts/test-images.sh",
-    )
+    Backend::Podman.ready()
 }
 
 /// A task id no other test process uses: containers are labelled with it.
@@ -54,22 +47,7 @@ fn unique_id(what: &str) -> String {
 
 /// The ids of every container, running or not, with `label` (`k=v`).
 fn containers_with(label: &str) -> Vec<String> {
-    let output = Command::new("podman")
-        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
-        .output()
-        .expect("podman ps");
-    String::from_utf8_lossy(&output.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Fails when a container of task `id` is left.
-fn assert_no_container_of(id: &str) {
-    assert!(
-        containers_with(&format!("onebash.task={id}")).is_empty(),
-        "a container of {id} was left"
-    );
+    podman_containers(label)
 }
 
 /// A repo with one file, and a task over it whose model is the scripted
@@ -79,32 +57,24 @@ fn one_task(fixture: &Fixture, id: &str, test_command: &str) -> std::path::PathB
     fixture.tasks(&[task(id, &repo, &sha, test_command, json!({}))])
 }
 
-/// The flags of a run in podman, from the test image, against `server`.
-fn podman_args(server: &ScriptedServer) -> Vec<String> {
-    let url = server.base_url();
-    [
-        "--model",
-        "scripted",
-        "--base-url",
-        &url,
-        "--env",
-        "podman",
-        "--image",
-        IMAGE,
-        "--pull",
-        "never",
-    ]
-    .map(str::to_owned)
-    .to_vec()
+/// The flags of a run under `backend`, from the test image, against
+/// `server`.
+fn backend_args(fixture: &Fixture, backend: Backend, server: &ScriptedServer) -> Vec<String> {
+    let mut args: Vec<String> = ["--model", "scripted", "--base-url", &server.base_url()]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(backend.image_flags(fixture, IMAGE));
+    args
 }
 
-fn run_in_podman(
+fn run_in_backend(
     fixture: &Fixture,
+    backend: Backend,
     tasks: &Path,
     server: &ScriptedServer,
     extra: &[&str],
 ) -> crate::support::harness::RunOutput {
-    let args = podman_args(server);
+    let args = backend_args(fixture, backend, server);
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     args.extend_from_slice(extra);
     // A key the commands must never see.
@@ -112,28 +82,29 @@ fn run_in_podman(
 }
 
 /// The agent's commands run in the image (bookworm, not the host), in the
-/// working copy at /testbed, with no network, no API key, and the labels
-/// naming the run; what the agent writes in the working copy is in the
-/// diff; the tests run in a fresh container (what the agent wrote outside
-/// the working copy is gone) that sees the agent's change; nothing is left.
-#[test]
-fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
-    if !podman_ready() {
-        return;
-    }
+/// working copy at /testbed, with no network, no API key, and (podman)
+/// the labels naming the run; it cannot write the host; what the agent
+/// writes in the working copy is in the diff; the tests run in a fresh
+/// environment (what the agent wrote outside the working copy is gone)
+/// that sees the agent's change; nothing is left.
+fn a_task_runs_in_its_image_and_is_graded_afresh(backend: Backend) {
     let fixture = Fixture::new();
     let id = unique_id("c-end");
     let tasks = one_task(
         &fixture,
         &id,
-        "grep -q bookworm /etc/os-release && grep -q from-the-agent made.txt && test ! -e /outside-workdir",
+        "grep -q bookworm /etc/os-release && grep -q from-the-agent made.txt && test ! -e /tmp/outside-workdir",
     );
+    // A folder of the host the agent tries to write in.
+    let host_file = fixture.path("host-file");
+    let write_the_host = format!("echo x > {} 2>&1; echo tried", host_file.display());
     let commands = [
         "grep PRETTY_NAME /etc/os-release; pwd",
-        "echo from-the-agent > made.txt && touch /outside-workdir && echo written",
-        "ls /sys/class/net; python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 5)' 2>&1 | tail -n 1",
+        "echo from-the-agent > made.txt && touch /tmp/outside-workdir && echo written",
+        "cut -d: -f1 /proc/net/dev | tail -n +3; python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 5)' 2>&1 | tail -n 1",
         "env",
         "git status --short",
+        &write_the_host,
     ];
     let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
     // While the agent works, its container exists: its labels are read
@@ -142,11 +113,12 @@ fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
     let seen = Arc::clone(&labels);
     let task_label = format!("onebash.task={id}");
     let scripted = scripted_handler(&plan);
+    let count = commands.len();
     let server = ScriptedServer::start_with(move |request| {
         let answered = request.body["messages"]
             .as_array()
             .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
-        if answered == commands.len() {
+        if answered == count && backend == Backend::Podman {
             let output = Command::new("podman")
                 .args([
                     "ps",
@@ -161,7 +133,7 @@ fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
         }
         scripted(request)
     });
-    let run = run_in_podman(&fixture, &tasks, &server, &[]);
+    let run = run_in_backend(&fixture, backend, &tasks, &server, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let row = run.row(&id);
     assert_eq!(row["status"], "passed", "{row:?}\n{}", run.stderr);
@@ -182,6 +154,8 @@ fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
     );
     assert!(!answers[3].contains("OPENAI"), "{}", answers[3]);
     assert!(answers[4].contains("made.txt"), "{}", answers[4]);
+    assert!(answers[5].contains("tried"), "{}", answers[5]);
+    assert!(!host_file.exists(), "the agent wrote the host");
 
     let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
     assert!(
@@ -190,21 +164,28 @@ fn a_task_runs_in_its_container_and_is_graded_in_a_fresh_one() {
     );
     assert!(!patch.contains("outside-workdir"), "{patch}");
 
-    let labels = labels.lock().expect("lock").clone();
-    for want in [
-        format!("\"onebash.task\":\"{id}\""),
-        "\"onebash.epoch\":\"1\"".to_owned(),
-        "\"onebash.run\":".to_owned(),
-        "\"onebash.phase\":\"agent\"".to_owned(),
-    ] {
-        assert!(labels.contains(&want), "{want} not in {labels}");
+    if backend == Backend::Podman {
+        let labels = labels.lock().expect("lock").clone();
+        for want in [
+            format!("\"onebash.task\":\"{id}\""),
+            "\"onebash.epoch\":\"1\"".to_owned(),
+            "\"onebash.run\":".to_owned(),
+            "\"onebash.phase\":\"agent\"".to_owned(),
+        ] {
+            assert!(labels.contains(&want), "{want} not in {labels}");
+        }
     }
     let run_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
             .expect("run.json is JSON");
-    assert_eq!(run_json["settings"]["sandbox_used"], "podman");
-    assert_no_container_of(&id);
+    assert_eq!(run_json["settings"]["sandbox_used"], backend.sandbox_used());
+    backend.assert_nothing_left_of(&id);
 }
+
+under_each_backend!(
+    a_task_runs_in_its_image,
+    super::a_task_runs_in_its_image_and_is_graded_afresh
+);
 
 /// A command that forks sleepers (one of them in a session of its own)
 /// and outlives its timeout is killed with everything it started, inside
@@ -224,7 +205,13 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
     let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
     let server = scripted_agent(&plan);
     // Long enough for the forks on any machine; the sleeps are far longer.
-    let run = run_in_podman(&fixture, &tasks, &server, &["--command-timeout", "10"]);
+    let run = run_in_backend(
+        &fixture,
+        Backend::Podman,
+        &tasks,
+        &server,
+        &["--command-timeout", "10"],
+    );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let answers = tool_answers(&server, &id);
     assert_eq!(answers.len(), 2, "{answers:?}");
@@ -239,28 +226,26 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
     assert_eq!(command["timed_out"], true, "{command}");
 }
 
-/// onebash killed with SIGKILL leaves its container running; `--resume`
-/// of the same run folder removes it before any task starts, and the
-/// resumed run leaves none.
-#[test]
-fn kill_9_then_resume_leaves_no_container_of_the_run() {
-    if !podman_ready() {
-        return;
-    }
+/// onebash killed with SIGKILL while the agent's command runs: under
+/// podman its container is left running, and `--resume` of the same run
+/// folder removes it before any task starts; under oci nothing is left
+/// running even before the resume (bwrap dies with onebash, and the
+/// command's processes with bwrap's PID namespace). Either way the
+/// resumed run passes and leaves nothing, neither a process nor the
+/// task's working copy.
+fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     let fixture = Fixture::new();
     let id = unique_id("c-kill");
     let tasks = one_task(&fixture, &id, "true");
     let label = format!("onebash.task={id}");
-    // The first model call comes once the container is up: it is held
-    // there until onebash is dead.
-    let received = Latch::new();
-    let release = Latch::new();
-    let (opened, held) = (received.clone(), release.clone());
-    let server = ScriptedServer::start_with(move |_| {
-        opened.open();
-        held.wait();
-        text_reply("Done.", "stop", 10, 2)
-    });
+    // The command sleeps far longer than any test runs: onebash is killed
+    // once it is seen running. One length a backend: both tests run at
+    // once, and each must see (and kill) its own.
+    let sleeper = match backend {
+        Backend::Podman => "sleep 676",
+        Backend::Oci => "sleep 677",
+    };
+    let server = scripted_agent(&[(&id, &[sleeper])]);
     let out = fixture.path("out");
     let mut child = onebash()
         .arg("run")
@@ -269,45 +254,58 @@ fn kill_9_then_resume_leaves_no_container_of_the_run() {
         .arg(&out)
         .arg("--cache-dir")
         .arg(fixture.path("cache"))
-        .args(podman_args(&server))
+        .args(backend_args(&fixture, backend, &server))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start onebash");
-    assert!(received.wait(), "the model was never called");
-    assert_eq!(
-        containers_with(&label).len(),
-        1,
-        "no container while the agent works"
+    assert!(
+        eventually(|| running(sleeper)),
+        "the agent's command never ran"
     );
     child.kill().expect("SIGKILL onebash");
     child.wait().expect("reap onebash");
-    release.open();
-    assert_eq!(
-        containers_with(&label).len(),
-        1,
-        "the container should outlive a killed onebash (else this test proves nothing)"
-    );
+    match backend {
+        Backend::Podman => assert_eq!(
+            containers_with(&label).len(),
+            1,
+            "the container should outlive a killed onebash (else this test proves nothing)"
+        ),
+        Backend::Oci => assert_no_process_left(sleeper),
+    }
 
     let answering = ScriptedServer::start(vec![text_reply("Done.", "stop", 10, 2)]);
-    let mut args = podman_args(&answering);
+    let mut args = backend_args(&fixture, backend, &answering);
     args.push("--resume".to_owned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = fixture.run_into(&out, &tasks, &args, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row(&id)["status"], "passed");
-    assert!(
-        run.stderr
-            .contains("removed 1 containers an earlier attempt of this run left behind"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        eventually(|| containers_with(&label).is_empty()),
-        "containers of the run are left: {:?}",
-        containers_with(&label)
-    );
+    if backend == Backend::Podman {
+        assert!(
+            run.stderr
+                .contains("removed 1 containers an earlier attempt of this run left behind"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            eventually(|| containers_with(&label).is_empty()),
+            "containers of the run are left: {:?}",
+            containers_with(&label)
+        );
+    }
+    assert_no_process_left(sleeper);
+    backend.assert_nothing_left_of(&id);
+    let workdirs: Vec<_> = std::fs::read_dir(out.join("workdirs"))
+        .map(|dir| dir.map(|e| e.expect("entry").file_name()).collect())
+        .unwrap_or_default();
+    assert!(workdirs.is_empty(), "working copies left: {workdirs:?}");
 }
+
+under_each_backend!(
+    kill_9_then_resume,
+    super::kill_9_then_resume_leaves_nothing_of_the_run
+);
 
 /// An image the engine does not have stops the run before any task, with
 /// exit code 2 and its name; with `--pull missing` the failed pull does.
@@ -449,13 +447,13 @@ fn a_missing_stopped_or_denied_engine_stops_the_run_with_exit_2() {
 /// reflog names, an unreachable one), checked out on a branch at the
 /// base, with a remote and packed refs: what a SWE-bench image can hold.
 /// `then` changes the repo before it is copied in. Removed when dropped.
-struct RepoImage {
-    tag: String,
-    leaky: Leaky,
+pub struct RepoImage {
+    pub tag: String,
+    pub leaky: Leaky,
 }
 
 impl RepoImage {
-    fn build(fixture: &Fixture, then: impl FnOnce(&Leaky)) -> RepoImage {
+    pub fn build(fixture: &Fixture, then: impl FnOnce(&Leaky)) -> RepoImage {
         let leaky = leaky_repo(fixture);
         let repo = &leaky.repo;
         git(repo, &["checkout", "-q", "-b", "work", &leaky.base]);
@@ -506,7 +504,7 @@ impl Drop for RepoImage {
 
 /// A SWE-bench instance line over the repo in `image`, whose hidden test
 /// (its test_patch) passes once `add` adds.
-fn instance(id: &str, image: &RepoImage) -> serde_json::Value {
+pub fn instance(id: &str, image: &RepoImage) -> serde_json::Value {
     let test_patch = "diff --git a/test_add.py b/test_add.py\nnew file mode 100644\n--- /dev/null\n+++ b/test_add.py\n@@ -0,0 +1,3 @@\n+import calc\n+assert calc.add(2, 3) == 5, calc.add(2, 3)\n+print('add adds')\n";
     json!({
         "instance_id": id,
@@ -521,6 +519,7 @@ fn instance(id: &str, image: &RepoImage) -> serde_json::Value {
 /// with `extra` flags; the run and the answers.
 fn run_on_image_repo(
     fixture: &Fixture,
+    backend: Backend,
     image: &RepoImage,
     id: &str,
     commands: &[&str],
@@ -530,20 +529,16 @@ fn run_on_image_repo(
     let plan: [(&str, &[&str]); 1] = [(id, commands)];
     let server = scripted_agent(&plan);
     let url = server.base_url();
+    let flags = backend.image_flags(fixture, &image.tag);
     let mut args = vec![
         "--model",
         "scripted",
         "--base-url",
         &url,
-        "--env",
-        "podman",
-        "--image",
-        &image.tag,
-        "--pull",
-        "never",
         "--test-command",
         "python3 test_add.py",
     ];
+    args.extend(flags.iter().map(String::as_str));
     args.extend_from_slice(extra);
     let run = fixture.run_with_env(&tasks, &args, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
@@ -560,11 +555,7 @@ fn run_on_image_repo(
 /// as binary) comes out as its patch and is applied in the tests' fresh
 /// container, where the test patch's file replaces the agent's one of the
 /// same name, and the task passes.
-#[test]
-fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
-    if !podman_ready() {
-        return;
-    }
+fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded(backend: Backend) {
     let fixture = Fixture::new();
     let image = RepoImage::build(&fixture, |_| {});
     let id = unique_id("c-image");
@@ -584,7 +575,7 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
         // A file of the hidden test's own: the test patch's takes its place.
         "echo 'raise SystemExit(1)' > test_add.py",
     ];
-    let (run, answers) = run_on_image_repo(&fixture, &image, &id, &commands, &[]);
+    let (run, answers) = run_on_image_repo(&fixture, backend, &image, &id, &commands, &[]);
     assert!(probes::finished(&answers[0]), "{}", answers[0]);
     assert_eq!(
         probes::leaks(&answers[0]),
@@ -619,18 +610,19 @@ fn the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded() {
     );
     let test = &run.events(&id, "test")[0];
     assert_eq!(test["test_patch_method"], "git apply", "{test}");
-    assert_no_container_of(&id);
+    backend.assert_nothing_left_of(&id);
 }
+
+under_each_backend!(
+    repo_in_image_leak_probes,
+    super::the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded
+);
 
 /// An image whose repo is checked out at the fix itself: the base is
 /// checked out (and the move recorded as the checkout's warning), and with
 /// `--history none` the repo becomes one commit with no parents: the
 /// probes find nothing past the base and nothing before it.
-#[test]
-fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history() {
-    if !podman_ready() {
-        return;
-    }
+fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history(backend: Backend) {
     let fixture = Fixture::new();
     let image = RepoImage::build(&fixture, |leaky| {
         git(
@@ -653,8 +645,14 @@ fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history() {
         unreadable: &[],
     });
     let commands = [script.as_str(), "git rev-list --count HEAD"];
-    let (run, answers) =
-        run_on_image_repo(&fixture, &image, &id, &commands, &["--history", "none"]);
+    let (run, answers) = run_on_image_repo(
+        &fixture,
+        backend,
+        &image,
+        &id,
+        &commands,
+        &["--history", "none"],
+    );
     assert!(probes::finished(&answers[0]), "{}", answers[0]);
     assert_eq!(
         probes::leaks(&answers[0]),
@@ -675,50 +673,39 @@ fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history() {
     assert_eq!(run.row(&id)["status"], "failed", "{}", run.stderr);
 }
 
+under_each_backend!(
+    repo_in_image_at_the_fix,
+    super::the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history
+);
+
 /// Runs one instance over the repo in `image` with the noop model; its row.
 fn noop_row_on(
     fixture: &Fixture,
+    backend: Backend,
     image: &RepoImage,
     id: &str,
     line: serde_json::Value,
 ) -> std::collections::HashMap<String, String> {
     let tasks = fixture.tasks(&[line]);
-    let run = fixture.run_into(
-        &fixture.path(&format!("out-{id}")),
-        &tasks,
-        &[
-            "--model",
-            "noop",
-            "--env",
-            "podman",
-            "--image",
-            &image.tag,
-            "--pull",
-            "never",
-            "--test-command",
-            "true",
-        ],
-        &[],
-    );
-    assert_no_container_of(id);
+    let flags = backend.image_flags(fixture, &image.tag);
+    let mut args = vec!["--model", "noop", "--test-command", "true"];
+    args.extend(flags.iter().map(String::as_str));
+    let run = fixture.run_into(&fixture.path(&format!("out-{id}")), &tasks, &args, &[]);
+    backend.assert_nothing_left_of(id);
     run.row(id)
 }
 
 /// A base the image's repo does not hold, and a repo at the base with
 /// changes to tracked files (they would be taken for the agent's), each
 /// end the task as `checkout_error` saying why, before the agent starts.
-#[test]
-fn a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error() {
-    if !podman_ready() {
-        return;
-    }
+fn a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error(backend: Backend) {
     let fixture = Fixture::new();
     let image = RepoImage::build(&fixture, |_| {});
     let id = unique_id("c-image-nobase");
     let mut line = instance(&id, &image);
     let missing = "0123456789abcdef0123456789abcdef01234567";
     line["base_commit"] = json!(missing);
-    let row = noop_row_on(&fixture, &image, &id, line);
+    let row = noop_row_on(&fixture, backend, &image, &id, line);
     assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
     assert!(
         row["error"].contains(missing) && row["error"].contains("not in the image's repo"),
@@ -731,10 +718,15 @@ fn a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error() {
         std::fs::write(leaky.repo.join("calc.py"), "changed in the image\n").expect("write");
     });
     let id = unique_id("c-image-dirty");
-    let row = noop_row_on(&fixture, &dirty, &id, instance(&id, &dirty));
+    let row = noop_row_on(&fixture, backend, &dirty, &id, instance(&id, &dirty));
     assert_eq!(row["exit_reason"], "checkout_error", "{row:?}");
     assert!(
         row["error"].contains("uncommitted changes") && row["error"].contains("calc.py"),
         "{row:?}"
     );
 }
+
+under_each_backend!(
+    repo_in_image_refused,
+    super::a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error
+);

@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 
 use crate::support::harness::{Fixture, RunOutput, onebash};
 
-use crate::container::{IMAGE, podman_ready};
+use crate::container::podman_ready;
+use crate::support::backend::IMAGE;
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.

@@ -5,49 +5,34 @@
 //! with a line when podman or the image is missing, and fail then when
 //! `CI` is set. Hostile and missing images are built by hand and need
 //! neither podman nor bwrap: they must stop the run before it starts.
+//! The container tests of container.rs and swebench_parity.rs run under
+//! this backend too (their `::oci` tests); those here are its own.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent, task, tool_answers};
+use crate::support::harness::{
+    Fixture, RunOutput, git, onebash, scripted_agent, task, tool_answers,
+};
 use crate::support::processes::assert_no_process_left;
 use crate::support::server::ScriptedServer;
 
-/// The image `scripts/test-images.sh` builds: Debian bookworm with python3
-/// and git.
-const IMAGE: &str = "onebash-test/base:bookworm";
-
-/// Where this test binary keeps what it shares between its tests: the
-/// saved images and a layer cache (shared by tests running at once, which
-/// the cache's locks are for).
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("oci")
-}
+use crate::container::{RepoImage, instance};
+use crate::support::backend::{self, Backend, IMAGE, shared};
 
 /// `podman save` of the test image in `format`, made once per test binary
 /// (into a temporary name, then renamed: other test processes may race).
-/// `None`, under `tool_present`'s rule, when podman or the image is
-/// missing.
+/// `None`, under `tool_present`'s rule, when podman, the image or bwrap
+/// is missing.
 fn saved(format: &str) -> Option<PathBuf> {
     static SAVED: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
     let paths = SAVED.get_or_init(|| {
-        let present = Command::new("podman")
-            .args(["image", "exists", IMAGE])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success());
-        let found = crate::support::harness::tool_present(
-            present,
-            &format!("podman with the image {IMAGE}"),
-            "install podman and run scripts/test-images.sh",
-        );
-        if !found {
+        if !Backend::Oci.ready() {
             return None;
         }
         let dir = shared();
@@ -242,6 +227,8 @@ fn fingerprint(dir: &Path) -> (usize, Vec<(PathBuf, String)>) {
     walk(dir, dir, &mut count, &mut files);
     // A few files of the image, by name, and a sample of the rest.
     let wanted = [
+        "testbed/calc.py",
+        "testbed/.git/HEAD",
         "etc/os-release",
         "etc/passwd",
         "usr/bin/bash",
@@ -488,4 +475,134 @@ fn a_timeout_kills_the_command_and_all_it_forked() {
     );
     assert!(answers[1].contains("next"), "{}", answers[1]);
     assert_eq!(run.events("oci-timeout", "command")[0]["timed_out"], true);
+}
+
+/// container.rs's image whose repo has a past and a future, saved, and
+/// the `--image` that names it.
+fn repo_image(fixture: &Fixture) -> (RepoImage, String) {
+    let image = RepoImage::build(fixture, |_| {});
+    let archive = backend::saved(&image.tag, &fixture.path("saved"));
+    let image_arg = format!("docker-archive:{}", archive.display());
+    (image, image_arg)
+}
+
+/// A task whose repo is the one its image holds (`repo_in_image`) works
+/// on a copy of it: the agent's `rm -rf /` removes its copy and its /tmp,
+/// yet the layer cache and the image's root are unchanged, file for file,
+/// and the next task of the run, on the same image, finds the repo whole,
+/// cleaned and checked, and passes with its fix.
+#[test]
+fn rm_rf_root_on_the_repo_in_an_image_leaves_it_whole_for_the_next_task() {
+    if !Backend::Oci.ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let (image, image_arg) = repo_image(&fixture);
+    // A cache of its own, so no other test's run changes it meanwhile.
+    let cache = fixture.path("own-cache");
+    let extra = ["--test-command", "python3 test_add.py", "-j", "1"];
+    let first_tasks = fixture.tasks(&[instance("oci-repo-0", &image)]);
+    let first = run_oci(
+        &fixture,
+        &first_tasks,
+        &scripted_agent(&[]),
+        &image_arg,
+        &cache,
+        &extra,
+    );
+    assert_eq!(first.code, 0, "stderr:\n{}", first.stderr);
+    assert_eq!(first.row("oci-repo-0")["status"], "failed");
+    let oci = cache.join("oci");
+    let before = fingerprint(&oci);
+    assert!(
+        before.1.iter().any(|(p, _)| p.ends_with("testbed/calc.py")),
+        "{before:?}"
+    );
+    std::fs::remove_dir_all(fixture.path("out")).expect("rm out");
+
+    let tasks = fixture.tasks(&[
+        instance("oci-repo-1", &image),
+        instance("oci-repo-2", &image),
+    ]);
+    let server = scripted_agent(&[
+        (
+            "oci-repo-1",
+            &["rm -rf --no-preserve-root / 2>/dev/null; find /testbed /tmp -mindepth 1 | wc -l"],
+        ),
+        (
+            "oci-repo-2",
+            &[
+                "git status --short | wc -l; git log --oneline | wc -l",
+                "sed -i 's/x - y/x + y/' calc.py",
+            ],
+        ),
+    ]);
+    let run = run_oci(&fixture, &tasks, &server, &image_arg, &cache, &extra);
+    let removed = tool_answers(&server, "oci-repo-1");
+    assert!(removed[0].starts_with("0\n"), "{removed:?}");
+    assert_ne!(run.row("oci-repo-1")["status"], "passed", "{}", run.stderr);
+    let whole = tool_answers(&server, "oci-repo-2");
+    let commits = git(
+        &image.leaky.repo,
+        &["rev-list", "--count", &image.leaky.base],
+    );
+    assert_eq!(
+        whole[0],
+        format!("0\n{commits}\n[exit code: 0]"),
+        "{whole:?}"
+    );
+    assert_eq!(run.row("oci-repo-2")["status"], "passed", "{}", run.stderr);
+    assert_eq!(fingerprint(&oci), before, "the layer cache changed");
+}
+
+/// onebash killed with SIGKILL while the agent works on its copy of the
+/// repo in the image leaves that copy behind (nothing removes it when
+/// onebash dies); `--resume` runs the task again, its copy made afresh
+/// over the old one, and it passes.
+#[test]
+fn a_copy_of_the_repo_in_the_image_left_by_a_killed_run_is_made_again() {
+    use crate::support::processes::running;
+    use crate::support::sync::eventually;
+    if !Backend::Oci.ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let (image, image_arg) = repo_image(&fixture);
+    let tasks = fixture.tasks(&[instance("oci-stale", &image)]);
+    let out = fixture.path("out");
+    let sleeper = "sleep 679";
+    let server = scripted_agent(&[("oci-stale", &[sleeper])]);
+    let mut child = onebash()
+        .arg("run")
+        .arg(&tasks)
+        .args(["-o".as_ref(), out.as_os_str(), "--cache-dir".as_ref()])
+        .arg(shared().join("cache"))
+        .args(["--model", "scripted", "--base-url", &server.base_url()])
+        .args(["--env", "oci", "--image", &image_arg])
+        .args(["--test-command", "python3 test_add.py"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start onebash");
+    assert!(eventually(|| running(sleeper)), "the command never ran");
+    child.kill().expect("SIGKILL onebash");
+    child.wait().expect("reap onebash");
+    assert_no_process_left(sleeper);
+    let left = out.join("workdirs/oci-stale.epoch-1/agent/calc.py");
+    assert!(
+        left.is_file(),
+        "no copy left: this test would prove nothing"
+    );
+
+    let fix = scripted_agent(&[("oci-stale", &["sed -i 's/x - y/x + y/' calc.py"])]);
+    let run = run_oci(
+        &fixture,
+        &tasks,
+        &fix,
+        &image_arg,
+        &shared().join("cache"),
+        &["--test-command", "python3 test_add.py", "--resume"],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("oci-stale")["status"], "passed", "{}", run.stderr);
 }

@@ -15,6 +15,7 @@ use onebash::swebench_log::{Parser, StatusMap, grade_output};
 use onebash::swebench_spec::{Instance, eval_for, image_name, package_script, specs};
 use serde_json::{Value, json};
 
+use crate::support::backend::{Backend, under_each_backend};
 use crate::support::harness::swebench_python;
 
 fn fixtures() -> PathBuf {
@@ -401,7 +402,7 @@ const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
 
 #[test]
 fn instances_run_swebench_s_recipe_and_get_the_package_s_verdicts() {
-    django_instances_match_the_package(false);
+    django_instances_match_the_package(None);
 }
 
 /// A SWE-bench-shaped image, built on the container tests' image with no
@@ -415,12 +416,11 @@ RUN mkdir -p /opt/miniconda3/bin /opt/miniconda3/envs/testbed/bin \
  && ln -s /usr/bin/python3 /opt/miniconda3/envs/testbed/bin/python
 "#;
 
-#[test]
-fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
-    if !test_image_there() {
-        return;
-    }
-    let log = django_instances_match_the_package(true);
+/// The same instances in SWE-bench-shaped images, under each backend
+/// (`--env podman`, and `--env oci` from the same image saved by podman):
+/// the same verdicts.
+fn in_swebench_shaped_images_the_verdicts_are_the_package_s(backend: Backend) {
+    let log = django_instances_match_the_package(Some(backend));
     // The testbed environment was there: activated, its python found.
     assert!(log.contains("+ conda activate testbed"), "{log}");
     for missing in ["No such file or directory", "command not found"] {
@@ -429,27 +429,21 @@ fn instances_in_swebench_shaped_images_get_the_package_s_verdicts() {
     assert!(log.contains("No module named pip"), "{log}");
 }
 
-/// Whether podman and the container tests' base image are here (else the
-/// test says what it needs, as the skipped-when-missing tests do).
-fn test_image_there() -> bool {
-    let base_there = Command::new("podman")
-        .args(["image", "exists", "onebash-test/base:bookworm"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    crate::support::harness::tool_present(
-        base_there,
-        "podman with the image onebash-test/base:bookworm",
-        "install podman and run scripts/test-images.sh",
-    )
-}
+under_each_backend!(
+    instances_in_swebench_shaped_images,
+    super::in_swebench_shaped_images_the_verdicts_are_the_package_s
+);
 
 /// Builds the SWE-bench-shaped image of `work` at `base`, under each
-/// instance's SWE-bench name, and returns the flags that run in it.
+/// instance's SWE-bench name, and returns the flags that run in it under
+/// `backend` (for oci: the image saved once, under each instance's name
+/// in a folder that the `--image` template names).
 fn swebench_shaped_image(
     fixture: &crate::support::harness::Fixture,
     work: &Path,
     base: &str,
     ids: &[&str],
+    backend: Backend,
 ) -> Vec<String> {
     use crate::support::harness::{git, path_arg};
     let context = fixture.path("image");
@@ -472,16 +466,25 @@ fn swebench_shaped_image(
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    [
-        "--env",
-        "podman",
-        "--pull",
-        "never",
-        "--image",
-        r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#,
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    let template = r#"sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}"#;
+    if backend == Backend::Podman {
+        return backend.image_flags(fixture, &format!("swebench/{template}:latest"));
+    }
+    let tag = format!("swebench/{}:latest", image_name(ids[0]));
+    let flags = backend.image_flags(fixture, &tag);
+    let archive = flags[3]
+        .strip_prefix("docker-archive:")
+        .expect("an archive");
+    let named = fixture.path("named");
+    std::fs::create_dir_all(&named).expect("mkdir");
+    for id in ids {
+        let link = named.join(format!("{}.tar", image_name(id)));
+        std::os::unix::fs::symlink(archive, link).expect("symlink");
+    }
+    let image = format!("docker-archive:{}/{template}.tar", named.display());
+    ["--env", "oci", "--image", &image]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 /// Four django instances graded by SWE-bench's django 4.2 recipe, on the
@@ -489,7 +492,7 @@ fn swebench_shaped_image(
 /// one, none, one of a version with no recipe, and the oracle; each
 /// verdict and status must be the package's on onebash's test log.
 /// Returns the test log of the whole fix.
-fn django_instances_match_the_package(in_image: bool) -> String {
+fn django_instances_match_the_package(in_image: Option<Backend>) -> String {
     use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
     let fixture = Fixture::new();
     // The mirror is django/django.git under --repo-base, so the instance
@@ -563,10 +566,9 @@ fn django_instances_match_the_package(in_image: bool) -> String {
         "django__django-3",
         "django__django-4",
     ];
-    let extra = if in_image {
-        swebench_shaped_image(&fixture, &work, &sha_x, &ids)
-    } else {
-        Vec::new()
+    let extra = match in_image {
+        Some(backend) => swebench_shaped_image(&fixture, &work, &sha_x, &ids, backend),
+        None => Vec::new(),
     };
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let args = [&["--repo-base", mirrors_arg][..], &extra].concat();
@@ -646,25 +648,27 @@ fn mp_test(call: &str) -> String {
 
 #[test]
 fn a_multilingual_instance_runs_its_recipe_and_gets_the_package_s_verdicts() {
-    micropython_instances_match_the_package(false);
+    micropython_instances_match_the_package(None);
 }
 
-/// The same in SWE-bench-shaped images: the repo at /testbed, and no
-/// environment to activate (the package's script for other languages
-/// activates none; the image's PATH is the one exec uses).
-#[test]
-fn a_multilingual_instance_in_its_image_gets_the_package_s_verdicts() {
-    if test_image_there() {
-        micropython_instances_match_the_package(true);
-    }
+/// The same in SWE-bench-shaped images, under each backend: the repo at
+/// /testbed, and no environment to activate (the package's script for
+/// other languages activates none; the image's PATH is the one exec uses).
+fn a_multilingual_instance_in_its_image_gets_the_package_s_verdicts(backend: Backend) {
+    micropython_instances_match_the_package(Some(backend));
 }
+
+under_each_backend!(
+    multilingual_instance_in_its_image,
+    super::a_multilingual_instance_in_its_image_gets_the_package_s_verdicts
+);
 
 /// Three micropython instances graded by SWE-bench's recipe for its
 /// version 10095 (build steps, then `cd tests` and the runner), on the
 /// host or in SWE-bench-shaped images: a whole fix, half of one and none,
 /// and the oracle. The verdicts are the package's on onebash's own test
 /// logs.
-fn micropython_instances_match_the_package(in_image: bool) {
+fn micropython_instances_match_the_package(in_image: Option<Backend>) {
     use crate::support::harness::{Fixture, diff_of, scripted_agent};
     let fixture = Fixture::new();
     let (work, sha) = fixture.repo(
@@ -726,10 +730,9 @@ fn micropython_instances_match_the_package(in_image: bool) {
         (ids[1], &["sed -i '0,/a - b/s//a + b/' calc.py"]),
         (ids[2], &["cat calc.py"]),
     ]);
-    let extra = if in_image {
-        swebench_shaped_image(&fixture, &work, &sha, &ids)
-    } else {
-        Vec::new()
+    let extra = match in_image {
+        Some(backend) => swebench_shaped_image(&fixture, &work, &sha, &ids, backend),
+        None => Vec::new(),
     };
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let args = [
@@ -765,7 +768,11 @@ fn micropython_instances_match_the_package(in_image: bool) {
         // `-i basics/fun` picks the tests: another one never runs.
         assert!(!log.contains("basics/other.py"), "{id}: {log}");
         // In the image, the repo it holds; no command was missing.
-        assert_eq!(log.contains("in /testbed/tests\n"), in_image, "{id}: {log}");
+        assert_eq!(
+            log.contains("in /testbed/tests\n"),
+            in_image.is_some(),
+            "{id}: {log}"
+        );
         assert!(!log.contains("command not found"), "{id}: {log}");
     }
     package_agrees(

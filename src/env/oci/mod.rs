@@ -12,7 +12,8 @@
 //! - [`layers`]: the cache of unpacked layers, each checked against its
 //!   digests, unpacked once, with traversal refused;
 //! - [`rootfs`]: the image's root stacked from its layers by hard links,
-//!   once per image;
+//!   once per image, its big one-layer folders bound from the layer
+//!   ([`binds`] chooses them);
 //! - [`workspace`]: the environment itself: the bwrap command line of
 //!   each command over that root, with the task's working copy bound at
 //!   its workdir and a private /tmp.
@@ -22,16 +23,18 @@
 //! as a missing podman image does.
 
 mod auth;
+mod binds;
 mod client;
 mod layers;
 mod reference;
 mod registry;
+mod repo;
 mod rootfs;
 mod source;
 mod workspace;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::cli::PullPolicy;
 
@@ -65,7 +68,8 @@ pub enum OciError {
 /// One image made ready: its root and what its config says.
 #[derive(Debug, Clone)]
 pub struct Image {
-    pub root: PathBuf,
+    /// Its root file system: a folder, and layers' folders bound over it.
+    pub root: rootfs::Root,
     /// The config's `Env`, in order.
     pub env: Vec<(String, String)>,
     /// The config's `WorkingDir` (the working copy's place decides where

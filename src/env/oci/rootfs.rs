@@ -1,9 +1,13 @@
 //! An image's root file system, assembled once per image from its
 //! unpacked layers without copying their contents:
-//! `<cache>/oci/rootfs/<config hex>/` is a tree of real folders whose
+//! `<cache>/oci/roots/<config hex>/root/` is a tree of real folders whose
 //! files and symlinks are hard links to the layers' own (bubblewrap 0.8
 //! has no overlay options, and an unprivileged overlayfs is not there on
-//! every kernel; hard links need neither).
+//! every kernel; hard links need neither), except for the big folders
+//! that one layer alone made (`binds.rs` chooses them): those are empty
+//! there, and the sandbox binds the layer's own folder over them
+//! (`roots/<config hex>/binds.json` lists them), so that each image's
+//! root keeps some 70 folders, not Debian's 1,300.
 //!
 //! Owns the stacking (layers bottom first; a layer's opaque marker
 //! `.wh..wh..opq` empties its folder of what lower layers put there, and
@@ -12,16 +16,19 @@
 //! workdir: made here, since bwrap cannot make them in a read-only
 //! root), and the lock and atomic rename that let processes share it.
 //! The tree is never written once built: the sandbox binds it read-only.
+//! Also the copy of a folder of it that a task may change
+//! ([`copy_folder`]: the repo an image holds).
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::OciError;
+use super::binds::{self, OPAQUE, WHITEOUT};
 use crate::lock::FileLock;
 
-const OPAQUE: &str = ".wh..wh..opq";
-const WHITEOUT: &str = ".wh.";
+pub use super::binds::Bind;
 
 /// Mount points every sandbox uses: folders, then files.
 const DIRS: [&str; 5] = ["tmp", "dev", "proc", "run", "etc"];
@@ -31,43 +38,116 @@ fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
     OciError::Cache(format!("{}: {err}", what.display()))
 }
 
+/// An image's root: the folder bwrap binds at `/`, then `binds` over it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub dir: PathBuf,
+    pub binds: Vec<Bind>,
+}
+
+impl Root {
+    /// Where the path `rel` of the sandbox's root is on the host: a
+    /// folder and the path left under it (in the bind whose target holds
+    /// `rel`, the deepest, or else in the root's own tree).
+    pub fn resolve(&self, rel: &Path) -> (PathBuf, PathBuf) {
+        let absolute = Path::new("/").join(rel);
+        self.binds
+            .iter()
+            .filter_map(|bind| {
+                absolute
+                    .strip_prefix(&bind.target)
+                    .ok()
+                    .map(|rest| (bind, rest.to_path_buf()))
+            })
+            .max_by_key(|(bind, _)| bind.target.len())
+            .map_or_else(
+                || (self.dir.clone(), rel.to_path_buf()),
+                |(bind, rest)| (bind.source.clone(), rest),
+            )
+    }
+
+    /// Makes the folder `rel` (a task's workdir) a mount point unless it
+    /// is one: in the root's own tree, or, inside a bound layer's folder
+    /// (never written), it must be there already.
+    pub fn workdir(&self, rel: &Path) -> Result<(), OciError> {
+        let (base, rest) = self.resolve(rel);
+        if base == self.dir {
+            return mount_point(&base, &rest, true);
+        }
+        let mut at = base;
+        for part in rest.components() {
+            at.push(part);
+            if fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink()) {
+                return Err(OciError::Refused(format!(
+                    "/{} in the image goes through a symlink",
+                    rel.display()
+                )));
+            }
+        }
+        if at.is_dir() {
+            Ok(())
+        } else {
+            Err(OciError::Image(format!(
+                "/{} is not in the image, and its folder comes whole from one layer, which is never written\nhint: choose a --workdir (or a task `workdir`) the image has, or one outside it",
+                rel.display()
+            )))
+        }
+    }
+}
+
 /// The root of the image `id` (its config's hex digest) from `layers`
 /// (bottom first), built unless it is there.
-pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<PathBuf, OciError> {
-    let dir = oci_dir.join("rootfs");
+pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, OciError> {
+    let dir = oci_dir.join("roots");
     let done = dir.join(id);
-    if done.is_dir() {
-        return Ok(done);
+    if let Some(root) = read_root(&done, layers)? {
+        return Ok(root);
     }
     fs::create_dir_all(&dir).map_err(|err| io_error(&dir, err))?;
     let lock_path = dir.join(format!("{id}.lock"));
     let _lock = FileLock::acquire(&lock_path).map_err(|err| io_error(&lock_path, err))?;
-    if done.is_dir() {
-        return Ok(done);
+    if let Some(root) = read_root(&done, layers)? {
+        return Ok(root);
     }
     let partial = dir.join(format!("{id}.partial"));
     if partial.exists() {
         fs::remove_dir_all(&partial).map_err(|err| io_error(&partial, err))?;
     }
-    fs::create_dir(&partial).map_err(|err| io_error(&partial, err))?;
+    let tree = partial.join("root");
+    fs::create_dir_all(&tree).map_err(|err| io_error(&tree, err))?;
     let built = (|| {
+        // The binds first, reading the layers alone, so that a folder
+        // bound from a layer is never made and unmade; the mount points'
+        // folders are always made.
+        let planned = binds::plan(layers, &DIRS).map_err(|err| io_error(&tree, err))?;
+        let bound = planned.paths();
         for layer in layers {
-            stack(layer, &partial).map_err(|err| io_error(layer, err))?;
+            stack(layer, &tree, Path::new(""), &bound).map_err(|err| io_error(layer, err))?;
         }
         for rel in DIRS {
-            mount_point(&partial, Path::new(rel), true)?;
+            mount_point(&tree, Path::new(rel), true)?;
         }
         for rel in FILES {
-            mount_point(&partial, Path::new(rel), false)?;
+            mount_point(&tree, Path::new(rel), false)?;
         }
-        Ok(())
+        planned.write(&partial.join("binds.json"))
     })();
     if let Err(err) = built {
         let _ = fs::remove_dir_all(&partial);
         return Err(err);
     }
     fs::rename(&partial, &done).map_err(|err| io_error(&done, err))?;
-    Ok(done)
+    read_root(&done, layers)?.ok_or_else(|| OciError::Cache(format!("{} vanished", done.display())))
+}
+
+/// A root built before, if `done` is one.
+fn read_root(done: &Path, layers: &[PathBuf]) -> Result<Option<Root>, OciError> {
+    Ok(
+        binds::read(&done.join("binds.json"), layers)?.map(|binds| Root {
+            dir: done.join("root"),
+            binds,
+        }),
+    )
 }
 
 /// Removes whatever is at `path`, without following a symlink.
@@ -80,8 +160,9 @@ fn remove(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Puts one layer's folder `src` over the tree `dst`.
-fn stack(src: &Path, dst: &Path) -> io::Result<()> {
+/// Puts one layer's folder `src` over the tree `dst` (`rel` in the
+/// root); a folder of `bound` is made empty, for its bind.
+fn stack(src: &Path, dst: &Path, rel: &Path, bound: &HashSet<PathBuf>) -> io::Result<()> {
     let mut names: Vec<(std::ffi::OsString, fs::FileType)> = Vec::new();
     for entry in fs::read_dir(src)? {
         let entry = entry?;
@@ -117,8 +198,12 @@ fn stack(src: &Path, dst: &Path) -> io::Result<()> {
                 }
                 Err(_) => fs::create_dir(&to)?,
             }
+            let path = rel.join(&name);
+            if bound.contains(&path) {
+                continue;
+            }
             fs::set_permissions(&to, fs::metadata(&from)?.permissions())?;
-            stack(&from, &to)?;
+            stack(&from, &to, &path, bound)?;
         } else {
             remove(&to)?;
             link_or_copy(&from, &to, kind)?;
@@ -180,9 +265,66 @@ pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
     Ok(())
 }
 
+/// Copies the folder `rel` of the image root `root` (the repo an image
+/// holds at its workdir) to `to`, made here: a task's own copy, which
+/// its commands may change as they like while the root's files, links to
+/// the layer cache's, never change. Files are copied (`fs::copy`, which
+/// the kernel may do as a reflink), symlinks made again as they are (they
+/// resolve inside the sandbox), folders made writable by their owner so
+/// that the copy can be deleted. `rel` going through a symlink of the
+/// image is refused, as for a mount point: the copy would leave the root.
+pub fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
+    let (mut from, rest) = root.resolve(rel);
+    for part in rest.components() {
+        let Component::Normal(part) = part else {
+            return Err(OciError::Refused(format!(
+                "/{} in the image is not a plain path",
+                rel.display()
+            )));
+        };
+        from.push(part);
+        if fs::symlink_metadata(&from).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(OciError::Refused(format!(
+                "/{} in the image goes through a symlink",
+                rel.display()
+            )));
+        }
+    }
+    if !from.is_dir() {
+        return Err(OciError::Image(format!(
+            "the image has no folder /{}",
+            rel.display()
+        )));
+    }
+    copy_tree(&from, to)
+        .map_err(|err| OciError::Image(format!("cannot copy it to {}: {err}", to.display())))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
+        } else if kind.is_file() {
+            fs::copy(&src, &dst)?;
+        }
+        // Nothing else is in the cache: layers.rs skips device nodes and
+        // fifos.
+    }
+    let mode = fs::metadata(from)?.permissions().mode() | 0o700;
+    fs::set_permissions(to, fs::Permissions::from_mode(mode))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::oci::binds::BIND_FROM;
     use std::os::unix::fs::MetadataExt;
 
     fn write(root: &Path, rel: &str, body: &str) {
@@ -210,23 +352,26 @@ mod tests {
             &[lower.clone(), upper.clone()],
         )
         .expect("assemble");
-        let read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
+        // Small folders: all made, none bound.
+        assert_eq!(root.binds, Vec::new());
+        let tree = &root.dir;
+        let read = |rel: &str| fs::read_to_string(tree.join(rel)).ok();
         assert_eq!(read("etc/keep").as_deref(), Some("lower"));
         assert_eq!(read("etc/gone"), None);
         assert_eq!(read("opt/old/a"), None);
         assert_eq!(read("opt/old/b").as_deref(), Some("upper"));
         assert_eq!(read("var/replaced").as_deref(), Some("upper"));
-        assert!(!root.join("etc/.wh.gone").exists() && !root.join("opt/old/.wh..wh..opq").exists());
+        assert!(!tree.join("etc/.wh.gone").exists() && !tree.join("opt/old/.wh..wh..opq").exists());
         // The same inode: a link, not a copy.
         let ino = |p: &Path| fs::metadata(p).expect("meta").ino();
-        assert_eq!(ino(&root.join("etc/keep")), ino(&lower.join("etc/keep")));
+        assert_eq!(ino(&tree.join("etc/keep")), ino(&lower.join("etc/keep")));
         // The mount points a read-only root needs.
         for rel in ["tmp", "proc", "dev", "run"] {
-            assert!(root.join(rel).is_dir(), "{rel}");
+            assert!(tree.join(rel).is_dir(), "{rel}");
         }
-        assert!(root.join("etc/resolv.conf").is_file());
+        assert!(tree.join("etc/resolv.conf").is_file());
         // A whiteout of `..` removes nothing above its folder.
-        assert!(root.join("etc/keep").exists());
+        assert!(tree.join("etc/keep").exists());
         // Built once: a second call finds it.
         fs::remove_dir_all(&lower).expect("rm");
         assert_eq!(
@@ -248,5 +393,114 @@ mod tests {
         assert!(!outside.join("sub").exists());
         mount_point(&root, Path::new("work/deep"), true).expect("made");
         assert!(root.join("work/deep").is_dir());
+    }
+
+    #[test]
+    fn a_copied_folder_is_the_task_s_own_and_never_leaves_the_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        write(&root, "testbed/.git/HEAD", "ref\n");
+        write(&root, "testbed/src/a.py", "a\n");
+        std::os::unix::fs::symlink("/etc/passwd", root.join("testbed/link")).expect("symlink");
+        let ro = root.join("testbed/src");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).expect("chmod");
+        let copy = dir.path().join("copy");
+        let image = Root {
+            dir: root.clone(),
+            binds: Vec::new(),
+        };
+        copy_folder(&image, Path::new("testbed"), &copy).expect("copy");
+        assert_eq!(
+            fs::read_to_string(copy.join("src/a.py")).ok().as_deref(),
+            Some("a\n")
+        );
+        assert_eq!(
+            fs::read_link(copy.join("link")).expect("link"),
+            Path::new("/etc/passwd")
+        );
+        // A copy, not a link: writing it leaves the root's file alone.
+        let ino = |p: &Path| fs::metadata(p).expect("meta").ino();
+        assert_ne!(ino(&copy.join("src/a.py")), ino(&ro.join("a.py")));
+        fs::write(copy.join("src/a.py"), "changed").expect("write the copy");
+        assert_eq!(
+            fs::read_to_string(ro.join("a.py")).ok().as_deref(),
+            Some("a\n")
+        );
+        // Its folders can be emptied, even those the image had read-only.
+        fs::remove_dir_all(&copy).expect("rm");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).expect("chmod");
+
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, root.join("work")).expect("symlink");
+        let err =
+            copy_folder(&image, Path::new("work"), &dir.path().join("c2")).expect_err("refused");
+        assert!(err.to_string().contains("symlink"), "{err}");
+        let err =
+            copy_folder(&image, Path::new("nowhere"), &dir.path().join("c3")).expect_err("none");
+        assert!(err.to_string().contains("has no folder /nowhere"), "{err}");
+    }
+
+    #[test]
+    fn a_big_folder_of_one_layer_is_bound_from_it_not_made() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (base, upper) = (dir.path().join("base"), dir.path().join("upper"));
+        for i in 0..BIND_FROM {
+            write(&base, &format!("usr/share/d{i}/f"), "base");
+            write(&base, &format!("lib/m{i}/f"), "base");
+            write(&base, &format!("var/v{i}/f"), "base");
+            write(&upper, &format!("big/b{i}/f"), "upper");
+        }
+        write(&base, "etc/conf", "base");
+        write(&upper, "usr/local/bin/tool", "upper");
+        // A whiteout makes its folder (and those above) the work of two
+        // layers; one inside a folder of one layer would show through.
+        write(&upper, "var/.wh.v0", "");
+        write(&upper, "big/b0/.wh.nothing", "");
+        let oci = dir.path().join("oci");
+        let root = assemble(&oci, "img", &[base.clone(), upper.clone()]).expect("assemble");
+        let mut targets: Vec<&str> = root.binds.iter().map(|b| b.target.as_str()).collect();
+        targets.sort_unstable();
+        assert_eq!(targets, ["/lib", "/usr/share"]);
+        let share = root
+            .binds
+            .iter()
+            .find(|b| b.target == "/usr/share")
+            .expect("share");
+        assert_eq!(share.source, base.join("usr/share"));
+        // The bound folders are empty mount points; the rest is made.
+        assert_eq!(
+            fs::read_dir(root.dir.join("usr/share"))
+                .expect("dir")
+                .count(),
+            0
+        );
+        assert!(root.dir.join("usr/local/bin/tool").is_file());
+        assert!(!root.dir.join("var/v0").exists() && root.dir.join("var/v1/f").is_file());
+        assert!(
+            root.dir.join("big/b1/f").is_file() && !root.dir.join("big/b0/.wh.nothing").exists()
+        );
+        // Paths resolve through the binds; the workdir is made only in the
+        // root's own tree, and never inside a layer.
+        assert_eq!(
+            root.resolve(Path::new("usr/share/d1/f")),
+            (base.join("usr/share"), PathBuf::from("d1/f"))
+        );
+        assert_eq!(
+            root.resolve(Path::new("usr/local")),
+            (root.dir.clone(), PathBuf::from("usr/local"))
+        );
+        root.workdir(Path::new("usr/share/d1")).expect("there");
+        root.workdir(Path::new("testbed")).expect("made");
+        assert!(root.dir.join("testbed").is_dir());
+        let err = root.workdir(Path::new("lib/nope")).expect_err("not made");
+        assert!(err.to_string().contains("hint:"), "{err}");
+        assert!(!base.join("lib/nope").exists());
+        let copy = dir.path().join("copy");
+        copy_folder(&root, Path::new("usr/share"), &copy).expect("copy");
+        assert!(copy.join("d3/f").is_file());
+        // Built once: the binds are read back.
+        assert_eq!(assemble(&oci, "img", &[base, upper]).expect("again"), root);
     }
 }

@@ -1,7 +1,7 @@
 //! The `oci` environment: each command under bubblewrap over its task's
-//! image root (made ready by [`super::Images::prepare`]), read-only, with
-//! the task's working copy bound writable at its workdir and a private
-//! /tmp of the task's own.
+//! image root (made ready by [`super::Images::prepare`]) and the layers'
+//! folders bound over it, all read-only, with the task's working copy
+//! bound writable at its workdir and a private /tmp of the task's own.
 //!
 //! The bwrap command line is sandbox.rs's (a user namespace without
 //! capabilities, its own PID, IPC, UTS and, unless the command may have
@@ -18,14 +18,25 @@
 //! The agent cannot change the image (the root is read-only), and nothing
 //! it starts outlives its command (the PID namespace dies with it), so
 //! the tests' phase needs only a fresh /tmp.
+//!
+//! Or, for a task whose repo is the one its image holds (`repo_in_image`,
+//! SWE-bench's), the working copy is a copy of the image's workdir
+//! (`rootfs::copy_folder`: the cached files stay as they are), cleaned
+//! and checked by `image_repo.rs`'s scripts run under bwrap as the
+//! harness, as podman runs them in its container; the diff, restores and
+//! patches are those scripts too. The tests get what a fresh container
+//! gives: a fresh copy of the image's workdir with the agent's change
+//! applied, and the task's setup run again. (`repo.rs` holds those
+//! steps: the scripts under bwrap, files in and out, the fresh copy.)
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Image, Images, rootfs};
-use crate::checkout::{Checkout, GitError};
-use crate::env::{BoxFuture, Command, Environment, Trust, Workspace, host};
+use crate::checkout::{Checkout, CheckoutError, GitError, History};
+use crate::env::image_repo::{self, ImageRepo, SetupLog};
+use crate::env::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
 use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::limits::ChildSetup;
 use crate::task::TaskSpec;
@@ -107,27 +118,12 @@ impl Environment for Oci {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
         Box::pin(async move {
-            // Config checked that every task has an image, and the probe
-            // made each ready.
-            let name = task
-                .image
-                .as_deref()
-                .ok_or_else(|| format!("task {} has no image", task.id))?;
-            let image = self
-                .settings
-                .images
-                .get(name)
-                .cloned()
-                .ok_or_else(|| format!("the image {name} was not prepared"))?;
-            let workdir = task
-                .workdir
-                .clone()
-                .unwrap_or_else(|| self.settings.workdir.clone());
+            let (image, workdir) = self.image_of(task)?;
             let relative = workdir.trim_start_matches('/').to_owned();
             let root = image.root.clone();
             let tmp = private_tmp(&checkout.dir);
             let made = tokio::task::spawn_blocking(move || {
-                rootfs::mount_point(&root, Path::new(&relative), true)
+                root.workdir(Path::new(&relative))
                     .map_err(|err| err.to_string())?;
                 std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))
             })
@@ -139,13 +135,123 @@ impl Environment for Oci {
                 image,
                 workdir,
                 tmp: private_tmp(&checkout.dir),
-                checkout: checkout.clone(),
-                files: host::Files(checkout.clone()),
+                dir: Mutex::new(checkout.dir.clone()),
+                repo: Repo::Mounted(host::Files(checkout.clone())),
                 child,
             }) as Box<dyn Workspace>)
         })
     }
+
+    fn has_image_repos(&self) -> bool {
+        true
+    }
+
+    fn enter_image_repo<'a>(
+        &'a self,
+        task: &'a TaskSpec,
+        _epoch: u32,
+        history: History,
+        scratch: &'a Path,
+        child: ChildSetup,
+    ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
+        Box::pin(async move {
+            let label = format!(
+                "{}:{}",
+                task.image.as_deref().unwrap_or_default(),
+                task.workdir.as_deref().unwrap_or(&self.settings.workdir)
+            );
+            let failed = |message: String| CheckoutError::WorkingCopy {
+                repo: label.clone(),
+                rev: task.base_commit.clone(),
+                message,
+            };
+            let (image, workdir) = self.image_of(task).map_err(failed)?;
+            // The agent's copy and /tmp, inside the task's folder: the
+            // runner deletes it whole when this fails.
+            let (copy, tmp) = (scratch.join(AGENT_COPY), scratch.join("tmp"));
+            let (root, relative) = (
+                image.root.clone(),
+                workdir.trim_start_matches('/').to_owned(),
+            );
+            let (into, private, stale) = (copy.clone(), tmp.clone(), scratch.to_owned());
+            let made = tokio::task::spawn_blocking(move || {
+                // What an attempt killed with onebash left (its copies,
+                // its /tmp) goes first.
+                match std::fs::remove_dir_all(&stale) {
+                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(format!(
+                            "cannot remove what an earlier attempt left in {}: {err}",
+                            stale.display()
+                        ));
+                    }
+                    _ => {}
+                }
+                std::fs::create_dir_all(&private)
+                    .map_err(|err| format!("cannot make {}: {err}", private.display()))?;
+                rootfs::copy_folder(&root, Path::new(&relative), &into)
+                    .map_err(|err| format!("failed to copy the image's {relative}: {err}"))
+            })
+            .await
+            .unwrap_or_else(|join| Err(format!("the thread failed: {join}")));
+            made.map_err(failed)?;
+            let workspace = OciWorkspace {
+                settings: Arc::clone(&self.settings),
+                image,
+                workdir,
+                tmp,
+                dir: Mutex::new(copy),
+                repo: Repo::Image {
+                    repo: ImageRepo::new(&task.base_commit),
+                    scratch: scratch.to_owned(),
+                    setup: SetupLog::default(),
+                },
+                child,
+            };
+            let prepared = match workspace
+                .harness(&image_repo::prepare(&task.base_commit, history))
+                .await
+            {
+                Ok((outcome, output)) => image_repo::prepared(&outcome, &output),
+                Err(err) => Err(image_repo::Refused::Unusable(err)),
+            };
+            let prepared =
+                prepared.map_err(|refused| refused.into_error(label.clone(), &task.base_commit))?;
+            if let Repo::Image { repo, .. } = &workspace.repo {
+                repo.prepared(&prepared.head);
+            }
+            let checkout = prepared.into_checkout(scratch, history);
+            Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
+        })
+    }
 }
+
+impl Oci {
+    /// The image `task` runs in, made ready by the probe, and its workdir.
+    fn image_of(&self, task: &TaskSpec) -> Result<(Image, String), String> {
+        // Config checked that every task has an image, and the probe made
+        // each ready.
+        let name = task
+            .image
+            .as_deref()
+            .ok_or_else(|| format!("task {} has no image", task.id))?;
+        let image = self
+            .settings
+            .images
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("the image {name} was not prepared"))?;
+        let workdir = task
+            .workdir
+            .clone()
+            .unwrap_or_else(|| self.settings.workdir.clone());
+        Ok((image, workdir))
+    }
+}
+
+/// The folders of a task's own copy of its image's repo, in its folder:
+/// the agent's, then the tests' fresh one.
+pub(super) const AGENT_COPY: &str = "agent";
+pub(super) const TESTS_COPY: &str = "tests";
 
 /// The task's /tmp on the host: next to its working copy, in the run's
 /// folder of working copies, removed with it.
@@ -155,14 +261,35 @@ fn private_tmp(checkout: &Path) -> PathBuf {
     checkout.with_file_name(name)
 }
 
-struct OciWorkspace {
+pub(super) struct OciWorkspace {
     settings: Arc<Settings>,
-    image: Image,
-    workdir: String,
-    tmp: PathBuf,
-    checkout: Checkout,
-    files: host::Files,
+    pub(super) image: Image,
+    pub(super) workdir: String,
+    pub(super) tmp: PathBuf,
+    /// The host folder bound writable at the workdir: the checkout, or the
+    /// copy of the image's repo (the agent's, then the tests').
+    pub(super) dir: Mutex<PathBuf>,
+    repo: Repo,
     child: ChildSetup,
+}
+
+/// Where a workspace's repo is.
+enum Repo {
+    /// onebash's own checkout: the diff and patches are the host's git
+    /// operations on it.
+    Mounted(host::Files),
+    /// A copy of the repo the image holds: the diff and patches are
+    /// [`image_repo`]'s scripts under bwrap.
+    Image {
+        repo: ImageRepo,
+        /// The task's folder, which holds the copies and /tmp.
+        scratch: PathBuf,
+        setup: SetupLog,
+    },
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The default PATH of a container when the image sets none.
@@ -197,9 +324,17 @@ fn arguments(
     }
     args.extend([
         "--ro-bind".into(),
-        image.root.clone().into_os_string(),
+        image.root.dir.clone().into_os_string(),
         "/".into(),
     ]);
+    // The folders that one layer alone made, bound whole from it.
+    for bind in &image.root.binds {
+        args.extend([
+            "--ro-bind".into(),
+            bind.source.clone().into_os_string(),
+            OsString::from(&bind.target),
+        ]);
+    }
     let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
     push(&[
         "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/dev/shm",
@@ -247,71 +382,132 @@ fn arguments(
     args
 }
 
-impl Workspace for OciWorkspace {
-    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+impl OciWorkspace {
+    /// Runs one command under bwrap over the image, the current copy at
+    /// the workdir.
+    pub(super) async fn exec(&self, command: Command<'_>) -> Result<CommandOutcome, ExecError> {
         let network = match command.trust {
             Trust::Agent { network } => network,
             Trust::Harness => true,
         };
         let vars: Vec<(String, String)> = command.env.harness_vars().cloned().collect();
+        let dir = lock(&self.dir).clone();
         let args = arguments(
             &self.image,
-            &self.checkout.dir,
+            &dir,
             &self.workdir,
             &self.tmp,
             &vars,
             network,
             command.script,
         );
-        Box::pin(run_command(Spawn {
+        run_command(Spawn {
             program: self.settings.bwrap.clone().into_os_string(),
             args,
-            cwd: &self.checkout.dir,
+            cwd: &dir,
             env: command.env,
             child: &self.child,
             timeout: command.timeout,
-        }))
+        })
+        .await
+    }
+}
+
+impl Workspace for OciWorkspace {
+    fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
+        if let Repo::Image { setup, .. } = &self.repo {
+            setup.record(&command);
+        }
+        Box::pin(self.exec(command))
     }
 
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
-        // Nothing the agent started is left (each command's PID namespace
-        // died with it) and the image is read-only: the tests need only a
-        // /tmp of their own, as a fresh container has.
-        let tmp = self.tmp.clone();
         Box::pin(async move {
-            crate::blocking::remove_dir(tmp.clone())
-                .await
-                .and_then(|()| std::fs::create_dir_all(&tmp))
-                .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
+            match &self.repo {
+                // Nothing the agent started is left (each command's PID
+                // namespace died with it) and the image is read-only: the
+                // tests need only a /tmp of their own, as a fresh
+                // container has.
+                Repo::Mounted(_) => {
+                    let tmp = self.tmp.clone();
+                    crate::blocking::remove_dir(tmp.clone())
+                        .await
+                        .and_then(|()| std::fs::create_dir_all(&tmp))
+                        .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
+                }
+                // As podman's fresh container: the image's repo as it is,
+                // at the base, with the agent's change, and the setup.
+                Repo::Image {
+                    repo,
+                    scratch,
+                    setup,
+                } => {
+                    setup.agent_over();
+                    self.fresh_copy(scratch).await?;
+                    repo.to_tests(self).await?;
+                    setup.replay(self).await
+                }
+            }
         })
     }
 
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {
-        self.files.diff()
+        match &self.repo {
+            Repo::Mounted(files) => files.diff(),
+            Repo::Image { repo, .. } => Box::pin(repo.diff(self)),
+        }
     }
 
     fn restore(&self, patch: &str) -> BoxFuture<'_, Result<Vec<String>, GitError>> {
-        self.files.restore(patch)
+        match &self.repo {
+            Repo::Mounted(files) => files.restore(patch),
+            Repo::Image { repo, .. } => {
+                let patch = patch.to_owned();
+                Box::pin(async move { repo.restore(self, &patch).await })
+            }
+        }
     }
 
     fn apply(&self, patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-        self.files.apply(patch)
+        match &self.repo {
+            Repo::Mounted(files) => files.apply(patch),
+            Repo::Image { repo, .. } => {
+                let patch = patch.to_owned();
+                Box::pin(async move { repo.apply(self, &patch).await })
+            }
+        }
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-        self.files.read(relative)
+        match &self.repo {
+            Repo::Mounted(files) => files.read(relative),
+            Repo::Image { .. } => {
+                let path = self.inside(relative, true);
+                Box::pin(async move { tokio::fs::read(path?).await })
+            }
+        }
     }
 
     fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
-        self.files.write(relative, bytes)
+        match &self.repo {
+            Repo::Mounted(files) => files.write(relative, bytes),
+            Repo::Image { .. } => {
+                let path = self.inside(relative, false);
+                Box::pin(async move { crate::blocking::write_file(path?, bytes).await })
+            }
+        }
     }
 
     fn location(&self) -> String {
-        format!("oci:{}:{}", self.checkout.dir.display(), self.workdir)
+        format!("oci:{}:{}", lock(&self.dir).display(), self.workdir)
     }
 
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
-        let (dir, tmp) = (self.checkout.dir.clone(), self.tmp.clone());
+        let tmp = self.tmp.clone();
+        let dir = match &self.repo {
+            Repo::Mounted(_) => lock(&self.dir).clone(),
+            Repo::Image { scratch, .. } => scratch.clone(),
+        };
         Box::pin(async move {
             let tmp_removed = crate::blocking::remove_dir(tmp).await;
             if !keep {
@@ -328,7 +524,13 @@ mod tests {
 
     fn image() -> Image {
         Image {
-            root: "/cache/oci/rootfs/abc".into(),
+            root: rootfs::Root {
+                dir: "/cache/oci/roots/abc/root".into(),
+                binds: vec![rootfs::Bind {
+                    source: "/cache/oci/layers/l1/usr".into(),
+                    target: "/usr".into(),
+                }],
+            },
             env: vec![
                 ("PATH".into(), "/opt/conda/bin:/usr/bin".into()),
                 ("LANG".into(), "C.UTF-8".into()),
@@ -358,7 +560,9 @@ mod tests {
         let args = args(false);
         let joined = args.join(" ");
         assert!(
-            joined.contains("--ro-bind /cache/oci/rootfs/abc /"),
+            joined.contains(
+                "--ro-bind /cache/oci/roots/abc/root / --ro-bind /cache/oci/layers/l1/usr /usr "
+            ),
             "{joined}"
         );
         assert!(joined.contains("--bind /w/t1 /testbed"), "{joined}");

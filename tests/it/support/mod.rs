@@ -2,6 +2,7 @@
 //! module with `mod support;` and uses only part of it, hence the allow.
 #![allow(dead_code)]
 
+pub mod backend;
 pub mod calc;
 pub mod harness;
 pub mod messages;
