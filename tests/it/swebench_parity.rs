@@ -444,8 +444,20 @@ fn swebench_shaped_image(
     base: &str,
     ids: &[&str],
     backend: Backend,
-) -> Vec<String> {
+) -> ShapedImage {
     use crate::support::harness::{git, path_arg};
+    // Each test its own namespace: tests that build the same instance ids
+    // at once (under podman and under oci) must not tag over each other.
+    static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let namespace = format!(
+        "localhost/onebash-test/swebench-{}-{}",
+        std::process::id(),
+        BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let tags: Vec<String> = ids
+        .iter()
+        .map(|id| format!("{namespace}/{}:latest", image_name(id)))
+        .collect();
     let context = fixture.path("image");
     std::fs::create_dir_all(&context).expect("mkdir");
     let testbed = context.join("testbed");
@@ -455,10 +467,16 @@ fn swebench_shaped_image(
     );
     git(&testbed, &["checkout", "-q", "--detach", base]);
     std::fs::write(context.join("Containerfile"), SWEBENCH_SHAPED).expect("write");
+    // Made before the build, so that whatever it tagged goes when the test
+    // ends, passed or not.
+    let mut image = ShapedImage {
+        flags: Vec::new(),
+        tags,
+    };
     let mut build = Command::new("podman");
     build.args(["build", "-q"]);
-    for id in ids {
-        build.args(["-t", &format!("swebench/{}:latest", image_name(id))]);
+    for tag in &image.tags {
+        build.args(["-t", tag]);
     }
     let built = build.arg(&context).output().expect("podman build");
     assert!(
@@ -468,10 +486,10 @@ fn swebench_shaped_image(
     );
     let template = r#"sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}"#;
     if backend == Backend::Podman {
-        return backend.image_flags(fixture, &format!("swebench/{template}:latest"));
+        image.flags = backend.image_flags(fixture, &format!("{namespace}/{template}:latest"));
+        return image;
     }
-    let tag = format!("swebench/{}:latest", image_name(ids[0]));
-    let flags = backend.image_flags(fixture, &tag);
+    let flags = backend.image_flags(fixture, &image.tags[0]);
     let archive = flags[3]
         .strip_prefix("docker-archive:")
         .expect("an archive");
@@ -481,10 +499,29 @@ fn swebench_shaped_image(
         let link = named.join(format!("{}.tar", image_name(id)));
         std::os::unix::fs::symlink(archive, link).expect("symlink");
     }
-    let image = format!("docker-archive:{}/{template}.tar", named.display());
-    ["--env", "oci", "--image", &image]
+    let archive = format!("docker-archive:{}/{template}.tar", named.display());
+    image.flags = ["--env", "oci", "--image", &archive]
         .map(str::to_owned)
-        .to_vec()
+        .to_vec();
+    image
+}
+
+/// The flags that run in a SWE-bench-shaped image, and its tags, removed
+/// from podman's store when the test ends (passed or not).
+struct ShapedImage {
+    flags: Vec<String>,
+    tags: Vec<String>,
+}
+
+impl Drop for ShapedImage {
+    fn drop(&mut self) {
+        let _ = Command::new("podman")
+            .args(["rmi", "-f"])
+            .args(&self.tags)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
 }
 
 /// Four django instances graded by SWE-bench's django 4.2 recipe, on the
@@ -566,11 +603,12 @@ fn django_instances_match_the_package(in_image: Option<Backend>) -> String {
         "django__django-3",
         "django__django-4",
     ];
-    let extra = match in_image {
-        Some(backend) => swebench_shaped_image(&fixture, &work, &sha_x, &ids, backend),
-        None => Vec::new(),
-    };
-    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let image =
+        in_image.map(|backend| swebench_shaped_image(&fixture, &work, &sha_x, &ids, backend));
+    let extra: Vec<&str> = image
+        .iter()
+        .flat_map(|image| image.flags.iter().map(String::as_str))
+        .collect();
     let args = [&["--repo-base", mirrors_arg][..], &extra].concat();
     let run = fixture.run_scripted(&tasks, &server, &args);
     let oracle_args = [&["--model", "oracle"][..], &args].concat();
@@ -730,11 +768,11 @@ fn micropython_instances_match_the_package(in_image: Option<Backend>) {
         (ids[1], &["sed -i '0,/a - b/s//a + b/' calc.py"]),
         (ids[2], &["cat calc.py"]),
     ]);
-    let extra = match in_image {
-        Some(backend) => swebench_shaped_image(&fixture, &work, &sha, &ids, backend),
-        None => Vec::new(),
-    };
-    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let image = in_image.map(|backend| swebench_shaped_image(&fixture, &work, &sha, &ids, backend));
+    let extra: Vec<&str> = image
+        .iter()
+        .flat_map(|image| image.flags.iter().map(String::as_str))
+        .collect();
     let args = [
         &["--repo-base", mirrors.to_str().expect("utf-8")][..],
         &extra,
