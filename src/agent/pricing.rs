@@ -104,7 +104,10 @@ const TABLE: &[(&str, f64, f64, f64, f64)] = &[
     ("gpt-5.4-mini", 0.75, 4.50, 0.075, 0.75),
     ("gpt-5.4", 2.50, 15.00, 0.25, 2.50),
     ("gpt-5.2", 1.75, 14.00, 0.175, 1.75),
+    ("gpt-5.1-codex-mini", 0.25, 2.00, 0.025, 0.25),
+    ("gpt-5.1-codex", 1.25, 10.00, 0.125, 1.25),
     ("gpt-5.1", 1.25, 10.00, 0.125, 1.25),
+    ("gpt-5-codex", 1.25, 10.00, 0.125, 1.25),
     ("gpt-5-nano", 0.05, 0.40, 0.005, 0.05),
     ("gpt-5-mini", 0.25, 2.00, 0.025, 0.25),
     ("gpt-5", 1.25, 10.00, 0.125, 1.25),
@@ -112,6 +115,8 @@ const TABLE: &[(&str, f64, f64, f64, f64)] = &[
     ("gpt-4.1-mini", 0.40, 1.60, 0.10, 0.40),
     ("gpt-4.1", 2.00, 8.00, 0.50, 2.00),
     ("gpt-4o-mini", 0.15, 0.60, 0.075, 0.15),
+    // The first gpt-4o snapshot kept its launch price.
+    ("gpt-4o-2024-05-13", 5.00, 15.00, 5.00, 5.00),
     ("gpt-4o", 2.50, 10.00, 1.25, 2.50),
     ("o4-mini", 1.10, 4.40, 0.275, 1.10),
     ("o3-mini", 1.10, 4.40, 0.55, 1.10),
@@ -126,7 +131,27 @@ const TABLE: &[(&str, f64, f64, f64, f64)] = &[
     ("claude-3-5-haiku", 0.80, 4.00, 0.08, 1.00),
 ];
 
-/// The built-in price of a model: the longest table prefix of its name,
+/// What may follow a table name in a model's name and keep its price: a
+/// version or date (`-5`, `-20250929`, `-2024-08-06`, Vertex's
+/// `@20250929`) or `-latest`. Anything else is another model, often at
+/// another price (`gpt-5-pro`, `o3-deep-research`, `gpt-5.1-codex-mini`),
+/// which gets no built-in price rather than a wrong one.
+fn is_version_suffix(rest: &str) -> bool {
+    let rest = match rest.split_once('@') {
+        Some((_, "")) => return false,
+        Some((version, _date)) => version,
+        None => rest,
+    };
+    rest.is_empty()
+        || rest.strip_prefix('-').is_some_and(|parts| {
+            parts.split('-').all(|part| {
+                part == "latest" || (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+}
+
+/// The built-in price of a model: the longest table name its name starts
+/// with and then only versions or dates follow ([`is_version_suffix`]),
 /// after any `provider/` part (OpenRouter names such as `openai/gpt-4o`).
 pub fn builtin_price(model: &str) -> Option<Price> {
     let name = model
@@ -136,11 +161,7 @@ pub fn builtin_price(model: &str) -> Option<Price> {
         .to_ascii_lowercase();
     TABLE
         .iter()
-        .filter(|(prefix, ..)| {
-            name.strip_prefix(prefix).is_some_and(|rest| {
-                rest.is_empty() || rest.starts_with('-') || rest.starts_with('@')
-            })
-        })
+        .filter(|(prefix, ..)| name.strip_prefix(prefix).is_some_and(is_version_suffix))
         .max_by_key(|(prefix, ..)| prefix.len())
         .map(|&(_, input, output, cached_input, cache_write)| Price {
             input,
@@ -181,6 +202,39 @@ mod tests {
         // Not a prefix at a word boundary: unknown, not gpt-4o's price.
         assert_eq!(builtin_price("gpt-4omega"), None);
         assert_eq!(builtin_price("my-local-model"), None);
+    }
+
+    /// A name that goes on past a table name with more than a version or
+    /// a date is another model: no price, not its family's.
+    #[test]
+    fn other_models_of_a_family_get_no_price_rather_than_a_wrong_one() {
+        for model in [
+            "gpt-5-pro",
+            "gpt-5.2-pro",
+            "o3-pro",
+            "o3-deep-research",
+            "gpt-4o-audio-preview",
+            "claude-sonnet-4-5-experimental",
+        ] {
+            assert_eq!(builtin_price(model), None, "{model}");
+        }
+        assert_eq!(
+            builtin_price("gpt-4o-2024-05-13").map(|p| (p.input, p.output)),
+            Some((5.00, 15.00))
+        );
+        for (model, input) in [
+            ("o3-2025-04-16", 2.00),
+            ("claude-3-7-sonnet-latest", 3.00),
+            ("claude-sonnet-4-5@20250929", 3.00),
+            ("claude-opus-4-1-20250805", 15.00),
+            ("gpt-5.1-codex-mini", 0.25),
+        ] {
+            assert_eq!(
+                builtin_price(model).map(|p| p.input),
+                Some(input),
+                "{model}"
+            );
+        }
     }
 
     #[test]

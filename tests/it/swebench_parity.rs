@@ -631,9 +631,20 @@ fn django_instances_match_the_package(in_image: Option<Backend>) -> String {
     for (run, id, resolution) in graded {
         let tests = run.tests_json(id);
         let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
+        let dir = run.task_dir(id);
+        let mut files = String::new();
+        for entry in std::fs::read_dir(&dir).expect("task dir").flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            files.push_str(&format!(
+                "=== {}\n{}\n",
+                entry.path().display(),
+                text.chars().take(6000).collect::<String>()
+            ));
+        }
         assert_eq!(
             tests["verdict"]["resolution"], resolution,
-            "{id}: {tests}\n{log}"
+            "{id}: {tests}\n{log}\nstderr: {}\n{files}",
+            run.stderr
         );
         assert_eq!(
             run.row(id)["status"],

@@ -1,7 +1,7 @@
 //! One (task, epoch) as a conversation, whatever protocol recorded it: the
 //! neutral form that `export`'s formats write out. Owns the reading of the
-//! trajectory's `message` (OpenAI Chat Completions or Anthropic Messages
-//! wire form), `system`, `model_call` and `agent_end` events and of the
+//! trajectory's `message` (OpenAI Chat Completions, Anthropic Messages or
+//! OpenAI Responses form), `system`, `model_call` and `agent_end` events and of the
 //! tools in the header's `request_template`; it knows no output format.
 
 use std::collections::HashMap;
@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::agent::responses;
 use crate::agent::types::Usage;
 use crate::trajectory::Event;
 
@@ -134,10 +135,37 @@ impl Conversation {
         Ok(conversation)
     }
 
-    /// One `message` event, in either wire form.
+    /// One `message` event, in any protocol's form.
     fn read_message(&mut self, message: &Value, usage: Option<&Usage>) {
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
         let content = message.get("content").unwrap_or(&Value::Null);
+        // The Responses API's answer (`{"role": "assistant", "output":
+        // [items]}`) and its answer to a call (a `function_call_output`
+        // item, which has no role).
+        if role == "assistant" && message.get("output").is_some() {
+            let text = responses::output_text(message).unwrap_or_default();
+            let calls = responses::tool_calls_of(message)
+                .into_iter()
+                .map(|call| Call {
+                    id: call.id,
+                    name: call.name,
+                    arguments: call.arguments,
+                })
+                .collect();
+            self.messages.push(Message::Assistant {
+                text: (!text.is_empty()).then_some(text),
+                calls,
+                usage: usage.copied(),
+            });
+            return;
+        }
+        if message.get("type").and_then(Value::as_str) == Some("function_call_output") {
+            self.messages.push(Message::Tool {
+                call_id: string(message, "call_id"),
+                content: text_of(message.get("output").unwrap_or(&Value::Null)),
+            });
+            return;
+        }
         match role {
             "system" => self.system = Some(text_of(content)),
             "user" => {
@@ -491,10 +519,10 @@ mod tests {
         json!([{"type": "function", "function": {"name": "bash", "description": "d", "parameters": {"type": "object"}}}])
     }
 
-    /// The same work recorded by the two protocols reads as the same
+    /// The same work recorded by the three protocols reads as the same
     /// conversation, ids aside.
     #[test]
-    fn openai_and_anthropic_wire_forms_read_alike() {
+    fn openai_anthropic_and_responses_wire_forms_read_alike() {
         let openai = vec![
             header(openai_tools()),
             message(0, json!({"role": "system", "content": "S"})),
@@ -537,7 +565,47 @@ mod tests {
                 json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}]}),
             ),
         ];
+        // OpenAI's Responses API: the answer's output items as received
+        // (reasoning first), the call answered by a function_call_output.
+        let responses = vec![
+            header(
+                json!([{"type": "function", "name": "bash", "description": "d", "parameters": {"type": "object"}}]),
+            ),
+            Event::System {
+                content: "S".to_owned(),
+            },
+            message(0, json!({"role": "user", "content": "U"})),
+            call(1, 10),
+            message(
+                1,
+                json!({"role": "assistant", "output": [
+                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_r", "name": "bash", "arguments": "{\"command\":\"ls\"}"}]}),
+            ),
+            message(
+                1,
+                json!({"type": "function_call_output", "call_id": "call_r", "output": "a\n"}),
+            ),
+            call(2, 20),
+            message(
+                2,
+                json!({"role": "assistant", "output": [{"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}]}),
+            ),
+        ];
+        let r = Conversation::from_events(&responses).expect("responses");
+        assert!(
+            matches!(&r.messages[1], Message::Assistant { text: None, calls, usage: Some(u) }
+            if calls[0].id == "call_r" && calls[0].arguments == r#"{"command":"ls"}"# && u.prompt_tokens == 10),
+            "{r:?}"
+        );
+        assert!(
+            matches!(&r.messages[2], Message::Tool { call_id, content } if call_id == "call_r" && content == "a\n")
+        );
+        assert!(matches!(&r.messages[3], Message::Assistant { text: Some(t), .. } if t == "Done."));
         let a = Conversation::from_events(&openai).expect("openai");
+        assert_eq!(r.identity(), a.identity());
+        assert_eq!(r.tools, a.tools);
         let b = Conversation::from_events(&anthropic).expect("anthropic");
         assert_eq!(a.system.as_deref(), Some("S"));
         assert_eq!(a.tools, b.tools);
