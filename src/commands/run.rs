@@ -260,6 +260,9 @@ fn container_settings(config: &RunConfig) -> Option<crate::env::container::Setti
     Some(crate::env::container::Settings {
         engine,
         run_id: run_id(&config.out_dir),
+        run_lock: std::fs::canonicalize(&config.out_dir)
+            .unwrap_or_else(|_| config.out_dir.clone())
+            .join("run.lock"),
         network: config.allow_network,
         memory_bytes: config.limits.max_memory_bytes,
         max_processes: config.limits.max_processes,
@@ -300,14 +303,24 @@ async fn execute(
 ) -> Executed {
     let interrupts = tokio::spawn(hear_interrupts(cancel_handle));
     let mut display = ProgressDisplay::new();
-    // What a killed attempt of this run left (its containers) goes first.
+    // What killed runs left (their containers) goes first.
     match ctx.env.sweep().await {
-        Ok(0) => {}
-        Ok(removed) => display.handle(&RunEvent::Warning(format!(
-            "removed {removed} containers an earlier attempt of this run left behind"
-        ))),
+        Ok(swept) => {
+            if swept.this_run > 0 {
+                display.handle(&RunEvent::Warning(format!(
+                    "removed {} containers an earlier attempt of this run left behind",
+                    swept.this_run
+                )));
+            }
+            if swept.other_runs > 0 {
+                display.handle(&RunEvent::Warning(format!(
+                    "removed {} containers that killed onebash runs left behind",
+                    swept.other_runs
+                )));
+            }
+        }
         Err(err) => display.handle(&RunEvent::Warning(format!(
-            "failed to remove the containers an earlier attempt of this run left behind: {err}"
+            "failed to remove the containers killed runs left behind: {err}"
         ))),
     }
     // The thin packs of the stores the tasks will use, fixed ahead of them.

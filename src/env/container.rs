@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
-use super::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
+use super::{BoxFuture, Command, Entered, Environment, Swept, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
 use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
@@ -46,6 +46,10 @@ pub const COMMAND_MARK_VAR: &str = "ONEBASH_COMMAND";
 
 /// The label every container of a run carries: its value is the run id.
 pub const RUN_LABEL: &str = "onebash.run";
+/// The machine a container's onebash ran on, and its run folder's lock:
+/// what a sweep needs to know whether that onebash still runs.
+const HOST_LABEL: &str = "onebash.host";
+const LOCK_LABEL: &str = "onebash.lock";
 
 /// A container engine that answered at start, with every image there.
 #[derive(Debug, Clone)]
@@ -167,6 +171,47 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         })
 }
 
+/// This machine's name, as the containers' host label gives it.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Of one line of the sweep's `inspect` (id, run, host and lock labels,
+/// tab-separated): the container's id and whether it is this run's, when
+/// it is to go (this run's, or a dead run's on this machine).
+fn whose<'a>(line: &'a str, run_id: &str, host: &str) -> Option<(&'a str, bool)> {
+    let fields: Vec<&str> = line.trim().split('\t').collect();
+    let [id, run, on, lock] = fields[..] else {
+        return None;
+    };
+    if run == run_id {
+        Some((id, true))
+    } else if !host.is_empty() && on == host && run_is_over(Path::new(lock)) {
+        Some((id, false))
+    } else {
+        None
+    }
+}
+
+/// Whether the onebash whose run folder lock is `lock` is gone: the lock
+/// (or its folder) is not there, or no process holds it. A container
+/// without the label (from an onebash before it) is never taken for a
+/// dead run's. An error reading the lock counts as a live run: nothing
+/// is removed on a doubt.
+fn run_is_over(lock: &Path) -> bool {
+    if lock.as_os_str().is_empty() || !lock.is_absolute() {
+        return false;
+    }
+    match std::fs::symlink_metadata(lock) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => true,
+        Err(_) => false,
+        Ok(meta) if !meta.is_file() => false,
+        Ok(_) => matches!(crate::lock::FileLock::try_acquire(lock), Ok(Some(_))),
+    }
+}
+
 /// What every container of a run shares.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -174,6 +219,10 @@ pub struct Settings {
     /// Names the run in the containers' labels: the same for a run folder
     /// and its resumes, so a resume finds what a killed attempt left.
     pub run_id: String,
+    /// The run folder's `run.lock`, held while the run lives: a label, so
+    /// that a later run can tell a killed run's containers (its lock free)
+    /// from a running one's.
+    pub run_lock: PathBuf,
     /// `--allow-network`, for the agent's container (the tests' never).
     pub network: bool,
     pub memory_bytes: u64,
@@ -331,27 +380,52 @@ impl Environment for Containers {
         })
     }
 
-    fn sweep(&self) -> BoxFuture<'_, Result<usize, String>> {
+    fn sweep(&self) -> BoxFuture<'_, Result<Swept, String>> {
         Box::pin(async move {
             let engine = &self.settings.engine;
-            let filter = format!("label={RUN_LABEL}={}", self.settings.run_id);
             let listed = engine
                 .client_async(vec![
                     "ps".into(),
                     "-a".into(),
                     "-q".into(),
                     "--filter".into(),
-                    filter,
+                    format!("label={RUN_LABEL}"),
                 ])
                 .await?;
             let ids: Vec<String> = listed.split_whitespace().map(str::to_owned).collect();
             if ids.is_empty() {
-                return Ok(0);
+                return Ok(Swept::default());
             }
-            let mut args = vec!["rm".to_owned(), "-f".to_owned()];
-            args.extend(ids.iter().cloned());
-            engine.client_async(args).await?;
-            Ok(ids.len())
+            // The labels through `inspect`, whose Go template reads the
+            // same on podman and docker (their `ps --format` differ).
+            let mut args = vec![
+                "inspect".to_owned(),
+                "--format".to_owned(),
+                format!(
+                    "{{{{.Id}}}}\t{{{{index .Config.Labels \"{RUN_LABEL}\"}}}}\t{{{{index .Config.Labels \"{HOST_LABEL}\"}}}}\t{{{{index .Config.Labels \"{LOCK_LABEL}\"}}}}"
+                ),
+            ];
+            args.extend(ids);
+            let inspected = engine.client_async(args).await?;
+            let (mut swept, mut doomed) = (Swept::default(), Vec::new());
+            let host = hostname();
+            for line in inspected.lines() {
+                let Some((id, this_run)) = whose(line, &self.settings.run_id, &host) else {
+                    continue;
+                };
+                if this_run {
+                    swept.this_run += 1;
+                } else {
+                    swept.other_runs += 1;
+                }
+                doomed.push(id.to_owned());
+            }
+            if !doomed.is_empty() {
+                let mut args = vec!["rm".to_owned(), "-f".to_owned()];
+                args.extend(doomed);
+                engine.client_async(args).await?;
+            }
+            Ok(swept)
         })
     }
 }
@@ -445,6 +519,8 @@ impl Containers {
                 .unwrap_or_else(|| self.settings.workdir.clone()),
             labels: vec![
                 format!("{RUN_LABEL}={}", self.settings.run_id),
+                format!("{HOST_LABEL}={}", hostname()),
+                format!("{LOCK_LABEL}={}", self.settings.run_lock.display()),
                 format!("onebash.task={}", task.id),
                 format!("onebash.epoch={epoch}"),
             ],
@@ -928,5 +1004,43 @@ mod tests {
     fn the_file_size_limit_is_in_blocks_of_a_kib_rounded_up() {
         assert!(wrapper(2048 * 1024 * 1024).starts_with("ulimit -f 2097152 "));
         assert!(wrapper(1).starts_with("ulimit -f 1 "));
+    }
+
+    /// This run's containers go; another run's only when it ran on this
+    /// machine and its run folder lock is gone or free; never on a doubt.
+    #[test]
+    fn a_sweep_takes_only_containers_of_dead_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let held = dir.path().join("live.lock");
+        let _lock = crate::lock::FileLock::acquire(&held).expect("lock");
+        let free = dir.path().join("dead.lock");
+        drop(crate::lock::FileLock::acquire(&free).expect("lock"));
+        let gone = dir.path().join("gone/run.lock");
+        let line = |run: &str, host: &str, lock: &std::path::Path| {
+            format!("c1\t{run}\t{host}\t{}", lock.display())
+        };
+        let whose = |line: &str| whose(line, "mine", "here").map(|(_, this_run)| this_run);
+        assert_eq!(whose(&line("mine", "elsewhere", &held)), Some(true));
+        assert_eq!(whose(&line("other", "here", &free)), Some(false));
+        assert_eq!(whose(&line("other", "here", &gone)), Some(false));
+        assert_eq!(whose(&line("other", "here", &held)), None, "a live run");
+        assert_eq!(
+            whose(&line("other", "elsewhere", &free)),
+            None,
+            "another machine"
+        );
+        // No lock label (an onebash from before it), a relative path, a
+        // folder where the lock should be, a line cut short: kept.
+        assert_eq!(whose("c1\tother\there\t"), None);
+        assert_eq!(whose("c1\tother\there\trun.lock"), None);
+        assert_eq!(whose(&line("other", "here", dir.path())), None);
+        assert_eq!(whose("c1\tother"), None);
+        // Nothing is another machine's when this one's name is unknown.
+        assert_eq!(whose_any(&line("other", "", &free)), None);
+        assert!(free.exists() && !gone.exists(), "the sweep made a file");
+    }
+
+    fn whose_any(line: &str) -> Option<bool> {
+        whose(line, "mine", "").map(|(_, this_run)| this_run)
     }
 }

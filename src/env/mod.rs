@@ -125,12 +125,22 @@ pub trait Environment: Send + Sync {
         })
     }
 
-    /// Removes what an earlier attempt of this run left behind when it was
-    /// killed (a container engine's containers labelled with the run);
-    /// how many. Called once at the start of a run, before any task.
-    fn sweep(&self) -> BoxFuture<'_, Result<usize, String>> {
-        Box::pin(async { Ok(0) })
+    /// Removes what killed onebash runs left behind (a container engine's
+    /// containers): an earlier attempt of this run's, and those of other
+    /// runs on this machine whose onebash is gone (their run folder's lock
+    /// free); never a running one's, nor anything without onebash's
+    /// labels. Called once at the start of a run, before any task.
+    fn sweep(&self) -> BoxFuture<'_, Result<Swept, String>> {
+        Box::pin(async { Ok(Swept::default()) })
     }
+}
+
+/// What a sweep removed: containers of an earlier attempt of this run, and
+/// of other runs whose onebash was killed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub this_run: usize,
+    pub other_runs: usize,
 }
 
 /// One (task, epoch)'s working copy, where its commands run.

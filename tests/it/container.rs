@@ -228,7 +228,8 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
 
 /// onebash killed with SIGKILL while the agent's command runs: under
 /// podman its container is left running, and `--resume` of the same run
-/// folder removes it before any task starts; under oci nothing is left
+/// folder (or any run that starts) removes it before any task starts;
+/// under oci nothing is left
 /// running even before the resume (bwrap dies with onebash, and the
 /// command's processes with bwrap's PID namespace). Either way the
 /// resumed run passes and leaves nothing, neither a process nor the
@@ -247,24 +248,7 @@ fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     };
     let server = scripted_agent(&[(&id, &[sleeper])]);
     let out = fixture.path("out");
-    let mut child = onebash()
-        .arg("run")
-        .arg(&tasks)
-        .arg("-o")
-        .arg(&out)
-        .arg("--cache-dir")
-        .arg(fixture.path("cache"))
-        .args(backend_args(&fixture, backend, &server))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start onebash");
-    assert!(
-        eventually(|| running(sleeper)),
-        "the agent's command never ran"
-    );
-    child.kill().expect("SIGKILL onebash");
-    child.wait().expect("reap onebash");
+    killed_in_its_command(&fixture, &tasks, &out, backend, &server, sleeper);
     match backend {
         Backend::Podman => assert_eq!(
             containers_with(&label).len(),
@@ -282,12 +266,9 @@ fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row(&id)["status"], "passed");
     if backend == Backend::Podman {
-        assert!(
-            run.stderr
-                .contains("removed 1 containers an earlier attempt of this run left behind"),
-            "{}",
-            run.stderr
-        );
+        // Removed by this resume's sweep, or by another test's run that
+        // started in between (its lock free, the killed run is anyone's
+        // to sweep): either way none is left.
         assert!(
             eventually(|| containers_with(&label).is_empty()),
             "containers of the run are left: {:?}",
@@ -302,10 +283,144 @@ fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     assert!(workdirs.is_empty(), "working copies left: {workdirs:?}");
 }
 
+/// Starts `onebash run` of `tasks` into `out` under `backend` and kills it
+/// with SIGKILL once the agent's command `sleeper` is seen running.
+fn killed_in_its_command(
+    fixture: &Fixture,
+    tasks: &Path,
+    out: &Path,
+    backend: Backend,
+    server: &ScriptedServer,
+    sleeper: &str,
+) {
+    let mut child = onebash()
+        .arg("run")
+        .arg(tasks)
+        .arg("-o")
+        .arg(out)
+        .arg("--cache-dir")
+        .arg(fixture.path("cache"))
+        .args(backend_args(fixture, backend, server))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start onebash");
+    assert!(
+        eventually(|| running(sleeper)),
+        "the agent's command never ran"
+    );
+    child.kill().expect("SIGKILL onebash");
+    child.wait().expect("reap onebash");
+}
+
 under_each_backend!(
     kill_9_then_resume,
     super::kill_9_then_resume_leaves_nothing_of_the_run
 );
+
+/// A new run (another folder) removes what a killed run left: its
+/// container, whose labels name a run folder lock no process holds. A
+/// container of a run that still holds its lock, one of another machine,
+/// and one without onebash's labels stay. (Which container is whose is
+/// decided by `container::tests::a_sweep_takes_only_containers_of_dead_runs`.)
+#[test]
+fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
+    if !podman_ready() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let id = unique_id("c-swept");
+    let tasks = one_task(&fixture, &id, "true");
+    let sleeper = "sleep 679";
+    let server = scripted_agent(&[(&id, &[sleeper])]);
+    let out = fixture.path("killed");
+    killed_in_its_command(&fixture, &tasks, &out, Backend::Podman, &server, sleeper);
+    let killed = format!("onebash.task={id}");
+    assert_eq!(containers_with(&killed).len(), 1, "nothing to sweep");
+
+    // A run that still runs: its lock held (by this test).
+    let held = fixture.path("live/run.lock");
+    std::fs::create_dir_all(fixture.path("live")).expect("mkdir");
+    let _lock = onebash::lock::FileLock::acquire(&held).expect("lock");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    let free = fixture.path("gone/run.lock");
+    let stays = unique_id("c-stays");
+    let others: [(&str, Vec<String>); 3] = [
+        (
+            "live",
+            vec![
+                format!("onebash.run=live"),
+                format!("onebash.host={}", host.trim()),
+                format!("onebash.lock={}", held.display()),
+            ],
+        ),
+        (
+            "elsewhere",
+            vec![
+                format!("onebash.run=elsewhere"),
+                "onebash.host=another-machine".to_owned(),
+                format!("onebash.lock={}", free.display()),
+            ],
+        ),
+        ("unlabelled", Vec::new()),
+    ];
+    for (name, labels) in &others {
+        let mut run = Command::new("podman");
+        run.args([
+            "run",
+            "-d",
+            "--network",
+            "none",
+            "--label",
+            &format!("onebash-test={stays}-{name}"),
+        ]);
+        for label in labels {
+            run.args(["--label", label]);
+        }
+        let started = run
+            .args([IMAGE, "sleep", "600"])
+            .output()
+            .expect("podman run");
+        assert!(
+            started.status.success(),
+            "{}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+    }
+
+    let run = fixture.run_into(
+        &fixture.path("next"),
+        &tasks,
+        &[
+            "--model", "noop", "--env", "podman", "--image", IMAGE, "--pull", "never",
+        ],
+        &[],
+    );
+    let left: Vec<String> = others
+        .iter()
+        .flat_map(|(name, _)| containers_with(&format!("onebash-test={stays}-{name}")))
+        .collect();
+    let _ = Command::new("podman")
+        .args(["rm", "-f"])
+        .args(&left)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    // Any run that starts now removes it, this one or another test's at
+    // once: the end state is what is checked, not who removed it.
+    assert!(
+        containers_with(&killed).is_empty(),
+        "the killed run's container is left: {}",
+        run.stderr
+    );
+    assert_eq!(
+        left.len(),
+        3,
+        "a container that is not a killed run's was removed"
+    );
+    assert_no_process_left(sleeper);
+}
 
 /// An image the engine does not have stops the run before any task, with
 /// exit code 2 and its name; with `--pull missing` the failed pull does.
