@@ -593,8 +593,13 @@ impl ContainerWorkspace {
         let mut args: Vec<String> = vec![
             "run".into(),
             "-d".into(),
-            // Its one process, `sleep`, is PID 1 and ignores SIGTERM: a
-            // removal would wait 10 s for nothing.
+            // PID 1 is the engine's init (podman's catatonit, docker's
+            // tini), which reaps what commands leave behind: a `sleep` as
+            // PID 1 never reaps, and the zombies of killed processes would
+            // hold `--pids-limit` until no command could start.
+            "--init".into(),
+            // `sleep` ignores SIGTERM: a removal would wait 10 s for
+            // nothing.
             "--stop-signal".into(),
             "KILL".into(),
         ];
@@ -695,11 +700,17 @@ const KILL_MARKED: &str = r#"for round in 1 2 3 4 5 6 7 8 9 10; do
 done"#;
 
 /// Runs the command (`$1`) under a file-size limit of `ulimit -f` blocks,
-/// as `--max-file-size` asks: the engine's `--ulimit` is not used, since
-/// some hosts refuse the other limits it then sets.
+/// as `--max-file-size` asks (the engine's `--ulimit` is not used, since
+/// some hosts refuse the other limits it then sets), then kills what it
+/// left running, as bwrap's PID namespace does on the host: commands
+/// share no processes, and a command's leftovers cannot hold the
+/// container's `--pids-limit` (or its memory) against the next one.
+/// Exits with the command's status.
 fn wrapper(max_file_size_bytes: u64) -> String {
     let blocks = max_file_size_bytes.div_ceil(1024).max(1);
-    format!("ulimit -f {blocks} 2>/dev/null; exec bash -c \"$1\"")
+    format!(
+        "ulimit -f {blocks} 2>/dev/null; bash -c \"$1\"; status=$?\nset -- \"{COMMAND_MARK_VAR}=${COMMAND_MARK_VAR}\"\n{KILL_MARKED}\nexit $status"
+    )
 }
 
 /// Tells one command from another in the marks of their processes.

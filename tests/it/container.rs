@@ -226,6 +226,89 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
     assert_eq!(command["timed_out"], true, "{command}");
 }
 
+/// `--max-memory` and `--max-processes` hold for the agent's commands in
+/// the image as on the host: an allocation past the memory cap fails, a
+/// fork storm is cut short, the task goes on, and nothing is left. Under
+/// oci they are onebash's own limits (cgroup, rlimits), which run.json
+/// says were enforced or not; under podman the engine's.
+fn the_limits_hold_in_the_image(backend: Backend) {
+    let fixture = Fixture::new();
+    let id = unique_id("c-limits");
+    let tasks = one_task(&fixture, &id, "true");
+    let hog = "python3 -c 'b = bytearray(600 * 1024 * 1024); print(\"allocated\", len(b))'";
+    let sleeper = match backend {
+        Backend::Podman => "681",
+        Backend::Oci => "682",
+    };
+    let storm = format!(
+        "python3 -c \"
+import subprocess
+started, error = [], None
+for i in range(200):
+    try:
+        started.append(subprocess.Popen(['sleep', '{sleeper}']))
+    except OSError as err:
+        error = err
+        break
+print('started', len(started), error)
+\""
+    );
+    let commands = [hog, storm.as_str(), "echo alive"];
+    let server = scripted_agent(&[(&id, &commands)]);
+    let run = run_in_backend(
+        &fixture,
+        backend,
+        &tasks,
+        &server,
+        &[
+            "--max-memory",
+            "256",
+            "--max-processes",
+            "64",
+            "--command-timeout",
+            "60",
+        ],
+    );
+    assert_no_process_left(&format!("sleep {sleeper}"));
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let answers = tool_answers(&server, &id);
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[2], "alive\n[exit code: 0]");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("run.json")).expect("run.json"))
+            .expect("run.json is JSON");
+    let enforced = &manifest["settings"]["limits_enforced"];
+    let held = |kind: &str| {
+        backend == Backend::Podman
+            || !enforced[kind]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not enforced")
+    };
+    if held("memory") {
+        assert!(
+            !answers[0].contains("allocated") && !answers[0].contains("[exit code: 0]"),
+            "600 MB under a 256 MB cap: {}",
+            answers[0]
+        );
+    }
+    if held("processes") {
+        let started: usize = answers[1]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}", answers[1]));
+        assert!(
+            started < 64,
+            "{started} sleepers under a cap of 64: {}",
+            answers[1]
+        );
+    }
+    backend.assert_nothing_left_of(&id);
+}
+
+under_each_backend!(limits, super::the_limits_hold_in_the_image);
+
 /// onebash killed with SIGKILL while the agent's command runs: under
 /// podman its container is left running, and `--resume` of the same run
 /// folder (or any run that starts) removes it before any task starts;
