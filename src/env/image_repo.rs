@@ -291,8 +291,8 @@ pub fn read_report(output: &str) -> Result<Prepared, Refused> {
 /// (not those the image had untracked, nor build artefacts), binary files
 /// in full, and the files of `binary` as binary too (text that is not
 /// UTF-8, which a UTF-8 patch cannot carry as it is: see
-/// [`not_utf8_files`]). Through a copy of the index, so the repo is left
-/// as it was.
+/// [`not_utf8_files`]). Through an index of its own, made from `commit`,
+/// so the repo is left as it was and every file is compared by content.
 pub fn diff(commit: &str, binary: &[String]) -> String {
     let attributes: Vec<String> = binary
         .iter()
@@ -301,8 +301,12 @@ pub fn diff(commit: &str, binary: &[String]) -> String {
     format!(
         r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 work=$(mktemp -d) || exit 1
-[ -f .git/index ] && cp .git/index "$work/index"
 export GIT_INDEX_FILE="$work/index"
+# An index of the commit with no stat data, so that `add` hashes every
+# file: a copy of the repo's index vouches for files by their stat, and a
+# change made in the same clock tick as that index (same size, inode
+# reused) passed for unchanged, leaving the diff empty.
+git read-tree {commit} || exit 1
 printf '%s\n' {attributes} > "$work/attributes"
 git -c core.excludesFile="$PWD/{EXCLUDE_FILE}" add -A . || exit 1
 git -c core.attributesFile="$work/attributes" diff --cached --binary --full-index {commit} > {DIFF_FILE} || exit 1
