@@ -257,12 +257,13 @@ fn shared_context(
 /// The containers' settings, when the probe found an engine.
 fn container_settings(config: &RunConfig) -> Option<crate::env::container::Settings> {
     let engine = config.probed.engine.clone()?;
+    // The folder's real path, however it was named: the same for every
+    // resume of it, and a lock path any later run can find.
+    let real = std::fs::canonicalize(&config.out_dir).unwrap_or_else(|_| config.out_dir.clone());
     Some(crate::env::container::Settings {
         engine,
-        run_id: run_id(&config.out_dir),
-        run_lock: std::fs::canonicalize(&config.out_dir)
-            .unwrap_or_else(|_| config.out_dir.clone())
-            .join("run.lock"),
+        run_id: run_id(&real),
+        run_lock: RunFolder::at(&real).lock_file(),
         network: config.allow_network,
         memory_bytes: config.limits.max_memory_bytes,
         max_processes: config.limits.max_processes,
@@ -273,11 +274,9 @@ fn container_settings(config: &RunConfig) -> Option<crate::env::container::Setti
 }
 
 /// The run's id in container labels: a hash of the run folder's real
-/// path, the same for every resume of it (however it is named) and
-/// different for every other folder.
-fn run_id(out_dir: &std::path::Path) -> String {
+/// path, different for every other folder.
+fn run_id(real: &std::path::Path) -> String {
     use sha2::{Digest, Sha256};
-    let real = std::fs::canonicalize(out_dir).unwrap_or_else(|_| out_dir.to_owned());
     let hash = Sha256::digest(real.as_os_str().as_encoded_bytes());
     hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

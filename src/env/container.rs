@@ -236,6 +236,8 @@ pub struct Settings {
 /// Tasks in containers of one engine.
 pub struct Containers {
     settings: Arc<Settings>,
+    /// This machine's name, for the containers' host label.
+    host: String,
     /// Held while an image is built: tasks sharing an environment wait
     /// for its one build instead of each building it.
     building: tokio::sync::Mutex<()>,
@@ -245,6 +247,7 @@ impl Containers {
     pub fn new(settings: Settings) -> Containers {
         Containers {
             settings: Arc::new(settings),
+            host: hostname(),
             building: tokio::sync::Mutex::new(()),
         }
     }
@@ -408,9 +411,8 @@ impl Environment for Containers {
             args.extend(ids);
             let inspected = engine.client_async(args).await?;
             let (mut swept, mut doomed) = (Swept::default(), Vec::new());
-            let host = hostname();
             for line in inspected.lines() {
-                let Some((id, this_run)) = whose(line, &self.settings.run_id, &host) else {
+                let Some((id, this_run)) = whose(line, &self.settings.run_id, &self.host) else {
                     continue;
                 };
                 if this_run {
@@ -519,7 +521,7 @@ impl Containers {
                 .unwrap_or_else(|| self.settings.workdir.clone()),
             labels: vec![
                 format!("{RUN_LABEL}={}", self.settings.run_id),
-                format!("{HOST_LABEL}={}", hostname()),
+                format!("{HOST_LABEL}={}", self.host),
                 format!("{LOCK_LABEL}={}", self.settings.run_lock.display()),
                 format!("onebash.task={}", task.id),
                 format!("onebash.epoch={epoch}"),
@@ -1047,11 +1049,7 @@ mod tests {
         assert_eq!(whose(&line("other", "here", dir.path())), None);
         assert_eq!(whose("c1\tother"), None);
         // Nothing is another machine's when this one's name is unknown.
-        assert_eq!(whose_any(&line("other", "", &free)), None);
+        assert_eq!(super::whose(&line("other", "", &free), "mine", ""), None);
         assert!(free.exists() && !gone.exists(), "the sweep made a file");
-    }
-
-    fn whose_any(line: &str) -> Option<bool> {
-        whose(line, "mine", "").map(|(_, this_run)| this_run)
     }
 }

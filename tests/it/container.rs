@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 
 use crate::history::{FUTURE_TEXTS, Leaky, PAST_TEXTS, assert_whole_past, leaky_repo};
-use crate::support::backend::{Backend, IMAGE, podman_containers, under_each_backend};
+use crate::support::backend::{Backend, IMAGE, ImageTags, podman_containers, under_each_backend};
 use crate::support::harness::{
     Fixture, git, onebash, scripted_agent, scripted_handler, task, tool_answers,
 };
@@ -648,6 +648,7 @@ fn a_missing_stopped_or_denied_engine_stops_the_run_with_exit_2() {
 pub struct RepoImage {
     pub tag: String,
     pub leaky: Leaky,
+    _removed: ImageTags,
 }
 
 impl RepoImage {
@@ -686,17 +687,11 @@ impl RepoImage {
             "podman build: {}",
             String::from_utf8_lossy(&built.stderr)
         );
-        RepoImage { tag, leaky }
-    }
-}
-
-impl Drop for RepoImage {
-    fn drop(&mut self) {
-        let _ = Command::new("podman")
-            .args(["rmi", "-f", &self.tag])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        RepoImage {
+            _removed: ImageTags(vec![tag.clone()]),
+            tag,
+            leaky,
+        }
     }
 }
 

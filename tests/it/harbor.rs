@@ -6,12 +6,12 @@
 //! Skipped when podman or the test image is missing, as tests/it/container.rs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::support::harness::{Fixture, RunOutput, onebash};
 
 use crate::container::podman_ready;
-use crate::support::backend::IMAGE;
+use crate::support::backend::{IMAGE, ImageTags};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
@@ -163,7 +163,7 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
         .as_str()
         .expect("image")
         .to_owned();
-    let cleanup = ImageCleanup(image.clone());
+    let cleanup = ImageTags(vec![image.clone()]);
     assert_eq!(oracle.code, 1, "a task errored:\n{}", oracle.stderr);
     let broken = oracle.row("a-broken");
     assert_eq!(broken["status"], "error", "{broken:?}");
@@ -230,19 +230,6 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
         );
     }
     drop(cleanup);
-}
-
-/// Removes the test's image at the end, whatever happened.
-struct ImageCleanup(String);
-
-impl Drop for ImageCleanup {
-    fn drop(&mut self) {
-        let _ = Command::new("podman")
-            .args(["rmi", "-f", &self.0])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
 }
 
 /// A malformed task.toml stops the run before any task (exit 2) with the

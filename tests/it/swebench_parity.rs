@@ -15,7 +15,7 @@ use onebash::swebench_log::{Parser, StatusMap, grade_output};
 use onebash::swebench_spec::{Instance, eval_for, image_name, package_script, specs};
 use serde_json::{Value, json};
 
-use crate::support::backend::{Backend, under_each_backend};
+use crate::support::backend::{Backend, ImageTags, under_each_backend};
 use crate::support::harness::swebench_python;
 
 fn fixtures() -> PathBuf {
@@ -471,11 +471,11 @@ fn swebench_shaped_image(
     // ends, passed or not.
     let mut image = ShapedImage {
         flags: Vec::new(),
-        tags,
+        tags: ImageTags(tags),
     };
     let mut build = Command::new("podman");
     build.args(["build", "-q"]);
-    for tag in &image.tags {
+    for tag in &image.tags.0 {
         build.args(["-t", tag]);
     }
     let built = build.arg(&context).output().expect("podman build");
@@ -489,7 +489,7 @@ fn swebench_shaped_image(
         image.flags = backend.image_flags(fixture, &format!("{namespace}/{template}:latest"));
         return image;
     }
-    let flags = backend.image_flags(fixture, &image.tags[0]);
+    let flags = backend.image_flags(fixture, &image.tags.0[0]);
     let archive = flags[3]
         .strip_prefix("docker-archive:")
         .expect("an archive");
@@ -510,18 +510,7 @@ fn swebench_shaped_image(
 /// from podman's store when the test ends (passed or not).
 struct ShapedImage {
     flags: Vec<String>,
-    tags: Vec<String>,
-}
-
-impl Drop for ShapedImage {
-    fn drop(&mut self) {
-        let _ = Command::new("podman")
-            .args(["rmi", "-f"])
-            .args(&self.tags)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-    }
+    tags: ImageTags,
 }
 
 /// Four django instances graded by SWE-bench's django 4.2 recipe, on the

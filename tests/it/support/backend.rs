@@ -43,6 +43,21 @@ macro_rules! under_each_backend {
 }
 pub(crate) use under_each_backend;
 
+/// Podman image tags a test made, removed from the store when dropped,
+/// whether the test passed or not.
+pub struct ImageTags(pub Vec<String>);
+
+impl Drop for ImageTags {
+    fn drop(&mut self) {
+        let _ = Command::new("podman")
+            .args(["rmi", "-f"])
+            .args(&self.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// Where a task's image comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
