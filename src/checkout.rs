@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use git2::{ApplyLocation, Diff, DiffFormat, DiffOptions, Oid, Repository};
 
-use crate::lock::FileLock;
+use crate::sys::lock::FileLock;
 use sha2::{Digest, Sha256};
 
 /// Why a checkout failed. The message names the repo and commit.
@@ -173,7 +173,7 @@ impl RepoCache {
         let thread = std::thread::Builder::new()
             .name("onebash-prepare".to_owned())
             .spawn(move || {
-                crate::blocking::lower_priority();
+                crate::sys::blocking::lower_priority();
                 for (mirror, base) in order {
                     // A mirror this run has yet to make: its first task will.
                     if !mirror.is_dir() {
@@ -237,7 +237,7 @@ impl RepoCache {
             return Some(oid);
         }
         let (mirror, rev_c) = (mirror.to_owned(), rev.to_owned());
-        let found = crate::blocking::spawn(move || {
+        let found = crate::sys::blocking::spawn(move || {
             let repo = Repository::open_bare(&mirror).ok()?;
             let oid = Oid::from_str(&rev_c).ok()?;
             repo.find_commit(oid).ok().map(|_| oid)
@@ -269,7 +269,7 @@ impl RepoCache {
         let (dest_c, commit, history) = (dest.to_owned(), ensured.commit, self.history);
         let planned = self.planned.get(location).cloned().unwrap_or_default();
         let fixed = Arc::clone(&self.fixed);
-        let made = crate::blocking::spawn(move || {
+        let made = crate::sys::blocking::spawn(move || {
             let stores = StoreDir::for_mirror(&mirror);
             let store = stores
                 .ensure(&mirror, commit, history, &planned)
@@ -333,7 +333,7 @@ impl RepoCache {
         let already_fetched = *fetched;
         let (location_c, rev_c, mirror_c) =
             (location.to_owned(), rev.to_owned(), mirror.to_owned());
-        let ensured = crate::blocking::spawn(move || {
+        let ensured = crate::sys::blocking::spawn(move || {
             ensure_commit(&mirror_c, &location_c, &rev_c, already_fetched)
         })
         .await

@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::agent::types::ExitReason;
 use crate::checkout::History;
-use crate::sandbox::SandboxMode;
+use crate::sys::sandbox::SandboxMode;
 
 /// The most MiB a limit can name: their bytes must fit in a u64.
 pub const MAX_MIB: u64 = u64::MAX >> 20;

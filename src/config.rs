@@ -21,11 +21,11 @@ use sha2::{Digest, Sha256};
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
 use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
-use crate::limits::Limits;
 use crate::probe::Probed;
 use crate::prompt::{PromptError, PromptVariant};
 use crate::results::RunFolder;
-use crate::sandbox::{PRIVATE_DIRS, SandboxMode};
+use crate::sys::limits::Limits;
+use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
 use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

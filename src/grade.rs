@@ -258,7 +258,7 @@ mod tests {
     use super::*;
     use crate::checkout::GitError;
     use crate::env::{BoxFuture, Command, Workspace};
-    use crate::exec::{CapturedOutput, CommandEnv, CommandOutcome, ExecError};
+    use crate::sys::exec::{CapturedOutput, CommandEnv, CommandOutcome, ExecError};
 
     /// A workspace that is not the host's: it records what it is asked and
     /// answers from memory, as a container's would from inside the image.

@@ -14,9 +14,10 @@ use onebash::config::{RunConfig, Secrets};
 fn main() {
     // onebash as its own exec helper, between the start of a task's command
     // and the command (see limits::exec_limited): nothing else runs.
-    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(onebash::limits::EXEC_LIMITED)) {
+    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(onebash::sys::limits::EXEC_LIMITED))
+    {
         let args: Vec<OsString> = std::env::args_os().skip(2).collect();
-        eprintln!("onebash: {}", onebash::limits::exec_limited(&args));
+        eprintln!("onebash: {}", onebash::sys::limits::exec_limited(&args));
         std::process::exit(126);
     }
     // Not dumpable: a process of the same user (an agent's command) cannot

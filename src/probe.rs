@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use crate::cli::{EnvKind, PullPolicy};
 use crate::env::container::Engine;
-use crate::limits::{Enforcement, LimitPlan, Limits, Mechanism};
-use crate::sandbox::{Sandbox, SandboxMode};
+use crate::sys::limits::{Enforcement, LimitPlan, Limits, Mechanism};
+use crate::sys::sandbox::{Sandbox, SandboxMode};
 
 /// What the probes found: the sandbox in use and how each limit is kept.
 /// run.json records the names (`sandbox_used`, `limits_enforced`) among

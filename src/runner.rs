@@ -23,13 +23,13 @@ use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
 use crate::env::{Environment, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
-use crate::exec::{CommandEnv, kill_marked_processes};
 use crate::grade::{GradeError, run_tests, test_timeout};
-use crate::limits::TaskLimits;
 use crate::results::{
     PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
     round_seconds,
 };
+use crate::sys::exec::{CommandEnv, kill_marked_processes};
+use crate::sys::limits::TaskLimits;
 use crate::task::TaskSpec;
 use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
 
@@ -177,7 +177,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     // Its cgroup goes with the task: removing one waits for its processes.
     let limits = Arc::clone(&run.limits);
     drop(run);
-    let _ = crate::blocking::urgent(move || drop(limits)).await;
+    let _ = crate::sys::blocking::urgent(move || drop(limits)).await;
     row
 }
 
@@ -219,7 +219,7 @@ impl TaskRun<'_> {
         let (checkout, workspace) = match entered {
             Ok(entered) => entered,
             Err(row) => {
-                let _ = crate::blocking::remove_dir(workdir).await;
+                let _ = crate::sys::blocking::remove_dir(workdir).await;
                 return *row;
             }
         };
@@ -418,7 +418,7 @@ impl TaskRun<'_> {
         row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
         match tested {
             Ok(outcome) => {
-                if let Err(err) = crate::blocking::write_file(
+                if let Err(err) = crate::sys::blocking::write_file(
                     self.dir.join(TEST_LOG),
                     outcome.record.output.clone().into_bytes(),
                 )
@@ -445,9 +445,11 @@ impl TaskRun<'_> {
                 });
                 if let Some(per_test) = &per_test {
                     let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
-                    if let Err(err) =
-                        crate::blocking::write_file(self.dir.join(TESTS_JSON), text.into_bytes())
-                            .await
+                    if let Err(err) = crate::sys::blocking::write_file(
+                        self.dir.join(TESTS_JSON),
+                        text.into_bytes(),
+                    )
+                    .await
                     {
                         row.error = one_line(&format!("failed to save tests.json: {err}"));
                     }
@@ -479,7 +481,7 @@ impl TaskRun<'_> {
             .diff()
             .await
             .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
-        crate::blocking::write_file(self.dir.join(PATCH_DIFF), diff.clone().into_bytes())
+        crate::sys::blocking::write_file(self.dir.join(PATCH_DIFF), diff.clone().into_bytes())
             .await
             .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
         trajectory
@@ -506,7 +508,7 @@ impl TaskRun<'_> {
     async fn kill_left_behind(&self) {
         // Both read /proc or the cgroup, and wait a little between rounds.
         let (limits, mark) = (Arc::clone(&self.limits), self.mark.clone());
-        let _ = crate::blocking::urgent(move || {
+        let _ = crate::sys::blocking::urgent(move || {
             limits.kill_all();
             kill_marked_processes(&mark)
         })

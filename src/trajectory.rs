@@ -21,8 +21,8 @@ use serde_json::Value;
 use crate::agent::types::{ExitReason, Usage};
 use crate::audit::{Probe, ProbedCommand, RecordedCommand};
 use crate::checkout::History;
-use crate::exec::CommandOutcome;
 use crate::results::Status;
+use crate::sys::exec::CommandOutcome;
 
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -275,7 +275,7 @@ impl TrajectoryWriter {
     /// Opens `path` for appending (making its folder), on a blocking thread.
     pub async fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
         let owned = path.to_owned();
-        let file = crate::blocking::spawn(move || {
+        let file = crate::sys::blocking::spawn(move || {
             if let Some(dir) = owned.parent() {
                 std::fs::create_dir_all(dir)?;
             }

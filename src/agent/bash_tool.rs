@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::agent::types::ToolCall;
 use crate::env::Shell;
-use crate::exec::CommandOutcome;
+use crate::sys::exec::CommandOutcome;
 use crate::trajectory::CommandRecord;
 
 /// About how many characters of output the model sees: half from the start,
@@ -161,7 +161,7 @@ fn last_chars(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::CapturedOutput;
+    use crate::sys::exec::CapturedOutput;
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall {

@@ -89,7 +89,7 @@ impl ReplayStore {
             return Ok(found);
         }
         let (folder, owned) = (self.folder.clone(), task.clone());
-        let events = crate::blocking::spawn(move || read_recorded(&folder, &owned, epoch))
+        let events = crate::sys::blocking::spawn(move || read_recorded(&folder, &owned, epoch))
             .await
             .map_err(|join| join.to_string())??;
         Ok(self.keep(task, epoch, events))

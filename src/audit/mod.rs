@@ -185,7 +185,7 @@ pub struct AuditInput {
 /// Audits a task's commands. Never fails: a mirror that cannot be read
 /// only means no hash is taken for a foreign commit.
 pub async fn audit_task(input: AuditInput) -> Audit {
-    crate::blocking::spawn(move || audit_blocking(&input))
+    crate::sys::blocking::spawn(move || audit_blocking(&input))
         .await
         .unwrap_or_default()
 }

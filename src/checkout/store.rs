@@ -30,7 +30,7 @@ use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
 use super::thin::{self, INDEX_HEADER, INDEX_MAGIC};
-use crate::lock::FileLock;
+use crate::sys::lock::FileLock;
 
 /// `--history`: how much of the base's past a working copy holds.
 #[derive(
@@ -160,7 +160,7 @@ impl StoreDir {
         let partial = partial_pack(dir, name);
         let partial_idx = partial.with_extension("idx");
         let args = index_pack_args(mirror, &["--fix-thin", "--stdin"], &partial);
-        let fixed = crate::exec::run_tool(Path::new("git"), &args, &bytes)
+        let fixed = crate::sys::exec::run_tool(Path::new("git"), &args, &bytes)
             .map_err(|err| format!("failed to fix the thin pack {name}: {err}{GIT_HINT}"))
             .and_then(|out| {
                 let out = String::from_utf8_lossy(&out);
@@ -439,7 +439,7 @@ impl StoreDir {
         let tmp = self.build_folder()?;
         let mut args = pack_objects_args(mirror);
         args.push(tmp.join("pack").into());
-        let out = crate::exec::run_tool(Path::new("git"), &args, input.as_bytes())
+        let out = crate::sys::exec::run_tool(Path::new("git"), &args, input.as_bytes())
             .map_err(|err| format!("failed to pack the base's objects: {err}{GIT_HINT}"))?;
         let hash = String::from_utf8_lossy(&out).trim().to_owned();
         if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -465,7 +465,7 @@ impl StoreDir {
         let tmp = self.build_folder()?;
         let mut args = pack_objects_args(mirror);
         args.extend(["--thin".into(), "--stdout".into()]);
-        let bytes = crate::exec::run_tool(Path::new("git"), &args, input.as_bytes())
+        let bytes = crate::sys::exec::run_tool(Path::new("git"), &args, input.as_bytes())
             .map_err(|err| format!("failed to pack the base's objects: {err}{GIT_HINT}"))?;
         // A pack ends with the SHA-1 of all that comes before.
         let trailer = bytes
@@ -492,7 +492,7 @@ impl StoreDir {
         let idx = own.with_extension("idx");
         let mut args = index_pack_args(mirror, &["-o"], &idx);
         args.push(own.into());
-        crate::exec::run_tool(Path::new("git"), &args, &[])
+        crate::sys::exec::run_tool(Path::new("git"), &args, &[])
             .map_err(|err| format!("failed to index the fixed pack {name}: {err}{GIT_HINT}"))?;
         let entries = pack_index_count(&idx)?;
         let thin_count = thin::ThinPack::read(&self.pack(&name, "pack"))?.count;

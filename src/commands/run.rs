@@ -22,12 +22,12 @@ use crate::checkout::RepoCache;
 use crate::cli::Provider;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
-use crate::lock::FileLock;
 use crate::manifest::RunManifest;
 use crate::progress::ProgressDisplay;
 use crate::results::{ResultRow, ResultsWriter, RowSink, RunFolder, Status, write_predictions};
 use crate::resume;
 use crate::runner::{RunContext, run_tasks};
+use crate::sys::lock::FileLock;
 use crate::task::TaskId;
 
 /// Exit codes of docs/exit-codes.md.
@@ -361,13 +361,14 @@ async fn execute(
         .await
         .unwrap_or_else(|_| Some("the results.csv writer failed".to_owned()));
     // The fix under way may take a while on a big repo: not on a worker.
-    let _ = crate::blocking::spawn(move || drop(preparer)).await;
+    let _ = crate::sys::blocking::spawn(move || drop(preparer)).await;
     // Working copies live in the run's workdirs folder while their tasks
     // run; drop it when none was kept (remove_dir only removes an empty one),
     // with the thin packs fixed there, and the packs copied there when the
     // cache is on another file system.
     let _ =
-        crate::blocking::remove_dir(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS)).await;
+        crate::sys::blocking::remove_dir(ctx.config.workdirs.join(crate::checkout::STAGED_PACKS))
+            .await;
     let _ = std::fs::remove_dir(&ctx.config.workdirs);
     Executed { rows, write_error }
 }

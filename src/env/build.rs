@@ -8,8 +8,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::exec::{CommandEnv, Spawn, run_command};
-use crate::limits::ChildSetup;
+use crate::sys::exec::{CommandEnv, Spawn, run_command};
+use crate::sys::limits::ChildSetup;
 use crate::task::{HarborTask, TaskSpec};
 
 /// One build: the engine's program, the tag, the context folder (its

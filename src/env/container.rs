@@ -35,8 +35,8 @@ use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLo
 use super::{BoxFuture, Command, Entered, Environment, Swept, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
-use crate::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
-use crate::limits::ChildSetup;
+use crate::sys::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
+use crate::sys::limits::ChildSetup;
 use crate::task::{HarborTask, TaskSpec};
 
 /// The variable that marks every process of one command inside the
@@ -135,7 +135,7 @@ impl Engine {
     /// (the client is short, and a task waits on it).
     async fn client_async(&self, args: Vec<String>) -> Result<String, String> {
         let engine = self.clone();
-        crate::blocking::urgent(move || {
+        crate::sys::blocking::urgent(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             engine.client(&args)
         })
@@ -208,7 +208,7 @@ fn run_is_over(lock: &Path) -> bool {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => true,
         Err(_) => false,
         Ok(meta) if !meta.is_file() => false,
-        Ok(_) => matches!(crate::lock::FileLock::try_acquire(lock), Ok(Some(_))),
+        Ok(_) => matches!(crate::sys::lock::FileLock::try_acquire(lock), Ok(Some(_))),
     }
 }
 
@@ -847,7 +847,7 @@ impl ContainerWorkspace {
     async fn copy_file_in(&self, relative: &Path, bytes: Vec<u8>) -> Result<(), String> {
         let container = lock(&self.container).clone().ok_or("no container")?;
         let host = self.passing("in");
-        crate::blocking::write_file(host.clone(), bytes)
+        crate::sys::blocking::write_file(host.clone(), bytes)
             .await
             .map_err(|err| err.to_string())?;
         let to = format!("{container}:{}/{}", self.workdir, relative.display());
@@ -1002,7 +1002,7 @@ impl Workspace for ContainerWorkspace {
         Box::pin(async move {
             let removed = self.remove().await;
             if !keep {
-                crate::blocking::remove_dir(self.dir.clone()).await?;
+                crate::sys::blocking::remove_dir(self.dir.clone()).await?;
             }
             removed.map_err(std::io::Error::other)
         })
@@ -1025,9 +1025,9 @@ mod tests {
     fn a_sweep_takes_only_containers_of_dead_runs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let held = dir.path().join("live.lock");
-        let _lock = crate::lock::FileLock::acquire(&held).expect("lock");
+        let _lock = crate::sys::lock::FileLock::acquire(&held).expect("lock");
         let free = dir.path().join("dead.lock");
-        drop(crate::lock::FileLock::acquire(&free).expect("lock"));
+        drop(crate::sys::lock::FileLock::acquire(&free).expect("lock"));
         let gone = dir.path().join("gone/run.lock");
         let line = |run: &str, host: &str, lock: &std::path::Path| {
             format!("c1\t{run}\t{host}\t{}", lock.display())

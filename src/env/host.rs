@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::{BoxFuture, Command, Environment, Trust, Workspace};
 use crate::checkout::{Checkout, GitError};
-use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
-use crate::limits::ChildSetup;
-use crate::sandbox::{Confinement, NONE, Sandbox};
+use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
+use crate::sys::limits::ChildSetup;
+use crate::sys::sandbox::{Confinement, NONE, Sandbox};
 use crate::task::TaskSpec;
 
 /// Tasks on the host.
@@ -68,7 +68,7 @@ impl Files {
     ) -> BoxFuture<'static, Result<T, GitError>> {
         let checkout = self.0.clone();
         Box::pin(async move {
-            crate::blocking::spawn(move || job(&checkout))
+            crate::sys::blocking::spawn(move || job(&checkout))
                 .await
                 .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
         })
@@ -99,7 +99,7 @@ impl Files {
         bytes: Vec<u8>,
     ) -> BoxFuture<'static, std::io::Result<()>> {
         let path = self.0.dir.join(relative);
-        Box::pin(crate::blocking::write_file(path, bytes))
+        Box::pin(crate::sys::blocking::write_file(path, bytes))
     }
 }
 
@@ -159,7 +159,7 @@ impl Workspace for HostWorkspace {
             if keep {
                 return Ok(());
             }
-            crate::blocking::remove_dir(dir).await
+            crate::sys::blocking::remove_dir(dir).await
         })
     }
 }

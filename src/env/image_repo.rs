@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use super::{BoxFuture, Command, Trust, Workspace};
 use crate::checkout::{BUILD_ARTEFACTS, Checkout, CheckoutError, GitError, History, Verified};
-use crate::exec::{CommandEnv, CommandOutcome};
+use crate::sys::exec::{CommandEnv, CommandOutcome};
 
 /// How long the harness's own git scripts may take (cleaning a big repo
 /// repacks all of its history).

@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
-use crate::exec::{CommandEnv, CommandOutcome, ExecError};
-use crate::limits::ChildSetup;
-use crate::sandbox::Sandbox;
+use crate::sys::exec::{CommandEnv, CommandOutcome, ExecError};
+use crate::sys::limits::ChildSetup;
+use crate::sys::sandbox::Sandbox;
 use crate::task::TaskSpec;
 
 pub use container::Containers;

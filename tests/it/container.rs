@@ -424,7 +424,7 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
     // A run that still runs: its lock held (by this test).
     let held = fixture.path("live/run.lock");
     std::fs::create_dir_all(fixture.path("live")).expect("mkdir");
-    let _lock = onebash::lock::FileLock::acquire(&held).expect("lock");
+    let _lock = onebash::sys::lock::FileLock::acquire(&held).expect("lock");
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
     let free = fixture.path("gone/run.lock");
     let stays = unique_id("c-stays");

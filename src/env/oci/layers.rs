@@ -28,7 +28,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::OciError;
 use super::source::{Digest, LayerRef, Source};
-use crate::lock::FileLock;
+use crate::sys::lock::FileLock;
 
 /// The cache's folder of unpacked layers.
 #[derive(Debug, Clone)]

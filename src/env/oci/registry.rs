@@ -32,7 +32,7 @@ use super::client::{Net, RegistryError, cache_error};
 use super::reference::Reference;
 use super::source::{self, Digest, Manifest};
 use crate::cli::PullPolicy;
-use crate::lock::FileLock;
+use crate::sys::lock::FileLock;
 /// Fetches what `reference` needs into `<oci_dir>` as `policy` says and
 /// returns its manifest, each layer's blob in the cache unless
 /// `unpacked(diff_id)` says the layer is already unpacked. Blocking (its

@@ -12,7 +12,7 @@ use super::rootfs;
 use super::workspace::{AGENT_COPY, OciWorkspace, TESTS_COPY, lock};
 use crate::env::image_repo::{self, GIT_TIMEOUT};
 use crate::env::{BoxFuture, Command, Trust, Workspace};
-use crate::exec::{CommandEnv, CommandOutcome};
+use crate::sys::exec::{CommandEnv, CommandOutcome};
 
 impl OciWorkspace {
     /// One script of the harness's own (image_repo.rs's), never run again
@@ -68,14 +68,14 @@ impl OciWorkspace {
         // The agent may have left folders it cannot be deleted from: the
         // tests' copy goes next to it, and the task's folder goes whole at
         // the end.
-        let _ = crate::blocking::remove_dir(agent).await;
+        let _ = crate::sys::blocking::remove_dir(agent).await;
         let (root, relative, into, tmp) = (
             self.image.root.clone(),
             self.workdir.trim_start_matches('/').to_owned(),
             tests.clone(),
             self.tmp.clone(),
         );
-        crate::blocking::spawn(move || {
+        crate::sys::blocking::spawn(move || {
             let _ = std::fs::remove_dir_all(&tmp);
             std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))?;
             rootfs::copy_folder(&root, Path::new(&relative), &into).map_err(|err| err.to_string())

@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::OciError;
 use super::binds::{self, OPAQUE, WHITEOUT};
-use crate::lock::FileLock;
+use crate::sys::lock::FileLock;
 
 pub use super::binds::Bind;
 

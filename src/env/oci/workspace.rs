@@ -37,8 +37,8 @@ use super::{Image, Images, rootfs};
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
 use crate::env::image_repo::{self, ImageRepo, SetupLog};
 use crate::env::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
-use crate::exec::{CommandOutcome, ExecError, Spawn, run_command};
-use crate::limits::ChildSetup;
+use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
+use crate::sys::limits::ChildSetup;
 use crate::task::TaskSpec;
 
 /// What every task of an `oci` run shares.
@@ -69,7 +69,7 @@ impl Settings {
         if let Some(image) = settings.images.first() {
             let dir = tempfile_dir()?;
             let args = arguments(image, &dir, "/tmp", &dir, &[], false, "true");
-            let probed = crate::exec::probe(&settings.bwrap, &args);
+            let probed = crate::sys::exec::probe(&settings.bwrap, &args);
             let _ = std::fs::remove_dir(&dir);
             probed.map_err(|err| {
                 format!("--env oci: bwrap does not work over the image's root: {err}\nhint: user namespaces must be allowed (sysctl kernel.unprivileged_userns_clone=1)")
@@ -309,7 +309,7 @@ fn arguments(
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::with_capacity(64 + 3 * vars.len());
     let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
-    push(&crate::sandbox::ISOLATION);
+    push(&crate::sys::sandbox::ISOLATION);
     push(&[
         // Root inside, as in a container; the user's own ids outside.
         "--uid",
@@ -430,7 +430,7 @@ impl Workspace for OciWorkspace {
                 // container has.
                 Repo::Mounted(_) => {
                     let tmp = self.tmp.clone();
-                    crate::blocking::remove_dir(tmp.clone())
+                    crate::sys::blocking::remove_dir(tmp.clone())
                         .await
                         .and_then(|()| std::fs::create_dir_all(&tmp))
                         .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
@@ -493,7 +493,7 @@ impl Workspace for OciWorkspace {
             Repo::Mounted(files) => files.write(relative, bytes),
             Repo::Image { .. } => {
                 let path = self.inside(relative, false);
-                Box::pin(async move { crate::blocking::write_file(path?, bytes).await })
+                Box::pin(async move { crate::sys::blocking::write_file(path?, bytes).await })
             }
         }
     }
@@ -509,9 +509,9 @@ impl Workspace for OciWorkspace {
             Repo::Image { scratch, .. } => scratch.clone(),
         };
         Box::pin(async move {
-            let tmp_removed = crate::blocking::remove_dir(tmp).await;
+            let tmp_removed = crate::sys::blocking::remove_dir(tmp).await;
             if !keep {
-                crate::blocking::remove_dir(dir).await?;
+                crate::sys::blocking::remove_dir(dir).await?;
             }
             tmp_removed
         })

@@ -204,7 +204,7 @@ impl Bwrap {
         // The paths as they are now, without deciding them for the run.
         let mut args = self.arguments_with(&kinds_of(&self.hidden), &dir, &dir, false);
         args.extend(["--".into(), "true".into()]);
-        let probed = crate::exec::probe(&self.program, &args);
+        let probed = crate::sys::exec::probe(&self.program, &args);
         let _ = std::fs::remove_dir(&dir);
         probed.map_err(|err| format!("bwrap does not work here: {err}"))
     }

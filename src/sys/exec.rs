@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use crate::limits::ChildSetup;
+use crate::sys::limits::ChildSetup;
 
 /// After the shell exits, how long a background process holding the output
 /// pipe may keep the command waiting (`sleep 600 & echo started`).
@@ -359,7 +359,7 @@ const OWN_PROGRAM: &str = "/proc/self/exe";
 /// with 32 checkouts in flight it took up to 0.7 s here, and on an async
 /// worker it would hold up every other task's timers and output reads
 /// (`scripts/bench.sh` section `lateness`). Not a blocking thread of
-/// [`crate::blocking`]: the child would inherit its lower priority.
+/// [`crate::sys::blocking`]: the child would inherit its lower priority.
 ///
 /// The thread lives until the returned [`Starter`] is dropped: a parent
 /// death signal (bwrap's `--die-with-parent`) fires when the *thread* that

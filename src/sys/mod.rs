@@ -1,0 +1,11 @@
+//! What onebash asks of the operating system, below every stage:
+//! [`exec`] (the only place a process is spawned), [`limits`] (a command's
+//! memory, process and time limits: cgroups, rlimits, the exec helper),
+//! [`sandbox`] (bubblewrap's confinement of one command), [`blocking`]
+//! (work off the async workers) and [`lock`] (file locks).
+
+pub mod blocking;
+pub mod exec;
+pub mod limits;
+pub mod lock;
+pub mod sandbox;
