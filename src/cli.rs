@@ -160,7 +160,7 @@ pub struct PullArgs {
     #[arg(long, value_name = "TEMPLATE")]
     pub image: Option<String>,
     /// Where SWE-bench `owner/name` repos come from, as for run (it can name the image).
-    #[arg(long, value_name = "BASE", default_value = crate::swebench::DEFAULT_REPO_BASE)]
+    #[arg(long, value_name = "BASE", default_value = crate::task::swebench::DEFAULT_REPO_BASE)]
     pub repo_base: String,
     /// Only the tasks whose 0-based index i in the file has i mod N == K-1.
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
@@ -293,7 +293,7 @@ pub struct RunArgs {
     pub model: String,
 
     /// Where SWE-bench `owner/name` repos come from: a URL (BASE/owner/name.git) or a folder of mirrors (BASE/owner/name.git or BASE/owner/name).
-    #[arg(long, value_name = "BASE", default_value = crate::swebench::DEFAULT_REPO_BASE)]
+    #[arg(long, value_name = "BASE", default_value = crate::task::swebench::DEFAULT_REPO_BASE)]
     pub repo_base: String,
 
     /// Test command for tasks that have none: a template over the task's fields and `test_files` (the files test_patch touches), e.g. 'pytest -rA {{ test_files | join(" ") }}'.

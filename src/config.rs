@@ -22,10 +22,10 @@ use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
 use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
 use crate::probe::Probed;
-use crate::prompt::{PromptError, PromptVariant};
 use crate::results::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
+use crate::task::prompt::{PromptError, PromptVariant};
 use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -302,9 +302,9 @@ impl RunConfig<Unprobed> {
         let TaskFile {
             tasks: all_tasks,
             sha256: task_file_sha256,
-        } = if crate::harbor::is_task_folder(&args.tasks) {
+        } = if crate::task::harbor::is_task_folder(&args.tasks) {
             // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
-            crate::harbor::load(&args.tasks)?
+            crate::task::harbor::load(&args.tasks)?
         } else {
             load_tasks(&args.tasks, &options)?
         };

@@ -22,8 +22,8 @@ use crate::agent::replay::{RecordedFormat, ReplayStore};
 use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::{ModelError, ModelReply, Usage};
-use crate::prompt::RenderedPrompt;
 use crate::task::TaskSpec;
+use crate::task::prompt::RenderedPrompt;
 
 /// A retry about to happen, for the trajectory.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ pub fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, Model
     }
     // A Harbor task's oracle is its solution/solve.sh, run in place.
     let command = match &task.harbor {
-        Some(harbor) => crate::harbor::oracle_command(harbor).ok_or_else(|| {
+        Some(harbor) => crate::task::harbor::oracle_command(harbor).ok_or_else(|| {
             ModelError::Malformed(format!(
                 "task {} has no solution/solve.sh for the oracle",
                 task.id

@@ -16,8 +16,8 @@ use crate::agent::model::{ModelClient, RetryNote};
 use crate::agent::types::{ExitReason, ModelError, ToolCall, Usage};
 use crate::env::Shell;
 use crate::events::{Cancel, EventSink, Phase};
-use crate::prompt::RenderedPrompt;
 use crate::task::TaskSpec;
+use crate::task::prompt::RenderedPrompt;
 use crate::trajectory::{Event, TrajectoryWriter};
 
 /// The caps of one task's agent phase.

@@ -874,12 +874,12 @@ impl ContainerWorkspace {
     /// anywhere, services running), which Harbor's verifier checks in
     /// place and no diff of one folder could carry to a fresh container.
     async fn stage_verifier(&self, harbor: &HarborTask) -> Result<(), String> {
-        self.harness_git(crate::harbor::STAGE_VERIFIER)
+        self.harness_git(crate::task::harbor::STAGE_VERIFIER)
             .await
             .map_err(|err| format!("failed to make /tests and /logs/verifier: {err}"))?;
         let container = lock(&self.container).clone().ok_or("no container")?;
         let from = format!("{}/.", harbor.tests.display());
-        let to = format!("{container}:{}", crate::harbor::TESTS_IN_CONTAINER);
+        let to = format!("{container}:{}", crate::task::harbor::TESTS_IN_CONTAINER);
         self.settings
             .engine
             .client_async(vec!["cp".into(), from, to])

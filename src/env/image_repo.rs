@@ -347,7 +347,7 @@ pub fn not_utf8_files(patch: &[u8]) -> Vec<String> {
             let header =
                 String::from_utf8_lossy(section.split(|b| *b == b'\n').next().unwrap_or_default())
                     .into_owned();
-            files.extend(crate::swebench::patch_files(&header));
+            files.extend(crate::task::swebench::patch_files(&header));
         }
     }
     files

@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use onebash::swebench_log::{Parser, StatusMap, grade_output};
-use onebash::swebench_spec::{Instance, eval_for, image_name, package_script, specs};
+use onebash::grade::swebench::spec::{Instance, eval_for, image_name, package_script, specs};
+use onebash::grade::swebench::{Parser, StatusMap, grade_output};
 use serde_json::{Value, json};
 
 use crate::support::backend::{Backend, ImageTags, under_each_backend};
@@ -123,7 +123,11 @@ fn recorded_logs_grade_as_the_swebench_package_grades_them() {
     let theirs = package_grades(&python, &cases);
     assert_eq!(
         theirs["swebench"].as_str(),
-        Some(onebash::swebench_spec::specs().swebench_version.as_str()),
+        Some(
+            onebash::grade::swebench::spec::specs()
+                .swebench_version
+                .as_str()
+        ),
         "the package is not the version the data was generated from"
     );
     let mut wrong = Vec::new();

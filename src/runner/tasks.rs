@@ -23,11 +23,11 @@ use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
 use crate::env::{Environment, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
-use crate::grade::{GradeError, run_tests, test_timeout};
 use crate::results::{
     PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
     round_seconds,
 };
+use crate::runner::test_run::{GradeError, run_tests, test_timeout};
 use crate::sys::exec::{CommandEnv, kill_marked_processes};
 use crate::sys::limits::TaskLimits;
 use crate::task::TaskSpec;

@@ -115,7 +115,7 @@ pub struct TaskSpec {
     /// version, or the reason it cannot be (the task errors with it, the
     /// run goes on).
     #[serde(skip)]
-    pub swebench: Option<Result<crate::swebench_spec::SwebenchEval, String>>,
+    pub swebench: Option<Result<crate::grade::swebench::spec::SwebenchEval, String>>,
     /// In a container, the repo is the one the image holds at `workdir`
     /// (SWE-bench's images), made leak-proof there, rather than onebash's
     /// own checkout bind-mounted: the field as written, else true for
@@ -220,7 +220,7 @@ pub struct LoadOptions {
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
-            repo_base: crate::swebench::DEFAULT_REPO_BASE.to_owned(),
+            repo_base: crate::task::swebench::DEFAULT_REPO_BASE.to_owned(),
             test_command: None,
             image: None,
         }
@@ -319,17 +319,17 @@ fn parse_line(
         return Err("expected a JSON object".to_owned());
     };
     // A line of the newer SWE-bench family becomes a onebash line first.
-    if let Some(family) = crate::swebench_family::detect(&fields) {
-        crate::swebench_family::convert(
+    if let Some(family) = crate::task::swebench_family::detect(&fields) {
+        crate::task::swebench_family::convert(
             family,
             &mut fields,
             options.test_command.is_some(),
             &options.repo_base,
         )?;
     }
-    let instance = crate::swebench::is_instance(&fields);
+    let instance = crate::task::swebench::is_instance(&fields);
     if instance {
-        crate::swebench::convert(&mut fields, &options.repo_base)?;
+        crate::task::swebench::convert(&mut fields, &options.repo_base)?;
     }
     let mut problems = Vec::new();
     let id = take_string(&mut fields, "id", true, &mut problems);
@@ -464,7 +464,7 @@ fn parse_line(
         let files = task
             .test_patch
             .as_deref()
-            .map(crate::swebench::patch_files)
+            .map(crate::task::swebench::patch_files)
             .unwrap_or_default();
         let mut context = task.to_json();
         context.insert("test_files".to_owned(), serde_json::json!(files));
@@ -490,8 +490,8 @@ fn parse_line(
 
 /// SWE-bench's eval of an instance, by the `owner/name` and `version` it
 /// came with.
-fn swebench_eval(task: &TaskSpec) -> Result<crate::swebench_spec::SwebenchEval, String> {
-    use crate::swebench_spec::SpecError;
+fn swebench_eval(task: &TaskSpec) -> Result<crate::grade::swebench::spec::SwebenchEval, String> {
+    use crate::grade::swebench::spec::SpecError;
     let metadata = task.metadata.as_ref();
     let field = |key: &str| -> Option<String> {
         match metadata?.get(key)? {
@@ -500,13 +500,13 @@ fn swebench_eval(task: &TaskSpec) -> Result<crate::swebench_spec::SwebenchEval, 
             _ => None,
         }
     };
-    let repo = field(crate::swebench::SWEBENCH_REPO)
+    let repo = field(crate::task::swebench::SWEBENCH_REPO)
         .ok_or(SpecError::Missing("repo"))
         .map_err(|e| e.to_string())?;
     let version = field("version")
         .ok_or(SpecError::Missing("version"))
         .map_err(|e| e.to_string())?;
-    crate::swebench_spec::eval_for(&crate::swebench_spec::Instance {
+    crate::grade::swebench::spec::eval_for(&crate::grade::swebench::spec::Instance {
         instance_id: task.id.as_str(),
         repo: &repo,
         version: &version,

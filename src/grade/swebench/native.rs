@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{StatusMap, pattern, per_line, set, strip};
+use super::log::{StatusMap, pattern, per_line, set, strip};
 
 pub(super) fn gotest(log: &str) -> StatusMap {
     static GO: OnceLock<Regex> = OnceLock::new();
@@ -129,7 +129,7 @@ pub(super) fn doctest(log: &str) -> StatusMap {
 #[cfg(test)]
 mod tests {
     use super::super::Parser;
-    use super::super::tests::table;
+    use super::super::log::tests::table;
 
     #[test]
     fn go_and_cargo_lines() {

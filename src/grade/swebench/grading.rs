@@ -5,7 +5,7 @@
 //! for every language.
 
 use super::{END_TEST_OUTPUT, Parser, START_TEST_OUTPUT, StatusMap};
-use crate::testlog::{Graded, PerTestVerdict, Resolution, TestResults, status_word};
+use crate::grade::testlog::{Graded, PerTestVerdict, Resolution, TestResults, status_word};
 
 /// `get_logs_eval`: the part of the eval script's output between its
 /// markers, parsed; the whole output when that part gives nothing. None
@@ -143,7 +143,7 @@ pub fn to_results(map: &StatusMap) -> TestResults {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::map;
+    use super::super::log::tests::map;
     use super::*;
 
     #[test]

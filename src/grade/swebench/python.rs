@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{STATUSES, StatusMap, py_space, words};
+use super::log::{STATUSES, StatusMap, py_space, words};
 
 fn starts_with_status(line: &str) -> bool {
     STATUSES.iter().any(|s| line.starts_with(s))
@@ -225,7 +225,7 @@ pub(super) fn sympy(log: &str) -> StatusMap {
 #[cfg(test)]
 mod tests {
     use super::super::Parser;
-    use super::super::tests::map;
+    use super::super::log::tests::map;
     use super::*;
 
     #[test]

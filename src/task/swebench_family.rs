@@ -226,7 +226,7 @@ fn set_repo(fields: &mut Map<String, Value>, metadata: &mut Map<String, Value>, 
         && !repo.contains("..")
         && !repo.contains("://")
     {
-        let location = crate::swebench::repo_location(repo_base, &repo);
+        let location = crate::task::swebench::repo_location(repo_base, &repo);
         fields.insert("repo".to_owned(), Value::String(location));
         metadata.insert("dataset_repo".to_owned(), Value::String(repo));
     }

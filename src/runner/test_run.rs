@@ -14,9 +14,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::env::{Shell, Trust};
-use crate::swebench_log;
+use crate::grade::swebench;
+use crate::grade::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
 use crate::task::TaskSpec;
-use crate::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
 use crate::trajectory::CommandRecord;
 
 /// Settings every test command runs with, so that a verdict repeats.
@@ -165,11 +165,11 @@ pub async fn run_tests(
         // Harbor's verdict is the reward test.sh wrote, whatever its exit
         // code: 1 passes, anything else fails (fractions are kept).
         let read = Shell { env: &env, ..shell }
-            .run(&crate::harbor::reward_script(), timeout)
+            .run(&crate::task::harbor::reward_script(), timeout)
             .await
             .map_err(|err| GradeError::Reward(err.to_string()))?;
         let reward =
-            crate::harbor::read_reward(&read.output.to_text()).map_err(GradeError::Reward)?;
+            crate::task::harbor::read_reward(&read.output.to_text()).map_err(GradeError::Reward)?;
         return Ok(TestOutcome {
             passed: reward == 1.0,
             record,
@@ -188,7 +188,7 @@ pub async fn run_tests(
         } else {
             record.output.as_str()
         };
-        let graded = swebench_log::grade_output(
+        let graded = swebench::grade_output(
             eval.parser,
             eval.fail_only,
             output,
@@ -201,7 +201,7 @@ pub async fn run_tests(
             passed: verdict.resolved,
             record,
             test_patch_files,
-            per_test: Some((swebench_log::to_results(&map), verdict)),
+            per_test: Some((swebench::to_results(&map), verdict)),
             reward: None,
         });
     }

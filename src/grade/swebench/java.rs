@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{StatusMap, pattern, per_line, set, strip};
+use super::log::{StatusMap, pattern, per_line, set, strip};
 
 /// Maven prints no passing test: each test runs alone, its name is the
 /// `-Dtest=` of the traced command, its status the next `BUILD` line.
@@ -56,7 +56,7 @@ pub(super) fn gradle_custom(log: &str) -> StatusMap {
 #[cfg(test)]
 mod tests {
     use super::super::Parser;
-    use super::super::tests::table;
+    use super::super::log::tests::table;
 
     #[test]
     fn maven_names_each_run_by_its_test() {

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::task::TaskSpec;
 
 /// The built-in prompt, compiled into the binary.
-pub const DEFAULT_PROMPT: &str = include_str!("../prompts/default.toml");
+pub const DEFAULT_PROMPT: &str = include_str!("../../prompts/default.toml");
 
 /// A loaded prompt variant.
 #[derive(Debug, Clone)]

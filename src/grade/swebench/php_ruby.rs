@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{StatusMap, pattern, per_line, set};
+use super::log::{StatusMap, pattern, per_line, set};
 
 /// A test is named `SUITE > test` after the last suite header (`None >`
 /// before any, as Python formats a missing one). Lines are not stripped.
@@ -79,7 +79,7 @@ pub(super) fn rspec_transformed_json(log: &str) -> StatusMap {
 #[cfg(test)]
 mod tests {
     use super::super::Parser;
-    use super::super::tests::table;
+    use super::super::log::tests::table;
 
     #[test]
     fn phpunit_testdox() {

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{StatusMap, compile, pattern, per_line, py_space, set, strip};
+use super::log::{StatusMap, compile, pattern, per_line, py_space, set, strip};
 
 /// The package's `ansi_escape`: escape sequences out.
 fn ansi_escape(text: &str) -> String {
@@ -335,7 +335,7 @@ fn first_xml_block(log: &str) -> Option<(usize, usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::super::Parser;
-    use super::super::tests::table;
+    use super::super::log::tests::table;
 
     #[test]
     fn jest_vitest_tap_lines() {

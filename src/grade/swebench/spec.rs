@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::swebench_log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
+use crate::grade::swebench::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
 
 /// The generated table, embedded.
 const SPECS_JSON: &str = include_str!(concat!(
@@ -260,7 +260,7 @@ fn script_lines(
         .as_ref()
         .ok_or_else(|| SpecError::NoTestCommand(repo.to_owned(), version.to_owned()))?;
     let dir = &specs.repo_directory;
-    let files = crate::swebench_patch::modified_files(instance.test_patch);
+    let files = crate::grade::swebench::patch::modified_files(instance.test_patch);
     let base = instance.base_commit;
     let mut lines = Vec::new();
     if entry.language == "py" {
@@ -318,7 +318,7 @@ fn script_lines(
     lines.extend(spec.build.iter().cloned().map(Line::Run));
     lines.push(Line::Run(format!(": '{START_TEST_OUTPUT}'")));
     let tests = if repo == "Automattic/wp-calypso" {
-        crate::swebench_patch::calypso_test_commands(version, instance.test_patch)
+        crate::grade::swebench::patch::calypso_test_commands(version, instance.test_patch)
     } else {
         test_cmd.lines()
     };

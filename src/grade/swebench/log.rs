@@ -15,20 +15,11 @@
 //! are mirrored exactly. onebash's own per-test reading, for
 //! tasks without a spec, is testlog.rs's.
 
-mod grading;
-mod java;
-mod javascript;
-mod native;
-mod php_ruby;
-mod python;
-
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::Serialize;
-
-pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
 
 /// What SWE-bench's eval script echoes around the test command (through
 /// `set -x`); the log is read between them.
@@ -203,7 +194,7 @@ impl Parser {
 
     /// Reads statuses out of `log` as the package's function does.
     pub fn parse(self, log: &str) -> StatusMap {
-        use self::{java as jv, javascript as js, native as nt, php_ruby as pr, python as py};
+        use super::{java as jv, javascript as js, native as nt, php_ruby as pr, python as py};
         match self {
             Parser::Pytest => py::pytest(log, |line| line.to_owned(), |name| name.to_owned()),
             Parser::PytestOptions => py::pytest(log, |line| line.to_owned(), py::cut_option),
@@ -250,17 +241,17 @@ impl Parser {
 
 /// Whitespace as Python's `str.isspace` has it: Rust's, and the
 /// separators U+001C..U+001F.
-fn py_space(c: char) -> bool {
+pub(super) fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// Python's `str.split()`: the words between runs of whitespace.
-fn words(line: &str) -> Vec<&str> {
+pub(super) fn words(line: &str) -> Vec<&str> {
     line.split(py_space).filter(|w| !w.is_empty()).collect()
 }
 
 /// Python's `str.strip()`.
-fn strip(line: &str) -> &str {
+pub(super) fn strip(line: &str) -> &str {
     line.trim_matches(py_space)
 }
 
@@ -268,12 +259,12 @@ fn strip(line: &str) -> &str {
 /// ([`python_classes`]). The patterns are constants, and each parser's
 /// unit tests compile its own, so a pattern that does not compile never
 /// ships.
-fn pattern(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+pub(super) fn pattern(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| compile(pattern))
 }
 
 /// Compiles a constant pattern (see [`pattern`]).
-fn compile(pattern: &str) -> Regex {
+pub(super) fn compile(pattern: &str) -> Regex {
     Regex::new(&python_classes(pattern))
         .unwrap_or_else(|err| panic!("the pattern {pattern:?}: {err}"))
 }
@@ -328,7 +319,7 @@ fn python_classes(pattern: &str) -> String {
 /// test's name (group `name`) and a word (group `status`) that
 /// `status_of` turns into its status (None: not recorded); the last line
 /// about a test wins.
-fn per_line(
+pub(super) fn per_line(
     log: &str,
     re: &Regex,
     (name, status): (usize, usize),
@@ -348,7 +339,7 @@ fn per_line(
 }
 
 /// Sets `map[name] = status`, as the parsers' `test_status_map[..] = ..`.
-fn set(map: &mut StatusMap, name: &str, status: &str) {
+pub(super) fn set(map: &mut StatusMap, name: &str, status: &str) {
     map.insert(name.to_owned(), status.to_owned());
 }
 

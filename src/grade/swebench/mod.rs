@@ -1,0 +1,20 @@
+//! SWE-bench's side of grading, mirrored from the `swebench` package:
+//! the per-repo recipes ([`spec`]: eval script, image, parser), the test
+//! patch's files ([`patch`]), the log parsers ([`log`], one file per
+//! language family: python.rs, javascript.rs, java.rs, native.rs,
+//! php_ruby.rs) and the package's grading rules (grading.rs).
+
+mod grading;
+mod java;
+mod javascript;
+pub mod log;
+mod native;
+pub mod patch;
+mod php_ruby;
+mod python;
+pub mod spec;
+
+pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
+pub use log::{
+    END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, STATUSES, StatusMap, parser_for,
+};
