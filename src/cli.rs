@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::agent::types::ExitReason;
 use crate::checkout::History;
+use crate::run_folder::ExitReason;
 use crate::sys::sandbox::SandboxMode;
 
 /// The most MiB a limit can name: their bytes must fit in a u64.

@@ -4,7 +4,7 @@
 
 use tokio::sync::{mpsc, watch};
 
-use crate::results::ResultRow;
+use crate::run_folder::ResultRow;
 use crate::task::TaskId;
 
 /// What a running task is doing, for the progress display.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::{Phase, RunEvent};
-use crate::results::{ResultRow, Status};
+use crate::run_folder::{ResultRow, Status};
 use crate::task::TaskId;
 
 #[derive(Debug, Default, Clone, Copy)]

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agent::types::ExitReason;
 use crate::config::RunConfig;
-use crate::results::{ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
+use crate::run_folder::ExitReason;
+use crate::run_folder::{ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
 use crate::task::TaskId;
 
 /// What a resumed run does.
@@ -43,7 +43,7 @@ impl ResumePlan {
 /// can be read and its settings that decide outcomes are this run's. Reads
 /// only, so it can come before anything else a run does.
 pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), String> {
-    let before = crate::manifest::RunManifest::read(folder)?;
+    let before = crate::config::manifest::RunManifest::read(folder)?;
     let differences = compare_fingerprints(&before.fingerprint, &config.fingerprint());
     if !differences.is_empty() {
         return Err(format!(

@@ -7,8 +7,9 @@
 use serde_json::{Value, json};
 
 use crate::agent::http;
-use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
+use crate::agent::types::{ModelError, ModelReply, ToolCall};
 use crate::config::RequestSettings;
+use crate::run_folder::Usage;
 
 const API_VERSION: &str = "2023-06-01";
 /// The beta that lets Claude 4 models think between tool calls

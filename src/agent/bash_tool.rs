@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::agent::types::ToolCall;
 use crate::env::Shell;
+use crate::run_folder::trajectory::CommandRecord;
 use crate::sys::exec::CommandOutcome;
-use crate::trajectory::CommandRecord;
 
 /// About how many characters of output the model sees: half from the start,
 /// half from the end.

@@ -12,7 +12,6 @@ pub mod http;
 pub mod model;
 pub mod openai;
 pub mod oracle;
-pub mod pricing;
 pub mod reasoning;
 pub mod replay;
 pub mod responses;

@@ -17,11 +17,12 @@ use serde_json::Value;
 use crate::agent::anthropic::AnthropicClient;
 use crate::agent::openai::OpenAiClient;
 use crate::agent::oracle;
-use crate::agent::pricing::Price;
 use crate::agent::replay::{RecordedFormat, ReplayStore};
 use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
-use crate::agent::types::{ModelError, ModelReply, Usage};
+use crate::agent::types::{ModelError, ModelReply};
+use crate::config::pricing::Price;
+use crate::run_folder::Usage;
 use crate::task::TaskSpec;
 use crate::task::prompt::RenderedPrompt;
 

@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
+use crate::agent::types::{ModelError, ModelReply, ToolCall};
+use crate::run_folder::Usage;
 use crate::task::TaskSpec;
 
 /// The oracle's answer to a history: a tool call that applies the gold patch

@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::agent::types::{ExitReason, ModelError, ModelReply, Usage};
+use crate::agent::types::{ModelError, ModelReply};
 use crate::agent::{anthropic, openai, responses};
 use crate::cli::Provider;
-use crate::results::RunFolder;
+use crate::run_folder::RunFolder;
+use crate::run_folder::trajectory::{Event, read_trajectory};
+use crate::run_folder::{ExitReason, Usage};
 use crate::task::TaskId;
-use crate::trajectory::{Event, read_trajectory};
 
 /// The message format of the recorded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +60,7 @@ impl ReplayStore {
     /// Opens a run folder to replay; reads its protocol from run.json.
     pub fn open(run_dir: &Path) -> Result<ReplayStore, String> {
         let folder = RunFolder::open(run_dir)?;
-        let manifest = crate::manifest::RunManifest::read(&folder)?;
+        let manifest = crate::config::manifest::RunManifest::read(&folder)?;
         // The oracle and the first runs (no provider yet) spoke OpenAI's format.
         let format = match manifest.settings.model.provider {
             Some(Provider::Anthropic) => RecordedFormat::Anthropic,

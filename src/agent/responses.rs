@@ -24,8 +24,9 @@ use std::borrow::Cow;
 use serde_json::{Map, Value, json};
 
 use crate::agent::openai::{self, Endpoint};
-use crate::agent::types::{ModelError, ModelReply, ToolCall, Usage};
+use crate::agent::types::{ModelError, ModelReply, ToolCall};
 use crate::config::RequestSettings;
+use crate::run_folder::Usage;
 
 /// What the request asks the server to add to its answer: the reasoning,
 /// encrypted, since the server stores none of it.

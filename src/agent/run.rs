@@ -13,12 +13,13 @@ use serde_json::Value;
 
 use crate::agent::bash_tool::{self, ToolAnswer};
 use crate::agent::model::{ModelClient, RetryNote};
-use crate::agent::types::{ExitReason, ModelError, ToolCall, Usage};
+use crate::agent::types::{ModelError, ToolCall};
 use crate::env::Shell;
 use crate::events::{Cancel, EventSink, Phase};
+use crate::run_folder::trajectory::{Event, TrajectoryWriter};
+use crate::run_folder::{ExitReason, Usage};
 use crate::task::TaskSpec;
 use crate::task::prompt::RenderedPrompt;
-use crate::trajectory::{Event, TrajectoryWriter};
 
 /// The caps of one task's agent phase.
 #[derive(Debug, Clone, Copy)]

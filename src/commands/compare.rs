@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::results::{ResultRow, Status};
+use crate::run_folder::{ResultRow, Status};
 use crate::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 
 #[derive(Debug, Serialize)]
@@ -312,7 +312,7 @@ pub(crate) fn format_p(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::ExitReason;
+    use crate::run_folder::ExitReason;
     use crate::task::TaskId;
 
     fn row(task: &str, passed: Option<bool>, tokens: u64) -> ResultRow {

@@ -17,10 +17,10 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::agent::types::ExitReason;
 use crate::cli::{ExportArgs, ExportFormat};
-use crate::results::{ResultRow, RunFolder, Status, read_rows};
-use crate::trajectory::read_trajectory;
+use crate::run_folder::ExitReason;
+use crate::run_folder::trajectory::read_trajectory;
+use crate::run_folder::{ResultRow, RunFolder, Status, read_rows};
 
 use conversation::{Conversation, Example, Meta};
 

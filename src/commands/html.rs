@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use crate::results::Status;
+use crate::run_folder::Status;
 
 mod compare;
 mod report;
@@ -202,8 +202,8 @@ fn legend(keys: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::ExitReason;
-    use crate::results::ResultRow;
+    use crate::run_folder::ExitReason;
+    use crate::run_folder::ResultRow;
     use crate::task::TaskId;
 
     /// A row for the page tests of the submodules.

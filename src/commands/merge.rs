@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::manifest::RunManifest;
-use crate::results::{
+use crate::config::manifest::RunManifest;
+use crate::resume::compare_fingerprints;
+use crate::run_folder::{
     ResultRow, RunFolder, Status, read_rows, write_predictions, write_rows_atomically,
 };
-use crate::resume::compare_fingerprints;
 use crate::task::TaskId;
 
 /// Why the runs cannot be merged: bad input, exit code 2.
@@ -35,7 +35,7 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     let mut owner: HashMap<(TaskId, u32), &Path> = HashMap::new();
     for run in runs {
         let folder = RunFolder::open(run).map_err(MergeError)?;
-        let manifest = crate::manifest::RunManifest::read(&folder).map_err(MergeError)?;
+        let manifest = crate::config::manifest::RunManifest::read(&folder).map_err(MergeError)?;
         match &first {
             None => first = Some((run.clone(), manifest)),
             Some((first_run, first_manifest)) => {

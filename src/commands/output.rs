@@ -14,8 +14,8 @@ use std::path::Path;
 
 use crate::cli::Format;
 use crate::commands::{compare, html, report};
-use crate::manifest::RunManifest;
-use crate::results::{RunFolder, read_rows};
+use crate::config::manifest::RunManifest;
+use crate::run_folder::{RunFolder, read_rows};
 
 /// `onebash report`: the report in `format` (grouped `by` a task field
 /// when given), returned as text to print,

@@ -17,12 +17,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::agent::pricing::Price;
-use crate::agent::types::Usage;
-use crate::manifest::RunManifest;
-use crate::results::{ResultRow, RunFolder, Status};
+use crate::config::manifest::RunManifest;
+use crate::config::pricing::Price;
+use crate::run_folder::Usage;
+use crate::run_folder::trajectory::{Event, read_trajectory};
+use crate::run_folder::{ResultRow, RunFolder, Status};
 use crate::stats::{pass_at_k, pass_hat_k, wilson95};
-use crate::trajectory::{Event, read_trajectory};
 
 /// Everything the report says, also its JSON form.
 #[derive(Debug, Serialize)]
@@ -612,7 +612,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::agent::types::ExitReason;
+    use crate::run_folder::ExitReason;
     use crate::task::TaskId;
 
     fn row(task: &str, epoch: u32, status: Status) -> ResultRow {

@@ -16,9 +16,9 @@ use serde_json::Value;
 
 use crate::agent::{reasoning, responses};
 use crate::audit::Probe;
-use crate::results::RunFolder;
+use crate::run_folder::RunFolder;
+use crate::run_folder::trajectory::{CommandRecord, Event, read_trajectory};
 use crate::task::TaskId;
-use crate::trajectory::{CommandRecord, Event, read_trajectory};
 
 /// Lines of a command's output shown from its start and from its end.
 const SHOWN_LINES: usize = 12;
@@ -585,10 +585,10 @@ pub fn render(events: &[Event], colors: bool) -> String {
 pub(crate) mod sample {
     use serde_json::{Value, json};
 
-    use crate::agent::types::{ExitReason, Usage};
     use crate::audit::{Probe, ProbeKind, ProbedCommand};
-    use crate::results::Status;
-    use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo};
+    use crate::run_folder::Status;
+    use crate::run_folder::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo};
+    use crate::run_folder::{ExitReason, Usage};
 
     pub fn header() -> Event {
         Event::Header {

@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::Serialize;
 
-use crate::agent::types::ExitReason;
 use crate::cli::{Cli, Command};
 use crate::commands::run::run_with;
 use crate::config::RunConfig;
-use crate::results::{ResultRow, RunFolder, Status, read_rows};
+use crate::run_folder::ExitReason;
+use crate::run_folder::{ResultRow, RunFolder, Status, read_rows};
 
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]

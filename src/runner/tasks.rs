@@ -16,14 +16,17 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::agent::run::AgentContext;
-use crate::agent::types::ExitReason;
 use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::audit::{self, AuditInput, Subject};
 use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
 use crate::env::{Environment, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
-use crate::results::{
+use crate::run_folder::ExitReason;
+use crate::run_folder::trajectory::{
+    CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter,
+};
+use crate::run_folder::{
     PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
     round_seconds,
 };
@@ -31,7 +34,6 @@ use crate::runner::test_run::{GradeError, run_tests, test_timeout};
 use crate::sys::exec::{CommandEnv, kill_marked_processes};
 use crate::sys::limits::TaskLimits;
 use crate::task::TaskSpec;
-use crate::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter};
 
 /// What every task shares.
 pub struct RunContext {

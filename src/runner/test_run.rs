@@ -16,8 +16,8 @@ use std::time::Duration;
 use crate::env::{Shell, Trust};
 use crate::grade::swebench;
 use crate::grade::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
+use crate::run_folder::trajectory::CommandRecord;
 use crate::task::TaskSpec;
-use crate::trajectory::CommandRecord;
 
 /// Settings every test command runs with, so that a verdict repeats.
 pub const TEST_SETTINGS: &[(&str, &str)] = &[("TZ", "UTC"), ("PYTHONHASHSEED", "0")];

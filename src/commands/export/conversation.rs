@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::agent::responses;
-use crate::agent::types::Usage;
-use crate::trajectory::Event;
+use crate::run_folder::Usage;
+use crate::run_folder::trajectory::Event;
 
 /// What the model was given and what it did, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -477,7 +477,7 @@ pub mod sample {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trajectory::PromptInfo;
+    use crate::run_folder::trajectory::PromptInfo;
 
     fn header(tools: Value) -> Event {
         Event::Header {

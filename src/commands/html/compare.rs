@@ -206,7 +206,7 @@ pub fn compare_page(c: &Comparison) -> String {
 mod tests {
     use super::*;
     use crate::commands::html::tests::row;
-    use crate::results::Status;
+    use crate::run_folder::Status;
     use std::path::Path;
 
     #[test]

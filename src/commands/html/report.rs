@@ -14,8 +14,8 @@ use crate::commands::report::{
     HistoryProbes, MEASURES, Measures, Report, history_probes_summary, prompt_cache_line,
 };
 use crate::commands::show;
-use crate::results::{ResultRow, RunFolder};
-use crate::trajectory::read_trajectory;
+use crate::run_folder::trajectory::read_trajectory;
+use crate::run_folder::{ResultRow, RunFolder};
 
 /// The folder, next to the report page, that holds the transcript pages.
 const TRANSCRIPTS: &str = "transcripts";
@@ -509,7 +509,7 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
 mod tests {
     use super::*;
     use crate::commands::html::tests::row;
-    use crate::results::Status;
+    use crate::run_folder::Status;
 
     #[test]
     fn report_page_has_charts_one_row_per_result_and_escapes_text() {

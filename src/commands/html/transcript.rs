@@ -203,7 +203,7 @@ mod tests {
     use super::*;
     use crate::audit::ProbeKind;
     use crate::commands::show::sample::*;
-    use crate::trajectory::Event;
+    use crate::run_folder::trajectory::Event;
 
     #[test]
     fn reasoning_is_folded_in_details_and_escaped() {

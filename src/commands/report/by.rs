@@ -13,9 +13,9 @@ use std::io::BufRead;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::results::{ResultRow, RunFolder, Status};
+use crate::run_folder::trajectory::Event;
+use crate::run_folder::{ResultRow, RunFolder, Status};
 use crate::stats::wilson95;
-use crate::trajectory::Event;
 
 /// The group of rows whose task line lacks the field.
 pub const NO_VALUE: &str = "(none)";
@@ -155,8 +155,8 @@ pub mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::types::ExitReason;
-    use crate::results::read_rows;
+    use crate::run_folder::ExitReason;
+    use crate::run_folder::read_rows;
     use crate::task::TaskId;
 
     fn row(task: &str, status: Status) -> ResultRow {

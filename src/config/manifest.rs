@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::Provider;
 use crate::config::{RunConfig, Shard};
-use crate::results::RunFolder;
+use crate::run_folder::RunFolder;
 
 /// The contents of run.json. Fields that only some writers give (a merge
 /// has no start, a run being written has no end yet) are optional, and so
@@ -175,7 +175,7 @@ mod tests {
 
     /// run.json of the run in tests/fixtures/run, as the onebash before
     /// this type wrote it (built with `json!`).
-    const GOLDEN: &str = include_str!("../tests/fixtures/run/run.json");
+    const GOLDEN: &str = include_str!("../../tests/fixtures/run/run.json");
 
     /// A config as `onebash run ARGS` builds it, over a one-task file.
     fn config(args: &[&str]) -> RunConfig {

@@ -18,11 +18,11 @@ use regex::Regex;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::checkout::History;
 use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
-use crate::probe::Probed;
-use crate::results::RunFolder;
+use crate::config::pricing::{PRICES_TAKEN, Price, builtin_price};
+use crate::config::probe::Probed;
+use crate::run_folder::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
 use crate::task::prompt::{PromptError, PromptVariant};

@@ -18,10 +18,10 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::types::{ExitReason, Usage};
 use crate::audit::{Probe, ProbedCommand, RecordedCommand};
 use crate::checkout::History;
-use crate::results::Status;
+use crate::run_folder::Status;
+use crate::run_folder::{ExitReason, Usage};
 use crate::sys::exec::CommandOutcome;
 
 pub const FORMAT_VERSION: u32 = 1;
@@ -685,7 +685,7 @@ mod tests {
 
     /// The event kinds docs/trajectory.md's table lists.
     fn documented_kinds() -> BTreeSet<String> {
-        let doc = include_str!("../docs/trajectory.md");
+        let doc = include_str!("../../docs/trajectory.md");
         let table = &doc[doc.find("## Events").expect("an Events section")..];
         table
             .lines()

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::types::Usage;
+use crate::run_folder::Usage;
 
 /// When the built-in prices were taken from the providers' price pages
 /// (Anthropic: docs.anthropic.com/en/docs/about-claude/pricing; OpenAI:

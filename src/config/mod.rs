@@ -1,0 +1,15 @@
+//! Settings: the command line ([`crate::cli`]) checked into a [`RunConfig`]
+//! (run_config.rs: the model choice, limits, secrets, without looking at
+//! the machine), then what the machine allows ([`probe`]: bwrap,
+//! cgroups, engines); the model prices ([`pricing`]); and run.json, the
+//! settings as a run writes them ([`manifest`]).
+
+pub mod manifest;
+pub mod pricing;
+pub mod probe;
+mod run_config;
+
+pub use run_config::{
+    ANTHROPIC_MAX_OUTPUT_TOKENS, ApiModel, ConfigError, MIN_THINKING_BUDGET, ModelChoice,
+    RequestSettings, RunConfig, Secrets, Shard, Unprobed, default_cache_dir,
+};

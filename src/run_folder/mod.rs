@@ -1,0 +1,25 @@
+//! Stage 5: what a run leaves, for the run that writes it and every
+//! command that reads it back: where each file lives ([`RunFolder`],
+//! paths.rs), how a task ended ([`Status`], [`ExitReason`], [`Usage`],
+//! outcome.rs: the types every layer shares), one row per (task, epoch)
+//! ([`ResultRow`], row.rs), results.csv appended (csv.rs) from a thread of
+//! its own (sink.rs) and read back or rewritten whole (read.rs), the
+//! SWE-bench predictions (predictions.rs), and the trajectories
+//! ([`trajectory`]). run.json is the settings, `config::manifest`'s.
+
+mod csv;
+mod outcome;
+mod paths;
+mod predictions;
+mod read;
+mod row;
+mod sink;
+pub mod trajectory;
+
+pub use csv::ResultsWriter;
+pub use outcome::{ExitReason, Status, Usage};
+pub use paths::{PATCH_DIFF, RunFolder, TEST_LOG, TESTS_JSON, TRAJECTORY};
+pub use predictions::write_predictions;
+pub use read::{RowsRead, read_rows, write_rows_atomically};
+pub use row::{COLUMNS, ResultRow, one_line, round_seconds};
+pub use sink::RowSink;

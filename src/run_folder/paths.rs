@@ -1,0 +1,110 @@
+//! The run folder's layout: where each file of a run and of each (task,
+//! epoch) lives ([`RunFolder`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::task::TaskId;
+
+/// Names of the files in a (task, epoch) folder. The trajectory's `diff`
+/// and `test` events give the last two relative to that folder.
+pub const TRAJECTORY: &str = "trajectory.jsonl";
+pub const PATCH_DIFF: &str = "patch.diff";
+pub const TEST_LOG: &str = "test.log";
+pub const TESTS_JSON: &str = "tests.json";
+
+/// The run folder's layout: the one place that knows where each file of a
+/// run lives (docs/results.md), for the run that writes them and for every
+/// command that reads them back.
+#[derive(Debug, Clone)]
+pub struct RunFolder {
+    root: PathBuf,
+}
+
+impl RunFolder {
+    pub fn create(root: &Path) -> std::io::Result<RunFolder> {
+        let folder = RunFolder::at(root);
+        folder.create_dir()?;
+        Ok(folder)
+    }
+
+    /// The run folder at `root`, which may not exist yet.
+    pub fn at(root: &Path) -> RunFolder {
+        RunFolder {
+            root: root.to_owned(),
+        }
+    }
+
+    /// An existing run folder, to read. A run (and a merge) writes run.json
+    /// before anything else, so a folder without one is not a run folder,
+    /// or not yet one.
+    pub fn open(root: &Path) -> Result<RunFolder, String> {
+        let folder = RunFolder::at(root);
+        if !root.is_dir() {
+            return Err(format!(
+                "{} is not a run folder: no such folder\nhint: name the folder `onebash run -o` wrote",
+                root.display()
+            ));
+        }
+        if !folder.run_json().is_file() {
+            return Err(format!(
+                "{} is not a run folder (no run.json)\nhint: name the folder `onebash run -o` wrote",
+                root.display()
+            ));
+        }
+        Ok(folder)
+    }
+
+    /// Makes the folder, and its parents, where missing.
+    pub fn create_dir(&self) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.root)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn results_csv(&self) -> PathBuf {
+        self.root.join("results.csv")
+    }
+
+    pub fn run_json(&self) -> PathBuf {
+        self.root.join("run.json")
+    }
+
+    /// `run.lock`: held by the one onebash that runs in the folder (a run,
+    /// or its resume), so that a second cannot interleave its rows or
+    /// tear down the first one's containers.
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join("run.lock")
+    }
+
+    /// `tasks/`: a folder per task, one per epoch inside.
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.root.join("tasks")
+    }
+
+    /// `tasks/<id>/epoch-<k>/`: trajectory, diff and test log of one (task, epoch).
+    pub fn task_dir(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.tasks_dir()
+            .join(task.as_str())
+            .join(format!("epoch-{epoch}"))
+    }
+
+    pub fn trajectory(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(TRAJECTORY)
+    }
+
+    pub fn patch_diff(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(PATCH_DIFF)
+    }
+
+    /// The SWE-bench predictions of one epoch: `predictions.jsonl` for the
+    /// first, `predictions.epoch-<k>.jsonl` for the others.
+    pub fn predictions(&self, epoch: u32) -> PathBuf {
+        if epoch == 1 {
+            self.root.join("predictions.jsonl")
+        } else {
+            self.root.join(format!("predictions.epoch-{epoch}.jsonl"))
+        }
+    }
+}

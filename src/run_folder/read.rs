@@ -1,0 +1,67 @@
+//! results.csv read back ([`read_rows`], a torn last line found) and
+//! rewritten whole by rename ([`write_rows_atomically`]).
+
+use std::path::Path;
+
+use super::csv::ResultsWriter;
+use super::row::{COLUMNS, ResultRow};
+
+/// Reads results.csv back. A last line without its newline is a row torn
+/// by a crash: it is not returned, and `torn_at` says where it starts so
+/// the caller can cut it off.
+pub fn read_rows(path: &Path) -> Result<RowsRead, String> {
+    let bytes =
+        std::fs::read(path).map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let torn_at = (whole < bytes.len()).then_some(whole as u64);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(&bytes[..whole]);
+    // An empty file has no header: nothing to line up with.
+    let header_is_current = whole == 0
+        || reader
+            .headers()
+            .is_ok_and(|header| header.iter().eq(COLUMNS.iter().copied()));
+    let mut rows = Vec::new();
+    for (index, record) in reader.deserialize::<ResultRow>().enumerate() {
+        let row = record.map_err(|err| {
+            format!(
+                "{}: row {} cannot be read: {err}",
+                path.display(),
+                index + 1
+            )
+        })?;
+        rows.push(row);
+    }
+    Ok(RowsRead {
+        rows,
+        torn_at,
+        header_is_current,
+    })
+}
+
+/// What [`read_rows`] found.
+#[derive(Debug)]
+pub struct RowsRead {
+    pub rows: Vec<ResultRow>,
+    /// Byte offset of a torn last line, if there is one.
+    pub torn_at: Option<u64>,
+    /// Whether the header is [`COLUMNS`]. A file written by an older
+    /// onebash lacks the newer columns (its rows read them as empty);
+    /// rows appended to it would not line up with its header, so a resume
+    /// rewrites it first.
+    pub header_is_current: bool,
+}
+
+/// Writes a whole results.csv (header and rows) through a temporary file
+/// and a rename: the file is complete before and after, never half.
+pub fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> std::io::Result<()> {
+    let tmp = path.with_extension("csv.tmp");
+    {
+        let mut writer = ResultsWriter::open_truncated(&tmp)?;
+        for row in rows {
+            writer.append(row)?;
+        }
+    }
+    std::fs::rename(&tmp, path)
+}

@@ -1,0 +1,53 @@
+//! results.csv written on a thread of its own ([`RowSink`]).
+
+use std::path::PathBuf;
+
+use super::csv::ResultsWriter;
+use super::row::ResultRow;
+
+/// results.csv written on a thread of its own. A row's write and sync
+/// waits for the disk, tens of milliseconds while other tasks' checkouts
+/// fill it: on an async worker that wait delayed the timers and output
+/// reads of every task on it. Rows are written in the order they are
+/// sent; a row sent is on disk once [`RowSink::finish`] returns.
+pub struct RowSink {
+    rows: std::sync::mpsc::Sender<ResultRow>,
+    thread: std::thread::JoinHandle<Option<String>>,
+}
+
+impl RowSink {
+    /// Starts the thread that appends to `writer` (results.csv at `path`,
+    /// for messages).
+    pub fn start(mut writer: ResultsWriter, path: PathBuf) -> std::io::Result<RowSink> {
+        let (rows, received) = std::sync::mpsc::channel::<ResultRow>();
+        let thread = std::thread::Builder::new()
+            .name("results.csv".to_owned())
+            .spawn(move || {
+                let mut first_error = None;
+                for row in received {
+                    if let Err(err) = writer.append(&row)
+                        && first_error.is_none()
+                    {
+                        first_error = Some(format!("failed to write {}: {err}", path.display()));
+                    }
+                }
+                first_error
+            })?;
+        Ok(RowSink { rows, thread })
+    }
+
+    /// Queues `row` (never waits).
+    pub fn send(&self, row: ResultRow) {
+        // The thread ends only when this sink is dropped or finished.
+        let _ = self.rows.send(row);
+    }
+
+    /// Waits until every row sent is written (a blocking wait: call it off
+    /// the async workers); the first write error, if any.
+    pub fn finish(self) -> Option<String> {
+        drop(self.rows);
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Some("the results.csv writer failed".to_owned()))
+    }
+}
