@@ -13,8 +13,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::commands::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 use crate::run_folder::{ResultRow, Status};
-use crate::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 
 #[derive(Debug, Serialize)]
 pub struct Comparison {

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::config::manifest::RunManifest;
-use crate::resume::compare_fingerprints;
 use crate::run_folder::{
     ResultRow, RunFolder, Status, read_rows, write_predictions, write_rows_atomically,
 };
+use crate::runner::resume::compare_fingerprints;
 use crate::task::TaskId;
 
 /// Why the runs cannot be merged: bad input, exit code 2.

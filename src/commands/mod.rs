@@ -9,4 +9,5 @@ pub mod pull;
 pub mod report;
 pub mod run;
 pub mod show;
+pub mod stats;
 pub mod validate;

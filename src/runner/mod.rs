@@ -6,3 +6,5 @@ mod tasks;
 pub mod test_run;
 
 pub use tasks::{RunContext, run_task, run_tasks};
+pub mod progress;
+pub mod resume;

@@ -205,7 +205,7 @@ pub fn compare_page(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::html::tests::row;
+    use crate::commands::html::page::tests::row;
     use crate::run_folder::Status;
     use std::path::Path;
 

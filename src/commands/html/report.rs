@@ -508,7 +508,7 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::html::tests::row;
+    use crate::commands::html::page::tests::row;
     use crate::run_folder::Status;
 
     #[test]

@@ -13,9 +13,9 @@ use std::io::BufRead;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::commands::stats::wilson95;
 use crate::run_folder::trajectory::Event;
 use crate::run_folder::{ResultRow, RunFolder, Status};
-use crate::stats::wilson95;
 
 /// The group of rows whose task line lacks the field.
 pub const NO_VALUE: &str = "(none)";

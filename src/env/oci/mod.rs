@@ -1,30 +1,13 @@
-//! `--env oci`: tasks in their image with no daemon and no root, each
-//! command under bubblewrap over the image's root file system, read-only.
-//!
-//! The pieces, in the order an image goes through them:
-//! - [`source`]: where an image comes from (`docker-archive:PATH`,
-//!   `oci:PATH[:REF]`, or a registry's reference, [`reference`]) and its
-//!   manifest and config;
-//! - [`registry`]: a registry's image fetched into the cache as `--pull`
-//!   says (manifest, config, layer blobs verified), through [`client`]
-//!   (the distribution API over HTTP(S)) with [`auth`]'s challenge and
-//!   credentials;
-//! - [`layers`]: the cache of unpacked layers, each checked against its
-//!   digests, unpacked once, with traversal refused;
-//! - [`rootfs`]: the image's root stacked from its layers by hard links,
-//!   once per image, its big one-layer folders bound from the layer
-//!   ([`binds`] chooses them);
-//! - [`workspace`]: the environment itself: the bwrap command line of
-//!   each command over that root, with the task's working copy bound at
-//!   its workdir and a private /tmp.
-//!
-//! Images are made ready once, before the run starts ([`Images::prepare`],
-//! from the probe): a missing or hostile image stops the run with exit 2,
-//! as a missing podman image does.
+//! OCI images without an engine: the images a run needs made ready
+//! ([`Images`], images.rs), pulled from a registry (registry.rs,
+//! client.rs, auth.rs; references and digests in reference.rs, digest.rs,
+//! source.rs), unpacked into layers (layers.rs) and a root (rootfs.rs,
+//! binds.rs), and the workspace a task runs in (workspace.rs, repo.rs).
 
 mod auth;
 mod binds;
 mod client;
+mod images;
 mod layers;
 mod reference;
 mod registry;
@@ -33,112 +16,6 @@ mod rootfs;
 mod source;
 mod workspace;
 
-use std::collections::HashMap;
-use std::path::Path;
-
-use crate::cli::PullPolicy;
-
 pub use client::RegistryError;
+pub use images::{Image, Images, OciError};
 pub use workspace::{Oci, Settings};
-
-/// What can go wrong making an image ready.
-#[derive(Debug, thiserror::Error)]
-pub enum OciError {
-    /// The image cannot be read or is not one.
-    #[error("{0}")]
-    Image(String),
-    /// Bytes that do not match their digest.
-    #[error("{what}: the digest is {actual}, not {expected}")]
-    Digest {
-        what: String,
-        expected: String,
-        actual: String,
-    },
-    /// A layer entry that would write outside the image's root.
-    #[error("refused a hostile layer: {0}")]
-    Refused(String),
-    /// The cache's files.
-    #[error("the layer cache: {0}")]
-    Cache(String),
-    /// A registry that refused, lacked or did not serve the image.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-}
-
-/// One image made ready: its root and what its config says.
-#[derive(Debug, Clone)]
-pub struct Image {
-    /// Its root file system: a folder, and layers' folders bound over it.
-    pub root: rootfs::Root,
-    /// The config's `Env`, in order.
-    pub env: Vec<(String, String)>,
-    /// The config's `WorkingDir` (the working copy's place decides where
-    /// commands run, as with podman's `-w`; kept for messages).
-    pub working_dir: Option<String>,
-}
-
-/// Every image of a run, by the name tasks give it.
-#[derive(Debug, Clone, Default)]
-pub struct Images {
-    by_name: HashMap<String, Image>,
-}
-
-impl Images {
-    /// Makes every image ready under `<cache_dir>/oci`: reads its
-    /// manifest (a registry's as `pull` says), unpacks the layers the
-    /// cache lacks, assembles its root. Blocking; progress on stderr.
-    /// Errors are whole messages.
-    pub fn prepare(cache_dir: &Path, names: &[String], pull: PullPolicy) -> Result<Images, String> {
-        let oci_dir = cache_dir.join("oci");
-        let cache = layers::LayerCache::new(&oci_dir);
-        let mut by_name = HashMap::new();
-        for name in names {
-            if by_name.contains_key(name) {
-                continue;
-            }
-            let image = prepare_one(&oci_dir, &cache, name, pull)
-                .map_err(|err| format!("--env oci: failed to prepare the image {name}: {err}"))?;
-            by_name.insert(name.clone(), image);
-        }
-        Ok(Images { by_name })
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Image> {
-        self.by_name.get(name)
-    }
-
-    /// Any one image, for the probe.
-    pub fn first(&self) -> Option<&Image> {
-        self.by_name.values().next()
-    }
-}
-
-fn prepare_one(
-    oci_dir: &Path,
-    cache: &layers::LayerCache,
-    name: &str,
-    pull: PullPolicy,
-) -> Result<Image, OciError> {
-    let source = source::Source::parse(name)?;
-    let manifest = match &source {
-        source::Source::Registry(reference) => {
-            registry::pull(oci_dir, reference, pull, &|diff_id| cache.has(diff_id))?
-        }
-        _ => source.manifest()?,
-    };
-    let mut unpacked = Vec::with_capacity(manifest.layers.len());
-    for layer in &manifest.layers {
-        unpacked.push(cache.ensure(&source, layer)?);
-        // A registry's blob has served once it is unpacked (the layer
-        // folder exists, so no process opens the blob again).
-        if let (source::Source::Registry(_), Some(blob)) = (&source, &layer.blob) {
-            let _ = std::fs::remove_file(registry::blob_path(oci_dir, blob));
-        }
-    }
-    let root = rootfs::assemble(oci_dir, manifest.config_digest.hex(), &unpacked)?;
-    Ok(Image {
-        root,
-        env: manifest.env(),
-        working_dir: manifest.config.config.working_dir.clone(),
-    })
-}

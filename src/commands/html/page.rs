@@ -18,14 +18,6 @@ use std::path::Path;
 
 use crate::run_folder::Status;
 
-mod compare;
-mod report;
-mod transcript;
-
-pub use compare::{compare_page, default_compare_page};
-pub use report::{report_page, write_report};
-pub use transcript::transcript_page;
-
 /// Escapes text for HTML element content and quoted attribute values.
 /// Control characters other than tab and newlines become their visible
 /// Unicode pictures (ESC as `␛`), so colour codes in test output show as
@@ -113,7 +105,7 @@ pre.command .probe { color: #ffb86b; font-weight: 600; }
 .result { font-size: 16px; font-weight: 600; margin-top: 18px; }
 ";
 
-fn page(title: &str, body: &str, script: Option<&str>) -> String {
+pub(super) fn page(title: &str, body: &str, script: Option<&str>) -> String {
     let script = script.map_or(String::new(), |s| format!("<script>{s}</script>\n"));
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -127,7 +119,7 @@ fn page(title: &str, body: &str, script: Option<&str>) -> String {
     )
 }
 
-fn status_class(status: Status) -> &'static str {
+pub(super) fn status_class(status: Status) -> &'static str {
     match status {
         Status::Passed => "passed",
         Status::Failed => "failed",
@@ -135,14 +127,14 @@ fn status_class(status: Status) -> &'static str {
     }
 }
 
-const STATUSES: [Status; 3] = [Status::Passed, Status::Failed, Status::Error];
+pub(super) const STATUSES: [Status; 3] = [Status::Passed, Status::Failed, Status::Error];
 
-fn percent(x: f64) -> String {
+pub(super) fn percent(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
 /// A number for an axis: 950, 1.5k, 12k, 3.2M.
-fn compact(v: f64) -> String {
+pub(super) fn compact(v: f64) -> String {
     let trim = |s: String| s.trim_end_matches(".0").to_owned();
     if v >= 1e6 {
         trim(format!("{:.1}", v / 1e6)) + "M"
@@ -157,7 +149,7 @@ fn compact(v: f64) -> String {
 
 /// A round step (1, 2, 2.5 or 5 times a power of ten) that cuts `0..max`
 /// into about `parts` parts; at least 1, as the charts count things.
-fn nice_step(max: f64, parts: f64) -> f64 {
+pub(super) fn nice_step(max: f64, parts: f64) -> f64 {
     let raw = (max / parts).max(1.0);
     let magnitude = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 2.5, 5.0, 10.0]
@@ -167,7 +159,7 @@ fn nice_step(max: f64, parts: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
-fn svg_open(id: &str, width: f64, height: f64, label: &str) -> String {
+pub(super) fn svg_open(id: &str, width: f64, height: f64, label: &str) -> String {
     format!(
         "<svg class=\"chart\" id=\"{id}\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" \
          height=\"{height}\" role=\"img\" aria-label=\"{}\">\n",
@@ -175,7 +167,7 @@ fn svg_open(id: &str, width: f64, height: f64, label: &str) -> String {
     )
 }
 
-fn rect(class: &str, x: f64, y: f64, width: f64, height: f64, title: &str) -> String {
+pub(super) fn rect(class: &str, x: f64, y: f64, width: f64, height: f64, title: &str) -> String {
     format!(
         "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.2}\" height=\"{height:.1}\">\
          <title>{}</title></rect>\n",
@@ -183,7 +175,7 @@ fn rect(class: &str, x: f64, y: f64, width: f64, height: f64, title: &str) -> St
     )
 }
 
-fn text(class: &str, x: f64, y: f64, anchor: &str, content: &str) -> String {
+pub(super) fn text(class: &str, x: f64, y: f64, anchor: &str, content: &str) -> String {
     format!(
         "<text class=\"{class}\" x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"{anchor}\" \
          dominant-baseline=\"middle\">{}</text>\n",
@@ -191,7 +183,7 @@ fn text(class: &str, x: f64, y: f64, anchor: &str, content: &str) -> String {
     )
 }
 
-fn legend(keys: &[(&str, String)]) -> String {
+pub(super) fn legend(keys: &[(&str, String)]) -> String {
     let items: String = keys
         .iter()
         .map(|(class, label)| format!("<span class=\"key {class}\"></span>{}", escape(label)))
@@ -200,14 +192,19 @@ fn legend(keys: &[(&str, String)]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::run_folder::ExitReason;
     use crate::run_folder::ResultRow;
     use crate::task::TaskId;
 
     /// A row for the page tests of the submodules.
-    pub(super) fn row(task: &str, status: Status, turns: u32, tokens: u64) -> ResultRow {
+    pub(in crate::commands::html) fn row(
+        task: &str,
+        status: Status,
+        turns: u32,
+        tokens: u64,
+    ) -> ResultRow {
         let id = TaskId::parse(task).expect("id");
         let exit_reason = match status {
             Status::Error => ExitReason::ApiError,

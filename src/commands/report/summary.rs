@@ -11,18 +11,18 @@
 //! `report --by FIELD` groups the rows by a field of their task lines
 //! (`report/by.rs`).
 
-pub mod by;
-
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::commands::stats::{pass_at_k, pass_hat_k, wilson95};
 use crate::config::manifest::RunManifest;
 use crate::config::pricing::Price;
 use crate::run_folder::Usage;
 use crate::run_folder::trajectory::{Event, read_trajectory};
 use crate::run_folder::{ResultRow, RunFolder, Status};
-use crate::stats::{pass_at_k, pass_hat_k, wilson95};
+
+use super::by;
 
 /// Everything the report says, also its JSON form.
 #[derive(Debug, Serialize)]

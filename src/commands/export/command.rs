@@ -7,12 +7,6 @@
 //! written, and hands the rest to the chosen format (`export/openai_chat.rs`,
 //! `sharegpt.rs`, `atif.rs`). Plain synchronous code over run folders.
 
-mod atif;
-mod conversation;
-mod openai_chat;
-mod redact;
-mod sharegpt;
-
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +17,8 @@ use crate::run_folder::trajectory::read_trajectory;
 use crate::run_folder::{ResultRow, RunFolder, Status, read_rows};
 
 use conversation::{Conversation, Example, Meta};
+
+use super::{atif, conversation, openai_chat, redact, sharegpt};
 
 /// Why an export could not be made at all (exit 2): nothing was written
 /// that a reader could mistake for a whole export.

@@ -9,11 +9,6 @@
 //! that later stages need: the agent's diff, restoring files and applying a
 //! patch. It runs no command but `git pack-objects`, to build a store.
 
-mod store;
-mod thin;
-
-pub use store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
-
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
@@ -24,6 +19,9 @@ use git2::{ApplyLocation, Diff, DiffFormat, DiffOptions, Oid, Repository};
 
 use crate::sys::lock::FileLock;
 use sha2::{Digest, Sha256};
+
+use super::store;
+use super::store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
 
 /// Why a checkout failed. The message names the repo and commit.
 #[derive(Debug, thiserror::Error)]
