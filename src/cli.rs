@@ -1,5 +1,5 @@
 //! The command line, as clap types only. Validation and defaults that need
-//! the environment or the file system live in `config.rs`.
+//! the environment or the file system live in `config/`.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -3,11 +3,11 @@
 //!
 //! Owns [`Probed`] and the one call that finds it. Probing runs bwrap once
 //! and makes (and reaps) folders in the cgroup file system, so it is not
-//! part of checking the arguments (`config.rs`, which builds a config
+//! part of checking the arguments (`run_config.rs`, which builds a config
 //! without looking at the machine): `main` calls it, through
 //! `RunConfig::probe`, once the arguments are good and before the async
-//! runtime starts. What the sandbox hides is `config.rs`'s choice; how a
-//! command is confined is `sandbox.rs`'s, how a limit is kept `limits.rs`'s.
+//! runtime starts. What the sandbox hides is `run_config.rs`'s choice; how a
+//! command is confined is `sys/sandbox.rs`'s, how a limit is kept `sys/limits.rs`'s.
 
 use std::path::{Path, PathBuf};
 

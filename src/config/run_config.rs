@@ -7,7 +7,7 @@
 //!
 //! Building a config reads the files its arguments name and nothing else
 //! of the machine: whether bwrap works and where cgroups can be made are
-//! found by [`RunConfig::probe`] (see `probe.rs`), a step of its own that
+//! found by [`RunConfig::probe`] (see `config/probe.rs`), a step of its own that
 //! `main` takes once the arguments are good. Values the command line can
 //! check itself (`--shard`, durations, ranges) are clap's, in `cli.rs`.
 

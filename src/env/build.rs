@@ -3,7 +3,7 @@
 //! goes to stderr when it ends; a failed or timed-out build is the task's
 //! setup error. It does not decide whether to build (`Containers::
 //! build_image`: one build at a time, none when the engine holds the tag)
-//! nor what the tag is (`harbor.rs`: the content hash of the folder).
+//! nor what the tag is (`task/harbor.rs`: the content hash of the folder).
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! here, nearly all of it the engine's own work (conmon, runc), which the
 //! API would not save; the CLI needs no HTTP client, finds the engine the
 //! way the user's own commands do (`DOCKER_HOST`, contexts, rootless
-//! sockets), and gives exec's output on a pipe that `exec.rs` already
+//! sockets), and gives exec's output on a pipe that `sys/exec.rs` already
 //! reads, caps and times out.
 //!
 //! Owns the engine's probe at start (found, answering, every image there

@@ -9,7 +9,7 @@
 //! everything that touches the task's files or runs in them goes: the
 //! agent's and the tests' commands, the task's setup, the diff, the test
 //! patch, and the teardown. The runner, the agent loop and the grader know
-//! only these operations; `exec.rs` only spawns what an environment hands
+//! only these operations; `sys/exec.rs` only spawns what an environment hands
 //! it.
 
 use std::future::Future;

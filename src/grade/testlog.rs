@@ -8,7 +8,7 @@
 //! every PASS_TO_PASS test PASSED, XFAIL or SKIPPED; a test that is missing
 //! fails; a name cut short in the instance (long parametrized ids) matches
 //! the tests it is a prefix of. Reading files and running tests is
-//! grade.rs's.
+//! runner/test_run.rs's.
 
 use std::collections::BTreeMap;
 

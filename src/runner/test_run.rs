@@ -5,9 +5,9 @@
 //! fixed PYTHONHASHSEED, so runs repeat) and decides: pass is exit code 0,
 //! or, when the task lists `fail_to_pass`/`pass_to_pass`, SWE-bench's
 //! per-test rules over the statuses parsed from the output or a JUnit XML
-//! file (see testlog.rs). A SWE-bench instance with an eval spec runs
+//! file (see grade/testlog.rs). A SWE-bench instance with an eval spec runs
 //! SWE-bench's eval script and is read by its repo's parser and graded by
-//! the package's rules (swebench_spec.rs, swebench_log.rs). It does not
+//! the package's rules (grade/swebench/: spec.rs, log.rs, grading.rs). It does not
 //! know about the agent or the CSV.
 
 use std::path::Path;

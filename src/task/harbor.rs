@@ -8,7 +8,7 @@
 //! scripts the container runs for such a task (the verifier's staging, the
 //! oracle's command) and the reading of the reward Harbor's verifier
 //! writes. It does not build images or run anything: `env/container.rs`
-//! builds and runs, `grade.rs` calls [`reward_script`] and [`read_reward`].
+//! builds and runs, `runner/test_run.rs` calls [`reward_script`] and [`read_reward`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

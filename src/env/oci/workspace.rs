@@ -3,7 +3,7 @@
 //! folders bound over it, all read-only, with the task's working copy
 //! bound writable at its workdir and a private /tmp of the task's own.
 //!
-//! The bwrap command line is sandbox.rs's (a user namespace without
+//! The bwrap command line is sys/sandbox.rs's (a user namespace without
 //! capabilities, its own PID, IPC, UTS and, unless the command may have
 //! it, network namespace; `--die-with-parent`, so killing bwrap's process
 //! group kills everything inside), but over the image instead of the

@@ -1,7 +1,7 @@
 //! SWE-bench's reading of a test log and its verdict, line for line.
 //!
 //! Owns the package's log parsers (`swebench.harness.log_parsers`: which
-//! repo uses which is data, swebench_spec.rs's), one file per language
+//! repo uses which is data, spec.rs's), one file per language
 //! family (python.rs; javascript.rs; java.rs; native.rs for C/C++, Go and
 //! Rust; php_ruby.rs), and its grading (grading.rs). Each mirrors the
 //! package's Python, quirks included (the last line about a test wins, a

@@ -6,8 +6,8 @@
 //! file path (`get_test_cmds_calypso`). This file mirrors that reading of
 //! a diff's headers (git headers, new and deleted files, plain `---`/`+++`
 //! pairs, hunks skipped by their line counts) and calypso's commands. It
-//! does not apply patches (grade.rs does) nor build the script
-//! (swebench_spec.rs does).
+//! does not apply patches (runner/test_run.rs does) nor build the script
+//! (spec.rs does).
 
 use std::sync::OnceLock;
 

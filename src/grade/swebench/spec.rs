@@ -8,7 +8,7 @@
 //! test command on the directives; the other languages: the spec's build
 //! steps and its test commands as they are, wp-calypso's derived from the
 //! test patch), and its image names. Reading the log and the verdict are
-//! swebench_log's; the test patch itself goes in through grade.rs, as for
+//! log.rs's; the test patch itself goes in through runner/test_run.rs, as for
 //! every task, so the package's reset and apply lines are rendered only in
 //! [`package_script`], the script the parity tests compare with the
 //! package's.
