@@ -5,8 +5,8 @@
 //! package under test. Hashes are only collected here: whether one is
 //! outside the base's history is the mirror's to say (`audit::mod`).
 
+use super::kinds::{Probe, ProbeKind, Subject, normalize_package};
 use super::shell::Simple;
-use super::{Probe, ProbeKind, Subject};
 
 /// What one simple command matched: probes, and the hex words given to a
 /// git command that takes revisions, with that command's name.
@@ -451,22 +451,6 @@ fn pip(args: &[String], subject: &Subject, found: &mut Found) {
             found.add(ProbeKind::Download, format!("pip {action} {name}"));
         }
     }
-}
-
-/// PEP 503's normal form of a package name: lower case, runs of `-`, `_`
-/// and `.` as one `-`.
-pub fn normalize_package(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.trim().chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !out.ends_with('-') {
-                out.push('-');
-            }
-        } else {
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
 }
 
 #[cfg(test)]

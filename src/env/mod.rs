@@ -3,15 +3,18 @@
 //! with or without bubblewrap ([`Host`], host.rs), or a container per
 //! (task, epoch) from the task's image ([`container`], with image_repo.rs
 //! for the repo an image holds and build.rs for a Harbor image), or an OCI
-//! image's root without an engine ([`oci`]).
+//! image's root without an engine ([`oci`]); [`choose`] (choose.rs) picks
+//! the run's.
 
 mod build;
+mod choose;
 pub mod container;
 mod host;
 mod image_repo;
 pub mod oci;
 mod seam;
 
+pub use choose::choose;
 pub use container::Containers;
 pub use host::Host;
-pub use seam::{BoxFuture, Command, Entered, Environment, Shell, Swept, Trust, Workspace, choose};
+pub use seam::{BoxFuture, Command, Entered, Environment, Shell, Swept, Trust, Workspace};

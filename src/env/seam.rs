@@ -15,18 +15,12 @@
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
 use crate::sys::exec::{CommandEnv, CommandOutcome, ExecError};
 use crate::sys::limits::ChildSetup;
-use crate::sys::sandbox::Sandbox;
 use crate::task::TaskSpec;
-
-use super::container::Containers;
-use super::host::Host;
-use super::{container, oci};
 
 /// A future an environment returns (boxed: environments are chosen at run
 /// time, behind `dyn`).
@@ -174,21 +168,6 @@ pub trait Workspace: Send + Sync {
 
     /// Ends the workspace; the working copy is deleted unless `keep`.
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>>;
-}
-
-/// The run's environment: the one registration point of every kind. A
-/// container engine when the probe found one (`--env podman|docker`), else
-/// the host under the run's sandbox.
-pub fn choose(
-    sandbox: &Sandbox,
-    container: Option<container::Settings>,
-    oci: Option<oci::Settings>,
-) -> Arc<dyn Environment> {
-    match (container, oci) {
-        (Some(settings), _) => Arc::new(Containers::new(settings)),
-        (None, Some(settings)) => Arc::new(oci::Oci::new(settings)),
-        (None, None) => Arc::new(Host::new(sandbox.clone())),
-    }
 }
 
 /// Where a series of commands goes: a workspace, and the environment and

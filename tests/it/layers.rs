@@ -1,16 +1,21 @@
 //! Layers without cycles: no file of `src/` may depend, through its
-//! `crate::` paths, on a file that depends back on it. Read from the
-//! sources, so a new cycle fails here, not in a later refactor.
+//! `crate::`, `super::` and `self::` paths, on a file that depends back on
+//! it; and no file imports a file of a layer above its own ([`LAYERS`]).
+//! Read from the sources, so a new cycle fails here, not in a later
+//! refactor.
 //!
-//! A path names the file of its longest prefix that is a module; a `use`
-//! group (`crate::agent::{anthropic, openai}`) names each of its members;
-//! and an item a folder module re-exports from a file below it
-//! (`pub use model::ModelClient` in `agent/mod.rs`) names that file, so
-//! importing through a re-export is no way around a cycle. A module
-//! imported by name (`use crate::commands::html;`, a member of a group, a
-//! `self` or an `as`) is followed through its uses: `html::write_report`
-//! is `crate::commands::html::write_report`, resolved as above
-//! (`commands/html/report.rs`, which `commands/html.rs` re-exports it
+//! A `super::` or `self::` path is read as the `crate::` path it names
+//! (`super::source::Digest` in `env/oci/reference.rs` is
+//! `crate::env::oci::source::Digest`). A path names the file of its longest
+//! prefix that is a module; a `use` group (`crate::agent::{anthropic,
+//! openai}`) names each of its members; and an item a folder module
+//! re-exports from a file below it (`pub use model::ModelClient` in
+//! `agent/mod.rs`) names that file, so importing through a re-export is no
+//! way around a cycle. A module imported by name (`use
+//! crate::commands::html;`, a member of a group, a `self` or an `as`) is
+//! followed through its uses: `html::write_report` is
+//! `crate::commands::html::write_report`, resolved as above
+//! (`commands/html/report.rs`, which `commands/html/mod.rs` re-exports it
 //! from).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,6 +40,65 @@ fn modules(dir: &Path, root: &Path, found: &mut BTreeMap<String, PathBuf>) {
             found.insert(name, path);
         }
     }
+}
+
+/// The layers of `src/`, top first: a file may import a file of its own
+/// top-level folder (or file) or of one listed after it, never one listed
+/// before. ARCHITECTURE.md ("Layers") says why in this order.
+const LAYERS: &[&str] = &[
+    "main",
+    "lib",
+    "commands",
+    "runner",
+    "agent",
+    "events",
+    "config",
+    "env",
+    "cli",
+    "run_folder",
+    "audit",
+    "checkout",
+    "task",
+    "grade",
+    "sys",
+];
+
+/// The code of the file `name` (a module path, `env/oci/reference`) with
+/// each `super::` and `self::` path written as the `crate::` path it
+/// names: `super::source::Digest` there is `crate::env::oci::source::Digest`.
+fn absolute(name: &str, code: &str) -> String {
+    let module: Vec<&str> = name.split('/').filter(|part| !part.is_empty()).collect();
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find('s') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let starts_path = !out.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
+        let mut ups = 0;
+        let mut tail = from;
+        while let Some(next) = tail.strip_prefix("super::") {
+            ups += 1;
+            tail = next;
+        }
+        let own = ups == 0 && tail.starts_with("self::");
+        if starts_path && (ups > 0 || own) {
+            if own {
+                tail = &tail["self::".len()..];
+            }
+            let kept = module.len().saturating_sub(ups);
+            out.push_str("crate::");
+            for part in &module[..kept] {
+                out.push_str(part);
+                out.push_str("::");
+            }
+            rest = tail;
+        } else {
+            out.push('s');
+            rest = &from[1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The members of a `use` path, its group expanded:
@@ -223,7 +287,7 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         .map(|(name, path)| {
             let text = std::fs::read_to_string(path).expect("read a source file");
             let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-            (name, code.to_owned())
+            (name, absolute(name, code))
         })
         .collect();
     let reexported = code
@@ -306,16 +370,107 @@ fn no_file_depends_on_one_that_depends_back_on_it() {
     );
 }
 
-/// The types the model protocols, the loop, the trajectory and the CSV row
-/// share stay below all of them.
+/// The outcome types every layer shares (`Status`, `ExitReason`, `Usage`)
+/// import nothing of the crate, and the types of a model call only them.
 #[test]
 fn the_shared_types_import_nothing_of_the_crate() {
     let edges = graph();
     assert!(
-        edges["agent/types"].is_empty(),
+        edges["run_folder/outcome"].is_empty(),
         "{:?}",
-        edges["agent/types"]
+        edges["run_folder/outcome"]
     );
+    assert_eq!(
+        edges["agent/types"].iter().collect::<Vec<_>>(),
+        ["run_folder/outcome"]
+    );
+}
+
+/// The layer of a file: its top-level folder or file (`env/oci/source` is
+/// `env`).
+fn layer(name: &str) -> &str {
+    name.split('/').next().unwrap_or(name)
+}
+
+/// The imports that point up [`LAYERS`], each with the two layers.
+fn upward(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let rank = |name: &str| LAYERS.iter().position(|l| *l == layer(name));
+    let mut found = Vec::new();
+    for (from, deps) in edges {
+        for to in deps {
+            if let (Some(a), Some(b)) = (rank(from), rank(to))
+                && b < a
+            {
+                found.push(format!("{from} ({}) -> {to} ({})", layer(from), layer(to)));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_file_imports_a_file_of_a_layer_above_its_own() {
+    let edges = graph();
+    let unplaced: BTreeSet<&str> = edges
+        .keys()
+        .map(|name| layer(name))
+        .filter(|l| !LAYERS.contains(l))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "top-level modules with no place in LAYERS: {unplaced:?}"
+    );
+    let found = upward(&edges);
+    assert!(found.is_empty(), "imports up the layers: {found:#?}");
+}
+
+#[test]
+fn super_and_self_paths_are_read_as_crate_paths() {
+    assert_eq!(
+        absolute(
+            "env/oci/reference",
+            "use super::source::Digest;\nuse super::super::Shell;\nuse self::x::Y;\n"
+        ),
+        "use crate::env::oci::source::Digest;\nuse crate::env::Shell;\nuse crate::env::oci::reference::x::Y;\n"
+    );
+    // A group whose `self` is the module, and words that only end in one.
+    assert_eq!(
+        absolute(
+            "checkout/store",
+            "use super::thin::{self, A};\nlet myself::x = Self::y;\n"
+        ),
+        "use crate::checkout::thin::{self, A};\nlet myself::x = Self::y;\n"
+    );
+    // The circle the old test missed: two files of one folder, by `super::`.
+    let (modules, reexported) = sample_tree(
+        &["env", "env/oci", "env/oci/reference", "env/oci/source"],
+        "env/oci",
+        "",
+    );
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("env/oci/reference", "use super::source::Digest;\n"),
+        ("env/oci/source", "use super::reference::Reference;\n"),
+    ]
+    .into_iter()
+    .map(|(name, code)| {
+        let deps = dependencies(name, &absolute(name, code), &modules, &reexported);
+        (name.to_owned(), deps)
+    })
+    .collect();
+    assert_eq!(cycles(&edges).len(), 1, "{edges:?}");
+}
+
+#[test]
+fn an_import_up_the_layers_is_found() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("cli", vec!["agent/types"]),
+        ("agent/types", vec![]),
+        ("env/host", vec!["sys/exec", "cli"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(upward(&edges), ["cli (cli) -> agent/types (agent)"]);
 }
 
 /// A source tree of these modules, where `folder` re-exports what `code`

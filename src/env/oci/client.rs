@@ -22,31 +22,10 @@ use sha2::{Digest as _, Sha256};
 
 use super::OciError;
 use super::auth::{self, Credentials};
+use super::digest::Digest;
+use super::error::RegistryError;
 use super::reference::{Reference, is_loopback_host};
-use super::source::Digest;
 
-/// What a registry pull can fail on, apart from a digest that does not
-/// match (an [`OciError::Digest`]).
-#[derive(Debug, thiserror::Error)]
-pub enum RegistryError {
-    #[error(
-        "the registry has no image {0}\nhint: check the name and the tag (the task's `image`, or --image)"
-    )]
-    NotFound(String),
-    /// Credentials missing or refused; the message says which.
-    #[error("{0}")]
-    Auth(String),
-    #[error(
-        "the registry at {host} does not answer: {why}\nhint: check the host and port; a node without access can use a cache filled elsewhere (onebash pull, then --pull never)"
-    )]
-    Unreachable { host: String, why: String },
-    #[error("the registry at {host}: {why}")]
-    Protocol { host: String, why: String },
-    #[error(
-        "{0} is not in the cache, and --pull never does not fetch it\nhint: run `onebash pull TASKS --env oci` with the same --image once on this machine, or use --pull missing"
-    )]
-    NotCached(String),
-}
 /// The manifest kinds asked for, indexes first.
 const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 

@@ -27,32 +27,8 @@ use std::path::Path;
 
 use crate::cli::PullPolicy;
 
-use super::client::RegistryError;
+use super::error::OciError;
 use super::{layers, registry, rootfs, source};
-
-/// What can go wrong making an image ready.
-#[derive(Debug, thiserror::Error)]
-pub enum OciError {
-    /// The image cannot be read or is not one.
-    #[error("{0}")]
-    Image(String),
-    /// Bytes that do not match their digest.
-    #[error("{what}: the digest is {actual}, not {expected}")]
-    Digest {
-        what: String,
-        expected: String,
-        actual: String,
-    },
-    /// A layer entry that would write outside the image's root.
-    #[error("refused a hostile layer: {0}")]
-    Refused(String),
-    /// The cache's files.
-    #[error("the layer cache: {0}")]
-    Cache(String),
-    /// A registry that refused, lacked or did not serve the image.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-}
 
 /// One image made ready: its root and what its config says.
 #[derive(Debug, Clone)]

@@ -27,7 +27,8 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use super::OciError;
-use super::source::{Digest, LayerRef, Source};
+use super::digest::Digest;
+use super::source::{LayerRef, Source};
 use crate::sys::lock::FileLock;
 
 /// The cache's folder of unpacked layers.

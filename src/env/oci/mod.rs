@@ -2,11 +2,14 @@
 //! ([`Images`], images.rs), pulled from a registry (registry.rs,
 //! client.rs, auth.rs; references and digests in reference.rs, digest.rs,
 //! source.rs), unpacked into layers (layers.rs) and a root (rootfs.rs,
-//! binds.rs), and the workspace a task runs in (workspace.rs, repo.rs).
+//! binds.rs), and the workspace a task runs in (workspace.rs, repo.rs);
+//! what goes wrong, in error.rs.
 
 mod auth;
 mod binds;
 mod client;
+mod digest;
+mod error;
 mod images;
 mod layers;
 mod reference;
@@ -16,6 +19,6 @@ mod rootfs;
 mod source;
 mod workspace;
 
-pub use client::RegistryError;
-pub use images::{Image, Images, OciError};
+pub use error::{OciError, RegistryError};
+pub use images::{Image, Images};
 pub use workspace::{Oci, Settings};

@@ -11,7 +11,7 @@
 //! tag. It knows nothing of HTTP; `registry.rs` talks to the host.
 
 use super::OciError;
-use super::source::Digest;
+use super::digest::Digest;
 
 /// Docker Hub as references name it, and where its API is.
 const DOCKER_HUB: &str = "docker.io";

@@ -28,9 +28,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::OciError;
-use super::client::{Net, RegistryError, cache_error};
+use super::client::{Net, cache_error};
+use super::digest::Digest;
+use super::error::RegistryError;
 use super::reference::Reference;
-use super::source::{self, Digest, Manifest};
+use super::source::{self, Manifest};
 use crate::cli::PullPolicy;
 use crate::sys::lock::FileLock;
 /// Fetches what `reference` needs into `<oci_dir>` as `policy` says and

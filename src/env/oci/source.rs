@@ -18,51 +18,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use sha2::{Digest as _, Sha256};
 
 use super::OciError;
+use super::digest::Digest;
 use super::reference::Reference;
-
-/// A `sha256:<64 hex>` digest, checked to be one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Digest(String);
-
-impl Digest {
-    pub fn parse(text: &str) -> Result<Digest, OciError> {
-        let hex = text
-            .strip_prefix("sha256:")
-            .ok_or_else(|| OciError::Image(format!("unsupported digest {text:?} (sha256 only)")))?;
-        if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(OciError::Image(format!("malformed digest {text:?}")));
-        }
-        Ok(Digest(text.to_owned()))
-    }
-
-    /// The digest of `bytes`.
-    pub fn of(bytes: &[u8]) -> Digest {
-        Digest::from_hasher(Sha256::new_with_prefix(bytes))
-    }
-
-    pub fn from_hasher(hasher: Sha256) -> Digest {
-        let hex: String = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        Digest(format!("sha256:{hex}"))
-    }
-
-    /// The 64 hex digits: a file name.
-    pub fn hex(&self) -> &str {
-        &self.0["sha256:".len()..]
-    }
-}
-
-impl std::fmt::Display for Digest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// An image the user named.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::log::{StatusMap, pattern, per_line, set, strip};
+use super::lines::{StatusMap, pattern, per_line, set, strip};
 
 /// Maven prints no passing test: each test runs alone, its name is the
 /// `-Dtest=` of the traced command, its status the next `BUILD` line.

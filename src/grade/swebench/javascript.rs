@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::log::{StatusMap, compile, pattern, per_line, py_space, set, strip};
+use super::lines::{StatusMap, compile, pattern, per_line, py_space, set, strip};
 
 /// The package's `ansi_escape`: escape sequences out.
 fn ansi_escape(text: &str) -> String {

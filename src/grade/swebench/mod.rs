@@ -2,11 +2,12 @@
 //! the per-repo recipes ([`spec`]: eval script, image, parser), the test
 //! patch's files ([`patch`]), the log parsers ([`log`], one file per
 //! language family: python.rs, javascript.rs, java.rs, native.rs,
-//! php_ruby.rs) and the package's grading rules (grading.rs).
+//! php_ruby.rs, over lines.rs) and the package's grading rules (grading.rs).
 
 mod grading;
 mod java;
 mod javascript;
+mod lines;
 pub mod log;
 mod native;
 pub mod patch;
@@ -15,6 +16,5 @@ mod python;
 pub mod spec;
 
 pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
-pub use log::{
-    END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, STATUSES, StatusMap, parser_for,
-};
+pub use lines::{STATUSES, StatusMap};
+pub use log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};

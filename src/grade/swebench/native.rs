@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::log::{StatusMap, pattern, per_line, set, strip};
+use super::lines::{StatusMap, pattern, per_line, set, strip};
 
 pub(super) fn gotest(log: &str) -> StatusMap {
     static GO: OnceLock<Regex> = OnceLock::new();

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::log::{StatusMap, pattern, per_line, set};
+use super::lines::{StatusMap, pattern, per_line, set};
 
 /// A test is named `SUITE > test` after the last suite header (`None >`
 /// before any, as Python formats a missing one). Lines are not stripped.

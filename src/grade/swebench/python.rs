@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::log::{STATUSES, StatusMap, py_space, words};
+use super::lines::{STATUSES, StatusMap, py_space, words};
 
 fn starts_with_status(line: &str) -> bool {
     STATUSES.iter().any(|s| line.starts_with(s))
