@@ -923,3 +923,141 @@ under_each_backend!(
     repo_in_image_refused,
     super::a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error
 );
+
+/// The bug in `add`, its fix, and the hidden test that the test patch
+/// makes of `tests/t0/test_calc.py` (a file of a big one-layer folder).
+const ONE_LAYER_CALC: &str = "def add(a, b):\n    return a - b\n";
+const ONE_LAYER_FIXED: &str = "def add(a, b):\n    return a + b\n";
+const ONE_LAYER_HIDDEN: &str =
+    "import calc\nassert calc.add(2, 3) == 5, calc.add(2, 3)\nprint('add adds')\n";
+
+/// An image whose repo is at /testbed as a real image has it: one layer
+/// makes the folder (a `WORKDIR`, a `mkdir`), the next puts the whole repo
+/// in it, so its `.git`, its `tests` and its `docs` (10 folders each, 8
+/// make a folder worth binding) are big folders that one layer alone made,
+/// which `--env oci` binds from that layer and leaves empty in its root.
+/// Returns the image (removed when dropped) and an instance line over it.
+fn one_layer_repo_image(fixture: &Fixture, id: &str) -> (ImageTags, String, serde_json::Value) {
+    let mut files = vec![("calc.py".to_owned(), ONE_LAYER_CALC.to_owned())];
+    for i in 0..10 {
+        files.push((
+            format!("tests/t{i}/test_calc.py"),
+            format!("import calc\nassert calc.add({i}, 0) == {i}\n"),
+        ));
+        files.push((format!("docs/d{i}/index.rst"), format!("Page {i}\n")));
+    }
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    let (work, base) = fixture.repo("work", &files);
+    let gold = crate::support::harness::diff_of(&work, &[("calc.py", ONE_LAYER_FIXED)]);
+    let test_patch =
+        crate::support::harness::diff_of(&work, &[("tests/t0/test_calc.py", ONE_LAYER_HIDDEN)]);
+    let context = fixture.path("image");
+    std::fs::create_dir_all(&context).expect("mkdir image");
+    std::fs::write(
+        context.join("Containerfile"),
+        format!("FROM {IMAGE}\nRUN mkdir /testbed\nCOPY testbed /testbed\n"),
+    )
+    .expect("write Containerfile");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&work)
+        .arg(context.join("testbed"))
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let tag = format!("localhost/onebash-test/one-layer-repo:{}", unique_id("i"));
+    let removed = ImageTags(vec![tag.clone()]);
+    let built = Command::new("podman")
+        .args(["build", "-q", "--pull=never", "-t", &tag])
+        .arg(&context)
+        .output()
+        .expect("podman build");
+    assert!(
+        built.status.success(),
+        "podman build: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let line = json!({
+        "instance_id": id,
+        "repo": "example/calc",
+        "base_commit": base,
+        "problem_statement": format!("Problem of task {id}. add() subtracts."),
+        "patch": gold,
+        "test_patch": test_patch,
+    });
+    (removed, tag, line)
+}
+
+/// The repo of one layer is graded whole, under `--env oci` as under
+/// podman (`--env oci` once copied it from its root, where the big
+/// folders were empty: "/testbed holds no git repository"): the agent
+/// reads and writes inside the big folders and its fix passes, the oracle
+/// resolves, noop does not, and the test patch applies to its file in
+/// `tests/`.
+fn a_repo_made_by_one_layer_is_whole_and_graded(backend: Backend) {
+    let fixture = Fixture::new();
+    let id = unique_id("c-one-layer");
+    let (_removed, tag, line) = one_layer_repo_image(&fixture, &id);
+    let tasks = fixture.tasks(&[line]);
+    let flags = backend.image_flags(&fixture, &tag);
+    let run = |model: &str, out: &str, server: Option<&ScriptedServer>| {
+        let url = server.map(ScriptedServer::base_url);
+        let mut args = vec!["--model", model];
+        if let Some(url) = &url {
+            args.extend(["--base-url", url.as_str()]);
+        }
+        args.extend([
+            "--test-command",
+            "PYTHONPATH=. python3 tests/t0/test_calc.py",
+        ]);
+        args.extend(flags.iter().map(String::as_str));
+        let run = fixture.run_into(&fixture.path(out), &tasks, &args, &[]);
+        backend.assert_nothing_left_of(&id);
+        run
+    };
+    let commands: [&str; 3] = [
+        "cat docs/d9/index.rst tests/t9/test_calc.py",
+        "git status --porcelain | wc -l; git log --format=%s",
+        "sed -i 's/a - b/a + b/' calc.py && echo 'More.' >> docs/d9/index.rst && mkdir tests/t10 && echo new > tests/t10/new.txt",
+    ];
+    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+    let server = scripted_agent(&plan);
+    let agent = run("scripted", "out-agent", Some(&server));
+    let row = agent.row(&id);
+    assert_eq!(row["status"], "passed", "{row:?}\n{}", agent.stderr);
+    let answers = tool_answers(&server, &id);
+    assert!(
+        answers[0].contains("Page 9") && answers[0].contains("calc.add(9, 0)"),
+        "{answers:?}"
+    );
+    // The repo is clean at its base: nothing of it is missing.
+    assert!(answers[1].starts_with("0\ninitial\n"), "{answers:?}");
+    assert!(answers[2].ends_with("[exit code: 0]"), "{answers:?}");
+    let patch = std::fs::read_to_string(agent.task_dir(&id).join("patch.diff")).expect("patch");
+    for part in ["+    return a + b", "+More.", "b/tests/t10/new.txt"] {
+        assert!(patch.contains(part), "{part}: {patch}");
+    }
+    let checkout = &agent.events(&id, "checkout")[0];
+    assert_eq!(checkout["fetched"], false, "{checkout}");
+
+    let oracle = run("oracle", "out-oracle", None);
+    let row = oracle.row(&id);
+    assert_eq!(row["status"], "passed", "{row:?}\n{}", oracle.stderr);
+    let test = &oracle.events(&id, "test")[0];
+    assert_eq!(test["test_patch_method"], "git apply", "{test}");
+
+    let noop = run("noop", "out-noop", None);
+    let row = noop.row(&id);
+    assert_eq!(row["status"], "failed", "{row:?}\n{}", noop.stderr);
+    assert_eq!(row["exit_reason"], "completed", "{row:?}");
+    let log = std::fs::read_to_string(noop.task_dir(&id).join("test.log")).expect("test.log");
+    assert!(log.contains("AssertionError: -1"), "{log}");
+}
+
+under_each_backend!(
+    repo_of_one_layer,
+    super::a_repo_made_by_one_layer_is_whole_and_graded
+);
