@@ -495,7 +495,7 @@ fn the_image_s_setup_commits_are_where_the_agent_starts_and_the_tests_run(backen
         "instance_id": id,
         "repo": "django/django",
         "base_commit": base,
-        "problem_statement": "add() subtracts and mul() adds.",
+        "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
         "patch": gold,
         "test_patch": test_patch,
         "FAIL_TO_PASS": json!([
