@@ -376,7 +376,7 @@ impl Environment for Containers {
                 }
             };
             if let Repo::Image(repo) = &workspace.repo {
-                repo.prepared(&prepared.head);
+                repo.prepared(&prepared);
             }
             let checkout = prepared.into_checkout(scratch, history);
             Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
@@ -494,6 +494,7 @@ impl Containers {
             dir: scratch.to_owned(),
             commit: task.base_commit.clone(),
             head: task.base_commit.clone(),
+            setup_commits: Vec::new(),
             history,
             verified: Verified { objects: 0 },
             fetched: false,

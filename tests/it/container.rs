@@ -811,8 +811,10 @@ under_each_backend!(
     super::the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded
 );
 
-/// An image whose repo is checked out at the fix itself: the base is
-/// checked out (and the move recorded as the checkout's warning), and with
+/// An image whose repo is checked out at the fix itself: a descendant of
+/// the base, but one that other refs name (main, a branch, a tag), so no
+/// setup commit of the image's own: the base is checked out (and the move
+/// recorded as the checkout's warning), and with
 /// `--history none` the repo becomes one commit with no parents: the
 /// probes find nothing past the base and nothing before it.
 fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history(backend: Backend) {
@@ -865,6 +867,79 @@ fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history(backend
     // The agent changed nothing: the hidden test fails, graded all the same.
     assert_eq!(run.row(&id)["status"], "failed", "{}", run.stderr);
 }
+
+/// An image whose repo has its builder's own commit on top of the base
+/// (SWE-bench's setup commit), on the branch HEAD is on, while the fix is
+/// on other branches, a tag and the reflog: the agent starts from that
+/// commit (its tree, and its history back through the base) and every
+/// probe still finds nothing past it. The checkout event lists it and
+/// carries no warning; the agent's fix, diffed against it, passes in the
+/// tests' fresh container.
+fn the_repo_in_the_image_starts_from_its_setup_commit_and_holds_nothing_past_it(backend: Backend) {
+    let fixture = Fixture::new();
+    let mut setup = String::new();
+    let image = RepoImage::build(&fixture, |leaky| {
+        std::fs::write(
+            leaky.repo.join("setup.cfg"),
+            "[tool]\nSETUP-COMMIT-CONTENT = 1\n",
+        )
+        .expect("write setup.cfg");
+        git(&leaky.repo, &["add", "setup.cfg"]);
+        git(&leaky.repo, &["commit", "-q", "-m", "SWE-bench"]);
+        setup = git(&leaky.repo, &["rev-parse", "HEAD"]);
+    });
+    let id = unique_id("c-image-setup");
+    let future: Vec<&str> = image.leaky.future.iter().map(String::as_str).collect();
+    let script = probes::script(&Future {
+        commits: &future,
+        texts: FUTURE_TEXTS,
+        unreadable: &[],
+    });
+    let commands = [
+        script.as_str(),
+        "git log --format=%s",
+        "cat setup.cfg; git status --short --branch",
+        "sed -i 's/x - y/x + y/' calc.py",
+    ];
+    let (run, answers) = run_on_image_repo(&fixture, backend, &image, &id, &commands, &[]);
+    assert!(probes::finished(&answers[0]), "{}", answers[0]);
+    assert_eq!(
+        probes::leaks(&answers[0]),
+        Vec::<String>::new(),
+        "{}",
+        answers[0]
+    );
+    let (first, past) = answers[1].split_once('\n').expect("a log");
+    assert_eq!(first, "SWE-bench", "{}", answers[1]);
+    assert_whole_past(past);
+    assert!(
+        answers[2].contains("SETUP-COMMIT-CONTENT"),
+        "{}",
+        answers[2]
+    );
+    assert!(answers[2].contains("HEAD (no branch)"), "{}", answers[2]);
+
+    assert_eq!(run.row(&id)["status"], "passed", "{}", run.stderr);
+    assert!(!run.stderr.contains("not at the base"), "{}", run.stderr);
+    let checkout = &run.events(&id, "checkout")[0];
+    assert_eq!(checkout["commit"], image.leaky.base.as_str(), "{checkout}");
+    assert_eq!(checkout["head"], setup.as_str(), "{checkout}");
+    assert_eq!(checkout["setup_commits"], json!([setup]), "{checkout}");
+    assert!(checkout.get("warning").is_none(), "{checkout}");
+    let objects = git(&image.leaky.repo, &["rev-list", "--objects", &setup])
+        .lines()
+        .count() as u64;
+    assert_eq!(checkout["objects"], objects, "{checkout}");
+    let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
+    assert!(patch.contains("+    return x + y"), "{patch}");
+    assert!(!patch.contains("setup.cfg"), "{patch}");
+    backend.assert_nothing_left_of(&id);
+}
+
+under_each_backend!(
+    repo_in_image_setup_commit,
+    super::the_repo_in_the_image_starts_from_its_setup_commit_and_holds_nothing_past_it
+);
 
 under_each_backend!(
     repo_in_image_at_the_fix,
