@@ -1,17 +1,16 @@
 //! Harbor task folders (`task.toml`, `instruction.md`,
 //! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`),
-//! written here from Harbor's documentation, run end to end under podman:
-//! the image built from `environment/` (FROM the local test image, so no
-//! network), the oracle running `solve.sh`, the verifier's reward deciding.
-//! Skipped when podman or the test image is missing, as tests/it/container.rs.
+//! written here from Harbor's documentation, run end to end under podman
+//! and docker: the image built from `environment/` (FROM the local test
+//! image, so no network), the oracle running `solve.sh`, the verifier's
+//! reward deciding. Skipped when the engine or the test image is missing,
+//! as tests/it/container.rs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::support::harness::{Fixture, RunOutput, onebash};
 
-use crate::container::podman_ready;
-use crate::support::backend::{IMAGE, ImageTags};
+use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
@@ -140,19 +139,16 @@ fn three_tasks(root: &Path, nonce: &str) {
 /// and fails), a broken Dockerfile is a setup_error row and the next task
 /// still runs, the image is tagged by its environment's content and a
 /// rerun reuses it, and nothing is left running.
-#[test]
-fn harbor_task_folders_run_end_to_end_in_podman() {
-    if !podman_ready() {
-        return;
-    }
+fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
     let root = fixture.path("harbor");
     let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
     three_tasks(&root, &nonce);
-    let podman = ["--env", "podman", "--pull", "never"];
+    let engine = backend.engine().expect("an engine");
+    let in_engine = ["--env", engine, "--pull", "never"];
 
     let mut args = vec!["--model", "oracle"];
-    args.extend(podman);
+    args.extend(in_engine);
     let oracle = run(&fixture, &root, "oracle", &args);
     let built: Vec<&str> = oracle
         .stderr
@@ -197,7 +193,7 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     assert!(log.contains("verifier in /app"), "{log}");
 
     let mut args = vec!["--model", "noop"];
-    args.extend(podman);
+    args.extend(in_engine);
     let noop = run(&fixture, &root, "noop", &args);
     let failed = noop.row("copy-seed");
     assert_eq!(failed["status"], "failed", "{failed:?}\n{}", noop.stderr);
@@ -214,23 +210,20 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
         noop.stderr
     );
     for task in ["copy-seed", "half-credit"] {
-        let left = Command::new("podman")
-            .args([
-                "ps",
-                "-a",
-                "-q",
-                "--filter",
-                &format!("label=onebash.task={task}"),
-            ])
-            .output()
-            .expect("podman ps");
         assert!(
-            left.stdout.trim_ascii().is_empty(),
+            backend
+                .containers(&format!("onebash.task={task}"))
+                .is_empty(),
             "a container of {task} was left"
         );
     }
     drop(cleanup);
 }
+
+under_each_engine!(
+    harbor_task_folders_run_end_to_end,
+    super::harbor_task_folders_run_end_to_end_in_an_engine
+);
 
 /// A malformed task.toml stops the run before any task (exit 2) with the
 /// file and the field named; a folder holding no task says so.
