@@ -7,6 +7,7 @@
 //! as tests/it/container.rs.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::support::harness::{Fixture, RunOutput, onebash};
 
@@ -75,6 +76,23 @@ storage_mb = 10240
 /// A folder of three tasks sharing one environment (one image, built
 /// once), after one whose Dockerfile fails: `a-broken` (setup_error),
 /// `copy-seed` (reward 1 or 0) and `half-credit` (reward 0.5 always).
+/// What the failing step of `a-broken`'s Dockerfile echoes: a word of
+/// this test's own, so that a container it left is found as this test's.
+fn broken_step(nonce: &str) -> String {
+    let word: String = nonce.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("in-step-{word}")
+}
+
+/// The command lines of every container of `engine`, running or not.
+fn container_commands(engine: &str) -> String {
+    let output = Command::new(engine)
+        .args(["ps", "-a", "--no-trunc", "--format", "{{.Command}}"])
+        .output()
+        .unwrap_or_else(|err| panic!("{engine} ps: {err}"));
+    assert!(output.status.success(), "{engine} ps");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn three_tasks(root: &Path, nonce: &str) {
     let dockerfile = format!(
         "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\n"
@@ -87,7 +105,10 @@ fn three_tasks(root: &Path, nonce: &str) {
             ("instruction.md", "Anything.\n"),
             (
                 "environment/Dockerfile",
-                &format!("FROM {IMAGE}\nRUN echo the build breaks here && exit 3\n"),
+                &format!(
+                    "FROM {IMAGE}\nRUN echo the build breaks here {} && exit 3\n",
+                    broken_step(nonce)
+                ),
             ),
             ("tests/test.sh", "echo 1 > /logs/verifier/reward.txt\n"),
             ("solution/solve.sh", "true\n"),
@@ -136,8 +157,8 @@ fn three_tasks(root: &Path, nonce: &str) {
 }
 
 /// The oracle passes and noop fails, the reward decides (0.5 is recorded
-/// and fails), a broken Dockerfile is a setup_error row and the next task
-/// still runs, the image is tagged by its environment's content and a
+/// and fails), a broken Dockerfile is a setup_error row that leaves no
+/// container of its failed step and the next task still runs, the image is tagged by its environment's content and a
 /// rerun reuses it, and nothing is left running.
 fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
@@ -208,6 +229,13 @@ fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
             .contains("building localhost/onebash-harbor:env-"),
         "the broken one is tried again:\n{}",
         noop.stderr
+    );
+    // Docker's classic builder keeps a failed step's container unless
+    // told otherwise.
+    let commands = container_commands(engine);
+    assert!(
+        !commands.contains(&broken_step(&nonce)),
+        "the broken build left a container:\n{commands}"
     );
     for task in ["copy-seed", "half-credit"] {
         assert!(
