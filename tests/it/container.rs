@@ -31,11 +31,6 @@ use crate::support::processes::{assert_no_process_left, running};
 use crate::support::server::{ScriptedServer, text_reply};
 use crate::support::sync::eventually;
 
-/// Whether podman and the test image are here, under `tool_present`'s rule.
-pub fn podman_ready() -> bool {
-    Backend::Podman.ready()
-}
-
 /// A task id no other test process uses: containers are labelled with it.
 fn unique_id(what: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);

@@ -375,7 +375,7 @@ fn share_layer_cache(fixture: &Fixture) {
 
 /// `podman save --format docker-archive` of `tag` into `dir`, once per
 /// image id: written to a temporary name, then renamed, since other test
-/// processes may race.
+/// threads and processes may race.
 pub fn saved(tag: &str, dir: &Path) -> PathBuf {
     let inspected = Command::new("podman")
         .args(["image", "inspect", "--format", "{{.Id}}", tag])
@@ -386,14 +386,24 @@ pub fn saved(tag: &str, dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).expect("mkdir");
     let done = dir.join(format!("{id}.tar"));
     if !done.exists() {
-        let partial = dir.join(format!("{id}.tar.{}", std::process::id()));
-        let status = Command::new("podman")
+        // A name of this thread's own: the tests of one process race too.
+        static SAVES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let partial = dir.join(format!(
+            "{id}.tar.{}-{}",
+            std::process::id(),
+            SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let saved = Command::new("podman")
             .args(["save", "-q", "--format", "docker-archive", "-o"])
             .arg(&partial)
             .arg(tag)
-            .status()
+            .output()
             .expect("podman save");
-        assert!(status.success(), "podman save {tag}");
+        assert!(
+            saved.status.success(),
+            "podman save {tag}: {}",
+            String::from_utf8_lossy(&saved.stderr)
+        );
         std::fs::rename(&partial, &done).expect("rename the saved image");
     }
     done
