@@ -1,7 +1,7 @@
 //! Tasks in containers: one per (task, epoch), from the task's image,
 //! through the podman or docker command line (their words are the same for
-//! everything used here; only podman is tested, on the machines this
-//! project runs on).
+//! everything used here; both are tested, against podman and a real
+//! Docker daemon).
 //!
 //! Why the CLI and not the Engine API: a `podman exec` costs about 0.2 s
 //! here, nearly all of it the engine's own work (conmon, runc), which the

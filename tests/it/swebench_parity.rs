@@ -640,7 +640,7 @@ fn swebench_shaped_image_then(
 ) -> ShapedImage {
     use crate::support::harness::{git, path_arg};
     // Each test its own namespace: tests that build the same instance ids
-    // at once (under podman and under oci) must not tag over each other.
+    // at once (under each backend) must not tag over each other.
     static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let namespace = format!(
         "localhost/onebash-test/swebench-{}-{}",
@@ -679,8 +679,13 @@ fn swebench_shaped_image_then(
         String::from_utf8_lossy(&built.stderr)
     );
     let template = r#"sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}"#;
-    if backend == Backend::Podman {
-        image.flags = backend.image_flags(fixture, &format!("{namespace}/{template}:latest"));
+    if backend.engine().is_some() {
+        if backend == Backend::Docker {
+            for tag in &image.tags.0 {
+                crate::support::backend::in_docker(tag);
+            }
+        }
+        image.flags = backend.flags_in_store(&format!("{namespace}/{template}:latest"));
         return image;
     }
     let flags = backend.image_flags(fixture, &image.tags.0[0]);
