@@ -85,35 +85,46 @@ pub fn transport_error(err: reqwest::Error) -> ModelError {
     ModelError::Transport(message)
 }
 
-/// An error status: the server's message when it sent the usual
-/// `{"error": {"message": ...}}`, else the start of the body.
+/// An error status: the server's message and the name it gave the error,
+/// from the usual `{"error": {"message", "type", "code"}}` (OpenAI,
+/// Anthropic, vLLM, llama.cpp, LiteLLM's proxy, Ollama's `/v1`), Ollama's
+/// `{"error": "..."}`, TGI's `{"error": "...", "error_type": ...}`, older
+/// vLLM's top-level `{"object": "error", "message", "type"}` or FastAPI's
+/// `{"detail": "..."}`; else the start of the body.
 pub fn http_error(status: u16, body: &str, retry_after: Option<Duration>) -> ModelError {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let message = error
-        .and_then(|e| {
-            e.get("message")
-                .and_then(Value::as_str)
-                .or_else(|| e.as_str())
-        })
-        .map(str::to_owned)
-        .unwrap_or_else(|| body.chars().take(MAX_ERROR_BODY_CHARS).collect());
-    // OpenAI names the error in `code`, llama.cpp and Anthropic in `type`.
-    let code = error
-        .and_then(|e| {
-            e.get("code")
-                .filter(|c| c.is_string())
-                .or_else(|| e.get("type"))
-        })
-        .and_then(Value::as_str);
-    if is_context_overflow(status, code, &message) {
+    let (message, kind) = match &parsed {
+        Some(value) => read_error(value),
+        None => (None, None),
+    };
+    let message = message.unwrap_or_else(|| body.chars().take(MAX_ERROR_BODY_CHARS).collect());
+    if is_context_overflow(status, kind.as_deref(), &message) {
         return ModelError::ContextOverflow(message);
     }
     ModelError::Http {
         status,
         message,
+        kind,
         retry_after,
     }
+}
+
+/// The message and the error's name in an error body, each when it has one.
+fn read_error(value: &Value) -> (Option<String>, Option<String>) {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let error = value.get("error");
+    let message = text(error.and_then(|e| e.get("message")))
+        .or_else(|| text(error))
+        .or_else(|| text(value.get("message")))
+        .or_else(|| text(value.get("detail")));
+    // OpenAI names the error in `code` (or `type`), Anthropic and llama.cpp
+    // in `type`, TGI beside the message in `error_type`; an Anthropic body's
+    // top-level `type` is always "error" and says nothing.
+    let kind = text(error.and_then(|e| e.get("code")))
+        .or_else(|| text(error.and_then(|e| e.get("type"))))
+        .or_else(|| text(value.get("error_type")))
+        .or_else(|| text(value.get("type")).filter(|t| t != "error"));
+    (message, kind)
 }
 
 /// Whether an error answer says the conversation is too long for the

@@ -306,9 +306,11 @@ impl ModelClient {
         on_retry: &mut (dyn FnMut(&RetryNote) + Send),
     ) -> Result<ModelReply, ModelError> {
         let mut retry = 0;
-        // The error of the try before, to tell a refusal (the same answer
-        // again) from an overload.
+        // The error of the try before and how many tries in a row gave that
+        // very answer, to tell a refusal (the same answer again) from an
+        // overload.
         let mut previous: Option<ModelError> = None;
+        let mut in_a_row = 0;
         loop {
             let result = {
                 let _slot = self.gate.enter().await;
@@ -333,12 +335,18 @@ impl ModelClient {
             };
             let err = match result {
                 Ok(reply) => return Ok(reply),
-                Err(err) if previous.as_ref().is_some_and(|before| err.repeats(before)) => {
-                    return Err(err.into_repeated());
-                }
-                Err(err) if err.is_retryable() && retry < self.retry.max_retries => err,
-                Err(err) => return Err(err),
+                Err(err) => err,
             };
+            in_a_row = match &previous {
+                Some(before) if err.same_answer(before) => in_a_row + 1,
+                _ => 1,
+            };
+            if err.refused(in_a_row) {
+                return Err(err.into_repeated(in_a_row));
+            }
+            if !err.is_retryable() || retry >= self.retry.max_retries {
+                return Err(err);
+            }
             retry += 1;
             let wait = self.retry.delay(retry, &err);
             // A rate limit is about the whole run: every task waits.

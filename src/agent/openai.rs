@@ -248,6 +248,7 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
             Some(status) => ModelError::Http {
                 status,
                 message,
+                kind: error.get("type").and_then(Value::as_str).map(str::to_owned),
                 retry_after: None,
             },
             None => ModelError::Malformed(format!("the answer holds an error: {message}")),

@@ -2,7 +2,9 @@
 //! reach the model API.
 //!
 //! Owns the backoff (exponential with jitter, or the server's
-//! `Retry-After`), which errors are worth another try, and [`Gate`]: at
+//! `Retry-After`), which errors are worth another try, what an error
+//! answer says of its request ([`ErrorClass`]: when the same answer again
+//! is a refusal and when it is load), and [`Gate`]: at
 //! most `--max-connections` calls at once for the whole run, and a shared
 //! pause when the server says 429, so the run slows down as one instead of
 //! every task hammering the API on its own.
@@ -67,35 +69,53 @@ impl ModelError {
         }
     }
 
-    /// Whether this error, answered to the same request right after
-    /// `before`, shows a server that refuses the request rather than one
-    /// that is overloaded: the same status and the same message, a status
-    /// that does not mean load (500 and the like, not 429, 502, 503, 504,
-    /// 529 or a timeout), no `Retry-After`, and no word of load or of
-    /// trying again in the message. Such a refusal (llama-cpp-python's
-    /// server answers a request it cannot validate with a 500) would be the
-    /// same on every try, so retrying it only burns the backoff.
-    pub fn repeats(&self, before: &ModelError) -> bool {
-        let (
+    /// Whether this error is the very answer `before` was: both HTTP
+    /// errors with the same status and the same message.
+    pub fn same_answer(&self, before: &ModelError) -> bool {
+        match (self, before) {
+            (
+                ModelError::Http {
+                    status, message, ..
+                },
+                ModelError::Http {
+                    status: status_before,
+                    message: message_before,
+                    ..
+                },
+            ) => status == status_before && message == message_before,
+            _ => false,
+        }
+    }
+
+    /// Whether this error, the same answer to the same request `in_a_row`
+    /// times in a row (this one included), shows a server that refuses the
+    /// request rather than one in trouble: see [`ErrorClass`] for how
+    /// many times each kind of answer takes. Such a refusal (llama-cpp-python
+    /// answers a request it cannot validate with a 500) would be the same
+    /// on every try, so retrying it only burns the backoff.
+    pub fn refused(&self, in_a_row: u32) -> bool {
+        self.class()
+            .and_then(ErrorClass::stops_after)
+            .is_some_and(|times| in_a_row >= times)
+    }
+
+    /// What an HTTP error's answer says of the request; `None` for every
+    /// other error.
+    pub fn class(&self) -> Option<ErrorClass> {
+        match self {
             ModelError::Http {
                 status,
                 message,
-                retry_after: None,
-            },
-            ModelError::Http {
-                status: status_before,
-                message: message_before,
-                ..
-            },
-        ) = (self, before)
-        else {
-            return false;
-        };
-        status == status_before
-            && message == message_before
-            && *status >= 500
-            && !matches!(*status, 502 | 503 | 504 | 529)
-            && !speaks_of_load(message)
+                kind,
+                retry_after,
+            } => Some(classify(
+                *status,
+                message,
+                kind.as_deref(),
+                retry_after.is_some(),
+            )),
+            _ => None,
+        }
     }
 
     /// A call that got no answer in time: the server may only be slow.
@@ -107,39 +127,154 @@ impl ModelError {
         }
     }
 
-    /// A [`ModelError::Http`] as a [`ModelError::Repeated`]; anything else as it is.
-    pub fn into_repeated(self) -> ModelError {
+    /// A [`ModelError::Http`] answered `times` times in a row as a
+    /// [`ModelError::Repeated`]; anything else as it is.
+    pub fn into_repeated(self, times: u32) -> ModelError {
         match self {
             ModelError::Http {
                 status, message, ..
-            } => ModelError::Repeated { status, message },
+            } => ModelError::Repeated {
+                status,
+                message,
+                times,
+            },
             other => other,
         }
     }
 }
 
-/// Whether an error message says the server is busy, out of capacity or
-/// asks to be tried again: then its repeating says nothing of the request.
-fn speaks_of_load(message: &str) -> bool {
-    let message = message.to_ascii_lowercase();
-    [
-        "overload",
-        "capacity",
-        "rate limit",
-        "too many",
-        "try again",
-        "retry",
-        "unavailable",
-        "busy",
-        "timeout",
-        "timed out",
-        "temporar",
-        "exhausted",
-        "out of memory",
-    ]
-    .iter()
-    .any(|word| message.contains(word))
+/// What an error answer shows of the request it answers, read from the
+/// status, the server's message and the name it gave the error. The words
+/// come from what real servers send: tests/fixtures/model-errors.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// A request the server will never take: a validation error
+    /// (pydantic's "validation error", "Input should be", "Field
+    /// required"), an unexpected argument, something not supported. The
+    /// same answer twice in a row ends the call.
+    Refusal,
+    /// Says nothing either way (a bare crash message, an empty body): only
+    /// [`UNCLEAR_REPEATS`] identical answers in a row end the call.
+    Unclear,
+    /// Load or a passing fault of the server (429, 502, 503, 504, 529, a
+    /// `Retry-After`, OpenAI's `server_error`, Anthropic's `api_error`,
+    /// "Internal server error", "overloaded", "try again"): never a
+    /// refusal, retried up to `--max-retries` however often it repeats.
+    Load,
 }
+
+/// Identical answers in a row that end a call whose answer is a
+/// [`ErrorClass::Refusal`].
+pub const REFUSAL_REPEATS: u32 = 2;
+
+/// Identical answers in a row that end a call whose answer is
+/// [`ErrorClass::Unclear`]: enough that a server in an incident has had
+/// its backoff (1 + 2 + 4 s from the default `--retry-delay`), few enough
+/// that a server that fails one request for good does not hold the task
+/// through every retry.
+pub const UNCLEAR_REPEATS: u32 = 4;
+
+impl ErrorClass {
+    /// How many identical answers in a row end the call; `None`: never.
+    pub fn stops_after(self) -> Option<u32> {
+        match self {
+            ErrorClass::Refusal => Some(REFUSAL_REPEATS),
+            ErrorClass::Unclear => Some(UNCLEAR_REPEATS),
+            ErrorClass::Load => None,
+        }
+    }
+}
+
+/// The class of an HTTP error answer. The status decides first: a client
+/// error refuses the request (it is never retried at all), but for 408,
+/// 409, 425 and 429; those, the gateways' 502, 503 and 504, Anthropic's 529
+/// and any answer with a `Retry-After` are load. Otherwise the words
+/// decide, and words of refusal win: llama-cpp-python names every error it
+/// answers `internal_server_error`, its validation errors too, and
+/// LiteLLM's proxy wraps an unexpected argument in
+/// `litellm.InternalServerError`.
+pub fn classify(status: u16, message: &str, kind: Option<&str>, retry_after: bool) -> ErrorClass {
+    if retry_after || matches!(status, 408 | 409 | 425 | 429 | 502 | 503 | 504 | 529) {
+        return ErrorClass::Load;
+    }
+    if status < 500 {
+        return ErrorClass::Refusal;
+    }
+    let message = normalized(message);
+    if REFUSAL_WORDS.iter().any(|word| message.contains(word)) {
+        return ErrorClass::Refusal;
+    }
+    let load_kind =
+        kind.is_some_and(|kind| LOAD_KINDS.contains(&kind.to_ascii_lowercase().as_str()));
+    if load_kind || LOAD_WORDS.iter().any(|word| message.contains(word)) {
+        return ErrorClass::Load;
+    }
+    ErrorClass::Unclear
+}
+
+/// A message in lowercase with `_` and `-` as spaces, so that
+/// `internal_server_error`, `Internal server error` and `server-error`
+/// read alike.
+fn normalized(message: &str) -> String {
+    message
+        .chars()
+        .map(|c| match c {
+            '_' | '-' => ' ',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// Words of a request the server will never take, in [`normalized`] form:
+/// pydantic's (llama-cpp-python, vLLM, LiteLLM), Python's own for an
+/// argument a function does not take, and "not supported" in its forms.
+const REFUSAL_WORDS: &[&str] = &[
+    "validation error",
+    "input should be",
+    "field required",
+    "extra inputs are not permitted",
+    "unexpected keyword argument",
+    "not supported",
+    "does not support",
+    "unsupported",
+];
+
+/// Words of load or of a passing server fault, in [`normalized`] form: then
+/// an answer's repeating says nothing of the request.
+const LOAD_WORDS: &[&str] = &[
+    "overload",
+    "capacity",
+    "rate limit",
+    "too many",
+    "try again",
+    "retry",
+    "unavailable",
+    "busy",
+    "timeout",
+    "timed out",
+    "temporar",
+    "exhausted",
+    "out of memory",
+    "internal server error",
+    "internalservererror",
+    "server error",
+    "server had an error",
+    "api error",
+];
+
+/// The error names (`type`, `code`, `error_type`), lowercase and whole,
+/// that mean a fault of the server and never a refusal: OpenAI's and
+/// llama.cpp's server's `server_error`, Anthropic's `api_error` and
+/// `overloaded_error`, vLLM's `InternalServerError`, TGI's `overloaded`.
+/// Not llama-cpp-python's `internal_server_error`, which names every error
+/// it answers.
+const LOAD_KINDS: &[&str] = &[
+    "server_error",
+    "api_error",
+    "overloaded_error",
+    "internalservererror",
+    "overloaded",
+];
 
 /// A uniform random number in [0, 1), from the standard library's randomly
 /// seeded hasher: jitter needs no better randomness than that.
@@ -205,73 +340,161 @@ impl Gate {
 mod tests {
     use super::*;
 
+    fn http(
+        status: u16,
+        message: &str,
+        kind: Option<&str>,
+        retry_after: Option<Duration>,
+    ) -> ModelError {
+        ModelError::Http {
+            status,
+            message: message.to_owned(),
+            kind: kind.map(str::to_owned),
+            retry_after,
+        }
+    }
+
     #[test]
     fn which_errors_are_retried() {
-        let http = |status| ModelError::Http {
-            status,
-            message: String::new(),
-            retry_after: None,
-        };
         for status in [429, 500, 502, 503, 504, 529, 408] {
-            assert!(http(status).is_retryable(), "{status}");
+            assert!(http(status, "", None, None).is_retryable(), "{status}");
         }
         for status in [400, 401, 403, 404, 422, 501] {
-            assert!(!http(status).is_retryable(), "{status}");
+            assert!(!http(status, "", None, None).is_retryable(), "{status}");
         }
         assert!(ModelError::Transport("reset".into()).is_retryable());
         assert!(ModelError::Malformed("not json".into()).is_retryable());
         assert!(!ModelError::ContextOverflow("too long".into()).is_retryable());
     }
 
+    /// Every body of tests/fixtures/model-errors.json, read as the client
+    /// reads it, gives the message and the class the table says.
     #[test]
-    fn the_same_refusal_twice_is_not_retried_but_an_overload_is() {
-        let http = |status, message: &str, retry_after| ModelError::Http {
-            status,
-            message: message.to_owned(),
-            retry_after,
-        };
+    fn every_real_error_body_is_classified_as_the_table_says() {
+        let table: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/model-errors.json"))
+                .expect("the table is JSON");
+        let errors = table["errors"].as_array().expect("errors");
+        let mut servers = std::collections::BTreeSet::new();
+        let mut classes = std::collections::BTreeSet::new();
+        for entry in errors {
+            let field = |name: &str| {
+                entry[name]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{name}: {entry}"))
+            };
+            let status = u16::try_from(entry["status"].as_u64().expect("status")).expect("u16");
+            let at = format!("{} {status}: {}", field("server"), field("body"));
+            assert!(!field("source").is_empty(), "{at}: no source");
+            let err = crate::agent::http::http_error(status, field("body"), None);
+            let ModelError::Http { message, .. } = &err else {
+                panic!("{at}: {err:?}");
+            };
+            assert_eq!(message, field("message"), "{at}");
+            let expected = match field("class") {
+                "refusal" => ErrorClass::Refusal,
+                "unclear" => ErrorClass::Unclear,
+                "load" => ErrorClass::Load,
+                other => panic!("{at}: no class {other}"),
+            };
+            assert_eq!(err.class(), Some(expected), "{at}");
+            // What the class means for the same answer again and again.
+            let stops = (1..=10).find(|&n| err.is_retryable() && err.refused(n));
+            let expected_stop = match expected {
+                _ if !err.is_retryable() => None,
+                ErrorClass::Refusal => Some(REFUSAL_REPEATS),
+                ErrorClass::Unclear => Some(UNCLEAR_REPEATS),
+                ErrorClass::Load => None,
+            };
+            assert_eq!(stops, expected_stop, "{at}");
+            servers.insert(field("server").to_owned());
+            classes.insert(field("class").to_owned());
+        }
+        for server in [
+            "OpenAI",
+            "Anthropic",
+            "vLLM",
+            "llama-cpp-python",
+            "Ollama",
+            "LiteLLM proxy",
+            "TGI",
+        ] {
+            assert!(servers.contains(server), "no body of {server}");
+        }
+        assert_eq!(classes.len(), 3, "{classes:?}");
+    }
+
+    #[test]
+    fn a_refusal_stops_after_two_identical_answers_and_an_unclear_one_after_four() {
         let validation = "1 validation error: messages.2.content: Input should be a valid string";
-        let refusal = http(500, validation, None);
-        assert!(refusal.repeats(&refusal.clone()));
-        assert!(http(505, "no", None).repeats(&http(505, "no", None)));
-        // Not the same answer: a server that fails in changing ways may be
-        // in trouble, and is tried again.
-        assert!(!refusal.repeats(&http(500, "another error", None)));
-        assert!(!refusal.repeats(&http(502, validation, None)));
-        assert!(!refusal.repeats(&ModelError::Transport("reset".into())));
-        // Overloads repeat themselves too and are still retried.
+        let refusal = http(500, validation, Some("internal_server_error"), None);
+        assert_eq!(refusal.class(), Some(ErrorClass::Refusal));
+        assert!(!refusal.refused(1));
+        assert!(refusal.refused(2));
+        let unclear = http(500, "llama_decode returned -1", None, None);
+        assert_eq!(unclear.class(), Some(ErrorClass::Unclear));
+        assert!(!unclear.refused(3));
+        assert!(unclear.refused(4));
+        assert!(http(505, "no", None, None).refused(4));
+
+        // Only the very same answer counts as a repeat.
+        assert!(refusal.same_answer(&refusal.clone()));
+        assert!(!refusal.same_answer(&http(500, "another error", None, None)));
+        assert!(!refusal.same_answer(&http(502, validation, None, None)));
+        assert!(!refusal.same_answer(&ModelError::Transport("reset".into())));
+
+        // Load repeats itself too and is still retried, however often.
         for status in [502, 503, 504, 529] {
-            assert!(
-                !http(status, "x", None).repeats(&http(status, "x", None)),
+            assert_eq!(
+                http(status, validation, None, None).class(),
+                Some(ErrorClass::Load),
                 "{status}"
             );
         }
-        for message in [
-            "The server is overloaded, please try again later",
-            "Service Unavailable",
-            "model busy",
-            "upstream request timeout",
-            "Resource has been exhausted (e.g. check quota).",
+        for (message, kind) in [
+            ("The server is overloaded, please try again later", None),
+            ("Service Unavailable", None),
+            ("model busy", None),
+            ("upstream request timeout", None),
+            ("Resource has been exhausted (e.g. check quota).", None),
+            ("Internal server error", Some("api_error")),
+            ("Internal Server Error", None),
+            (
+                "The server had an error while processing your request. Sorry about that!",
+                Some("server_error"),
+            ),
+            ("anything at all", Some("server_error")),
+            ("anything at all", Some("InternalServerError")),
         ] {
-            assert!(
-                !http(500, message, None).repeats(&http(500, message, None)),
-                "{message}"
-            );
+            let err = http(500, message, kind, None);
+            assert_eq!(err.class(), Some(ErrorClass::Load), "{message} {kind:?}");
+            assert!(!err.refused(100), "{message}");
         }
-        let later = http(500, "x", Some(Duration::from_secs(1)));
-        assert!(
-            !later.repeats(&later.clone()),
+        // llama-cpp-python names every error internal_server_error: that
+        // alone is no word of load.
+        assert_eq!(
+            http(500, "boom", Some("internal_server_error"), None).class(),
+            Some(ErrorClass::Unclear)
+        );
+        let later = http(500, validation, None, Some(Duration::from_secs(1)));
+        assert_eq!(
+            later.class(),
+            Some(ErrorClass::Load),
             "a Retry-After asks for another try"
         );
-        // Client errors are never retried in the first place.
-        assert!(!http(400, "bad", None).is_retryable());
+        assert_eq!(ModelError::Transport("reset".into()).class(), None);
 
-        let repeated = refusal.into_repeated();
+        let repeated = refusal.into_repeated(2);
         assert!(!repeated.is_retryable());
         assert_eq!(repeated.status(), Some(500));
         assert!(repeated.to_string().contains(validation), "{repeated}");
         assert!(
             repeated.to_string().contains("HTTP 500 twice"),
+            "{repeated}"
+        );
+        let repeated = unclear.into_repeated(4);
+        assert!(
+            repeated.to_string().contains("HTTP 500 4 times"),
             "{repeated}"
         );
     }
@@ -285,11 +508,7 @@ mod tests {
             let delay = policy.delay(retry, &plain);
             assert!(delay >= full / 2 && delay <= full, "{retry}: {delay:?}");
         }
-        let limited = ModelError::Http {
-            status: 429,
-            message: String::new(),
-            retry_after: Some(Duration::from_secs(3)),
-        };
+        let limited = http(429, "", None, Some(Duration::from_secs(3)));
         assert_eq!(policy.delay(1, &limited), Duration::from_secs(3));
     }
 

@@ -46,6 +46,9 @@ pub enum ModelError {
     Http {
         status: u16,
         message: String,
+        /// What the server named the error (OpenAI's `code` or `type`,
+        /// Anthropic's `error.type`, TGI's `error_type`), when it did.
+        kind: Option<String>,
         /// The server's `Retry-After`, when it sent one.
         retry_after: Option<Duration>,
     },
@@ -58,13 +61,19 @@ pub enum ModelError {
     /// The conversation no longer fits the model's context window.
     #[error("the conversation exceeds the model's context window: {0}")]
     ContextOverflow(String),
-    /// The server gave the same error to the same request twice in a row,
-    /// in words that say nothing of load: it refuses this request (a
-    /// validation error of its own, say) and would go on refusing it.
+    /// The server gave the same error to the same request `times` times in
+    /// a row, in words that show a request it will never take (a
+    /// validation error, twice) or say nothing either way (four times):
+    /// it refuses this request and would go on refusing it.
     #[error(
-        "the model API answered HTTP {status} twice with the same error to the same request, so it refuses the request rather than being overloaded (not retried again): {message}"
+        "the model API answered HTTP {status} {} with the same error to the same request, so it refuses the request rather than being overloaded (not retried again): {message}",
+        in_words(*.times)
     )]
-    Repeated { status: u16, message: String },
+    Repeated {
+        status: u16,
+        message: String,
+        times: u32,
+    },
     /// A replayed recording has no more answers: the loop ends as the
     /// recording did.
     #[error("the recording ended ({})", reason.as_str())]
@@ -87,5 +96,14 @@ impl ModelError {
             ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+/// "twice", "4 times": how often an answer came.
+fn in_words(times: u32) -> String {
+    match times {
+        1 => "once".to_owned(),
+        2 => "twice".to_owned(),
+        n => format!("{n} times"),
     }
 }

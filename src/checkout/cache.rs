@@ -101,8 +101,14 @@ pub struct Checkout {
     /// The full sha `base_commit` resolved to.
     pub commit: String,
     /// The commit the working copy's HEAD is: `commit` itself, or with
-    /// `--history none` a parentless commit of its tree.
+    /// `--history none` a parentless commit of its tree; for the repo an
+    /// image holds, its last setup commit (or a parentless commit of that
+    /// one's tree) when it has any.
     pub head: String,
+    /// The commits the repo an image holds had on top of the base, oldest
+    /// first, which the agent starts from (SWE-bench's setup commit);
+    /// none for onebash's own checkouts.
+    pub setup_commits: Vec<String>,
     pub history: History,
     /// What the check of the new working copy found.
     pub verified: Verified,
@@ -287,6 +293,7 @@ impl RepoCache {
                 dir: dest.to_owned(),
                 commit: commit.to_string(),
                 head: head.to_string(),
+                setup_commits: Vec::new(),
                 history,
                 verified,
                 fetched: ensured.fetched,

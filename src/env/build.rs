@@ -28,6 +28,11 @@ impl Build<'_> {
         let image = self.image;
         let args: Vec<OsString> = vec![
             "build".into(),
+            // Docker's classic builder keeps the container of a step that
+            // failed (podman removes it; BuildKit has none and takes the
+            // flag as a no-op): a broken Dockerfile would leave one behind
+            // a run.
+            "--force-rm".into(),
             "--label".into(),
             format!("onebash.harbor-task={}", task.id).into(),
             "-t".into(),

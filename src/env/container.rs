@@ -1,7 +1,7 @@
 //! Tasks in containers: one per (task, epoch), from the task's image,
 //! through the podman or docker command line (their words are the same for
-//! everything used here; only podman is tested, on the machines this
-//! project runs on).
+//! everything used here; both are tested, against podman and a real
+//! Docker daemon).
 //!
 //! Why the CLI and not the Engine API: a `podman exec` costs about 0.2 s
 //! here, nearly all of it the engine's own work (conmon, runc), which the
@@ -376,7 +376,7 @@ impl Environment for Containers {
                 }
             };
             if let Repo::Image(repo) = &workspace.repo {
-                repo.prepared(&prepared.head);
+                repo.prepared(&prepared);
             }
             let checkout = prepared.into_checkout(scratch, history);
             Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
@@ -494,6 +494,7 @@ impl Containers {
             dir: scratch.to_owned(),
             commit: task.base_commit.clone(),
             head: task.base_commit.clone(),
+            setup_commits: Vec::new(),
             history,
             verified: Verified { objects: 0 },
             fetched: false,

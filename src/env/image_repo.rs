@@ -1,12 +1,14 @@
 //! The repo a task's image holds at its workdir (SWE-bench's images hold
-//! the project at `/testbed`, at its base commit, often with the whole
-//! upstream history, its branches and tags, and sometimes the fix).
+//! the project at `/testbed`, at its base commit or at the image's own
+//! setup commit on top of it, often with the whole upstream history, its
+//! branches and tags, and sometimes the fix).
 //!
 //! Owns the bash scripts that run inside a container, as the harness, on
 //! that repo, and the reading of their reports: [`prepare`] makes it hold
-//! exactly what the base reaches and checks that (the promise onebash's
-//! own checkouts keep on the host, `checkout/store.rs`), before any
-//! command of the agent; [`diff`] writes the agent's change; [`to_base`],
+//! exactly what the starting point reaches (the base, or the image's
+//! setup commits on top of it) and checks that (the promise onebash's own
+//! checkouts keep on the host, `checkout/store.rs`), before any command
+//! of the agent; [`diff`] writes the agent's change; [`to_start`],
 //! [`restore`] and [`apply`] serve the tests' fresh container. Also the
 //! state of such a repo ([`ImageRepo`]: what diffs compare with, the
 //! agent's change) and the order its scripts run in, through a
@@ -33,7 +35,8 @@ use crate::sys::exec::{CommandEnv, CommandOutcome};
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The last line of [`prepare`]'s output when the repo passed its check:
-/// `ONEBASH-REPO base=<sha> head=<sha> objects=<n> commits=<n> moved=<sha>`.
+/// `ONEBASH-REPO base=<sha> head=<sha> objects=<n> commits=<n> moved=<sha>
+/// setup=<sha>,<sha>...`.
 const REPORT: &str = "ONEBASH-REPO ";
 /// The line [`prepare`] ends with when it could not make the repo safe.
 const REFUSED: &str = "ONEBASH-REPO-ERROR ";
@@ -53,18 +56,30 @@ pub fn quote(text: &str) -> String {
 pub struct Prepared {
     /// The full sha of the base commit.
     pub base: String,
-    /// HEAD now: the base, or with `--history none` a parentless commit
-    /// of its tree.
+    /// HEAD now: the starting point ([`Prepared::start`]), or with
+    /// `--history none` a parentless commit of its tree.
     pub head: String,
     /// Objects in the repo, each reachable from HEAD: what the check found.
     pub objects: u64,
     /// Commits HEAD reaches.
     pub commits: u64,
-    /// Where the image's HEAD was, when it was not the base.
+    /// Where the image's HEAD was, when it was neither the base nor a
+    /// setup commit on top of it (the base was checked out).
     pub moved_from: Option<String>,
+    /// The image's own commits on top of the base, oldest first, when its
+    /// HEAD was one (SWE-bench's `SWE-bench` commit of what its setup
+    /// changed): the agent starts from the last.
+    pub setup_commits: Vec<String>,
 }
 
 impl Prepared {
+    /// The commit the agent starts from as the image holds it: the last
+    /// setup commit, else the base. The tests' fresh container is put
+    /// there.
+    pub fn start(&self) -> &str {
+        self.setup_commits.last().unwrap_or(&self.base)
+    }
+
     /// What the runner records: a checkout whose folder is `dir` (the
     /// task's host folder), with the move, if any, as its warning.
     pub fn into_checkout(self, dir: &Path, history: History) -> Checkout {
@@ -72,6 +87,7 @@ impl Prepared {
             dir: dir.to_owned(),
             commit: self.base,
             head: self.head,
+            setup_commits: self.setup_commits,
             history,
             verified: Verified {
                 objects: self.objects,
@@ -138,23 +154,29 @@ pub fn prepared(outcome: &CommandOutcome, output: &str) -> Result<Prepared, Refu
     read_report(output)
 }
 
-/// Makes the repo in the working folder hold exactly what `base` reaches,
-/// then checks it. In order: the base is found (`base^{commit}`); a repo
-/// at the base with changes to tracked files is refused (they would be
-/// the agent's in its diff); HEAD is detached at the base (`checkout -f`
-/// when the image's HEAD is elsewhere, untracked files kept); every ref
+/// Makes the repo in the working folder hold exactly what its starting
+/// point reaches, then checks it. In order: the base is found
+/// (`base^{commit}`); the starting point is the image's HEAD when that is
+/// the base, or a descendant of it whose commits on top of the base no
+/// ref reaches but the branch HEAD is on (the image builder's own
+/// commits, as SWE-bench's setup commit: commits that came with a clone
+/// are named by its branches, tags or remote-tracking refs, and may be
+/// the fix), else the base; a repo at its starting point with changes to
+/// tracked files is refused (they would be the agent's in its diff); HEAD
+/// is detached at the starting point (`checkout -f` of the base when the
+/// image's HEAD is elsewhere, untracked files kept); every ref
 /// (branches, tags, remotes, stash, notes, `refs/original`), every remote
 /// and branch section of the config, the reflogs, `packed-refs`,
 /// `FETCH_HEAD`/`ORIG_HEAD` and the other state files of merges and
 /// rebases, other worktrees, grafts, commit-graphs, bitmaps, `.keep` and
 /// `.promisor` marks go; with `--history none`, HEAD becomes one commit
-/// with no parents and the base's tree. Then `git repack -a -d` writes one
-/// pack of what HEAD and the index reach (nothing else refers to
-/// anything now; objects of alternates are copied in, then the alternates
-/// file goes) and deletes every other pack, and `git prune --expire=now`
-/// the loose objects nothing reaches. `git gc` would do the same and more
-/// (write a commit-graph, pack refs, run hooks): the steps are spelled out
-/// so that each one is known. The check then asks, as the host's does: no
+/// with no parents and the starting point's tree. Then `git repack -a -d`
+/// writes one pack of what HEAD and the index reach (nothing else refers
+/// to anything now; objects of alternates are copied in, then the
+/// alternates file goes) and deletes every other pack, and `git prune
+/// --expire=now` the loose objects nothing reaches. `git gc` would do the
+/// same and more (write a commit-graph, pack refs, run hooks): the steps
+/// are spelled out so that each one is known. The check then asks, as the host's does: no
 /// ref, no reflog, no remote, no alternates, HEAD detached at the head,
 /// `rev-list --all` is HEAD's ancestry, and the repo's objects
 /// (`cat-file --batch-all-objects`) are exactly the set `rev-list
@@ -181,8 +203,19 @@ gitdir=$(git rev-parse --absolute-git-dir) || fail "no .git"
 [ -n "$(git config extensions.partialClone)" ] && fail "it is a partial clone: objects would be fetched on demand"
 full=$(git rev-parse --verify --quiet "$base^{commit}") || fail "the base commit $base is not in the image's repo"
 was=$(git rev-parse --verify --quiet HEAD)
+start=$full
+if [ -n "$was" ] && [ "$was" != "$full" ] && git merge-base --is-ancestor "$full" "$was" 2>/dev/null; then
+  # HEAD is past the base. Its commits on top are the image builder's
+  # (SWE-bench's setup commit) when no ref but HEAD's own branch reaches
+  # any of them; those that came with a clone have its refs naming them.
+  own=$(git symbolic-ref -q HEAD)
+  past=$(git rev-list --count "$full..$was")
+  alone=$( { printf '%s\n' "$was" "^$full"; git for-each-ref --format='^%(refname)' | grep -vxF -e "^$own"; } |
+    git rev-list --stdin --count 2>/dev/null)
+  [ "$alone" = "$past" ] && start=$was
+fi
 moved=
-if [ "$was" = "$full" ]; then
+if [ "$was" = "$start" ]; then
   if ! git diff --quiet HEAD -- 2>/dev/null; then
     fail "the repo in the image has uncommitted changes to tracked files ($(git diff --name-only HEAD -- | head -n 3 | tr '\n' ' '))"
   fi
@@ -191,14 +224,15 @@ else
   git checkout -q -f --detach "$full" 2>&1 || fail "git checkout of the base failed"
   moved=$was
 fi
+setup=$(git rev-list --reverse "$full..$start" | paste -sd, -) || fail "git rev-list of the setup commits failed"
 for remote in $(git remote); do git config --remove-section "remote.$remote"; done
 git config --name-only --get-regexp '^branch\.' | sed 's/\.[^.]*$//' | sort -u |
   while read -r section; do git config --remove-section "$section"; done
 git for-each-ref --format='delete %(refname)' | git update-ref --no-deref --stdin ||
   fail "deleting the refs failed"
-head=$full
+head=$start
 if [ "$history" = none ]; then
-  head=$(git cat-file commit "$full" | sed '1,/^$/{/^parent /d;}' | git hash-object -t commit -w --stdin) ||
+  head=$(git cat-file commit "$start" | sed '1,/^$/{/^parent /d;}' | git hash-object -t commit -w --stdin) ||
     fail "writing the commit without history failed"
   git update-ref --no-deref HEAD "$head" || fail "moving HEAD failed"
 fi
@@ -242,7 +276,7 @@ missing=$(comm -23 "$work/reached" "$work/held" | head -n 3 | tr '\n' ' ')
 objects=$(wc -l < "$work/held")
 commits=$(wc -l < "$work/head")
 rm -rf "$work"
-echo "ONEBASH-REPO base=$full head=$head objects=$objects commits=$commits moved=$moved""#;
+echo "ONEBASH-REPO base=$full head=$head objects=$objects commits=$commits moved=$moved setup=$setup""#;
 
 /// Reads [`prepare`]'s output.
 pub fn read_report(output: &str) -> Result<Prepared, Refused> {
@@ -266,20 +300,32 @@ pub fn read_report(output: &str) -> Result<Prepared, Refused> {
         })
     };
     let number = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok());
-    let sha = |name: &str| field(name).filter(|v| v.len() >= 40).map(str::to_owned);
+    let is_sha = |v: &str| v.len() >= 40;
+    let sha = |name: &str| field(name).filter(|v| is_sha(v)).map(str::to_owned);
+    // Empty (or absent) when the image's HEAD was no setup commit.
+    let setup: Option<Vec<String>> = field("setup")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|v| !v.is_empty())
+        .map(|v| is_sha(v).then(|| v.to_owned()))
+        .collect();
     match (
         sha("base"),
         sha("head"),
         number("objects"),
         number("commits"),
+        setup,
     ) {
-        (Some(base), Some(head), Some(objects), Some(commits)) => Ok(Prepared {
-            base,
-            head,
-            objects,
-            commits,
-            moved_from: sha("moved"),
-        }),
+        (Some(base), Some(head), Some(objects), Some(commits), Some(setup_commits)) => {
+            Ok(Prepared {
+                base,
+                head,
+                objects,
+                commits,
+                moved_from: sha("moved"),
+                setup_commits,
+            })
+        }
         _ => Err(Refused::Unusable(format!(
             "a report onebash cannot read: {report}"
         ))),
@@ -353,15 +399,20 @@ pub fn not_utf8_files(patch: &[u8]) -> Vec<String> {
     files
 }
 
-/// In the tests' fresh container: HEAD detached at `base` when the image
-/// has it elsewhere (the agent worked on the base).
-pub fn to_base(base: &str) -> String {
+/// In the tests' fresh container: HEAD detached at `start`, the commit
+/// the agent started from (the base, or the image's own setup commit),
+/// when the image has it elsewhere; the output is the base's full sha,
+/// which the test files are restored to (SWE-bench's eval script runs
+/// `git checkout BASE TEST_FILES` on its setup commit).
+pub fn to_start(base: &str, start: &str) -> String {
     format!(
         r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 full=$(git rev-parse --verify --quiet {base}^{{commit}}) || {{ echo "the base commit is not in the image's repo"; exit 1; }}
-[ "$(git rev-parse HEAD)" = "$full" ] || git checkout -q -f --detach "$full" || exit 1
+start=$(git rev-parse --verify --quiet {start}^{{commit}}) || {{ echo "the commit the agent started from, "{start}", is not in the image's repo"; exit 1; }}
+[ "$(git rev-parse HEAD)" = "$start" ] || git checkout -q -f --detach "$start" || exit 1
 echo "$full""#,
         base = quote(base),
+        start = quote(start),
     )
 }
 
@@ -410,12 +461,17 @@ pub trait Container: Sync {
 }
 
 /// The repo an image holds, once prepared: what the diff and restores
-/// compare with, and the agent's change for the tests' container.
+/// compare with, where the tests' container starts, and the agent's
+/// change for it.
 pub struct ImageRepo {
     /// `base_commit` as the task gives it.
     base: String,
-    /// HEAD as prepared in the agent's container, then the base in the
-    /// tests' (the same tree).
+    /// The commit the agent started from, as the image holds it
+    /// ([`Prepared::start`]): the base, or the image's last setup commit.
+    start: Mutex<String>,
+    /// What the diff compares with: HEAD as prepared in the agent's
+    /// container (the start's tree); then, in the tests', the base, which
+    /// the test files are restored to.
     commit: Mutex<String>,
     /// The agent's change, applied in the tests' fresh container.
     diff: Mutex<Option<String>>,
@@ -429,14 +485,16 @@ impl ImageRepo {
     pub fn new(base: &str) -> ImageRepo {
         ImageRepo {
             base: base.to_owned(),
+            start: Mutex::new(base.to_owned()),
             commit: Mutex::new(String::new()),
             diff: Mutex::new(None),
         }
     }
 
-    /// [`prepare`] left HEAD at `head`.
-    pub fn prepared(&self, head: &str) {
-        *lock(&self.commit) = head.to_owned();
+    /// [`prepare`] left the repo as `prepared` says.
+    pub fn prepared(&self, prepared: &Prepared) {
+        *lock(&self.start) = prepared.start().to_owned();
+        *lock(&self.commit) = prepared.head.clone();
     }
 
     /// The agent's change, from the repo in the image; kept for the tests'
@@ -470,16 +528,18 @@ impl ImageRepo {
         Ok(diff)
     }
 
-    /// The tests' fresh container: the repo in the image at the base, with
-    /// the agent's change applied.
+    /// The tests' fresh container: the repo in the image at the commit the
+    /// agent started from, with the agent's change applied.
     pub async fn to_tests(&self, container: &dyn Container) -> Result<(), String> {
+        let start = lock(&self.start).clone();
         let base = container
-            .git(&to_base(&self.base))
+            .git(&to_start(&self.base, &start))
             .await
-            .map_err(|err| format!("failed to check out the base in the test container: {err}"))?;
-        // Restores compare with the base from now on: the head prepared
-        // with --history none is the agent's container's only, and its
-        // tree is the base's.
+            .map_err(|err| format!("failed to check out {start} in the test container: {err}"))?;
+        // Restores put the test patch's files back as they are at the base
+        // from now on, as SWE-bench's eval script does on its setup commit
+        // (the head prepared with --history none is the agent's
+        // container's only; the agent's diff was against the start's tree).
         *lock(&self.commit) = base.lines().last().unwrap_or_default().trim().to_owned();
         let diff = lock(&self.diff).clone().unwrap_or_default();
         if diff.trim().is_empty() {
@@ -490,8 +550,8 @@ impl ImageRepo {
             .map_err(|err| format!("the agent's patch in the test container: {err}"))
     }
 
-    /// Puts the files `patch` touches back as they are at the compared
-    /// commit, in the container.
+    /// Puts the files `patch` touches back as they are at the base, in the
+    /// tests' container.
     pub async fn restore(
         &self,
         container: &dyn Container,
@@ -594,13 +654,30 @@ mod tests {
                 objects: 12,
                 commits: 3,
                 moved_from: None,
+                setup_commits: Vec::new(),
             })
         );
-        let moved = format!("ONEBASH-REPO base={a} head={a} objects=1 commits=1 moved={b}");
+        let moved = format!("ONEBASH-REPO base={a} head={a} objects=1 commits=1 moved={b} setup=");
         assert_eq!(
             read_report(&moved).map(|p| p.moved_from),
             Ok(Some(b.clone()))
         );
+        // The image's setup commits, oldest first: the agent starts from
+        // the last one.
+        let c = "c".repeat(40);
+        let setup =
+            format!("ONEBASH-REPO base={a} head={c} objects=9 commits=4 moved= setup={b},{c}");
+        let prepared = read_report(&setup).expect("a report");
+        assert_eq!(prepared.setup_commits, vec![b.clone(), c.clone()]);
+        assert_eq!(prepared.start(), c);
+        assert_eq!(prepared.moved_from, None);
+        assert_eq!(read_report(&output).expect("a report").start(), a);
+        assert!(matches!(
+            read_report(&format!(
+                "ONEBASH-REPO base={a} head={a} objects=1 commits=1 moved= setup={b},xyz"
+            )),
+            Err(Refused::Unusable(_))
+        ));
         assert_eq!(
             read_report("ONEBASH-REPO-ERROR leaking: it has refs: refs/tags/v1 \n"),
             Err(Refused::Leaking("it has refs: refs/tags/v1 ".to_owned()))
@@ -631,5 +708,6 @@ mod tests {
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert!(prepare("v1.0; rm -rf /", History::Full).starts_with("base='v1.0; rm -rf /'\n"));
         assert!(restore("abc", &["a b".to_owned()]).contains("for p in 'a b'; do"));
+        assert!(to_start("v1", "it's").contains("--quiet 'it'\\''s'^{commit}"));
     }
 }

@@ -138,7 +138,9 @@ pub trait Workspace: Send + Sync {
     /// killed then), stdin closed, output captured head and tail.
     fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>>;
 
-    /// The change against the base commit, as a patch `git apply` takes.
+    /// The change against the base commit (for the repo an image holds,
+    /// against the image's setup commit on top of it, when it has one:
+    /// `image_repo.rs`), as a patch `git apply` takes.
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>>;
 
     /// Puts the files `patch` touches back as they are at the base commit;

@@ -84,9 +84,16 @@ pub enum Event {
     },
     Checkout {
         commit: String,
-        /// The working copy's HEAD, when it is not `commit` (`--history none`).
+        /// The working copy's HEAD, when it is not `commit` (`--history
+        /// none`, or the image's setup commit).
         #[serde(skip_serializing_if = "Option::is_none", default)]
         head: Option<String>,
+        /// The commits the repo an image holds had on top of `commit`,
+        /// oldest first, the last being where the agent started
+        /// (SWE-bench's setup commit); absent when there are none, and in
+        /// trajectories from before them.
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        setup_commits: Vec<String>,
         /// `full` or `none`; absent in trajectories from before `--history`.
         #[serde(skip_serializing_if = "Option::is_none", default)]
         history: Option<History>,
@@ -562,6 +569,7 @@ mod tests {
             Event::Checkout {
                 commit: "c0ffee".to_owned(),
                 head: Some("beef".to_owned()),
+                setup_commits: vec!["cafe".to_owned()],
                 history: Some(History::None),
                 objects: Some(42),
                 duration_s: 0.5,
@@ -792,11 +800,12 @@ mod tests {
             &events[0],
             Event::Checkout {
                 head: None,
+                setup_commits,
                 history: None,
                 objects: None,
                 fetched: false,
                 ..
-            }
+            } if setup_commits.is_empty()
         ));
         assert!(matches!(&events[1], Event::AgentEnd { retries: 0, .. }));
         assert_eq!(events[2], Event::Unknown);

@@ -229,6 +229,7 @@ impl TaskRun<'_> {
             .write(&Event::Checkout {
                 commit: checkout.commit.clone(),
                 head: (checkout.head != checkout.commit).then(|| checkout.head.clone()),
+                setup_commits: checkout.setup_commits.clone(),
                 history: Some(checkout.history),
                 objects: Some(checkout.verified.objects),
                 duration_s: started.elapsed().as_secs_f64(),
@@ -274,7 +275,8 @@ impl TaskRun<'_> {
     }
 
     /// The workspace around the repo the task's image holds, made to hold
-    /// nothing past the base and checked; `scratch` is its host folder.
+    /// nothing past its starting point (the base, or the image's setup
+    /// commits on top of it) and checked; `scratch` is its host folder.
     async fn enter_image_repo(
         &self,
         scratch: &Path,

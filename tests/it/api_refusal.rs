@@ -3,6 +3,9 @@
 //! in the same words every time. Each ends fast, with one clear message and
 //! a documented exit code (3), not with one `api_error` row per task after
 //! a minute of backoff; and a slow model is not taken for a refusing one.
+//! A repeated 500 ends its task only when its words show a refusal (a
+//! validation error twice, an answer that says nothing four times), never
+//! when it is the provider's own transient error.
 //! Also: what llama-cpp-python's server refuses in a history (a `null`
 //! content) is never sent.
 
@@ -257,11 +260,19 @@ fn a_model_that_only_times_out_is_slow_not_refusing() {
 /// an assistant message whose `content` is `null` or missing.
 const VALIDATION_ERROR: &str = "[{'type': 'string_type', 'loc': ('body', 'messages', 2, 'typed-dict', 'content'), 'msg': 'Input should be a valid string', 'input': None}]";
 
-/// That server's answer to such a history.
+/// That server's answer to such a history: every exception it answers is a
+/// 500 named `internal_server_error` (llama_cpp/server/errors.py), so only
+/// the message tells a refusal.
 fn validation_error() -> Reply {
     Reply::Status(
         500,
-        json!({"error": {"message": VALIDATION_ERROR}}).to_string(),
+        json!({"error": {
+            "message": VALIDATION_ERROR,
+            "type": "internal_server_error",
+            "param": null,
+            "code": null,
+        }})
+        .to_string(),
     )
 }
 
@@ -295,6 +306,64 @@ fn the_same_500_twice_ends_the_task_with_the_servers_words_not_ten_retries() {
     assert!(row["error"].contains("HTTP 500 twice"), "{row:?}");
     assert_eq!(server.requests().len(), 2, "tried once more, then stopped");
     assert_eq!(row["model_retries"], "1", "{row:?}");
+}
+
+/// A 500 that says nothing either way, the same every time (Ollama's runner
+/// crashing on the request): it ends the task, but only after four
+/// identical answers in a row, not two.
+#[test]
+fn the_same_unclear_500_ends_the_task_after_four_tries() {
+    let fixture = Fixture::new();
+    let tasks = world(&fixture, 1);
+    let crash = "llama runner process has terminated: exit status 2";
+    let server = ScriptedServer::start_with(move |_| {
+        Reply::Status(500, json!({"error": crash}).to_string())
+    });
+    let out = run(
+        &fixture,
+        &tasks,
+        &server.base_url(),
+        &["--max-retries", "10", "--retry-delay", "0.01"],
+    );
+    assert_eq!(out.code, 1, "stderr:\n{}", out.stderr);
+    let row = out.row("t0");
+    assert_eq!(row["exit_reason"], "api_error", "{row:?}");
+    assert!(row["error"].contains(crash), "{row:?}");
+    assert!(row["error"].contains("HTTP 500 4 times"), "{row:?}");
+    assert_eq!(server.requests().len(), 4, "three retries, then stopped");
+    assert_eq!(row["model_retries"], "3", "{row:?}");
+}
+
+/// A provider's own transient 500 repeats word for word in an incident
+/// (OpenAI's `server_error`): it is load however often it comes, here five
+/// times in a row, more than an unclear answer is given.
+#[test]
+fn the_providers_own_500_five_times_in_a_row_is_retried_until_it_answers() {
+    let fixture = Fixture::new();
+    let tasks = world(&fixture, 1);
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let server = ScriptedServer::start_with(move |request| {
+        if counter.fetch_add(1, Ordering::SeqCst) < 5 {
+            error_reply(
+                500,
+                "The server had an error while processing your request. Sorry about that!",
+            )
+        } else {
+            fixing_reply(request)
+        }
+    });
+    let out = run(
+        &fixture,
+        &tasks,
+        &server.base_url(),
+        &["--max-retries", "10", "--retry-delay", "0.01"],
+    );
+    assert_eq!(out.code, 0, "stderr:\n{}", out.stderr);
+    let row = out.row("t0");
+    assert_eq!(row["status"], "passed", "{row:?}");
+    assert_eq!(row["exit_reason"], "completed", "{row:?}");
+    assert_eq!(row["model_retries"], "5", "{row:?}");
 }
 
 #[test]

@@ -1,16 +1,17 @@
-//! `--env podman`: tasks in a container per (task, epoch), from an image
-//! built on this machine by `scripts/test-images.sh` (no registry is
-//! reachable from here). Each test drives the real onebash against a
-//! scripted model and asks podman what exists; it is skipped with a line
-//! when podman or the image is missing, and fails then when `CI` is set
-//! (`.ci/run` installs podman and builds the image). Docker goes through
-//! the same code with other words of no command, but no docker engine
-//! runs here: only its missing and stopped engine are tested, with a
-//! stand-in client.
+//! `--env podman` and `--env docker`: tasks in a container per (task,
+//! epoch), from an image built on this machine by `scripts/test-images.sh`
+//! (no registry is reachable from here) and given to docker's daemon by
+//! `podman save | docker load`. Each test drives the real onebash against
+//! a scripted model and asks the engine what exists; it is skipped with a
+//! line when the engine or the image is missing, and fails then when `CI`
+//! is set (`.ci/run` installs podman and docker.io, starts dockerd and
+//! builds the image). A missing, stopped or denied engine is tested with
+//! a stand-in client.
 //!
 //! The tests of a module made by `under_each_backend!` run once a
-//! backend (`...::podman`, `...::oci`): the same body, the same verdicts
-//! and probes, under `--env oci` from the same images saved by podman
+//! backend (`...::podman`, `...::docker`, `...::oci`): the same body, the
+//! same verdicts and probes, under `--env oci` from the same images saved
+//! by podman; those of `under_each_engine!` once an engine
 //! (support/backend.rs).
 
 use std::path::Path;
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 
 use crate::history::{FUTURE_TEXTS, Leaky, PAST_TEXTS, assert_whole_past, leaky_repo};
-use crate::support::backend::{Backend, IMAGE, ImageTags, podman_containers, under_each_backend};
+use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_backend, under_each_engine};
 use crate::support::harness::{
     Fixture, git, onebash, scripted_agent, scripted_handler, task, tool_answers,
 };
@@ -29,11 +30,6 @@ use crate::support::probes::{self, Future};
 use crate::support::processes::{assert_no_process_left, running};
 use crate::support::server::{ScriptedServer, text_reply};
 use crate::support::sync::eventually;
-
-/// Whether podman and the test image are here, under `tool_present`'s rule.
-pub fn podman_ready() -> bool {
-    Backend::Podman.ready()
-}
 
 /// A task id no other test process uses: containers are labelled with it.
 fn unique_id(what: &str) -> String {
@@ -43,11 +39,6 @@ fn unique_id(what: &str) -> String {
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// The ids of every container, running or not, with `label` (`k=v`).
-fn containers_with(label: &str) -> Vec<String> {
-    podman_containers(label)
 }
 
 /// A repo with one file, and a task over it whose model is the scripted
@@ -82,8 +73,8 @@ fn run_in_backend(
 }
 
 /// The agent's commands run in the image (bookworm, not the host), in the
-/// working copy at /testbed, with no network, no API key, and (podman)
-/// the labels naming the run; it cannot write the host; what the agent
+/// working copy at /testbed, with no network, no API key, and (under an
+/// engine) the labels naming the run; it cannot write the host; what the agent
 /// writes in the working copy is in the diff; the tests run in a fresh
 /// environment (what the agent wrote outside the working copy is gone)
 /// that sees the agent's change; nothing is left.
@@ -118,18 +109,8 @@ fn a_task_runs_in_its_image_and_is_graded_afresh(backend: Backend) {
         let answered = request.body["messages"]
             .as_array()
             .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
-        if answered == count && backend == Backend::Podman {
-            let output = Command::new("podman")
-                .args([
-                    "ps",
-                    "--filter",
-                    &format!("label={task_label}"),
-                    "--format",
-                    "{{json .Labels}}",
-                ])
-                .output()
-                .expect("podman ps");
-            *seen.lock().expect("lock") = String::from_utf8_lossy(&output.stdout).into_owned();
+        if answered == count && backend.engine().is_some() {
+            *seen.lock().expect("lock") = backend.running_labels(&task_label);
         }
         scripted(request)
     });
@@ -164,7 +145,7 @@ fn a_task_runs_in_its_image_and_is_graded_afresh(backend: Backend) {
     );
     assert!(!patch.contains("outside-workdir"), "{patch}");
 
-    if backend == Backend::Podman {
+    if backend.engine().is_some() {
         let labels = labels.lock().expect("lock").clone();
         for want in [
             format!("\"onebash.task\":\"{id}\""),
@@ -190,11 +171,7 @@ under_each_backend!(
 /// A command that forks sleepers (one of them in a session of its own)
 /// and outlives its timeout is killed with everything it started, inside
 /// the container: the next command finds none of them.
-#[test]
-fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
-    if !podman_ready() {
-        return;
-    }
+fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container(backend: Backend) {
     let fixture = Fixture::new();
     let id = unique_id("c-timeout");
     let tasks = one_task(&fixture, &id, "true");
@@ -207,7 +184,7 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
     // Long enough for the forks on any machine; the sleeps are far longer.
     let run = run_in_backend(
         &fixture,
-        Backend::Podman,
+        backend,
         &tasks,
         &server,
         &["--command-timeout", "10"],
@@ -226,11 +203,16 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container() {
     assert_eq!(command["timed_out"], true, "{command}");
 }
 
+under_each_engine!(
+    a_timeout_kills_inside_the_container,
+    super::a_timeout_kills_the_command_and_what_it_forked_inside_the_container
+);
+
 /// `--max-memory` and `--max-processes` hold for the agent's commands in
 /// the image as on the host: an allocation past the memory cap fails, a
 /// fork storm is cut short, the task goes on, and nothing is left. Under
 /// oci they are onebash's own limits (cgroup, rlimits), which run.json
-/// says were enforced or not; under podman the engine's.
+/// says were enforced or not; under podman and docker the engine's.
 fn the_limits_hold_in_the_image(backend: Backend) {
     let fixture = Fixture::new();
     let id = unique_id("c-limits");
@@ -238,6 +220,7 @@ fn the_limits_hold_in_the_image(backend: Backend) {
     let hog = "python3 -c 'b = bytearray(600 * 1024 * 1024); print(\"allocated\", len(b))'";
     let sleeper = match backend {
         Backend::Podman => "681",
+        Backend::Docker => "683",
         Backend::Oci => "682",
     };
     let storm = format!(
@@ -279,7 +262,7 @@ print('started', len(started), error)
             .expect("run.json is JSON");
     let enforced = &manifest["settings"]["limits_enforced"];
     let held = |kind: &str| {
-        backend == Backend::Podman
+        backend.engine().is_some()
             || !enforced[kind]
                 .as_str()
                 .unwrap_or_default()
@@ -309,8 +292,8 @@ print('started', len(started), error)
 
 under_each_backend!(limits, super::the_limits_hold_in_the_image);
 
-/// onebash killed with SIGKILL while the agent's command runs: under
-/// podman its container is left running, and `--resume` of the same run
+/// onebash killed with SIGKILL while the agent's command runs: under an
+/// engine its container is left running, and `--resume` of the same run
 /// folder (or any run that starts) removes it before any task starts;
 /// under oci nothing is left
 /// running even before the resume (bwrap dies with onebash, and the
@@ -323,18 +306,19 @@ fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     let tasks = one_task(&fixture, &id, "true");
     let label = format!("onebash.task={id}");
     // The command sleeps far longer than any test runs: onebash is killed
-    // once it is seen running. One length a backend: both tests run at
+    // once it is seen running. One length a backend: the tests run at
     // once, and each must see (and kill) its own.
     let sleeper = match backend {
         Backend::Podman => "sleep 676",
+        Backend::Docker => "sleep 678",
         Backend::Oci => "sleep 677",
     };
     let server = scripted_agent(&[(&id, &[sleeper])]);
     let out = fixture.path("out");
     killed_in_its_command(&fixture, &tasks, &out, backend, &server, sleeper);
     match backend {
-        Backend::Podman => assert_eq!(
-            containers_with(&label).len(),
+        Backend::Podman | Backend::Docker => assert_eq!(
+            backend.containers(&label).len(),
             1,
             "the container should outlive a killed onebash (else this test proves nothing)"
         ),
@@ -348,14 +332,14 @@ fn kill_9_then_resume_leaves_nothing_of_the_run(backend: Backend) {
     let run = fixture.run_into(&out, &tasks, &args, &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert_eq!(run.row(&id)["status"], "passed");
-    if backend == Backend::Podman {
+    if backend.engine().is_some() {
         // Removed by this resume's sweep, or by another test's run that
         // started in between (its lock free, the killed run is anyone's
         // to sweep): either way none is left.
         assert!(
-            eventually(|| containers_with(&label).is_empty()),
+            eventually(|| backend.containers(&label).is_empty()),
             "containers of the run are left: {:?}",
-            containers_with(&label)
+            backend.containers(&label)
         );
     }
     assert_no_process_left(sleeper);
@@ -406,20 +390,20 @@ under_each_backend!(
 /// container of a run that still holds its lock, one of another machine,
 /// and one without onebash's labels stay. (Which container is whose is
 /// decided by `container::tests::a_sweep_takes_only_containers_of_dead_runs`.)
-#[test]
-fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
-    if !podman_ready() {
-        return;
-    }
+fn a_new_run_removes_a_killed_run_s_containers_and_no_other(backend: Backend) {
+    let engine = backend.engine().expect("an engine");
     let fixture = Fixture::new();
     let id = unique_id("c-swept");
     let tasks = one_task(&fixture, &id, "true");
-    let sleeper = "sleep 679";
+    let sleeper = match backend {
+        Backend::Docker => "sleep 680",
+        _ => "sleep 679",
+    };
     let server = scripted_agent(&[(&id, &[sleeper])]);
     let out = fixture.path("killed");
-    killed_in_its_command(&fixture, &tasks, &out, Backend::Podman, &server, sleeper);
+    killed_in_its_command(&fixture, &tasks, &out, backend, &server, sleeper);
     let killed = format!("onebash.task={id}");
-    assert_eq!(containers_with(&killed).len(), 1, "nothing to sweep");
+    assert_eq!(backend.containers(&killed).len(), 1, "nothing to sweep");
 
     // A run that still runs: its lock held (by this test).
     let held = fixture.path("live/run.lock");
@@ -448,7 +432,7 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
         ("unlabelled", Vec::new()),
     ];
     for (name, labels) in &others {
-        let mut run = Command::new("podman");
+        let mut run = Command::new(engine);
         run.args([
             "run",
             "-d",
@@ -463,7 +447,7 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
         let started = run
             .args([IMAGE, "sleep", "600"])
             .output()
-            .expect("podman run");
+            .expect("start a container");
         assert!(
             started.status.success(),
             "{}",
@@ -475,15 +459,15 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
         &fixture.path("next"),
         &tasks,
         &[
-            "--model", "noop", "--env", "podman", "--image", IMAGE, "--pull", "never",
+            "--model", "noop", "--env", engine, "--image", IMAGE, "--pull", "never",
         ],
         &[],
     );
     let left: Vec<String> = others
         .iter()
-        .flat_map(|(name, _)| containers_with(&format!("onebash-test={stays}-{name}")))
+        .flat_map(|(name, _)| backend.containers(&format!("onebash-test={stays}-{name}")))
         .collect();
-    let _ = Command::new("podman")
+    let _ = Command::new(engine)
         .args(["rm", "-f"])
         .args(&left)
         .stdout(Stdio::null())
@@ -493,7 +477,7 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
     // Any run that starts now removes it, this one or another test's at
     // once: the end state is what is checked, not who removed it.
     assert!(
-        containers_with(&killed).is_empty(),
+        backend.containers(&killed).is_empty(),
         "the killed run's container is left: {}",
         run.stderr
     );
@@ -505,13 +489,15 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other() {
     assert_no_process_left(sleeper);
 }
 
+under_each_engine!(
+    a_new_run_sweeps_a_killed_run,
+    super::a_new_run_removes_a_killed_run_s_containers_and_no_other
+);
+
 /// An image the engine does not have stops the run before any task, with
 /// exit code 2 and its name; with `--pull missing` the failed pull does.
-#[test]
-fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
-    if !podman_ready() {
-        return;
-    }
+fn a_missing_image_stops_the_run_with_exit_2_naming_it(backend: Backend) {
+    let engine = backend.engine().expect("an engine");
     let fixture = Fixture::new();
     let id = unique_id("c-missing");
     let tasks = one_task(&fixture, &id, "true");
@@ -523,7 +509,7 @@ fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
             &out,
             &tasks,
             &[
-                "--model", "noop", "--env", "podman", "--image", missing, "--pull", pull,
+                "--model", "noop", "--env", engine, "--image", missing, "--pull", pull,
             ],
             &[],
         );
@@ -547,7 +533,7 @@ fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
     let run = fixture.run_into(
         &fixture.path("out-none"),
         &tasks,
-        &["--model", "noop", "--env", "podman"],
+        &["--model", "noop", "--env", engine],
         &[],
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -557,6 +543,11 @@ fn a_missing_image_stops_the_run_with_exit_2_naming_it() {
         run.stderr
     );
 }
+
+under_each_engine!(
+    a_missing_image_stops_the_run,
+    super::a_missing_image_stops_the_run_with_exit_2_naming_it
+);
 
 /// A missing engine and one that does not answer each stop the run with
 /// exit code 2 and one message. Both are made here with a PATH of our
@@ -811,8 +802,10 @@ under_each_backend!(
     super::the_repo_in_the_image_holds_nothing_past_the_base_and_its_fix_is_graded
 );
 
-/// An image whose repo is checked out at the fix itself: the base is
-/// checked out (and the move recorded as the checkout's warning), and with
+/// An image whose repo is checked out at the fix itself: a descendant of
+/// the base, but one that other refs name (main, a branch, a tag), so no
+/// setup commit of the image's own: the base is checked out (and the move
+/// recorded as the checkout's warning), and with
 /// `--history none` the repo becomes one commit with no parents: the
 /// probes find nothing past the base and nothing before it.
 fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history(backend: Backend) {
@@ -865,6 +858,79 @@ fn the_repo_in_the_image_at_the_fix_is_moved_to_the_base_without_history(backend
     // The agent changed nothing: the hidden test fails, graded all the same.
     assert_eq!(run.row(&id)["status"], "failed", "{}", run.stderr);
 }
+
+/// An image whose repo has its builder's own commit on top of the base
+/// (SWE-bench's setup commit), on the branch HEAD is on, while the fix is
+/// on other branches, a tag and the reflog: the agent starts from that
+/// commit (its tree, and its history back through the base) and every
+/// probe still finds nothing past it. The checkout event lists it and
+/// carries no warning; the agent's fix, diffed against it, passes in the
+/// tests' fresh container.
+fn the_repo_in_the_image_starts_from_its_setup_commit_and_holds_nothing_past_it(backend: Backend) {
+    let fixture = Fixture::new();
+    let mut setup = String::new();
+    let image = RepoImage::build(&fixture, |leaky| {
+        std::fs::write(
+            leaky.repo.join("setup.cfg"),
+            "[tool]\nSETUP-COMMIT-CONTENT = 1\n",
+        )
+        .expect("write setup.cfg");
+        git(&leaky.repo, &["add", "setup.cfg"]);
+        git(&leaky.repo, &["commit", "-q", "-m", "SWE-bench"]);
+        setup = git(&leaky.repo, &["rev-parse", "HEAD"]);
+    });
+    let id = unique_id("c-image-setup");
+    let future: Vec<&str> = image.leaky.future.iter().map(String::as_str).collect();
+    let script = probes::script(&Future {
+        commits: &future,
+        texts: FUTURE_TEXTS,
+        unreadable: &[],
+    });
+    let commands = [
+        script.as_str(),
+        "git log --format=%s",
+        "cat setup.cfg; git status --short --branch",
+        "sed -i 's/x - y/x + y/' calc.py",
+    ];
+    let (run, answers) = run_on_image_repo(&fixture, backend, &image, &id, &commands, &[]);
+    assert!(probes::finished(&answers[0]), "{}", answers[0]);
+    assert_eq!(
+        probes::leaks(&answers[0]),
+        Vec::<String>::new(),
+        "{}",
+        answers[0]
+    );
+    let (first, past) = answers[1].split_once('\n').expect("a log");
+    assert_eq!(first, "SWE-bench", "{}", answers[1]);
+    assert_whole_past(past);
+    assert!(
+        answers[2].contains("SETUP-COMMIT-CONTENT"),
+        "{}",
+        answers[2]
+    );
+    assert!(answers[2].contains("HEAD (no branch)"), "{}", answers[2]);
+
+    assert_eq!(run.row(&id)["status"], "passed", "{}", run.stderr);
+    assert!(!run.stderr.contains("not at the base"), "{}", run.stderr);
+    let checkout = &run.events(&id, "checkout")[0];
+    assert_eq!(checkout["commit"], image.leaky.base.as_str(), "{checkout}");
+    assert_eq!(checkout["head"], setup.as_str(), "{checkout}");
+    assert_eq!(checkout["setup_commits"], json!([setup]), "{checkout}");
+    assert!(checkout.get("warning").is_none(), "{checkout}");
+    let objects = git(&image.leaky.repo, &["rev-list", "--objects", &setup])
+        .lines()
+        .count() as u64;
+    assert_eq!(checkout["objects"], objects, "{checkout}");
+    let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch");
+    assert!(patch.contains("+    return x + y"), "{patch}");
+    assert!(!patch.contains("setup.cfg"), "{patch}");
+    backend.assert_nothing_left_of(&id);
+}
+
+under_each_backend!(
+    repo_in_image_setup_commit,
+    super::the_repo_in_the_image_starts_from_its_setup_commit_and_holds_nothing_past_it
+);
 
 under_each_backend!(
     repo_in_image_at_the_fix,
@@ -922,4 +988,142 @@ fn a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error(backend: Back
 under_each_backend!(
     repo_in_image_refused,
     super::a_base_the_image_repo_lacks_or_a_dirty_repo_is_a_checkout_error
+);
+
+/// The bug in `add`, its fix, and the hidden test that the test patch
+/// makes of `tests/t0/test_calc.py` (a file of a big one-layer folder).
+const ONE_LAYER_CALC: &str = "def add(a, b):\n    return a - b\n";
+const ONE_LAYER_FIXED: &str = "def add(a, b):\n    return a + b\n";
+const ONE_LAYER_HIDDEN: &str =
+    "import calc\nassert calc.add(2, 3) == 5, calc.add(2, 3)\nprint('add adds')\n";
+
+/// An image whose repo is at /testbed as a real image has it: one layer
+/// makes the folder (a `WORKDIR`, a `mkdir`), the next puts the whole repo
+/// in it, so its `.git`, its `tests` and its `docs` (10 folders each, 8
+/// make a folder worth binding) are big folders that one layer alone made,
+/// which `--env oci` binds from that layer and leaves empty in its root.
+/// Returns the image (removed when dropped) and an instance line over it.
+fn one_layer_repo_image(fixture: &Fixture, id: &str) -> (ImageTags, String, serde_json::Value) {
+    let mut files = vec![("calc.py".to_owned(), ONE_LAYER_CALC.to_owned())];
+    for i in 0..10 {
+        files.push((
+            format!("tests/t{i}/test_calc.py"),
+            format!("import calc\nassert calc.add({i}, 0) == {i}\n"),
+        ));
+        files.push((format!("docs/d{i}/index.rst"), format!("Page {i}\n")));
+    }
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    let (work, base) = fixture.repo("work", &files);
+    let gold = crate::support::harness::diff_of(&work, &[("calc.py", ONE_LAYER_FIXED)]);
+    let test_patch =
+        crate::support::harness::diff_of(&work, &[("tests/t0/test_calc.py", ONE_LAYER_HIDDEN)]);
+    let context = fixture.path("image");
+    std::fs::create_dir_all(&context).expect("mkdir image");
+    std::fs::write(
+        context.join("Containerfile"),
+        format!("FROM {IMAGE}\nRUN mkdir /testbed\nCOPY testbed /testbed\n"),
+    )
+    .expect("write Containerfile");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&work)
+        .arg(context.join("testbed"))
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let tag = format!("localhost/onebash-test/one-layer-repo:{}", unique_id("i"));
+    let removed = ImageTags(vec![tag.clone()]);
+    let built = Command::new("podman")
+        .args(["build", "-q", "--pull=never", "-t", &tag])
+        .arg(&context)
+        .output()
+        .expect("podman build");
+    assert!(
+        built.status.success(),
+        "podman build: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let line = json!({
+        "instance_id": id,
+        "repo": "example/calc",
+        "base_commit": base,
+        "problem_statement": format!("Problem of task {id}. add() subtracts."),
+        "patch": gold,
+        "test_patch": test_patch,
+    });
+    (removed, tag, line)
+}
+
+/// The repo of one layer is graded whole, under `--env oci` as under
+/// podman (`--env oci` once copied it from its root, where the big
+/// folders were empty: "/testbed holds no git repository"): the agent
+/// reads and writes inside the big folders and its fix passes, the oracle
+/// resolves, noop does not, and the test patch applies to its file in
+/// `tests/`.
+fn a_repo_made_by_one_layer_is_whole_and_graded(backend: Backend) {
+    let fixture = Fixture::new();
+    let id = unique_id("c-one-layer");
+    let (_removed, tag, line) = one_layer_repo_image(&fixture, &id);
+    let tasks = fixture.tasks(&[line]);
+    let flags = backend.image_flags(&fixture, &tag);
+    let run = |model: &str, out: &str, server: Option<&ScriptedServer>| {
+        let url = server.map(ScriptedServer::base_url);
+        let mut args = vec!["--model", model];
+        if let Some(url) = &url {
+            args.extend(["--base-url", url.as_str()]);
+        }
+        args.extend([
+            "--test-command",
+            "PYTHONPATH=. python3 tests/t0/test_calc.py",
+        ]);
+        args.extend(flags.iter().map(String::as_str));
+        let run = fixture.run_into(&fixture.path(out), &tasks, &args, &[]);
+        backend.assert_nothing_left_of(&id);
+        run
+    };
+    let commands: [&str; 3] = [
+        "cat docs/d9/index.rst tests/t9/test_calc.py",
+        "git status --porcelain | wc -l; git log --format=%s",
+        "sed -i 's/a - b/a + b/' calc.py && echo 'More.' >> docs/d9/index.rst && mkdir tests/t10 && echo new > tests/t10/new.txt",
+    ];
+    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+    let server = scripted_agent(&plan);
+    let agent = run("scripted", "out-agent", Some(&server));
+    let row = agent.row(&id);
+    assert_eq!(row["status"], "passed", "{row:?}\n{}", agent.stderr);
+    let answers = tool_answers(&server, &id);
+    assert!(
+        answers[0].contains("Page 9") && answers[0].contains("calc.add(9, 0)"),
+        "{answers:?}"
+    );
+    // The repo is clean at its base: nothing of it is missing.
+    assert!(answers[1].starts_with("0\ninitial\n"), "{answers:?}");
+    assert!(answers[2].ends_with("[exit code: 0]"), "{answers:?}");
+    let patch = std::fs::read_to_string(agent.task_dir(&id).join("patch.diff")).expect("patch");
+    for part in ["+    return a + b", "+More.", "b/tests/t10/new.txt"] {
+        assert!(patch.contains(part), "{part}: {patch}");
+    }
+    let checkout = &agent.events(&id, "checkout")[0];
+    assert_eq!(checkout["fetched"], false, "{checkout}");
+
+    let oracle = run("oracle", "out-oracle", None);
+    let row = oracle.row(&id);
+    assert_eq!(row["status"], "passed", "{row:?}\n{}", oracle.stderr);
+    let test = &oracle.events(&id, "test")[0];
+    assert_eq!(test["test_patch_method"], "git apply", "{test}");
+
+    let noop = run("noop", "out-noop", None);
+    let row = noop.row(&id);
+    assert_eq!(row["status"], "failed", "{row:?}\n{}", noop.stderr);
+    assert_eq!(row["exit_reason"], "completed", "{row:?}");
+    let log = std::fs::read_to_string(noop.task_dir(&id).join("test.log")).expect("test.log");
+    assert!(log.contains("AssertionError: -1"), "{log}");
+}
+
+under_each_backend!(
+    repo_of_one_layer,
+    super::a_repo_made_by_one_layer_is_whole_and_graded
 );

@@ -1,17 +1,17 @@
 //! Harbor task folders (`task.toml`, `instruction.md`,
 //! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`),
-//! written here from Harbor's documentation, run end to end under podman:
-//! the image built from `environment/` (FROM the local test image, so no
-//! network), the oracle running `solve.sh`, the verifier's reward deciding.
-//! Skipped when podman or the test image is missing, as tests/it/container.rs.
+//! written here from Harbor's documentation, run end to end under podman
+//! and docker: the image built from `environment/` (FROM the local test
+//! image, so no network), the oracle running `solve.sh`, the verifier's
+//! reward deciding. Skipped when the engine or the test image is missing,
+//! as tests/it/container.rs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::harness::{Fixture, RunOutput, onebash};
 
-use crate::container::podman_ready;
-use crate::support::backend::{IMAGE, ImageTags};
+use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
@@ -76,6 +76,23 @@ storage_mb = 10240
 /// A folder of three tasks sharing one environment (one image, built
 /// once), after one whose Dockerfile fails: `a-broken` (setup_error),
 /// `copy-seed` (reward 1 or 0) and `half-credit` (reward 0.5 always).
+/// What the failing step of `a-broken`'s Dockerfile echoes: a word of
+/// this test's own, so that a container it left is found as this test's.
+fn broken_step(nonce: &str) -> String {
+    let word: String = nonce.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("in-step-{word}")
+}
+
+/// The command lines of every container of `engine`, running or not.
+fn container_commands(engine: &str) -> String {
+    let output = Command::new(engine)
+        .args(["ps", "-a", "--no-trunc", "--format", "{{.Command}}"])
+        .output()
+        .unwrap_or_else(|err| panic!("{engine} ps: {err}"));
+    assert!(output.status.success(), "{engine} ps");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn three_tasks(root: &Path, nonce: &str) {
     let dockerfile = format!(
         "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\n"
@@ -88,7 +105,10 @@ fn three_tasks(root: &Path, nonce: &str) {
             ("instruction.md", "Anything.\n"),
             (
                 "environment/Dockerfile",
-                &format!("FROM {IMAGE}\nRUN echo the build breaks here && exit 3\n"),
+                &format!(
+                    "FROM {IMAGE}\nRUN echo the build breaks here {} && exit 3\n",
+                    broken_step(nonce)
+                ),
             ),
             ("tests/test.sh", "echo 1 > /logs/verifier/reward.txt\n"),
             ("solution/solve.sh", "true\n"),
@@ -137,22 +157,19 @@ fn three_tasks(root: &Path, nonce: &str) {
 }
 
 /// The oracle passes and noop fails, the reward decides (0.5 is recorded
-/// and fails), a broken Dockerfile is a setup_error row and the next task
-/// still runs, the image is tagged by its environment's content and a
+/// and fails), a broken Dockerfile is a setup_error row that leaves no
+/// container of its failed step and the next task still runs, the image is tagged by its environment's content and a
 /// rerun reuses it, and nothing is left running.
-#[test]
-fn harbor_task_folders_run_end_to_end_in_podman() {
-    if !podman_ready() {
-        return;
-    }
+fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
     let root = fixture.path("harbor");
     let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
     three_tasks(&root, &nonce);
-    let podman = ["--env", "podman", "--pull", "never"];
+    let engine = backend.engine().expect("an engine");
+    let in_engine = ["--env", engine, "--pull", "never"];
 
     let mut args = vec!["--model", "oracle"];
-    args.extend(podman);
+    args.extend(in_engine);
     let oracle = run(&fixture, &root, "oracle", &args);
     let built: Vec<&str> = oracle
         .stderr
@@ -197,7 +214,7 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     assert!(log.contains("verifier in /app"), "{log}");
 
     let mut args = vec!["--model", "noop"];
-    args.extend(podman);
+    args.extend(in_engine);
     let noop = run(&fixture, &root, "noop", &args);
     let failed = noop.row("copy-seed");
     assert_eq!(failed["status"], "failed", "{failed:?}\n{}", noop.stderr);
@@ -213,24 +230,28 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
         "the broken one is tried again:\n{}",
         noop.stderr
     );
+    // Docker's classic builder keeps a failed step's container unless
+    // told otherwise.
+    let commands = container_commands(engine);
+    assert!(
+        !commands.contains(&broken_step(&nonce)),
+        "the broken build left a container:\n{commands}"
+    );
     for task in ["copy-seed", "half-credit"] {
-        let left = Command::new("podman")
-            .args([
-                "ps",
-                "-a",
-                "-q",
-                "--filter",
-                &format!("label=onebash.task={task}"),
-            ])
-            .output()
-            .expect("podman ps");
         assert!(
-            left.stdout.trim_ascii().is_empty(),
+            backend
+                .containers(&format!("onebash.task={task}"))
+                .is_empty(),
             "a container of {task} was left"
         );
     }
     drop(cleanup);
 }
+
+under_each_engine!(
+    harbor_task_folders_run_end_to_end,
+    super::harbor_task_folders_run_end_to_end_in_an_engine
+);
 
 /// A malformed task.toml stops the run before any task (exit 2) with the
 /// file and the field named; a folder holding no task says so.

@@ -471,13 +471,16 @@ fn a_store_that_holds_more_than_its_base_reaches_ends_the_task_as_checkout_error
 fn working_copies_on_another_file_system_than_the_cache_share_one_copy_of_each_pack() {
     let fixture = Fixture::new();
     let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
-        eprintln!("skipped: no writable /dev/shm");
+        crate::support::skips::skipped("a writable /dev/shm", "mount a tmpfs there");
         return;
     };
     use std::os::unix::fs::MetadataExt;
     let device = |path: &Path| std::fs::metadata(path).expect("stat").dev();
     if device(shm.path()) == device(fixture.dir.path()) {
-        eprintln!("skipped: /dev/shm is on the fixture's file system");
+        crate::support::skips::skipped(
+            "a /dev/shm on another file system than the fixtures'",
+            "mount a tmpfs at /dev/shm",
+        );
         return;
     }
     let leaky = leaky_repo(&fixture);

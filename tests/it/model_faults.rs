@@ -1,7 +1,8 @@
 //! Model APIs that misbehave, for both wire protocols: the real binary
-//! against a scripted server on 127.0.0.1 that fails requests with 500, 502,
-//! 429 and `Retry-After`, dropped connections, hangs past the request
-//! timeout and garbled bodies; client errors (401, 400, 403, 404) that must
+//! against a scripted server on 127.0.0.1 that fails requests with 500 (the
+//! provider's own, word for word two and three times in a row), 502, 429
+//! and `Retry-After`, dropped connections, hangs past the request timeout
+//! and garbled bodies; client errors (401, 400, 403, 404) that must
 //! not be retried; context overflows in the words of OpenAI, vLLM,
 //! llama.cpp and Anthropic; the Anthropic Messages protocol itself; request
 //! settings and costs.
@@ -69,6 +70,30 @@ impl Proto {
         match self {
             Proto::OpenAi => openai_answer(step, tokens),
             Proto::Anthropic => anthropic_answer(step, tokens),
+        }
+    }
+
+    /// The provider's own answer to a request it failed on its side, word
+    /// for word as each sends it (tests/fixtures/model-errors.json): OpenAI's
+    /// `server_error`, Anthropic's `api_error` with a fresh request id.
+    fn server_error(self) -> Reply {
+        match self {
+            Proto::OpenAi => self.error(
+                500,
+                "server_error",
+                "The server had an error while processing your request. Sorry about that!",
+            ),
+            Proto::Anthropic => {
+                static REQUESTS: std::sync::atomic::AtomicU64 =
+                    std::sync::atomic::AtomicU64::new(0);
+                let n = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let body = json!({
+                    "type": "error",
+                    "error": {"type": "api_error", "message": "Internal server error"},
+                    "request_id": format!("req_011Ca5jqh8Fqjcq5BKf4t{n:04}"),
+                });
+                Reply::Status(500, body.to_string())
+            }
         }
     }
 
@@ -274,7 +299,8 @@ impl Model {
     }
 
     /// A model that follows `scripts[task][turn]` and answers a turn past the
-    /// end of a script with a 500.
+    /// end of a script with a 400, which is never retried: a test that gets
+    /// there fails at once rather than after the backoff.
     fn scripted(proto: Proto, scripts: Vec<(&str, Vec<Reply>)>) -> Model {
         let scripts: HashMap<String, Vec<Reply>> = scripts
             .into_iter()
@@ -285,7 +311,7 @@ impl Model {
                 .get(&seen.task)
                 .and_then(|replies| replies.get(seen.turn))
                 .cloned()
-                .unwrap_or_else(|| proto.error(500, "api_error", "script exhausted"))
+                .unwrap_or_else(|| proto.error(400, "invalid_request_error", "script exhausted"))
         })
     }
 
@@ -538,7 +564,7 @@ impl Fault {
     /// (the handler holds it until the run is over).
     fn reply(self, proto: Proto, late: Reply) -> Reply {
         match self {
-            Fault::Http500 => proto.error(500, "api_error", "Internal server error"),
+            Fault::Http500 => proto.server_error(),
             Fault::Http502 => Reply::StatusWithHeaders(
                 502,
                 vec![("Content-Type".into(), "text/html".into())],
@@ -562,9 +588,12 @@ impl Fault {
     }
 
     /// What the recorded error says.
-    fn says(self) -> &'static str {
+    fn says(self, proto: Proto) -> &'static str {
         match self {
-            Fault::Http500 => "HTTP 500: Internal server error",
+            Fault::Http500 => match proto {
+                Proto::OpenAi => "HTTP 500: The server had an error while processing your request.",
+                Proto::Anthropic => "HTTP 500: Internal server error",
+            },
             Fault::Http502 => "HTTP 502: <html><body><h1>502 Bad Gateway",
             Fault::RateLimited => "HTTP 429: Rate limit reached",
             Fault::Dropped => "failed to reach the model API",
@@ -584,14 +613,30 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// Whether try `attempt` of task `index`'s call `turn` fails, and how: about
-/// one in four, never the fourth try of a call.
+/// one try in four all told, never the fourth try of a call.
 fn fault_for(index: usize, turn: usize, attempt: usize) -> Option<Fault> {
     if attempt >= 3 {
         return None;
     }
+    if let Some(times) = incident(index, turn) {
+        return (attempt < times).then_some(Fault::Http500);
+    }
     let h = mix(((index as u64) << 16) | ((turn as u64) << 8) | attempt as u64);
-    h.is_multiple_of(4)
+    h.is_multiple_of(5)
         .then(|| FAULTS[((h >> 8) % FAULTS.len() as u64) as usize])
+}
+
+/// How many tries in a row of task `index`'s call `turn` get the provider's
+/// own 500, word for word, as real servers answer in an incident: 2 or 3,
+/// for about one call in sixteen and every call whose first try the
+/// schedule fails with a 500. Such repeats are load, not a refusal.
+fn incident(index: usize, turn: usize) -> Option<usize> {
+    let call = ((index as u64) << 16) | ((turn as u64) << 8);
+    let first = mix(call);
+    let h = mix(call | 0xff);
+    let first_is_500 = first.is_multiple_of(5)
+        && FAULTS[((first >> 8) % FAULTS.len() as u64) as usize] == Fault::Http500;
+    (first_is_500 || h.is_multiple_of(16)).then(|| 2 + (h >> 8) as usize % 2)
 }
 
 const FAULT_TASKS: usize = 40;
@@ -665,9 +710,23 @@ fn forty_tasks_get_their_verdicts_though_a_quarter_of_requests_fail(proto: Proto
     assert!(
         faults
             .windows(2)
-            .any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1)),
-        "no call fails twice"
+            .any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1) && w[0].2 != w[1].2),
+        "no call fails twice in different ways"
     );
+    // The same 500 two and three times in a row to one call: the old rule
+    // took two for a refusal and ended the task as api_error.
+    let mut in_a_row: HashMap<(usize, usize), usize> = HashMap::new();
+    for (index, turn, fault) in &faults {
+        if *fault == Fault::Http500 {
+            *in_a_row.entry((*index, *turn)).or_default() += 1;
+        }
+    }
+    for times in [2, 3] {
+        assert!(
+            in_a_row.values().filter(|&&n| n == times).count() >= 2,
+            "too few calls get the same 500 {times} times: {in_a_row:?}"
+        );
+    }
 
     let w = World::new();
     // A hung request is answered once the run is over: never in time,
@@ -746,7 +805,7 @@ fn forty_tasks_get_their_verdicts_though_a_quarter_of_requests_fail(proto: Proto
                 "{id}: {event}"
             );
             let error = event["error"].as_str().expect("error");
-            assert!(error.contains(fault.says()), "{fault:?}: {event}");
+            assert!(error.contains(fault.says(proto)), "{fault:?}: {event}");
             let wait = event["wait_s"].as_f64().expect("wait_s");
             if *fault == Fault::RateLimited {
                 assert_eq!(wait, 1.0, "Retry-After: 1 is the wait: {event}");

@@ -18,6 +18,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::json;
 
+use crate::support::backend::{Backend, under_each_engine};
 use crate::support::harness::{Fixture, onebash, scripted_agent, task, tool_answers};
 use crate::support::registry::{
     Auth, Built, DOCKER_MANIFEST, Fault, OCI_INDEX, OCI_MANIFEST, Registry, digest, entry, file,
@@ -321,19 +322,16 @@ fn pull_refuses_tasks_without_an_image_and_the_host() {
     assert!(stderr.contains("--env host runs no image"), "{stderr}");
 }
 
-/// `pull --env podman` leaves the images to the engine: one in its store
-/// is ready under `--pull never`, one it lacks is exit 2 naming it.
-#[test]
-fn pull_with_podman_checks_the_engine_store() {
-    if !crate::container::podman_ready() {
-        return;
-    }
+/// `pull --env podman|docker` leaves the images to the engine: one in its
+/// store is ready under `--pull never`, one it lacks is exit 2 naming it.
+fn pull_with_an_engine_checks_its_store(backend: Backend) {
+    let engine = backend.engine().expect("an engine");
     let world = World::new();
     let pull = |image: &str| {
         let output = onebash()
             .arg("pull")
             .arg(&world.tasks)
-            .args(["--env", "podman", "--pull", "never", "--image", image])
+            .args(["--env", engine, "--pull", "never", "--image", image])
             .output()
             .expect("run onebash pull");
         text(&output)
@@ -341,7 +339,7 @@ fn pull_with_podman_checks_the_engine_store() {
     let (code, stdout, stderr) = pull("onebash-test/base:bookworm");
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stdout.contains("1 image ready in podman's store"),
+        stdout.contains(&format!("1 image ready in {engine}'s store")),
         "{stdout}"
     );
     let (code, _, stderr) = pull("localhost/onebash-test/absent:none");
@@ -351,6 +349,11 @@ fn pull_with_podman_checks_the_engine_store() {
         "{stderr}"
     );
 }
+
+under_each_engine!(
+    pull_checks_the_engine_store,
+    super::pull_with_an_engine_checks_its_store
+);
 
 /// A multi-arch index names arm64 first (whose manifest the registry
 /// does not even have): linux/amd64 is the one pulled. Docker's manifest

@@ -159,3 +159,96 @@ fn a_field_no_task_has_exits_2_naming_the_fields() {
         "{stderr}"
     );
 }
+
+/// Users keep their own fields under `metadata` (docs/tasks.md): `--by`
+/// finds them there, by name or by a dotted path, in every format; the
+/// hint of a field no task has names the metadata keys too.
+#[test]
+fn report_by_a_metadata_field_groups_in_every_format() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("calc", &[("calc.py", "x = 1\n")]);
+    let line = |id: &str, test: &str, difficulty: &str, source: &str| {
+        task(
+            id,
+            &repo,
+            &sha,
+            test,
+            json!({"metadata": {"difficulty": difficulty, "source": {"name": source}}}),
+        )
+    };
+    let tasks = fixture.tasks(&[
+        line("easy-ok", "true", "easy", "swe"),
+        line("easy-bad", "false", "easy", "gym"),
+        line("hard-ok", "true", "hard", "swe"),
+    ]);
+    let run = fixture.run_noop(&tasks, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let run = run.out.to_str().expect("UTF-8").to_owned();
+
+    let (code, text, stderr) = report(&[&run, "--by", "difficulty"]);
+    assert_eq!(code, 0, "{stderr}");
+    let section = &text[text.find("by difficulty:").expect("a by section")..];
+    assert!(section.contains("easy"), "{section}");
+    assert!(section.contains("hard"), "{section}");
+    assert!(!section.contains("(none)"), "{section}");
+
+    let (code, markdown, stderr) = report(&[&run, "--by", "difficulty", "--format", "markdown"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<&str> = markdown
+        .lines()
+        .filter(|l| l.starts_with("| easy ") || l.starts_with("| hard "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{markdown}");
+
+    let groups = |field: &str| -> Vec<(String, u64, u64)> {
+        let (code, text, stderr) = report(&[&run, "--by", field, "--format", "json"]);
+        assert_eq!(code, 0, "{stderr}");
+        let json: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(json["by"]["field"], field);
+        json["by"]["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .map(|g| {
+                (
+                    g["value"].as_str().expect("value").to_owned(),
+                    g["passed"].as_u64().expect("passed"),
+                    g["failed"].as_u64().expect("failed"),
+                )
+            })
+            .collect()
+    };
+    let by_difficulty = [("easy".to_owned(), 1, 1), ("hard".to_owned(), 1, 0)];
+    assert_eq!(groups("difficulty"), by_difficulty);
+    assert_eq!(groups("metadata.difficulty"), by_difficulty);
+    assert_eq!(
+        groups("metadata.source.name"),
+        [("gym".to_owned(), 0, 1), ("swe".to_owned(), 2, 0)]
+    );
+
+    let page = fixture.path("report.html");
+    let (code, _, stderr) = report(&[
+        &run,
+        "--by",
+        "difficulty",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(
+        html.contains("<table id=\"by\" data-field=\"difficulty\">"),
+        "{html}"
+    );
+    assert!(html.contains("<tr><th>easy</th>"), "{html}");
+    assert!(html.contains("<tr><th>hard</th>"), "{html}");
+
+    let (code, _, stderr) = report(&[&run, "--by", "language"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("; under `metadata`: `difficulty`, `source`"),
+        "{stderr}"
+    );
+}

@@ -1213,3 +1213,36 @@ fn the_exec_helper_reports_on_its_stdin_and_gives_the_command_dev_null() {
     assert_eq!(code, Some(126));
     assert!(said.contains("cannot run /nonexistent/program"), "{said}");
 }
+
+/// On a machine without bwrap, `cargo test` says so where the user looks:
+/// this test binary, run again on one sandbox test with no bwrap on PATH
+/// and no `CI`, names bwrap as skipped on its stderr (outside libtest's
+/// capture, which hides what a passing test prints) and in the summary at
+/// its end, while the test itself passes.
+#[test]
+fn a_test_skipped_for_want_of_bwrap_says_so_on_stderr() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let test = "sandbox::writes_outside_the_checkout_fail_and_leave_the_host_unchanged";
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([test, "--exact", "--test-threads", "1"])
+        .env("PATH", empty.path())
+        .env_remove("CI")
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("1 passed"), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("skipped: bwrap is missing (install bubblewrap to run the sandbox tests)"),
+        "stderr:\n{stderr}"
+    );
+    let summary = &stderr[stderr
+        .find(crate::support::skips::SUMMARY)
+        .unwrap_or_else(|| panic!("no summary; stderr:\n{stderr}"))..];
+    assert!(
+        summary.starts_with("onebash tests: skipped 1 test whose tools this machine lacks")
+            && summary.contains("  bwrap: 1 skipped; install bubblewrap"),
+        "{summary}"
+    );
+}

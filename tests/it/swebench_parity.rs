@@ -382,8 +382,13 @@ fn eval_scripts_are_the_package_s_for_every_repo_and_version() {
 /// `./tests/runtests.py --verbosity 2 ... MODULES`; this one runs
 /// unittest on the modules it is given, as verbosely.
 const RUNTESTS: &str = r#"#!/usr/bin/env python3
-import os, sys, unittest
+import configparser, os, sys, unittest
 here = os.path.dirname(os.path.abspath(__file__))
+# Its options from a file of the repo's, as pytest's from tox.ini: at 1,
+# no line per test.
+config = configparser.ConfigParser()
+config.read(os.path.join(os.path.dirname(here), "setup.cfg"))
+verbosity = config.getint("runtests", "verbosity", fallback=2)
 sys.path[:0] = [here, os.path.dirname(here)]
 args, labels = sys.argv[1:], []
 while args:
@@ -394,7 +399,7 @@ while args:
         labels.append(arg)
 print("Testing against Django installed in '%s'" % here, file=sys.stderr)
 suite = unittest.defaultTestLoader.loadTestsFromNames(labels)
-result = unittest.TextTestRunner(verbosity=2).run(suite)
+result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
 sys.exit(not result.wasSuccessful())
 "#;
 const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
@@ -438,6 +443,181 @@ under_each_backend!(
     super::in_swebench_shaped_images_the_verdicts_are_the_package_s
 );
 
+/// SWE-bench's image builder commits what its setup changed in tracked
+/// files on top of the base (`git commit --allow-empty -am SWE-bench`:
+/// sphinx's tox.ini gains pytest's `-rA` there) and its eval script runs
+/// on that commit, resetting only the test files to the base. Here the
+/// stand-in runner reads its verbosity from the repo's setup.cfg: 1 at the
+/// base (no line per test, so every test would be missing), 2 after the
+/// image's two setup commits, the second of which also changes the line
+/// of the test file that the test patch changes (which then applies only
+/// to the base's version of that file). The agent starts from the setup
+/// commits (it sees them in `git log`, its patch holds only its own
+/// change), the leak probes find nothing of the fix committed upstream
+/// past the base, the tests run on the setup commits with the test file
+/// reset to the base: the oracle resolves (with `--history none` too),
+/// noop does not, and no warning says the repo was not at the base.
+fn the_image_s_setup_commits_are_where_the_agent_starts_and_the_tests_run(backend: Backend) {
+    use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
+    use crate::support::probes::{self, Future};
+    let fixture = Fixture::new();
+    let (work, _) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", CALC),
+            ("setup.cfg", "[runtests]\nverbosity = 1\n"),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        work.join("tests/runtests.py"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    let fixed =
+        CALC.replacen("a - b", "a + b", 1)
+            .replacen("a + b\n\n\ndef sub", "a * b\n\n\ndef sub", 1);
+    let gold = diff_of(&work, &[("calc.py", &fixed)]);
+    let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN)]);
+    // Upstream's fix, past the base: the image's clone has it (its
+    // remote's main), the agent must not.
+    std::fs::write(
+        work.join("calc.py"),
+        format!("{fixed}# FUTURE-FIX-CONTENT\n"),
+    )
+    .expect("write");
+    git(&work, &["commit", "-q", "-am", "FUTURE-FIX-MESSAGE"]);
+    let future = git(&work, &["rev-parse", "HEAD"]);
+    let id = "django__django-7";
+    let tasks = fixture.tasks(&[json!({
+        "instance_id": id,
+        "repo": "django/django",
+        "base_commit": base,
+        "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
+        "patch": gold,
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": json!([
+            unittest_name("calc_tests.tests.CalcTests", "test_add"),
+            unittest_name("calc_tests.tests.CalcTests", "test_mul"),
+        ]).to_string(),
+        "PASS_TO_PASS": json!([unittest_name("calc_tests.tests.CalcTests", "test_sub")]).to_string(),
+        "version": "4.2",
+    })]);
+    let mut setup = Vec::new();
+    let image = swebench_shaped_image_then(&fixture, &work, &base, &[id], backend, |testbed| {
+        // As SWE-bench's builder: on the branch, reset to the base.
+        git(testbed, &["checkout", "-q", "-B", "main"]);
+        std::fs::write(testbed.join("setup.cfg"), "[runtests]\nverbosity = 2\n").expect("write");
+        git(
+            testbed,
+            &["commit", "-q", "-am", "pre_install: verbose runner"],
+        );
+        setup.push(git(testbed, &["rev-parse", "HEAD"]));
+        let tests = testbed.join("tests/calc_tests/tests.py");
+        let changed = VISIBLE.replace("from calc import sub", "from calc import sub  # set up");
+        std::fs::write(tests, changed).expect("write");
+        git(
+            testbed,
+            &["commit", "-q", "--allow-empty", "-am", "SWE-bench"],
+        );
+        setup.push(git(testbed, &["rev-parse", "HEAD"]));
+    });
+    let probe = probes::script(&Future {
+        commits: &[future.as_str()],
+        texts: &["FUTURE-FIX-MESSAGE", "FUTURE-FIX-CONTENT"],
+        unreadable: &[],
+    });
+    let commands = [
+        probe.as_str(),
+        "git log --format=%s",
+        "cat setup.cfg",
+        FULL_FIX,
+    ];
+    let server = scripted_agent(&[(id, &commands)]);
+    let flags: Vec<&str> = image.flags.iter().map(String::as_str).collect();
+    let run = fixture.run_scripted(&tasks, &server, &flags);
+    let oracle_args = [&["--model", "oracle", "--history", "none"][..], &flags].concat();
+    let oracle = fixture.run_into(&fixture.path("oracle"), &tasks, &oracle_args, &[]);
+    let noop_args = [&["--model", "noop"][..], &flags].concat();
+    let noop = fixture.run_into(&fixture.path("noop"), &tasks, &noop_args, &[]);
+    for (name, run) in [("scripted", &run), ("oracle", &oracle), ("noop", &noop)] {
+        assert!(
+            !run.stderr.contains("not at the base"),
+            "{name}: {}",
+            run.stderr
+        );
+        let checkout = &run.events(id, "checkout")[0];
+        assert_eq!(checkout["commit"], base.as_str(), "{name}: {checkout}");
+        assert_eq!(
+            checkout["setup_commits"],
+            json!(setup),
+            "{name}: {checkout}"
+        );
+        assert!(checkout.get("warning").is_none(), "{name}: {checkout}");
+    }
+    let answers = crate::support::harness::tool_answers(&server, id);
+    assert!(probes::finished(&answers[0]), "{}", answers[0]);
+    assert_eq!(
+        probes::leaks(&answers[0]),
+        Vec::<String>::new(),
+        "{}",
+        answers[0]
+    );
+    let subjects: Vec<&str> = answers[1].lines().take(3).collect();
+    assert_eq!(
+        subjects,
+        [
+            "SWE-bench",
+            "pre_install: verbose runner",
+            "runtests is a program"
+        ],
+        "{}",
+        answers[1]
+    );
+    assert!(answers[2].contains("verbosity = 2"), "{}", answers[2]);
+    // The agent's patch is against the setup commits: its change alone.
+    let patch = std::fs::read_to_string(run.task_dir(id).join("patch.diff")).expect("patch");
+    assert!(patch.contains("+    return a + b"), "{patch}");
+    assert!(
+        !patch.contains("setup.cfg") && !patch.contains("tests.py"),
+        "{patch}"
+    );
+    assert_eq!(run.events(id, "checkout")[0]["head"], setup[1].as_str());
+    // With --history none, HEAD was a parentless commit of the same tree.
+    let head = &oracle.events(id, "checkout")[0]["head"];
+    assert!(head.is_string() && *head != setup[1].as_str(), "{head}");
+    for (name, run, resolution) in [
+        ("scripted", &run, "RESOLVED_FULL"),
+        ("oracle", &oracle, "RESOLVED_FULL"),
+        ("noop", &noop, "RESOLVED_NO"),
+    ] {
+        let tests = run.tests_json(id);
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).unwrap_or_default();
+        assert_eq!(
+            tests["verdict"]["resolution"], resolution,
+            "{name}: {tests}\n{log}\nstderr: {}",
+            run.stderr
+        );
+        // The test patch went in strictly: its file was the base's again.
+        assert_eq!(
+            run.events(id, "test")[0]["test_patch_method"],
+            "git apply",
+            "{name}"
+        );
+    }
+}
+
+under_each_backend!(
+    setup_commits_in_swebench_shaped_images,
+    super::the_image_s_setup_commits_are_where_the_agent_starts_and_the_tests_run
+);
+
 /// Builds the SWE-bench-shaped image of `work` at `base`, under each
 /// instance's SWE-bench name, and returns the flags that run in it under
 /// `backend` (for oci: the image saved once, under each instance's name
@@ -449,9 +629,22 @@ fn swebench_shaped_image(
     ids: &[&str],
     backend: Backend,
 ) -> ShapedImage {
+    swebench_shaped_image_then(fixture, work, base, ids, backend, |_| {})
+}
+
+/// [`swebench_shaped_image`], with `then` run on its repo (at the base)
+/// before the build: SWE-bench's image builder commits its setup there.
+fn swebench_shaped_image_then(
+    fixture: &crate::support::harness::Fixture,
+    work: &Path,
+    base: &str,
+    ids: &[&str],
+    backend: Backend,
+    then: impl FnOnce(&Path),
+) -> ShapedImage {
     use crate::support::harness::{git, path_arg};
     // Each test its own namespace: tests that build the same instance ids
-    // at once (under podman and under oci) must not tag over each other.
+    // at once (under each backend) must not tag over each other.
     static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let namespace = format!(
         "localhost/onebash-test/swebench-{}-{}",
@@ -470,6 +663,7 @@ fn swebench_shaped_image(
         &["clone", "-q", path_arg(work), path_arg(&testbed)],
     );
     git(&testbed, &["checkout", "-q", "--detach", base]);
+    then(&testbed);
     std::fs::write(context.join("Containerfile"), SWEBENCH_SHAPED).expect("write");
     // Made before the build, so that whatever it tagged goes when the test
     // ends, passed or not.
@@ -489,8 +683,13 @@ fn swebench_shaped_image(
         String::from_utf8_lossy(&built.stderr)
     );
     let template = r#"sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}"#;
-    if backend == Backend::Podman {
-        image.flags = backend.image_flags(fixture, &format!("{namespace}/{template}:latest"));
+    if backend.engine().is_some() {
+        if backend == Backend::Docker {
+            for tag in &image.tags.0 {
+                crate::support::backend::in_docker(tag);
+            }
+        }
+        image.flags = backend.flags_in_store(&format!("{namespace}/{template}:latest"));
         return image;
     }
     let flags = backend.image_flags(fixture, &image.tags.0[0]);

@@ -1,5 +1,7 @@
 //! `report --by FIELD`: the rows grouped by a field of their task line
-//! (repo, difficulty, language, any other), each group with its counts by
+//! (repo, difficulty, language, any other; found at the top of the line or
+//! under its `metadata`, where users keep their own fields, and reached by
+//! a dotted path: `metadata.source.name`), each group with its counts by
 //! status and its pass rate with the Wilson 95% interval that the whole
 //! run's pass rate has. The task line is in each trajectory's `header`
 //! event (`task`: every field of the line, unknown ones included), written
@@ -65,32 +67,63 @@ impl Group {
 #[derive(Debug, thiserror::Error)]
 pub enum ByError {
     #[error(
-        "failed to group by `{field}`: no task of the run has that field\nhint: its tasks have {}",
-        fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+        "failed to group by `{field}`: no task of the run has that field\nhint: its tasks have {}{}",
+        fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+        metadata_hint(metadata)
     )]
     UnknownField {
         field: String,
         fields: BTreeSet<String>,
+        /// The keys of the tasks' `metadata` objects.
+        metadata: BTreeSet<String>,
     },
+}
+
+/// The hint's second part: the `metadata` keys, when the tasks have any.
+fn metadata_hint(keys: &BTreeSet<String>) -> String {
+    if keys.is_empty() {
+        return String::new();
+    }
+    let keys: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    format!("; under `metadata`: {}", keys.join(", "))
 }
 
 /// Groups `rows` by `field` of their task lines, read from `run`.
 pub fn group(run: &RunFolder, rows: &[ResultRow], field: &str) -> Result<Groups, ByError> {
     let tasks: Vec<Option<Value>> = rows.iter().map(|row| task_line(run, row)).collect();
-    let seen = tasks.iter().flatten().any(|task| task.get(field).is_some());
+    let seen = tasks
+        .iter()
+        .flatten()
+        .any(|task| lookup(task, field).is_some());
     if !seen && tasks.iter().any(Option::is_some) {
-        let fields = tasks
-            .iter()
-            .flatten()
-            .filter_map(Value::as_object)
-            .flat_map(|task| task.keys().cloned())
+        let objects = || tasks.iter().flatten().filter_map(Value::as_object);
+        let fields = objects().flat_map(|task| task.keys().cloned()).collect();
+        let metadata = objects()
+            .filter_map(|task| task.get("metadata")?.as_object())
+            .flat_map(|metadata| metadata.keys().cloned())
             .collect();
         return Err(ByError::UnknownField {
             field: field.to_owned(),
             fields,
+            metadata,
         });
     }
     Ok(groups(field, rows, &tasks))
+}
+
+/// `field` of a task line: a key at its top (whole, even with dots in
+/// it), else a dotted path from the top, else the same under `metadata`.
+/// Top level first, so that `repo` is the line's own and never a
+/// metadata key of the same name.
+fn lookup<'a>(task: &'a Value, field: &str) -> Option<&'a Value> {
+    let path = |from: &'a Value| {
+        from.get(field).or_else(|| {
+            field
+                .split('.')
+                .try_fold(from, |value, key| value.as_object()?.get(key))
+        })
+    };
+    path(task).or_else(|| path(task.get("metadata")?))
 }
 
 /// The groups of `rows`, whose task lines are `tasks` (same order; `None`
@@ -100,7 +133,7 @@ pub fn groups(field: &str, rows: &[ResultRow], tasks: &[Option<Value>]) -> Group
     for (row, task) in rows.iter().zip(tasks) {
         let value = match task {
             None => NO_TRAJECTORY.to_owned(),
-            Some(task) => match task.get(field) {
+            Some(task) => match lookup(task, field) {
                 None | Some(Value::Null) => NO_VALUE.to_owned(),
                 Some(Value::String(text)) => text.clone(),
                 Some(other) => other.to_string(),
@@ -231,6 +264,47 @@ pub mod tests {
         assert_eq!(values, ["3", r#"["x",1]"#]);
     }
 
+    /// Users' own fields live under `metadata` (docs/tasks.md): `--by`
+    /// finds them there by name or by a dotted path, after the top level.
+    #[test]
+    fn fields_are_found_under_metadata_and_by_dotted_paths() {
+        let rows: Vec<ResultRow> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|id| row(id, Status::Passed))
+            .collect();
+        let tasks = vec![
+            Some(
+                json!({"repo": "top", "metadata": {"difficulty": "easy", "repo": "meta",
+                "source": {"name": "swe"}}}),
+            ),
+            Some(json!({"metadata": {"difficulty": "hard", "source": {"name": "gym"}}})),
+            Some(json!({"difficulty": "top-level", "metadata": {"difficulty": "hidden"}})),
+            Some(json!({"id": "d", "a.b": "dotted key"})),
+        ];
+        let values = |field: &str| -> Vec<String> {
+            groups(field, &rows, &tasks)
+                .groups
+                .into_iter()
+                .map(|g| format!("{}={}", g.value, g.rows))
+                .collect()
+        };
+        assert_eq!(
+            values("difficulty"),
+            ["(none)=1", "easy=1", "hard=1", "top-level=1"]
+        );
+        assert_eq!(
+            values("metadata.difficulty"),
+            ["(none)=1", "easy=1", "hard=1", "hidden=1"]
+        );
+        assert_eq!(values("source.name"), ["(none)=2", "gym=1", "swe=1"]);
+        assert_eq!(
+            values("metadata.source.name"),
+            ["(none)=2", "gym=1", "swe=1"]
+        );
+        assert_eq!(values("repo"), ["(none)=3", "top=1"]);
+        assert_eq!(values("a.b"), ["(none)=3", "dotted key=1"]);
+    }
+
     /// The run folder of an older onebash (tests/fixtures/run) groups by
     /// its task lines; a field none of them has is refused, naming those
     /// they have.
@@ -242,10 +316,17 @@ pub mod tests {
         let g = group(&run, &rows, "id").expect("grouped");
         assert_eq!(g.groups.len(), 1);
         assert_eq!(g.groups[0].value, "calc-divide-by-zero");
-        let err = group(&run, &rows, "difficulty").expect_err("no such field");
+        // Its line keeps `difficulty` under `metadata`.
+        let g = group(&run, &rows, "difficulty").expect("grouped");
+        assert_eq!(g.groups[0].value, "easy");
+        let err = group(&run, &rows, "size").expect_err("no such field");
         let message = err.to_string();
         assert!(
-            message.starts_with("failed to group by `difficulty`: no task of the run has that field\nhint: its tasks have `base_commit`, "),
+            message.starts_with("failed to group by `size`: no task of the run has that field\nhint: its tasks have `base_commit`, "),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("; under `metadata`: `difficulty`, `language`"),
             "{message}"
         );
     }

@@ -17,9 +17,10 @@
 //! root), and the lock and atomic rename that let processes share it.
 //! The tree is never written once built: the sandbox binds it read-only.
 //! Also the copy of a folder of it that a task may change
-//! ([`copy_folder`]: the repo an image holds).
+//! ([`copy_folder`]: the repo an image holds, read through the binds, so
+//! that it is whole even where its folders are bound).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -273,6 +274,16 @@ pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
 /// resolve inside the sandbox), folders made writable by their owner so
 /// that the copy can be deleted. `rel` going through a symlink of the
 /// image is refused, as for a mount point: the copy would leave the root.
+///
+/// The copy is read as the sandbox sees the image, through the binds: a
+/// folder under `rel` that `binds.rs` chose to bind (an image's repo comes
+/// in one layer, so its `.git`, tests and docs are big one-layer folders)
+/// is an empty mount point in the root's own tree, and is copied from the
+/// layer's folder instead. The binds are not planned around the workdir
+/// because the root is one image's, shared by every task and run, while
+/// the workdir is a task's (`--workdir`, a task's `workdir`); and the
+/// binds under it never show, since the copy is bound over the workdir.
+/// So roots made before this read the same way (no cache change).
 pub fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
     let (mut from, rest) = root.resolve(rel);
     for part in rest.components() {
@@ -296,11 +307,27 @@ pub fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
             rel.display()
         )));
     }
-    copy_tree(&from, to)
+    let top = Path::new("/").join(rel);
+    let bound: HashMap<PathBuf, &Path> = root
+        .binds
+        .iter()
+        .filter_map(|bind| {
+            let under = Path::new(&bind.target).strip_prefix(&top).ok()?;
+            (!under.as_os_str().is_empty()).then(|| (under.to_path_buf(), bind.source.as_path()))
+        })
+        .collect();
+    copy_tree(&from, to, Path::new(""), &bound)
         .map_err(|err| OciError::Image(format!("cannot copy it to {}: {err}", to.display())))
 }
 
-fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+/// Copies `from` to `to`, the folder `rel` of the copy; a folder of
+/// `bound` (by its path in the copy) from its layer's folder.
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    rel: &Path,
+    bound: &HashMap<PathBuf, &Path>,
+) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::create_dir(to)?;
     for entry in fs::read_dir(from)? {
@@ -308,7 +335,9 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
         let kind = entry.file_type()?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         if kind.is_dir() {
-            copy_tree(&src, &dst)?;
+            let path = rel.join(entry.file_name());
+            let src = bound.get(&path).map_or(src, |layer| layer.to_path_buf());
+            copy_tree(&src, &dst, &path, bound)?;
         } else if kind.is_symlink() {
             std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
         } else if kind.is_file() {
@@ -502,5 +531,79 @@ mod tests {
         assert!(copy.join("d3/f").is_file());
         // Built once: the binds are read back.
         assert_eq!(assemble(&oci, "img", &[base, upper]).expect("again"), root);
+    }
+
+    #[test]
+    fn a_repo_of_one_layer_is_copied_whole_though_its_big_folders_are_bound() {
+        use std::os::unix::fs::PermissionsExt;
+        // As a real image has it: one layer makes /testbed (a WORKDIR, a
+        // mkdir), the next one puts the whole repo in it, so `.git`, the
+        // tests and the docs are big folders of one layer, bound, and
+        // empty in the root's own tree.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (base, made, repo) = (
+            dir.path().join("base"),
+            dir.path().join("made"),
+            dir.path().join("repo"),
+        );
+        write(&base, "etc/conf", "base");
+        fs::create_dir_all(made.join("testbed")).expect("mkdir");
+        write(&repo, "testbed/.git/HEAD", "ref: refs/heads/main\n");
+        write(&repo, "testbed/calc.py", "def add(a, b): return a - b\n");
+        for i in 0..BIND_FROM {
+            write(&repo, &format!("testbed/.git/objects/0{i}/obj"), "blob");
+            write(&repo, &format!("testbed/tests/t{i}/test_x.py"), "test");
+            write(&repo, &format!("testbed/docs/d{i}/index.rst"), "doc");
+        }
+        let ro = repo.join("testbed/docs/d0");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).expect("chmod");
+        let root = assemble(&dir.path().join("oci"), "img", &[base, made, repo.clone()])
+            .expect("assemble");
+        let mut targets: Vec<&str> = root.binds.iter().map(|b| b.target.as_str()).collect();
+        targets.sort_unstable();
+        assert_eq!(
+            targets,
+            ["/testbed/.git", "/testbed/docs", "/testbed/tests"]
+        );
+        assert_eq!(
+            fs::read_dir(root.dir.join("testbed/.git"))
+                .expect("dir")
+                .count(),
+            0
+        );
+
+        let copy = dir.path().join("copy");
+        copy_folder(&root, Path::new("testbed"), &copy).expect("copy");
+        let read = |rel: &str| fs::read_to_string(copy.join(rel)).ok();
+        assert_eq!(
+            read("calc.py").as_deref(),
+            Some("def add(a, b): return a - b\n")
+        );
+        assert_eq!(read(".git/HEAD").as_deref(), Some("ref: refs/heads/main\n"));
+        for i in 0..BIND_FROM {
+            assert_eq!(
+                read(&format!(".git/objects/0{i}/obj")).as_deref(),
+                Some("blob")
+            );
+            assert_eq!(
+                read(&format!("tests/t{i}/test_x.py")).as_deref(),
+                Some("test")
+            );
+            assert_eq!(
+                read(&format!("docs/d{i}/index.rst")).as_deref(),
+                Some("doc")
+            );
+        }
+        // The task's own and writable, the layer's files left as they are.
+        fs::write(copy.join("tests/t1/test_x.py"), "changed").expect("write the copy");
+        fs::write(copy.join("docs/d0/new.rst"), "new").expect("write in a read-only folder");
+        assert_eq!(
+            fs::read_to_string(repo.join("testbed/tests/t1/test_x.py"))
+                .ok()
+                .as_deref(),
+            Some("test")
+        );
+        fs::remove_dir_all(&copy).expect("rm");
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).expect("chmod");
     }
 }

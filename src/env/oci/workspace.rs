@@ -217,7 +217,7 @@ impl Environment for Oci {
             let prepared =
                 prepared.map_err(|refused| refused.into_error(label.clone(), &task.base_commit))?;
             if let Repo::Image { repo, .. } = &workspace.repo {
-                repo.prepared(&prepared.head);
+                repo.prepared(&prepared);
             }
             let checkout = prepared.into_checkout(scratch, history);
             Ok((Box::new(workspace) as Box<dyn Workspace>, checkout))
@@ -436,7 +436,8 @@ impl Workspace for OciWorkspace {
                         .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
                 }
                 // As podman's fresh container: the image's repo as it is,
-                // at the base, with the agent's change, and the setup.
+                // at the commit the agent started from, with the agent's
+                // change, and the setup.
                 Repo::Image {
                     repo,
                     scratch,

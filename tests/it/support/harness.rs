@@ -561,14 +561,15 @@ pub fn run_commands(
 
 /// Whether a tool that some tests need (bwrap, Chromium, pytest) is here.
 /// `.ci/run` installs each, so in CI (`CI` set) a missing one fails the
-/// test; elsewhere the test is skipped, with `hint` on stderr.
+/// test; elsewhere the test is skipped, with `hint` on stderr where the
+/// user sees it (`skips.rs`: at once, and in a summary at the end).
 pub fn tool_present(found: bool, what: &str, hint: &str) -> bool {
     assert!(
         found || std::env::var_os("CI").is_none(),
         "{what} is missing, but CI is set: .ci/run must install it"
     );
     if !found {
-        eprintln!("skipped: {what} is missing ({hint})");
+        super::skips::skipped(what, hint);
     }
     found
 }

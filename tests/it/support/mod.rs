@@ -11,5 +11,6 @@ pub mod processes;
 pub mod registry;
 pub mod responses_server;
 pub mod server;
+pub mod skips;
 pub mod sync;
 pub mod world;
