@@ -73,12 +73,16 @@ memory_mb = 1024
 storage_mb = 10240
 "#;
 
+/// What the good environment's build prints: it goes to build.log, never
+/// to the run's stderr.
+const BUILD_SAYS: &str = "the image build says hello";
+
 /// A folder of three tasks sharing one environment (one image, built
 /// once), after one whose Dockerfile fails: `a-broken` (setup_error),
 /// `copy-seed` (reward 1 or 0) and `half-credit` (reward 0.5 always).
 fn three_tasks(root: &Path, nonce: &str) {
     let dockerfile = format!(
-        "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\n"
+        "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\nRUN echo '{BUILD_SAYS}'\n"
     );
     task_folder(
         root,
@@ -139,7 +143,8 @@ fn three_tasks(root: &Path, nonce: &str) {
 /// The oracle passes and noop fails, the reward decides (0.5 is recorded
 /// and fails), a broken Dockerfile is a setup_error row and the next task
 /// still runs, the image is tagged by its environment's content and a
-/// rerun reuses it, and nothing is left running.
+/// rerun reuses it, a build's output is in the build.log of the task that
+/// built it and not on stderr, and nothing is left running.
 #[test]
 fn harbor_task_folders_run_end_to_end_in_podman() {
     if !podman_ready() {
@@ -157,7 +162,7 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     let built: Vec<&str> = oracle
         .stderr
         .lines()
-        .filter(|l| l.starts_with("building localhost/onebash-harbor:env-"))
+        .filter(|l| l.contains(": built the image localhost/onebash-harbor:env-"))
         .collect();
     let image = oracle.trajectory("copy-seed")[0]["task"]["image"]
         .as_str()
@@ -170,8 +175,15 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     assert_eq!(broken["exit_reason"], "setup_error", "{broken:?}");
     assert!(
         broken["error"].contains("failed to build the image")
-            && broken["error"].contains("the build breaks here"),
+            && broken["error"].contains("the build breaks here")
+            && broken["error"].contains("the whole output is in build.log"),
         "{broken:?}"
+    );
+    let broken_log = std::fs::read_to_string(oracle.task_dir("a-broken").join("build.log"))
+        .expect("a-broken's build.log");
+    assert!(
+        broken_log.contains("RUN echo the build breaks here"),
+        "{broken_log}"
     );
     let passed = oracle.row("copy-seed");
     assert_eq!(passed["status"], "passed", "{passed:?}\n{}", oracle.stderr);
@@ -180,14 +192,35 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     assert_eq!(half["status"], "failed", "{half:?}");
     assert_eq!(half["reward"], "0.5", "{half:?}");
     assert_eq!(half["test_exit_code"], "1", "{half:?}");
-    // Both good tasks share one environment: one image, built once, and
-    // a build's output is on stderr.
+    // Both good tasks share one environment: one image, built once, its
+    // output in the build.log of the task that built it, a warning on
+    // stderr saying where, and none of the output itself.
     assert_eq!(
         oracle.trajectory("half-credit")[0]["task"]["image"],
         image.as_str()
     );
-    assert_eq!(built.len(), 2, "{}", oracle.stderr);
-    assert!(built.iter().any(|l| l.contains(&image)), "{built:?}");
+    assert_eq!(built.len(), 1, "{}", oracle.stderr);
+    assert!(built[0].starts_with("warning: "), "{built:?}");
+    assert!(built[0].contains(&image), "{built:?}");
+    let logs: Vec<(&str, String)> = ["copy-seed", "half-credit"]
+        .into_iter()
+        .filter_map(|task| {
+            let log = std::fs::read_to_string(oracle.task_dir(task).join("build.log"));
+            log.ok().map(|log| (task, log))
+        })
+        .collect();
+    assert_eq!(logs.len(), 1, "one build, one build.log: {logs:?}");
+    let (builder, log) = &logs[0];
+    assert!(log.contains(BUILD_SAYS) && log.contains("STEP 1/"), "{log}");
+    assert!(
+        built[0].contains(&format!("{builder}: built the image")),
+        "{built:?}"
+    );
+    assert!(
+        !oracle.stderr.contains(BUILD_SAYS) && !oracle.stderr.contains("STEP 1/"),
+        "a build's output reached stderr:\n{}",
+        oracle.stderr
+    );
     // task.toml's timeouts are the task's own.
     let settings = &oracle.trajectory("copy-seed")[0]["settings"];
     assert_eq!(settings["task_timeout_s"], 300.0, "{settings}");
@@ -203,13 +236,14 @@ fn harbor_task_folders_run_end_to_end_in_podman() {
     assert_eq!(failed["status"], "failed", "{failed:?}\n{}", noop.stderr);
     assert_eq!(failed["reward"], "0.0", "{failed:?}");
     assert!(
-        !noop.stderr.contains(&format!("building {image}")),
+        !noop.stderr.contains(&format!("built the image {image}"))
+            && !noop.task_dir("copy-seed").join("build.log").exists()
+            && !noop.task_dir("half-credit").join("build.log").exists(),
         "the image was built again:\n{}",
         noop.stderr
     );
     assert!(
-        noop.stderr
-            .contains("building localhost/onebash-harbor:env-"),
+        noop.task_dir("a-broken").join("build.log").exists(),
         "the broken one is tried again:\n{}",
         noop.stderr
     );
