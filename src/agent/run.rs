@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::agent::bash_tool::{self, ToolAnswer};
 use crate::agent::model::{ModelClient, RetryNote};
-use crate::agent::types::{ModelError, ToolCall};
+use crate::agent::types::{ModelError, ModelReply, ToolCall};
 use crate::env::Shell;
 use crate::events::{Cancel, EventSink, Phase};
 use crate::run_folder::trajectory::{Event, TrajectoryWriter};
@@ -180,6 +180,9 @@ pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter
     outcome
 }
 
+/// The conversation: the opening messages, then turns of a model call and
+/// its tool calls until an answer without a tool call, a cap, the deadline
+/// or Ctrl-C ends it.
 async fn converse(
     ctx: &AgentContext<'_>,
     trajectory: &mut TrajectoryWriter,
@@ -211,98 +214,10 @@ async fn converse(
         }
         progress.turns += 1;
         let turn = progress.turns;
-        ctx.events
-            .phase(&ctx.task.id, ctx.epoch, Phase::Model { turn });
-        let asked = Instant::now();
-        // The last failure of this call, if it is being retried: a call cut
-        // by the deadline while the API kept failing is the API's fault.
-        let mut failing: Option<String> = None;
-        let answered = {
-            let mut on_retry = |note: &RetryNote| {
-                progress.retries += 1;
-                // Only the part of the wait the task lives to see is waited.
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                progress.retry_wait += note.wait.min(left);
-                failing = Some(note.error.clone());
-                trajectory.write_soon(&Event::ModelRetry {
-                    turn,
-                    retry: note.retry,
-                    status: note.status,
-                    error: note.error.clone(),
-                    wait_s: note.wait.as_secs_f64(),
-                });
-            };
-            let call = ctx.client.complete(
-                ctx.task,
-                ctx.epoch,
-                &ctx.prompt.system,
-                &messages,
-                &mut on_retry,
-            );
-            unless_cut(call, deadline, ctx.cancel).await
+        let reply = match ask_model(ctx, trajectory, progress, &messages, deadline).await {
+            Ok(reply) => reply,
+            Err(ended) => return ended,
         };
-        let reply = match answered {
-            Ok(Ok(reply)) => reply,
-            Err(cut) => {
-                trajectory
-                    .write(&Event::ModelError {
-                        turn,
-                        latency_s: asked.elapsed().as_secs_f64(),
-                        error: format!("the model call was {}", cut.describe()),
-                    })
-                    .await;
-                if let (Cut::Deadline, Some(last)) = (cut, failing) {
-                    return Ended {
-                        reason: ExitReason::ApiError,
-                        error: Some(format!(
-                            "the model API kept failing until the task timeout; last failure: {last}"
-                        )),
-                    };
-                }
-                return Ended::by(cut);
-            }
-            // A replay whose recording ran out made no call: it ends as the
-            // recording did, with the recording's count of turns.
-            Ok(Err(ModelError::RecordingEnded { reason, error })) => {
-                progress.turns -= 1;
-                return Ended { reason, error };
-            }
-            Ok(Err(err)) => {
-                trajectory
-                    .write(&Event::ModelError {
-                        turn,
-                        latency_s: asked.elapsed().as_secs_f64(),
-                        error: err.to_string(),
-                    })
-                    .await;
-                return match err {
-                    ModelError::ContextOverflow(_) => Ended {
-                        reason: ExitReason::ContextOverflow,
-                        error: Some(err.to_string()),
-                    },
-                    _ => Ended {
-                        reason: ExitReason::ApiError,
-                        error: Some(err.to_string()),
-                    },
-                };
-            }
-        };
-        progress.usage += reply.usage;
-        trajectory
-            .write(&Event::ModelCall {
-                turn,
-                latency_s: asked.elapsed().as_secs_f64(),
-                usage: reply.usage,
-                finish_reason: reply.finish_reason.clone(),
-                response_id: reply.response_id.clone(),
-            })
-            .await;
-        trajectory
-            .write(&Event::Message {
-                turn,
-                message: reply.message.clone(),
-            })
-            .await;
         messages.push(reply.message.clone());
         if reply.tool_calls.is_empty() {
             let reason = if reply.cut {
@@ -318,21 +233,8 @@ async fn converse(
         // Whatever finish_reason says, tool calls are run, in order; the
         // answers go back together, as the protocol wants them.
         progress.tool_calls += reply.tool_calls.len() as u32;
-        let mut results: Vec<(String, String)> = Vec::with_capacity(reply.tool_calls.len());
-        let mut cut = None;
-        for call in &reply.tool_calls {
-            match run_tool_call(ctx, trajectory, progress, turn, call, deadline).await {
-                Ok(content) => results.push((call.id.clone(), content)),
-                Err(why) => {
-                    cut = Some(why);
-                    break;
-                }
-            }
-            if tokio::time::Instant::now() >= deadline {
-                cut = Some(Cut::Deadline);
-                break;
-            }
-        }
+        let (results, cut) =
+            run_tool_calls(ctx, trajectory, progress, turn, &reply.tool_calls, deadline).await;
         for message in ctx.client.tool_results(&results) {
             trajectory
                 .write(&Event::Message {
@@ -346,6 +248,132 @@ async fn converse(
             return Ended::by(cut);
         }
     }
+}
+
+/// Model call number `progress.turns`, with its retries, recorded; its
+/// answer, or how its failure ends the conversation.
+async fn ask_model(
+    ctx: &AgentContext<'_>,
+    trajectory: &mut TrajectoryWriter,
+    progress: &mut Progress,
+    messages: &[Value],
+    deadline: tokio::time::Instant,
+) -> Result<ModelReply, Ended> {
+    let turn = progress.turns;
+    ctx.events
+        .phase(&ctx.task.id, ctx.epoch, Phase::Model { turn });
+    let asked = Instant::now();
+    // The last failure of this call, if it is being retried: a call cut
+    // by the deadline while the API kept failing is the API's fault.
+    let mut failing: Option<String> = None;
+    let answered = {
+        let mut on_retry = |note: &RetryNote| {
+            progress.retries += 1;
+            // Only the part of the wait the task lives to see is waited.
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            progress.retry_wait += note.wait.min(left);
+            failing = Some(note.error.clone());
+            trajectory.write_soon(&Event::ModelRetry {
+                turn,
+                retry: note.retry,
+                status: note.status,
+                error: note.error.clone(),
+                wait_s: note.wait.as_secs_f64(),
+            });
+        };
+        let call = ctx.client.complete(
+            ctx.task,
+            ctx.epoch,
+            &ctx.prompt.system,
+            messages,
+            &mut on_retry,
+        );
+        unless_cut(call, deadline, ctx.cancel).await
+    };
+    let reply = match answered {
+        Ok(Ok(reply)) => reply,
+        Err(cut) => {
+            trajectory
+                .write(&Event::ModelError {
+                    turn,
+                    latency_s: asked.elapsed().as_secs_f64(),
+                    error: format!("the model call was {}", cut.describe()),
+                })
+                .await;
+            if let (Cut::Deadline, Some(last)) = (cut, failing) {
+                return Err(Ended {
+                    reason: ExitReason::ApiError,
+                    error: Some(format!(
+                        "the model API kept failing until the task timeout; last failure: {last}"
+                    )),
+                });
+            }
+            return Err(Ended::by(cut));
+        }
+        // A replay whose recording ran out made no call: it ends as the
+        // recording did, with the recording's count of turns.
+        Ok(Err(ModelError::RecordingEnded { reason, error })) => {
+            progress.turns -= 1;
+            return Err(Ended { reason, error });
+        }
+        Ok(Err(err)) => {
+            trajectory
+                .write(&Event::ModelError {
+                    turn,
+                    latency_s: asked.elapsed().as_secs_f64(),
+                    error: err.to_string(),
+                })
+                .await;
+            let reason = match err {
+                ModelError::ContextOverflow(_) => ExitReason::ContextOverflow,
+                _ => ExitReason::ApiError,
+            };
+            return Err(Ended {
+                reason,
+                error: Some(err.to_string()),
+            });
+        }
+    };
+    progress.usage += reply.usage;
+    trajectory
+        .write(&Event::ModelCall {
+            turn,
+            latency_s: asked.elapsed().as_secs_f64(),
+            usage: reply.usage,
+            finish_reason: reply.finish_reason.clone(),
+            response_id: reply.response_id.clone(),
+        })
+        .await;
+    trajectory
+        .write(&Event::Message {
+            turn,
+            message: reply.message.clone(),
+        })
+        .await;
+    Ok(reply)
+}
+
+/// Runs the tool calls of one answer, in order: the (call id, answer)
+/// pairs of those that ran, and what cut the rest, if anything did.
+async fn run_tool_calls(
+    ctx: &AgentContext<'_>,
+    trajectory: &mut TrajectoryWriter,
+    progress: &mut Progress,
+    turn: u32,
+    calls: &[ToolCall],
+    deadline: tokio::time::Instant,
+) -> (Vec<(String, String)>, Option<Cut>) {
+    let mut results: Vec<(String, String)> = Vec::with_capacity(calls.len());
+    for call in calls {
+        match run_tool_call(ctx, trajectory, progress, turn, call, deadline).await {
+            Ok(content) => results.push((call.id.clone(), content)),
+            Err(why) => return (results, Some(why)),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return (results, Some(Cut::Deadline));
+        }
+    }
+    (results, None)
 }
 
 /// The cap that stops the next model call, if one is reached.

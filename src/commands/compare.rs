@@ -111,29 +111,7 @@ pub fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Co
         list.sort();
         list
     };
-    let measures: [(&'static str, Getter); 6] = [
-        ("total_tokens", |r| Some(r.total_tokens as f64)),
-        ("turns", |r| Some(f64::from(r.turns))),
-        ("tool_calls", |r| Some(f64::from(r.tool_calls))),
-        ("agent_seconds", |r| Some(r.agent_seconds)),
-        ("wall_seconds", |r| Some(r.wall_seconds)),
-        ("cost_usd", |r| r.cost_usd),
-    ];
-    let deltas = measures
-        .iter()
-        .filter_map(|(measure, get)| {
-            let values: Vec<f64> = pairs
-                .iter()
-                .filter_map(|(x, y)| Some(get(y)? - get(x)?))
-                .collect();
-            Some(Delta {
-                measure,
-                mean: values.iter().sum::<f64>() / values.len().max(1) as f64,
-                median: median(&values)?,
-                pairs: values.len(),
-            })
-        })
-        .collect();
+    let deltas = deltas(&pairs);
     Comparison {
         run_a: run_a.display().to_string(),
         run_b: run_b.display().to_string(),
@@ -164,6 +142,33 @@ pub fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Co
         regressions: flipped(true),
         improvements: flipped(false),
     }
+}
+
+/// The mean and median change of each measure over the pairs (B minus A).
+fn deltas(pairs: &[(&ResultRow, &ResultRow)]) -> Vec<Delta> {
+    let measures: [(&'static str, Getter); 6] = [
+        ("total_tokens", |r| Some(r.total_tokens as f64)),
+        ("turns", |r| Some(f64::from(r.turns))),
+        ("tool_calls", |r| Some(f64::from(r.tool_calls))),
+        ("agent_seconds", |r| Some(r.agent_seconds)),
+        ("wall_seconds", |r| Some(r.wall_seconds)),
+        ("cost_usd", |r| r.cost_usd),
+    ];
+    measures
+        .iter()
+        .filter_map(|(measure, get)| {
+            let values: Vec<f64> = pairs
+                .iter()
+                .filter_map(|(x, y)| Some(get(y)? - get(x)?))
+                .collect();
+            Some(Delta {
+                measure,
+                mean: values.iter().sum::<f64>() / values.len().max(1) as f64,
+                median: median(&values)?,
+                pairs: values.len(),
+            })
+        })
+        .collect()
 }
 
 fn percent(x: f64) -> String {

@@ -294,81 +294,15 @@ impl RunConfig<Unprobed> {
         args: &RunArgs,
         secrets: &Secrets,
     ) -> Result<RunConfig<Unprobed>, ConfigError> {
-        let options = LoadOptions {
-            repo_base: args.repo_base.clone(),
-            test_command: args.test_command.clone(),
-            image: args.image.clone(),
-        };
-        let TaskFile {
-            tasks: all_tasks,
-            sha256: task_file_sha256,
-        } = if crate::task::harbor::is_task_folder(&args.tasks) {
-            // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
-            crate::task::harbor::load(&args.tasks)?
-        } else {
-            load_tasks(&args.tasks, &options)?
-        };
-        let shard = args.shard;
-        let filter = args
-            .filter
-            .as_deref()
-            .map(|raw| {
-                Regex::new(raw).map_err(|err| {
-                    ConfigError::Usage(format!(
-                        "--filter {raw:?} is not a valid regular expression: {err}"
-                    ))
-                })
-            })
-            .transpose()?;
-        let mut tasks: Vec<TaskSpec> = all_tasks
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| shard.is_none_or(|s| s.contains(*i)))
-            .map(|(_, task)| task)
-            .filter(|task| {
-                filter
-                    .as_ref()
-                    .is_none_or(|re| re.is_match(task.id.as_str()))
-            })
-            .collect();
-        if let Some(limit) = args.limit {
-            tasks.truncate(limit);
-        }
-        if tasks.is_empty() {
-            return Err(ConfigError::Usage(
-                "no task is selected; hint: check --filter, --shard and --limit".to_owned(),
-            ));
-        }
-
+        let (tasks, task_file_sha256) = select_tasks(args)?;
         check_container_args(args, &tasks)?;
         let mut warnings = Vec::new();
         let model = model_choice(args, secrets, &mut warnings)?;
         if matches!(model, ModelChoice::Oracle) {
-            let missing: Vec<&str> = tasks
-                .iter()
-                .filter(|t| match &t.harbor {
-                    Some(harbor) => harbor.solution.is_empty(),
-                    None => t.gold_patch.is_none(),
-                })
-                .map(|t| t.id.as_str())
-                .collect();
-            if !missing.is_empty() {
-                return Err(ConfigError::Usage(format!(
-                    "--model oracle needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
-                    missing.join(", ")
-                )));
-            }
+            check_gold_patches(&tasks)?;
         }
 
-        let prompt = match &args.prompt {
-            Some(path) => PromptVariant::load(path)?,
-            None => PromptVariant::builtin()?,
-        };
-        // An undefined variable must stop the run before anything starts, so
-        // every selected task is rendered once now.
-        for task in &tasks {
-            prompt.render(task, args.max_turns)?;
-        }
+        let prompt = checked_prompt(args, &tasks)?;
 
         // Absolute, because the sandbox binds working copies by path from
         // another current directory.
@@ -390,46 +324,8 @@ impl RunConfig<Unprobed> {
             Some(root) => root.join(workdirs_name(&out_dir)),
         };
 
-        // The agent must not read the task file (gold patches, hidden tests),
-        // the run folder (other tasks' trajectories) or the cache (the
-        // mirrors hold every commit past the base; working copies own their
-        // objects). Nor other working copies in --workdirs, this run's or
-        // other runs': each command sees its own, bound in on top.
-        let mut hidden = vec![
-            absolute(&args.tasks),
-            absolute(&out_dir),
-            absolute(&cache_dir),
-        ];
-        // And repos on this machine that tasks are checked out from: their
-        // history runs past every base.
-        for task in &tasks {
-            let location = task.repo_location.as_str();
-            let path = Path::new(location.strip_prefix("file://").unwrap_or(location));
-            // Not `/`: a repo there would hide the whole system.
-            if path.is_absolute() && path.parent().is_some() && !hidden.iter().any(|h| h == path) {
-                hidden.push(path.to_owned());
-            }
-        }
-        // Not when the sandbox hides them already: inside the run folder,
-        // or in a folder every command gets empty (a second empty mount
-        // there would be made read-only with the rest).
-        hidden.extend(workdirs_root.filter(|root| {
-            !root.starts_with(&out_dir) && !PRIVATE_DIRS.iter().any(|dir| root.starts_with(dir))
-        }));
-        // clap caps both at what fits; checked all the same.
-        let bytes = |flag: &str, mib: u64| {
-            mib.checked_mul(1024 * 1024).ok_or_else(|| {
-                ConfigError::Usage(format!(
-                    "{flag} {mib}: too many MiB to count in bytes (at most {})",
-                    crate::cli::MAX_MIB
-                ))
-            })
-        };
-        let limits = Limits {
-            max_processes: args.max_processes,
-            max_memory_bytes: bytes("--max-memory", args.max_memory)?,
-            max_file_size_bytes: bytes("--max-file-size", args.max_file_size)?,
-        };
+        let hidden = hidden_paths(&args.tasks, &tasks, &out_dir, &cache_dir, workdirs_root);
+        let limits = limits_of(args)?;
 
         Ok(RunConfig {
             task_file: args.tasks.clone(),
@@ -447,7 +343,7 @@ impl RunConfig<Unprobed> {
             task_timeout: args.task_timeout,
             test_timeout: args.test_timeout,
             runs: args.runs,
-            shard,
+            shard: args.shard,
             filter: args.filter.clone(),
             limit: args.limit,
             out_dir,
@@ -599,6 +495,141 @@ fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), Config
     )))
 }
 
+/// The tasks of the task file (or Harbor folder) that `--shard`,
+/// `--filter` and `--limit` select, in order, and the file's sha256.
+fn select_tasks(args: &RunArgs) -> Result<(Vec<TaskSpec>, String), ConfigError> {
+    let options = LoadOptions {
+        repo_base: args.repo_base.clone(),
+        test_command: args.test_command.clone(),
+        image: args.image.clone(),
+    };
+    let TaskFile {
+        tasks: all_tasks,
+        sha256: task_file_sha256,
+    } = if crate::task::harbor::is_task_folder(&args.tasks) {
+        // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
+        crate::task::harbor::load(&args.tasks)?
+    } else {
+        load_tasks(&args.tasks, &options)?
+    };
+    let shard = args.shard;
+    let filter = args
+        .filter
+        .as_deref()
+        .map(|raw| {
+            Regex::new(raw).map_err(|err| {
+                ConfigError::Usage(format!(
+                    "--filter {raw:?} is not a valid regular expression: {err}"
+                ))
+            })
+        })
+        .transpose()?;
+    let mut tasks: Vec<TaskSpec> = all_tasks
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|s| s.contains(*i)))
+        .map(|(_, task)| task)
+        .filter(|task| {
+            filter
+                .as_ref()
+                .is_none_or(|re| re.is_match(task.id.as_str()))
+        })
+        .collect();
+    if let Some(limit) = args.limit {
+        tasks.truncate(limit);
+    }
+    if tasks.is_empty() {
+        return Err(ConfigError::Usage(
+            "no task is selected; hint: check --filter, --shard and --limit".to_owned(),
+        ));
+    }
+    Ok((tasks, task_file_sha256))
+}
+
+/// `--model oracle` needs every task's solution.
+fn check_gold_patches(tasks: &[TaskSpec]) -> Result<(), ConfigError> {
+    let missing: Vec<&str> = tasks
+        .iter()
+        .filter(|t| match &t.harbor {
+            Some(harbor) => harbor.solution.is_empty(),
+            None => t.gold_patch.is_none(),
+        })
+        .map(|t| t.id.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(ConfigError::Usage(format!(
+            "--model oracle needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The prompt variant, rendered once for every selected task: an
+/// undefined variable must stop the run before anything starts.
+fn checked_prompt(args: &RunArgs, tasks: &[TaskSpec]) -> Result<PromptVariant, ConfigError> {
+    let prompt = match &args.prompt {
+        Some(path) => PromptVariant::load(path)?,
+        None => PromptVariant::builtin()?,
+    };
+    for task in tasks {
+        prompt.render(task, args.max_turns)?;
+    }
+    Ok(prompt)
+}
+
+/// What the sandbox hides from every command. The agent must not read the
+/// task file (gold patches, hidden tests), the run folder (other tasks'
+/// trajectories) or the cache (the mirrors hold every commit past the
+/// base; working copies own their objects). Nor other working copies in
+/// --workdirs, this run's or other runs': each command sees its own,
+/// bound in on top. All absolute.
+fn hidden_paths(
+    task_file: &Path,
+    tasks: &[TaskSpec],
+    out_dir: &Path,
+    cache_dir: &Path,
+    workdirs_root: Option<PathBuf>,
+) -> Vec<PathBuf> {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+    let mut hidden = vec![absolute(task_file), absolute(out_dir), absolute(cache_dir)];
+    // And repos on this machine that tasks are checked out from: their
+    // history runs past every base.
+    for task in tasks {
+        let location = task.repo_location.as_str();
+        let path = Path::new(location.strip_prefix("file://").unwrap_or(location));
+        // Not `/`: a repo there would hide the whole system.
+        if path.is_absolute() && path.parent().is_some() && !hidden.iter().any(|h| h == path) {
+            hidden.push(path.to_owned());
+        }
+    }
+    // Not when the sandbox hides them already: inside the run folder,
+    // or in a folder every command gets empty (a second empty mount
+    // there would be made read-only with the rest).
+    hidden.extend(workdirs_root.filter(|root| {
+        !root.starts_with(out_dir) && !PRIVATE_DIRS.iter().any(|dir| root.starts_with(dir))
+    }));
+    hidden
+}
+
+/// The child's limits, in bytes where the flags give MiB.
+fn limits_of(args: &RunArgs) -> Result<Limits, ConfigError> {
+    // clap caps both at what fits; checked all the same.
+    let bytes = |flag: &str, mib: u64| {
+        mib.checked_mul(1024 * 1024).ok_or_else(|| {
+            ConfigError::Usage(format!(
+                "{flag} {mib}: too many MiB to count in bytes (at most {})",
+                crate::cli::MAX_MIB
+            ))
+        })
+    };
+    Ok(Limits {
+        max_processes: args.max_processes,
+        max_memory_bytes: bytes("--max-memory", args.max_memory)?,
+        max_file_size_bytes: bytes("--max-file-size", args.max_file_size)?,
+    })
+}
+
 fn model_choice(
     args: &RunArgs,
     secrets: &Secrets,
@@ -679,6 +710,25 @@ fn model_choice(
         interleaved_thinking: args.interleaved_thinking,
     };
     check_thinking(args)?;
+    unsent_settings(args, warnings);
+    let (price, price_source) = price_of(args)?;
+    Ok(ModelChoice::Api(Box::new(ApiModel {
+        provider: args.provider,
+        name: args.model.clone(),
+        base_url: base_url.trim_end_matches('/').to_owned(),
+        api_key_env,
+        api_key,
+        request,
+        max_retries: args.max_retries,
+        retry_delay: args.retry_delay,
+        max_connections: args.max_connections.unwrap_or(args.jobs) as usize,
+        price,
+        price_source,
+    })))
+}
+
+/// Warns of the sampling settings the chosen API has no field for.
+fn unsent_settings(args: &RunArgs, warnings: &mut Vec<String>) {
     if args.provider == Provider::Anthropic && args.seed.is_some() {
         warnings.push("--seed is not sent: the Anthropic Messages API has no seed".to_owned());
     }
@@ -691,6 +741,11 @@ fn model_choice(
                 .to_owned(),
         );
     }
+}
+
+/// The model's price per million tokens and where it comes from
+/// (`--price`, the built-in table, or unknown); `--max-cost` needs one.
+fn price_of(args: &RunArgs) -> Result<(Option<Price>, String), ConfigError> {
     let (price, price_source) = match args.price.as_deref() {
         Some(raw) => (
             Some(Price::parse(raw).map_err(ConfigError::Usage)?),
@@ -707,19 +762,7 @@ fn model_choice(
             args.model
         )));
     }
-    Ok(ModelChoice::Api(Box::new(ApiModel {
-        provider: args.provider,
-        name: args.model.clone(),
-        base_url: base_url.trim_end_matches('/').to_owned(),
-        api_key_env,
-        api_key,
-        request,
-        max_retries: args.max_retries,
-        retry_delay: args.retry_delay,
-        max_connections: args.max_connections.unwrap_or(args.jobs) as usize,
-        price,
-        price_source,
-    })))
+    Ok((price, price_source))
 }
 
 /// The Messages API's rules for extended thinking, checked before any

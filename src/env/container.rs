@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
-use super::{BoxFuture, Command, Entered, Environment, Swept, Trust, Workspace, host};
+use super::{BoxFuture, Command, Entered, Environment, ImageBuild, Swept, Trust, Workspace, host};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
 use crate::sys::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
@@ -292,14 +292,15 @@ impl Environment for Containers {
     fn build_image<'a>(
         &'a self,
         task: &'a TaskSpec,
+        log: &'a Path,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<ImageBuild, String>> {
         Box::pin(async move {
             let Some(harbor) = &task.harbor else {
-                return Ok(());
+                return Ok(ImageBuild::Ready);
             };
             let Some(context) = &harbor.context else {
-                return Ok(());
+                return Ok(ImageBuild::Ready);
             };
             // Config gave every Harbor task its image tag, the content hash
             // of its environment/.
@@ -310,7 +311,7 @@ impl Environment for Containers {
             // Tagged by the content hash of environment/: an image with
             // the tag was built from the same files.
             if engine.client_async(inspect).await.is_ok() {
-                return Ok(());
+                return Ok(ImageBuild::Ready);
             }
             let client_env =
                 CommandEnv::engine_client(&format!("{}-{}-build", self.settings.run_id, task.id));
@@ -318,6 +319,7 @@ impl Environment for Containers {
                 program: &engine.program,
                 image: &image,
                 context,
+                log,
                 env: &client_env,
                 child: &child,
             };

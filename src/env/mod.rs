@@ -17,4 +17,6 @@ mod seam;
 pub use choose::choose;
 pub use container::Containers;
 pub use host::Host;
-pub use seam::{BoxFuture, Command, Entered, Environment, Shell, Swept, Trust, Workspace};
+pub use seam::{
+    BoxFuture, Command, Entered, Environment, ImageBuild, Shell, Swept, Trust, Workspace,
+};

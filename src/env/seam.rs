@@ -99,16 +99,18 @@ pub trait Environment: Send + Sync {
 
     /// Builds the image of a task that brings its build context (a Harbor
     /// task's `environment/`) unless the engine has it already; the
-    /// build's output goes to stderr. Tasks without one need nothing.
+    /// build's output goes to the file `log` (the task folder's
+    /// build.log), never to the terminal. Tasks without one need nothing.
     fn build_image<'a>(
         &'a self,
         task: &'a TaskSpec,
+        log: &'a Path,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        let _ = child;
+    ) -> BoxFuture<'a, Result<ImageBuild, String>> {
+        let _ = (log, child);
         Box::pin(async move {
             match task.harbor.as_ref().and_then(|h| h.context.as_ref()) {
-                None => Ok(()),
+                None => Ok(ImageBuild::Ready),
                 Some(_) => Err("only --env podman|docker builds a task's image".to_owned()),
             }
         })
@@ -122,6 +124,16 @@ pub trait Environment: Send + Sync {
     fn sweep(&self) -> BoxFuture<'_, Result<Swept, String>> {
         Box::pin(async { Ok(Swept::default()) })
     }
+}
+
+/// What [`Environment::build_image`] did for a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageBuild {
+    /// Nothing to build: the task brings no build context, or the engine
+    /// has its image already.
+    Ready,
+    /// Built now; its output is in the log file, or this says why not.
+    Built { log: Result<(), String> },
 }
 
 /// What a sweep removed: containers of an earlier attempt of this run, and

@@ -18,7 +18,7 @@ pub mod trajectory;
 
 pub use csv::ResultsWriter;
 pub use outcome::{ExitReason, Status, Usage};
-pub use paths::{PATCH_DIFF, RunFolder, TEST_LOG, TESTS_JSON, TRAJECTORY};
+pub use paths::{BUILD_LOG, PATCH_DIFF, RunFolder, TEST_LOG, TESTS_JSON, TRAJECTORY};
 pub use predictions::write_predictions;
 pub use read::{RowsRead, read_rows, write_rows_atomically};
 pub use row::{COLUMNS, ResultRow, one_line, round_seconds};

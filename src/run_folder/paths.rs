@@ -8,6 +8,8 @@ use crate::task::TaskId;
 /// Names of the files in a (task, epoch) folder. The trajectory's `diff`
 /// and `test` events give the last two relative to that folder.
 pub const TRAJECTORY: &str = "trajectory.jsonl";
+/// A Harbor task's image build output, when this task built it.
+pub const BUILD_LOG: &str = "build.log";
 pub const PATCH_DIFF: &str = "patch.diff";
 pub const TEST_LOG: &str = "test.log";
 pub const TESTS_JSON: &str = "tests.json";

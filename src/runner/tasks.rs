@@ -20,15 +20,15 @@ use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::audit::{self, AuditInput, Subject};
 use crate::checkout::{Checkout, RepoCache};
 use crate::config::RunConfig;
-use crate::env::{Environment, Shell, Trust, Workspace};
+use crate::env::{Environment, ImageBuild, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
 use crate::run_folder::ExitReason;
 use crate::run_folder::trajectory::{
     CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter,
 };
 use crate::run_folder::{
-    PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY, one_line,
-    round_seconds,
+    BUILD_LOG, PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY,
+    one_line, round_seconds,
 };
 use crate::runner::test_run::{GradeError, run_tests, test_timeout};
 use crate::sys::exec::{CommandEnv, kill_marked_processes};
@@ -142,13 +142,13 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     let mut trajectory = match trajectory {
         Ok(writer) => writer,
         Err(err) => {
-            return run.error_row(
+            return run.error_row(Failure::new(
                 ExitReason::CheckoutError,
-                &format!(
+                format!(
                     "failed to create the task folder {}: {err}",
                     run.dir.display()
                 ),
-            );
+            ));
         }
     };
     trajectory.write(&run.header()).await;
@@ -158,11 +158,7 @@ pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRo
     run.kill_left_behind().await;
 
     if let Some(err) = trajectory.error().await {
-        row.error = one_line(&if row.error.is_empty() {
-            err
-        } else {
-            format!("{}; {err}", row.error)
-        });
+        row.error = Errors::after(&row.error, &err);
     }
     row.wall_seconds = round_seconds(run.wall.elapsed().as_secs_f64());
     trajectory
@@ -191,20 +187,16 @@ impl TaskRun<'_> {
         // A SWE-bench instance whose repo or version has no eval spec is
         // an error of its own, before anything runs for it.
         if let Some(Err(reason)) = &self.task.swebench {
-            return self.error_row(
+            return self.error_row(Failure::new(
                 ExitReason::SetupError,
-                &format!("failed to find how SWE-bench grades this task: {reason}"),
-            );
+                format!("failed to find how SWE-bench grades this task: {reason}"),
+            ));
         }
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
         // A Harbor task's image is built from its environment/ first; a
         // failed build is the task's setup error, the run goes on.
-        if let Err(err) = ctx
-            .env
-            .build_image(self.task, self.limits.child.clone())
-            .await
-        {
-            return self.error_row(ExitReason::SetupError, &err);
+        if let Err(failure) = self.build_image().await {
+            return self.error_row(failure);
         }
         let started = Instant::now();
         let workdir =
@@ -220,9 +212,9 @@ impl TaskRun<'_> {
         };
         let (checkout, workspace) = match entered {
             Ok(entered) => entered,
-            Err(row) => {
+            Err(failure) => {
                 let _ = crate::sys::blocking::remove_dir(workdir).await;
-                return *row;
+                return self.error_row(failure);
             }
         };
         trajectory
@@ -251,26 +243,45 @@ impl TaskRun<'_> {
         row
     }
 
+    /// The task's image, if it brings its build context; the build's
+    /// output goes to build.log in the task folder, and a warning says so.
+    async fn build_image(&self) -> Result<(), Failure> {
+        let log = self.dir.join(BUILD_LOG);
+        let built = self
+            .ctx
+            .env
+            .build_image(self.task, &log, self.limits.child.clone())
+            .await
+            .map_err(|err| Failure::new(ExitReason::SetupError, err))?;
+        if let ImageBuild::Built { log: saved } = built {
+            let image = self.task.image.as_deref().unwrap_or_default();
+            let whole = match saved {
+                Ok(()) => format!("its output is in {}", log.display()),
+                Err(err) => err,
+            };
+            self.ctx.events.emit(RunEvent::Warning(format!(
+                "{}: built the image {image}; {whole}",
+                self.task.id
+            )));
+        }
+        Ok(())
+    }
+
     /// onebash's own checkout at `workdir`, and the workspace around it.
-    async fn check_out(
-        &self,
-        workdir: &Path,
-    ) -> Result<(Checkout, Box<dyn Workspace>), Box<ResultRow>> {
+    async fn check_out(&self, workdir: &Path) -> Result<(Checkout, Box<dyn Workspace>), Failure> {
         let ctx = self.ctx;
         let checkout = tokio::select! {
             checkout = ctx.cache.checkout(&self.task.repo_location, &self.task.base_commit, workdir) => checkout,
-            () = ctx.cancel.cancelled() => {
-                return Err(Box::new(self.error_row(ExitReason::Interrupted, INTERRUPTED)));
-            }
+            () = ctx.cancel.cancelled() => return Err(Failure::interrupted()),
         };
-        let checkout = checkout
-            .map_err(|err| Box::new(self.error_row(ExitReason::CheckoutError, &err.to_string())))?;
+        let checkout =
+            checkout.map_err(|err| Failure::new(ExitReason::CheckoutError, err.to_string()))?;
         let entered = ctx
             .env
             .enter(self.task, self.epoch, &checkout, self.limits.child.clone());
         match entered.await {
             Ok(workspace) => Ok((checkout, workspace)),
-            Err(err) => Err(Box::new(self.error_row(ExitReason::CheckoutError, &err))),
+            Err(err) => Err(Failure::new(ExitReason::CheckoutError, err)),
         }
     }
 
@@ -280,7 +291,7 @@ impl TaskRun<'_> {
     async fn enter_image_repo(
         &self,
         scratch: &Path,
-    ) -> Result<(Checkout, Box<dyn Workspace>), Box<ResultRow>> {
+    ) -> Result<(Checkout, Box<dyn Workspace>), Failure> {
         let ctx = self.ctx;
         let entered = ctx.env.enter_image_repo(
             self.task,
@@ -293,56 +304,99 @@ impl TaskRun<'_> {
         // behind. Cancellation is noticed right after.
         match entered.await {
             Ok((workspace, checkout)) => Ok((checkout, workspace)),
-            Err(err) => Err(Box::new(
-                self.error_row(ExitReason::CheckoutError, &err.to_string()),
-            )),
+            Err(err) => Err(Failure::new(ExitReason::CheckoutError, err.to_string())),
         }
     }
 
-    /// Setup, agent, diff, tests.
+    /// Setup, agent, audit, diff, then the tests if the agent's end can be
+    /// graded. Each stage returns what it found; the row is assembled from
+    /// those once, at the end ([`TaskRun::row`]).
     async fn in_checkout(
         &self,
         trajectory: &mut TrajectoryWriter,
         checkout: &Checkout,
         workspace: &dyn Workspace,
     ) -> ResultRow {
-        let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
-        let test_timeout = test_timeout(task, config.test_timeout);
-        if let Some(setup) = &task.setup_command {
-            ctx.events.phase(&task.id, self.epoch, Phase::Setup);
-            // setup_command is the task author's, not the model's: it runs
-            // outside the sandbox, with the network, in the cleared environment.
-            let env = self.env.with_network();
-            let harness = Shell {
-                workspace,
-                env: &env,
-                trust: Trust::Harness,
-            };
-            let failure = tokio::select! {
-                outcome = harness.run(setup, test_timeout) => match outcome {
-                    Ok(outcome) => {
-                        let record = CommandRecord::new(setup, &outcome);
-                        trajectory.write(&Event::Setup(record.clone())).await;
-                        (record.exit_code != 0 || record.timed_out).then(|| setup_failure(&record))
-                    }
-                    Err(err) => Some(err.to_string()),
-                },
-                () = ctx.cancel.cancelled() => return self.error_row(ExitReason::Interrupted, INTERRUPTED),
-            };
-            if let Some(message) = failure {
-                return self.error_row(
-                    ExitReason::SetupError,
-                    &format!("setup_command failed: {message}"),
-                );
-            }
+        if let Err(failure) = self.setup(trajectory, workspace).await {
+            return self.error_row(failure);
         }
+        let agent = match self.agent(trajectory, workspace).await {
+            Ok(agent) => agent,
+            Err(failure) => return self.error_row(failure),
+        };
+        let history_probes = self.audit(trajectory, checkout).await;
+        // Processes the agent left behind must not touch the diff or the tests.
+        self.kill_left_behind().await;
+        // The agent's change, saved before the tests touch the working copy.
+        let diff = self.save_diff(trajectory, workspace).await;
+        let tested = if self.ctx.cancel.is_cancelled() {
+            Some(Tested::Interrupted)
+        } else if agent.exit_reason.is_gradable() {
+            Some(self.test(trajectory, workspace).await)
+        } else {
+            None
+        };
+        self.row(Found {
+            agent,
+            history_probes,
+            diff,
+            tested,
+        })
+    }
 
+    /// The task's `setup_command`, if it has one.
+    async fn setup(
+        &self,
+        trajectory: &mut TrajectoryWriter,
+        workspace: &dyn Workspace,
+    ) -> Result<(), Failure> {
+        let (ctx, task) = (self.ctx, self.task);
+        let Some(setup) = &task.setup_command else {
+            return Ok(());
+        };
+        ctx.events.phase(&task.id, self.epoch, Phase::Setup);
+        // setup_command is the task author's, not the model's: it runs
+        // outside the sandbox, with the network, in the cleared environment.
+        let env = self.env.with_network();
+        let harness = Shell {
+            workspace,
+            env: &env,
+            trust: Trust::Harness,
+        };
+        let timeout = test_timeout(task, ctx.config.test_timeout);
+        let failure = tokio::select! {
+            outcome = harness.run(setup, timeout) => match outcome {
+                Ok(outcome) => {
+                    let record = CommandRecord::new(setup, &outcome);
+                    trajectory.write(&Event::Setup(record.clone())).await;
+                    (record.exit_code != 0 || record.timed_out).then(|| setup_failure(&record))
+                }
+                Err(err) => Some(err.to_string()),
+            },
+            () = ctx.cancel.cancelled() => return Err(Failure::interrupted()),
+        };
+        match failure {
+            Some(message) => Err(Failure::new(
+                ExitReason::SetupError,
+                format!("setup_command failed: {message}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The prompt, then the agent loop in the working copy.
+    async fn agent(
+        &self,
+        trajectory: &mut TrajectoryWriter,
+        workspace: &dyn Workspace,
+    ) -> Result<AgentOutcome, Failure> {
+        let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
         // Rendering was checked for every task before the run started, so
         // this fails only if the prompt itself is broken.
-        let prompt = match config.prompt.render(task, config.max_turns) {
-            Ok(prompt) => prompt,
-            Err(err) => return self.error_row(ExitReason::ApiError, &err.to_string()),
-        };
+        let prompt = config
+            .prompt
+            .render(task, config.max_turns)
+            .map_err(|err| Failure::new(ExitReason::ApiError, err.to_string()))?;
         let agent_ctx = AgentContext {
             client: &ctx.client,
             task,
@@ -359,9 +413,14 @@ impl TaskRun<'_> {
             events: &ctx.events,
             cancel: &ctx.cancel,
         };
-        let agent = run_agent(&agent_ctx, trajectory).await;
-        let mut row = self.agent_row(&agent);
-        let mirror = ctx.cache.mirror_path(&task.repo_location);
+        Ok(run_agent(&agent_ctx, trajectory).await)
+    }
+
+    /// The audit of the agent's commands, recorded; returns how many
+    /// probed the repo's history past the base.
+    async fn audit(&self, trajectory: &mut TrajectoryWriter, checkout: &Checkout) -> u32 {
+        let task = self.task;
+        let mirror = self.ctx.cache.mirror_path(&task.repo_location);
         let audit = audit::audit_task(AuditInput {
             subject: Subject::new(&task.repo, &mirror, std::env::home_dir().as_deref()),
             mirror,
@@ -370,33 +429,24 @@ impl TaskRun<'_> {
             commands: trajectory.commands().to_vec(),
         })
         .await;
-        row.history_probes = Some(audit.history_probes.len() as u32);
+        let history_probes = audit.history_probes.len() as u32;
         trajectory
             .write(&Event::Audit {
                 history_probes: audit.history_probes,
                 setup_probes: audit.setup_probes,
             })
             .await;
-        // Processes the agent left behind must not touch the diff or the tests.
-        self.kill_left_behind().await;
+        history_probes
+    }
 
-        // The agent's change, saved before the tests touch the working copy.
-        if let Err(err) = self.save_diff(trajectory, workspace).await {
-            row.error = one_line(&err);
-        }
-
-        if ctx.cancel.is_cancelled() {
-            row.exit_reason = ExitReason::Interrupted;
-            row.error = INTERRUPTED.to_owned();
-        }
-        if !row.exit_reason.is_gradable() {
-            row.status = Status::Error;
-            return row;
-        }
-
+    /// The tests, in the environment made for them (in a container, a
+    /// fresh one from the image); their log and per-test verdict go to the
+    /// task folder.
+    async fn test(&self, trajectory: &mut TrajectoryWriter, workspace: &dyn Workspace) -> Tested {
+        let (ctx, task, config) = (self.ctx, self.task, &self.ctx.config);
         ctx.events.phase(&task.id, self.epoch, Phase::Test);
+        let timeout = test_timeout(task, config.test_timeout);
         let started = Instant::now();
-        // The tests' environment: in a container, a fresh one from the image.
         let tests = async {
             workspace
                 .end_agent_phase()
@@ -405,77 +455,113 @@ impl TaskRun<'_> {
             run_tests(
                 task,
                 self.shell(workspace, false),
-                test_timeout,
+                timeout,
                 config.junit_path.as_deref(),
             )
             .await
         };
         let tested = tokio::select! {
             tested = tests => tested,
-            () = ctx.cancel.cancelled() => {
-                row.status = Status::Error;
-                row.exit_reason = ExitReason::Interrupted;
-                row.error = INTERRUPTED.to_owned();
-                return row;
+            () = ctx.cancel.cancelled() => return Tested::Interrupted,
+        };
+        let seconds = round_seconds(started.elapsed().as_secs_f64());
+        let outcome = match tested {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                return Tested::Failed {
+                    seconds,
+                    error: err.to_string(),
+                };
             }
         };
-        row.test_seconds = Some(round_seconds(started.elapsed().as_secs_f64()));
-        match tested {
-            Ok(outcome) => {
-                if let Err(err) = crate::sys::blocking::write_file(
-                    self.dir.join(TEST_LOG),
-                    outcome.record.output.clone().into_bytes(),
-                )
-                .await
-                {
-                    row.error = one_line(&format!("failed to save the test log: {err}"));
+        let mut notes = Vec::new();
+        if outcome.record.timed_out {
+            notes.push(format!(
+                "the test command timed out after {} s",
+                timeout.as_secs_f64()
+            ));
+        }
+        let log = outcome.record.output.clone().into_bytes();
+        if let Err(err) = crate::sys::blocking::write_file(self.dir.join(TEST_LOG), log).await {
+            notes.push(format!("failed to save the test log: {err}"));
+        }
+        let per_test = outcome
+            .per_test
+            .as_ref()
+            .map(|(results, verdict)| serde_json::json!({"statuses": results, "verdict": verdict}));
+        if let Some(per_test) = &per_test {
+            let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
+            let saved =
+                crate::sys::blocking::write_file(self.dir.join(TESTS_JSON), text.into_bytes());
+            if let Err(err) = saved.await {
+                notes.push(format!("failed to save tests.json: {err}"));
+            }
+        }
+        let verdict = Verdict {
+            seconds,
+            exit_code: outcome.record.exit_code,
+            passed: outcome.passed,
+            reward: outcome.reward,
+            notes,
+        };
+        trajectory
+            .write(&Event::Test {
+                test_patch_files: outcome.test_patch_files,
+                test_patch_method: outcome.test_patch_method.map(str::to_owned),
+                record: outcome.record,
+                log_path: TEST_LOG.to_owned(),
+                per_test,
+            })
+            .await;
+        Tested::Verdict(verdict)
+    }
+
+    /// The row of a task whose agent ran, from what each stage found. The
+    /// first failure decides the status and the exit reason; every error
+    /// is kept, in the order it happened ([`Errors`]).
+    fn row(&self, found: Found) -> ResultRow {
+        let mut row = self.agent_row(&found.agent);
+        row.history_probes = Some(found.history_probes);
+        let mut errors = Errors::default();
+        if let Some(error) = &found.agent.error {
+            errors.push(error);
+        }
+        if let Err(error) = &found.diff {
+            errors.push(error);
+        }
+        match found.tested {
+            // The agent's end cannot be graded: it says why (status error).
+            None => {}
+            Some(Tested::Interrupted) => {
+                if row.exit_reason.is_gradable() {
+                    row.exit_reason = ExitReason::Interrupted;
                 }
-                row.test_exit_code = Some(outcome.record.exit_code);
-                row.passed = outcome.passed;
-                row.reward = outcome.reward;
-                row.status = if outcome.passed {
+                errors.push(INTERRUPTED);
+            }
+            Some(Tested::Failed { seconds, error }) => {
+                row.test_seconds = Some(seconds);
+                errors.push(&error);
+            }
+            Some(Tested::Verdict(verdict)) => {
+                row.test_seconds = Some(verdict.seconds);
+                row.test_exit_code = Some(verdict.exit_code);
+                row.passed = verdict.passed;
+                row.reward = verdict.reward;
+                row.status = if verdict.passed {
                     Status::Passed
                 } else {
                     Status::Failed
                 };
-                if outcome.record.timed_out {
-                    row.error = one_line(&format!(
-                        "the test command timed out after {} s",
-                        test_timeout.as_secs_f64()
-                    ));
+                for note in &verdict.notes {
+                    errors.push(note);
                 }
-                let per_test = outcome.per_test.as_ref().map(|(results, verdict)| {
-                    serde_json::json!({"statuses": results, "verdict": verdict})
-                });
-                if let Some(per_test) = &per_test {
-                    let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
-                    if let Err(err) = crate::sys::blocking::write_file(
-                        self.dir.join(TESTS_JSON),
-                        text.into_bytes(),
-                    )
-                    .await
-                    {
-                        row.error = one_line(&format!("failed to save tests.json: {err}"));
-                    }
-                }
-                trajectory
-                    .write(&Event::Test {
-                        test_patch_files: outcome.test_patch_files,
-                        test_patch_method: outcome.test_patch_method.map(str::to_owned),
-                        record: outcome.record,
-                        log_path: TEST_LOG.to_owned(),
-                        per_test,
-                    })
-                    .await;
-            }
-            Err(err) => {
-                row.status = Status::Error;
-                row.error = one_line(&err.to_string());
             }
         }
+        row.error = errors.joined();
         row
     }
 
+    /// The agent's diff, saved to patch.diff; why it is not there, if not.
     async fn save_diff(
         &self,
         trajectory: &mut TrajectoryWriter,
@@ -558,15 +644,17 @@ impl TaskRun<'_> {
             )
     }
 
-    /// A row with no verdict.
-    fn error_row(&self, exit_reason: ExitReason, error: &str) -> ResultRow {
-        let mut row = blank_row(self.ctx, self.task, self.epoch, exit_reason);
-        row.error = one_line(error);
+    /// The row of a task that a stage ended before its agent ran: no
+    /// verdict.
+    fn error_row(&self, failure: Failure) -> ResultRow {
+        let mut row = blank_row(self.ctx, self.task, self.epoch, failure.exit_reason);
+        row.error = one_line(&failure.error);
         row.wall_seconds = round_seconds(self.wall.elapsed().as_secs_f64());
         row
     }
 
-    /// The row after the agent phase; status is decided by the tests.
+    /// The row after the agent phase, its error aside; status is decided
+    /// by the tests.
     fn agent_row(&self, agent: &AgentOutcome) -> ResultRow {
         let mut row = blank_row(self.ctx, self.task, self.epoch, agent.exit_reason);
         row.turns = agent.turns;
@@ -582,12 +670,98 @@ impl TaskRun<'_> {
         row.retry_wait_seconds = round_seconds(agent.retry_wait.as_secs_f64());
         row.replay_divergences = agent.replay_divergences;
         row.agent_seconds = round_seconds(agent.duration.as_secs_f64());
-        row.error = agent.error.as_deref().map(one_line).unwrap_or_default();
         row
     }
 }
 
 const INTERRUPTED: &str = "interrupted by the user";
+
+/// A stage that ended the task with no verdict: the row's exit reason and
+/// what the stage said.
+struct Failure {
+    exit_reason: ExitReason,
+    error: String,
+}
+
+impl Failure {
+    fn new(exit_reason: ExitReason, error: impl Into<String>) -> Failure {
+        Failure {
+            exit_reason,
+            error: error.into(),
+        }
+    }
+
+    fn interrupted() -> Failure {
+        Failure::new(ExitReason::Interrupted, INTERRUPTED)
+    }
+}
+
+/// What the stages from the agent on found; [`TaskRun::row`] assembles
+/// the row from it.
+struct Found {
+    agent: AgentOutcome,
+    history_probes: u32,
+    /// Why the agent's diff is not in patch.diff, if it is not.
+    diff: Result<(), String>,
+    /// `None`: the agent's end cannot be graded, so no test ran.
+    tested: Option<Tested>,
+}
+
+/// What the test stage found.
+enum Tested {
+    /// The tests ran to a verdict.
+    Verdict(Verdict),
+    /// They could not be run or read: status `error`, the agent's exit
+    /// reason kept.
+    Failed { seconds: f64, error: String },
+    /// Ctrl-C came before or while they ran.
+    Interrupted,
+}
+
+/// The tests' verdict, and what else went wrong around it.
+struct Verdict {
+    seconds: f64,
+    exit_code: i32,
+    passed: bool,
+    reward: Option<f64>,
+    /// A timeout, a file of the task folder not saved: errors of the row
+    /// that leave the verdict as it is.
+    notes: Vec<String>,
+}
+
+/// A task's errors in the order they happened, for the row's one `error`
+/// column: each on one line and cut on its own ([`one_line`]), so a long
+/// first one does not hide the next, joined by [`ERROR_SEPARATOR`]. The
+/// same error twice in a row is kept once (an agent stopped by Ctrl-C says
+/// so, and so does the stage after it).
+#[derive(Default)]
+struct Errors(Vec<String>);
+
+/// Between two errors of one row (docs/results.md, the `error` column).
+const ERROR_SEPARATOR: &str = "; then: ";
+
+impl Errors {
+    fn push(&mut self, error: &str) {
+        let line = one_line(error);
+        if !line.is_empty() && self.0.last() != Some(&line) {
+            self.0.push(line);
+        }
+    }
+
+    fn joined(&self) -> String {
+        self.0.join(ERROR_SEPARATOR)
+    }
+
+    /// A row's `error` column with `next` after what it holds.
+    fn after(error: &str, next: &str) -> String {
+        let mut errors = Errors::default();
+        if !error.is_empty() {
+            errors.0.push(error.to_owned());
+        }
+        errors.push(next);
+        errors.joined()
+    }
+}
 
 fn setup_failure(record: &CommandRecord) -> String {
     let last_line = record
@@ -615,4 +789,30 @@ fn blank_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, exit_reason: ExitRea
         ctx.config.prompt.label(),
         exit_reason,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_keep_every_stage_in_order_each_cut_on_its_own() {
+        let mut errors = Errors::default();
+        errors.push(&"a".repeat(1500));
+        errors.push("");
+        errors.push("the test command\ntimed out after 1 s");
+        let joined = errors.joined();
+        assert!(joined.starts_with(&format!("{}...; then: ", "a".repeat(1000))));
+        assert!(joined.ends_with("; then: the test command timed out after 1 s"));
+    }
+
+    #[test]
+    fn the_same_error_twice_in_a_row_is_kept_once() {
+        let mut errors = Errors::default();
+        errors.push(INTERRUPTED);
+        errors.push(INTERRUPTED);
+        assert_eq!(errors.joined(), INTERRUPTED);
+        assert_eq!(Errors::after("", "x"), "x");
+        assert_eq!(Errors::after("a; then: b", "c"), "a; then: b; then: c");
+    }
 }

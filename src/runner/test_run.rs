@@ -208,24 +208,7 @@ pub async fn run_tests(
     // Per-test grading when the task names tests; empty lists name none.
     let lists_tests = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
     let per_test = if lists_tests(&task.fail_to_pass) || lists_tests(&task.pass_to_pass) {
-        let results = match junit_path {
-            Some(rel) => {
-                let shown = || format!("{}/{}", shell.workspace.location(), rel.display());
-                let bytes = shell.workspace.read(rel).await.map_err(|err| {
-                    GradeError::NoTests(format!(
-                        " (the JUnit file {} could not be read: {err})",
-                        shown()
-                    ))
-                })?;
-                parse_junit(&String::from_utf8_lossy(&bytes)).map_err(|err| {
-                    GradeError::NoTests(format!(
-                        " (the JUnit file {} could not be parsed: {err})",
-                        shown()
-                    ))
-                })?
-            }
-            None => parse_output(&record.output),
-        };
+        let results = test_results(shell, junit_path, &record).await?;
         if results.is_empty() {
             return Err(GradeError::NoTests(String::new()));
         }
@@ -248,6 +231,31 @@ pub async fn run_tests(
         test_patch_files,
         per_test,
         reward: None,
+    })
+}
+
+/// The per-test results of a run: from the JUnit file at `junit_path` in
+/// the working copy, else read from the test command's output.
+async fn test_results(
+    shell: Shell<'_>,
+    junit_path: Option<&Path>,
+    record: &CommandRecord,
+) -> Result<TestResults, GradeError> {
+    let Some(rel) = junit_path else {
+        return Ok(parse_output(&record.output));
+    };
+    let shown = || format!("{}/{}", shell.workspace.location(), rel.display());
+    let bytes = shell.workspace.read(rel).await.map_err(|err| {
+        GradeError::NoTests(format!(
+            " (the JUnit file {} could not be read: {err})",
+            shown()
+        ))
+    })?;
+    parse_junit(&String::from_utf8_lossy(&bytes)).map_err(|err| {
+        GradeError::NoTests(format!(
+            " (the JUnit file {} could not be parsed: {err})",
+            shown()
+        ))
     })
 }
 

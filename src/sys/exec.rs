@@ -234,22 +234,7 @@ pub enum ExecError {
 pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
-    // With limits, through onebash's own exec helper (see limits.rs): no
-    // closure between fork and exec, so the child starts by posix_spawn.
-    // The helper reports on its stdin whether it got as far as the
-    // command: a message when it failed, end-of-file once the command's
-    // exec closed it (then stdin is /dev/null, as without it).
-    let (program, args, stdin, helper) = if spec.child.is_empty() {
-        let args = spec.args.clone();
-        (spec.program.clone(), args, Stdio::null(), None)
-    } else {
-        let (report, reporter) = std::io::pipe().map_err(ExecError::Pipe)?;
-        let mut args = spec.child.helper_args();
-        args.push(spec.program.clone());
-        args.extend(spec.args.iter().cloned());
-        let stdin = Stdio::from(OwnedFd::from(reporter));
-        (OsString::from(OWN_PROGRAM), args, stdin, Some(report))
-    };
+    let (program, args, stdin, helper) = through_helper(&spec)?;
     let mut cmd = Command::new(&program);
     cmd.args(&args)
         .current_dir(spec.cwd)
@@ -320,18 +305,7 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         }
     }
     let duration = start.elapsed();
-    let (exit_code, signal) = match status {
-        Some(Ok(status)) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (status.code(), status.signal()) {
-                (Some(code), _) => (code, None),
-                (None, Some(sig)) => (128 + sig, Some(sig)),
-                (None, None) => (-1, None),
-            }
-        }
-        // Waiting failed: the child is unknown to us; report it as killed.
-        _ => (-1, None),
-    };
+    let (exit_code, signal) = exit_of(status);
     Ok(CommandOutcome {
         exit_code,
         signal,
@@ -339,6 +313,42 @@ pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
         duration,
         output,
     })
+}
+
+/// The program, arguments and stdin that start `spec`, and the helper's
+/// status pipe if it goes through it. With limits, through onebash's own
+/// exec helper (see limits.rs): no closure between fork and exec, so the
+/// child starts by posix_spawn. The helper reports on its stdin whether
+/// it got as far as the command: a message when it failed, end-of-file
+/// once the command's exec closed it (then stdin is /dev/null, as
+/// without it).
+fn through_helper(
+    spec: &Spawn<'_>,
+) -> Result<(OsString, Vec<OsString>, Stdio, Option<std::io::PipeReader>), ExecError> {
+    if spec.child.is_empty() {
+        return Ok((spec.program.clone(), spec.args.clone(), Stdio::null(), None));
+    }
+    let (report, reporter) = std::io::pipe().map_err(ExecError::Pipe)?;
+    let mut args = spec.child.helper_args();
+    args.push(spec.program.clone());
+    args.extend(spec.args.iter().cloned());
+    let stdin = Stdio::from(OwnedFd::from(reporter));
+    Ok((OsString::from(OWN_PROGRAM), args, stdin, Some(report)))
+}
+
+/// The exit code and the signal, if one ended it, of what `wait` said;
+/// 128 + the signal as the code, as a shell gives it.
+fn exit_of(status: Option<std::io::Result<std::process::ExitStatus>>) -> (i32, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(Ok(status)) => match (status.code(), status.signal()) {
+            (Some(code), _) => (code, None),
+            (None, Some(sig)) => (128 + sig, Some(sig)),
+            (None, None) => (-1, None),
+        },
+        // Waiting failed: the child is unknown to us; report it as killed.
+        _ => (-1, None),
+    }
 }
 
 /// What the exec helper wrote on its status pipe before it closed it:

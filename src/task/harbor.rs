@@ -357,30 +357,7 @@ impl TaskToml {
                 _ => return Err(field("`metadata` cannot be read as JSON".to_owned())),
             },
         };
-        let mut verifier_env = Vec::new();
-        if let Some(env) = section("verifier")?.and_then(|t| t.get("env")) {
-            let toml::Value::Table(env) = env else {
-                return Err(field(format!(
-                    "`verifier.env` must be a table, got {}",
-                    env.type_str()
-                )));
-            };
-            for (key, value) in env {
-                let valid_name = !key.is_empty()
-                    && !key.starts_with(|c: char| c.is_ascii_digit())
-                    && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                match value {
-                    toml::Value::String(s) if valid_name => {
-                        verifier_env.push((key.clone(), s.clone()))
-                    }
-                    _ => {
-                        return Err(field(format!(
-                            "`verifier.env.{key}` must be a string under a variable name"
-                        )));
-                    }
-                }
-            }
-        }
+        let verifier_env = verifier_env(section("verifier")?)?;
         let environment = section("environment")?;
         let cpus = match environment.and_then(|t| t.get("cpus")) {
             None => None,
@@ -434,6 +411,36 @@ impl TaskToml {
             docker_image,
         })
     }
+}
+
+/// `[verifier] env`: variables for test.sh, each a string under a
+/// variable's name.
+fn verifier_env(verifier: Option<&toml::Table>) -> Result<Vec<(String, String)>, TomlProblem> {
+    let field = |m: String| TomlProblem::Field(m);
+    let Some(env) = verifier.and_then(|t| t.get("env")) else {
+        return Ok(Vec::new());
+    };
+    let toml::Value::Table(env) = env else {
+        return Err(field(format!(
+            "`verifier.env` must be a table, got {}",
+            env.type_str()
+        )));
+    };
+    let mut vars = Vec::new();
+    for (key, value) in env {
+        let valid_name = !key.is_empty()
+            && !key.starts_with(|c: char| c.is_ascii_digit())
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        match value {
+            toml::Value::String(s) if valid_name => vars.push((key.clone(), s.clone())),
+            _ => {
+                return Err(field(format!(
+                    "`verifier.env.{key}` must be a string under a variable name"
+                )));
+            }
+        }
+    }
+    Ok(vars)
 }
 
 /// A TOML value as a message shows it.

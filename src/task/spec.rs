@@ -348,49 +348,11 @@ fn parse_line(
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
     let image = take_string(&mut fields, "image", false, &mut problems);
     let workdir = take_string(&mut fields, "workdir", false, &mut problems);
-    let repo_in_image = match fields.remove("repo_in_image") {
-        None | Some(Value::Null) => instance,
-        Some(Value::Bool(b)) => b,
-        Some(other) => {
-            problems.push(format!(
-                "`repo_in_image` must be a boolean, got {}",
-                kind_of(&other)
-            ));
-            false
-        }
-    };
+    let repo_in_image = take_bool(&mut fields, "repo_in_image", instance, &mut problems);
     let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
-    let test_timeout_s = match fields.remove("test_timeout_s") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(s) if s > 0.0 && s <= MAX_SECONDS => Some(s),
-            _ => {
-                problems.push(format!(
-                    "`test_timeout_s` must be a positive number of seconds, at most {MAX_SECONDS:e}, got {n}"
-                ));
-                None
-            }
-        },
-        Some(other) => {
-            problems.push(format!(
-                "`test_timeout_s` must be a number, got {}",
-                kind_of(&other)
-            ));
-            None
-        }
-    };
-    let metadata = match fields.remove("metadata") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(map)) => Some(map),
-        Some(other) => {
-            problems.push(format!(
-                "`metadata` must be an object, got {}",
-                kind_of(&other)
-            ));
-            None
-        }
-    };
+    let test_timeout_s = take_seconds(&mut fields, "test_timeout_s", &mut problems);
+    let metadata = take_object(&mut fields, "metadata", &mut problems);
     let id = match id.map(|raw| TaskId::parse(&raw)) {
         Some(Ok(id)) => Some(id),
         Some(Err(message)) => {
@@ -399,25 +361,16 @@ fn parse_line(
         }
         None => None,
     };
-    for (name, value) in [
-        ("repo", &repo),
-        ("base_commit", &base_commit),
-        ("test_command", &test_command),
-    ] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            problems.push(format!("`{name}` must not be empty"));
-        }
-    }
-    if image.as_deref().is_some_and(|v| v.trim().is_empty()) {
-        problems.push("`image` must not be empty".to_owned());
-    }
-    if let Some(dir) = &workdir
-        && (!dir.starts_with('/') || dir.trim_end_matches('/').is_empty())
-    {
-        problems.push(format!(
-            "`workdir` must be an absolute path other than `/`, got {dir:?}"
-        ));
-    }
+    check_values(
+        [
+            ("repo", &repo),
+            ("base_commit", &base_commit),
+            ("test_command", &test_command),
+        ],
+        image.as_deref(),
+        workdir.as_deref(),
+        &mut problems,
+    );
     if !problems.is_empty() {
         return Err(problems.join("; "));
     }
@@ -451,16 +404,117 @@ fn parse_line(
         extra: fields,
         line: line_no,
     };
-    if instance && test_command.is_none() && options.test_command.is_none() {
-        let eval = swebench_eval(&task);
+    complete_from_options(&mut task, instance, test_command.is_some(), options)?;
+    Ok(task)
+}
+
+/// Takes the optional boolean `key` out of `fields` (`default` when it is
+/// absent or null), adding a problem when it is something else.
+fn take_bool(
+    fields: &mut Map<String, Value>,
+    key: &str,
+    default: bool,
+    problems: &mut Vec<String>,
+) -> bool {
+    match fields.remove(key) {
+        None | Some(Value::Null) => default,
+        Some(Value::Bool(b)) => b,
+        Some(other) => {
+            problems.push(format!(
+                "`{key}` must be a boolean, got {}",
+                kind_of(&other)
+            ));
+            false
+        }
+    }
+}
+
+/// Takes the optional number of seconds `key` out of `fields`: positive,
+/// at most [`MAX_SECONDS`]; a problem when it is not.
+fn take_seconds(
+    fields: &mut Map<String, Value>,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Option<f64> {
+    match fields.remove(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if s > 0.0 && s <= MAX_SECONDS => Some(s),
+            _ => {
+                problems.push(format!(
+                    "`{key}` must be a positive number of seconds, at most {MAX_SECONDS:e}, got {n}"
+                ));
+                None
+            }
+        },
+        Some(other) => {
+            problems.push(format!("`{key}` must be a number, got {}", kind_of(&other)));
+            None
+        }
+    }
+}
+
+/// Takes the optional object `key` out of `fields`; a problem when it is
+/// something else.
+fn take_object(
+    fields: &mut Map<String, Value>,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Option<Map<String, Value>> {
+    match fields.remove(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => Some(map),
+        Some(other) => {
+            problems.push(format!(
+                "`{key}` must be an object, got {}",
+                kind_of(&other)
+            ));
+            None
+        }
+    }
+}
+
+/// The fields that must not be empty when given, and `workdir`'s form.
+fn check_values(
+    non_empty: [(&str, &Option<String>); 3],
+    image: Option<&str>,
+    workdir: Option<&str>,
+    problems: &mut Vec<String>,
+) {
+    for (name, value) in non_empty {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            problems.push(format!("`{name}` must not be empty"));
+        }
+    }
+    if image.is_some_and(|v| v.trim().is_empty()) {
+        problems.push("`image` must not be empty".to_owned());
+    }
+    if let Some(dir) = workdir
+        && (!dir.starts_with('/') || dir.trim_end_matches('/').is_empty())
+    {
+        problems.push(format!(
+            "`workdir` must be an absolute path other than `/`, got {dir:?}"
+        ));
+    }
+}
+
+/// What a parsed line gets from elsewhere: a SWE-bench instance without a
+/// test command its recipe, a line without one `--test-command`'s
+/// rendering, a line without an image `--image`'s.
+fn complete_from_options(
+    task: &mut TaskSpec,
+    instance: bool,
+    has_test_command: bool,
+    options: &LoadOptions,
+) -> Result<(), String> {
+    if instance && !has_test_command && options.test_command.is_none() {
+        let eval = swebench_eval(task);
         if let Ok(eval) = &eval {
             task.test_command = eval.script.clone();
         }
         task.swebench = Some(eval);
     }
-    if test_command.is_none()
-        && let Some(template) = &options.test_command
-    {
+    if !has_test_command && let Some(template) = &options.test_command {
         let files = task
             .test_patch
             .as_deref()
@@ -485,7 +539,7 @@ fn parse_line(
                 .to_owned(),
         );
     }
-    Ok(task)
+    Ok(())
 }
 
 /// SWE-bench's eval of an instance, by the `owner/name` and `version` it

@@ -73,6 +73,10 @@ memory_mb = 1024
 storage_mb = 10240
 "#;
 
+/// What the good environment's build prints: it goes to build.log, never
+/// to the run's stderr.
+const BUILD_SAYS: &str = "the image build says hello";
+
 /// A folder of three tasks sharing one environment (one image, built
 /// once), after one whose Dockerfile fails: `a-broken` (setup_error),
 /// `copy-seed` (reward 1 or 0) and `half-credit` (reward 0.5 always).
@@ -95,7 +99,7 @@ fn container_commands(engine: &str) -> String {
 
 fn three_tasks(root: &Path, nonce: &str) {
     let dockerfile = format!(
-        "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\n"
+        "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo 'seed from the image' > /app/seed.txt\nRUN echo '{BUILD_SAYS}'\n"
     );
     task_folder(
         root,
@@ -158,8 +162,10 @@ fn three_tasks(root: &Path, nonce: &str) {
 
 /// The oracle passes and noop fails, the reward decides (0.5 is recorded
 /// and fails), a broken Dockerfile is a setup_error row that leaves no
-/// container of its failed step and the next task still runs, the image is tagged by its environment's content and a
-/// rerun reuses it, and nothing is left running.
+/// container of its failed step and the next task still runs, the image is
+/// tagged by its environment's content and a rerun reuses it, a build's
+/// output is in the build.log of the task that built it and not on stderr,
+/// and nothing is left running.
 fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
     let root = fixture.path("harbor");
@@ -174,7 +180,7 @@ fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     let built: Vec<&str> = oracle
         .stderr
         .lines()
-        .filter(|l| l.starts_with("building localhost/onebash-harbor:env-"))
+        .filter(|l| l.contains(": built the image localhost/onebash-harbor:env-"))
         .collect();
     let image = oracle.trajectory("copy-seed")[0]["task"]["image"]
         .as_str()
@@ -187,8 +193,15 @@ fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     assert_eq!(broken["exit_reason"], "setup_error", "{broken:?}");
     assert!(
         broken["error"].contains("failed to build the image")
-            && broken["error"].contains("the build breaks here"),
+            && broken["error"].contains("the build breaks here")
+            && broken["error"].contains("the whole output is in build.log"),
         "{broken:?}"
+    );
+    let broken_log = std::fs::read_to_string(oracle.task_dir("a-broken").join("build.log"))
+        .expect("a-broken's build.log");
+    assert!(
+        broken_log.contains("RUN echo the build breaks here"),
+        "{broken_log}"
     );
     let passed = oracle.row("copy-seed");
     assert_eq!(passed["status"], "passed", "{passed:?}\n{}", oracle.stderr);
@@ -197,14 +210,37 @@ fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     assert_eq!(half["status"], "failed", "{half:?}");
     assert_eq!(half["reward"], "0.5", "{half:?}");
     assert_eq!(half["test_exit_code"], "1", "{half:?}");
-    // Both good tasks share one environment: one image, built once, and
-    // a build's output is on stderr.
+    // Both good tasks share one environment: one image, built once, its
+    // output in the build.log of the task that built it, a warning on
+    // stderr saying where, and none of the output itself.
     assert_eq!(
         oracle.trajectory("half-credit")[0]["task"]["image"],
         image.as_str()
     );
-    assert_eq!(built.len(), 2, "{}", oracle.stderr);
-    assert!(built.iter().any(|l| l.contains(&image)), "{built:?}");
+    assert_eq!(built.len(), 1, "{}", oracle.stderr);
+    assert!(built[0].starts_with("warning: "), "{built:?}");
+    assert!(built[0].contains(&image), "{built:?}");
+    let logs: Vec<(&str, String)> = ["copy-seed", "half-credit"]
+        .into_iter()
+        .filter_map(|task| {
+            let log = std::fs::read_to_string(oracle.task_dir(task).join("build.log"));
+            log.ok().map(|log| (task, log))
+        })
+        .collect();
+    assert_eq!(logs.len(), 1, "one build, one build.log: {logs:?}");
+    let (builder, log) = &logs[0];
+    // podman says "STEP 1/2", docker's legacy builder "Step 1/2".
+    let first_step = |text: &str| text.to_lowercase().contains("step 1/");
+    assert!(log.contains(BUILD_SAYS) && first_step(log), "{log}");
+    assert!(
+        built[0].contains(&format!("{builder}: built the image")),
+        "{built:?}"
+    );
+    assert!(
+        !oracle.stderr.contains(BUILD_SAYS) && !first_step(&oracle.stderr),
+        "a build's output reached stderr:\n{}",
+        oracle.stderr
+    );
     // task.toml's timeouts are the task's own.
     let settings = &oracle.trajectory("copy-seed")[0]["settings"];
     assert_eq!(settings["task_timeout_s"], 300.0, "{settings}");
@@ -220,13 +256,14 @@ fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     assert_eq!(failed["status"], "failed", "{failed:?}\n{}", noop.stderr);
     assert_eq!(failed["reward"], "0.0", "{failed:?}");
     assert!(
-        !noop.stderr.contains(&format!("building {image}")),
+        !noop.stderr.contains(&format!("built the image {image}"))
+            && !noop.task_dir("copy-seed").join("build.log").exists()
+            && !noop.task_dir("half-credit").join("build.log").exists(),
         "the image was built again:\n{}",
         noop.stderr
     );
     assert!(
-        noop.stderr
-            .contains("building localhost/onebash-harbor:env-"),
+        noop.task_dir("a-broken").join("build.log").exists(),
         "the broken one is tried again:\n{}",
         noop.stderr
     );

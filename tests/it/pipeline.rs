@@ -720,6 +720,44 @@ fn setup_command_runs_first_and_its_failure_is_a_setup_error() {
     }
 }
 
+/// When two stages fail, the row keeps both errors, the first one first:
+/// a diff that cannot be saved (a folder stands where `patch.diff` goes,
+/// made by the task's own setup_command) is not hidden by the tests then
+/// timing out. Found when the diff's error was overwritten by the later one.
+#[test]
+fn a_failed_diff_save_is_kept_when_the_tests_then_time_out() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let patch_diff = fixture.path("out/tasks/t/epoch-1/patch.diff");
+    let tasks = fixture.tasks(&[task(
+        "t",
+        &repo,
+        &sha,
+        "sleep 600",
+        json!({
+            "setup_command": format!("mkdir -p '{}'", patch_diff.display()),
+            "test_timeout_s": 1,
+        }),
+    )]);
+    let run = fixture.run_noop(&tasks, &[]);
+    assert!(
+        patch_diff.is_dir(),
+        "the setup did not run:\n{}",
+        run.stderr
+    );
+    let row = run.row("t");
+    // The verdict stands, as when only the tests time out.
+    assert_eq!(row["status"], "failed", "{row:?}");
+    let error = &row["error"];
+    let saved = error.find("failed to save the agent's diff");
+    let timed_out = error.find("the test command timed out after 1 s");
+    assert!(
+        matches!((saved, timed_out), (Some(s), Some(t)) if s < t),
+        "both errors, the first first: {row:?}"
+    );
+    assert!(error.contains("; then: "), "{row:?}");
+}
+
 // ---------------------------------------------------------------------------
 // 7. Working copies: deleted unless --keep-workdirs.
 // ---------------------------------------------------------------------------

@@ -162,37 +162,8 @@ pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>
     let passed_rows: Vec<&ResultRow> = rows.iter().filter(|r| r.status == Status::Passed).collect();
     let totals = sum(&all);
 
-    // Per task: verdicts and passes over its epochs (errors have no verdict).
-    let mut per_task: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.status != Status::Error) {
-        let entry = per_task.entry(row.task_id.as_str()).or_default();
-        entry.0 += 1;
-        entry.1 += u64::from(row.passed);
-    }
     let epochs = rows.iter().map(|r| r.epoch).max().unwrap_or(0);
-    let pass_at_k = if epochs > 1 {
-        (1..=epochs)
-            .filter_map(|k| {
-                let estimates: Vec<(f64, f64)> = per_task
-                    .values()
-                    .filter_map(|&(n, c)| {
-                        Some((
-                            pass_at_k(n, c, u64::from(k))?,
-                            pass_hat_k(n, c, u64::from(k))?,
-                        ))
-                    })
-                    .collect();
-                (!estimates.is_empty()).then(|| PassAtK {
-                    k,
-                    pass_at_k: estimates.iter().map(|e| e.0).sum::<f64>() / estimates.len() as f64,
-                    pass_hat_k: estimates.iter().map(|e| e.1).sum::<f64>() / estimates.len() as f64,
-                    tasks: estimates.len(),
-                })
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let pass_at_k = pass_at_ks(rows, epochs);
     let tasks = rows
         .iter()
         .map(|r| r.task_id.as_str())
@@ -222,6 +193,41 @@ pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>
         by: None,
     }
     .with_manifest(manifest)
+}
+
+/// pass@k and pass^k for k = 1 to `epochs`, over the tasks with at least k
+/// verdicts; none for a run of one epoch.
+fn pass_at_ks(rows: &[ResultRow], epochs: u32) -> Vec<PassAtK> {
+    // Per task: verdicts and passes over its epochs (errors have no verdict).
+    let mut per_task: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.status != Status::Error) {
+        let entry = per_task.entry(row.task_id.as_str()).or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(row.passed);
+    }
+    if epochs > 1 {
+        (1..=epochs)
+            .filter_map(|k| {
+                let estimates: Vec<(f64, f64)> = per_task
+                    .values()
+                    .filter_map(|&(n, c)| {
+                        Some((
+                            pass_at_k(n, c, u64::from(k))?,
+                            pass_hat_k(n, c, u64::from(k))?,
+                        ))
+                    })
+                    .collect();
+                (!estimates.is_empty()).then(|| PassAtK {
+                    k,
+                    pass_at_k: estimates.iter().map(|e| e.0).sum::<f64>() / estimates.len() as f64,
+                    pass_hat_k: estimates.iter().map(|e| e.1).sum::<f64>() / estimates.len() as f64,
+                    tasks: estimates.len(),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    }
 }
 
 /// What the cache saved, priced with run.json's price (`settings.model.price`):
