@@ -69,12 +69,13 @@ pub fn pull(args: &PullArgs) -> Result<String, PullError> {
     let count = images.len();
     let place = match args.env_kind {
         EnvKind::Oci => {
-            crate::env::oci::Images::prepare(&cache_dir, &images, args.pull).map_err(PullError)?;
+            crate::env::oci::Images::prepare(&cache_dir, &images, args.pull)
+                .map_err(|err| PullError(err.to_string()))?;
             oci_dir(&cache_dir).display().to_string()
         }
         EnvKind::Podman | EnvKind::Docker => {
             crate::env::container::Engine::probe(args.env_kind, &images, args.pull)
-                .map_err(PullError)?;
+                .map_err(|err| PullError(err.to_string()))?;
             format!("{}'s store", args.env_kind.engine().unwrap_or("the engine"))
         }
         EnvKind::Host => {

@@ -61,20 +61,24 @@ impl Probed {
         let mut warnings = Vec::new();
         let engine = match env_kind {
             EnvKind::Host | EnvKind::Oci => None,
-            EnvKind::Podman | EnvKind::Docker => Some(Engine::probe(env_kind, images, pull)?),
+            EnvKind::Podman | EnvKind::Docker => {
+                Some(Engine::probe(env_kind, images, pull).map_err(|e| e.to_string())?)
+            }
         };
         // A registry's images are fetched as `--pull` says; local ones read.
         let oci = match env_kind {
-            EnvKind::Oci => Some(crate::env::oci::Settings::probe(
-                crate::env::oci::Images::prepare(cache_dir, images, pull)?,
-                network,
-                workdir.to_owned(),
-            )?),
+            EnvKind::Oci => Some(
+                crate::env::oci::Images::prepare(cache_dir, images, pull)
+                    .and_then(|images| {
+                        crate::env::oci::Settings::probe(images, network, workdir.to_owned())
+                    })
+                    .map_err(|e| e.to_string())?,
+            ),
             _ => None,
         };
         let (sandbox, sandbox_warning) = match (&engine, &oci) {
             (Some(_), _) | (_, Some(_)) => (Sandbox::None, None),
-            (None, None) => Sandbox::choose(mode, hidden)?,
+            (None, None) => Sandbox::choose(mode, hidden).map_err(|e| e.to_string())?,
         };
         warnings.extend(sandbox_warning);
         let limit_plan = LimitPlan::new(limits);

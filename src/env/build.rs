@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::ImageBuild;
+use super::{BuildEnd, BuildLogError, EnvError, ImageBuild};
 use crate::sys::exec::{CommandEnv, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
 use crate::task::{HarborTask, TaskSpec};
@@ -29,7 +29,7 @@ pub(super) struct Build<'a> {
 impl Build<'_> {
     /// Builds `task`'s image, within its `build_timeout`, and writes the
     /// build's output to the log file.
-    pub async fn run(&self, task: &TaskSpec, harbor: &HarborTask) -> Result<ImageBuild, String> {
+    pub async fn run(&self, task: &TaskSpec, harbor: &HarborTask) -> Result<ImageBuild, EnvError> {
         let image = self.image;
         let args: Vec<OsString> = vec![
             "build".into(),
@@ -55,33 +55,32 @@ impl Build<'_> {
             timeout: harbor.build_timeout,
         })
         .await
-        .map_err(|err| format!("failed to build the image {image}: {err}"))?;
+        .map_err(|source| EnvError::BuildExec {
+            image: image.to_owned(),
+            source,
+        })?;
         let output = outcome.output.to_text();
         let log =
             crate::sys::blocking::write_file(self.log.to_owned(), output.clone().into_bytes())
                 .await
-                .map_err(|err| {
-                    format!(
-                        "failed to save the build's output to {}: {err}",
-                        self.log.display()
-                    )
+                .map_err(|source| BuildLogError {
+                    path: self.log.to_owned(),
+                    source,
                 });
         if outcome.timed_out || outcome.exit_code != 0 {
-            let how = if outcome.timed_out {
-                format!("timed out after {} s", harbor.build_timeout.as_secs_f64())
+            let ended = if outcome.timed_out {
+                BuildEnd::TimedOut(harbor.build_timeout.as_secs_f64())
             } else {
-                format!("exit code {}", outcome.exit_code)
+                BuildEnd::Exit(outcome.exit_code)
             };
             let last = output.lines().rev().find(|l| !l.trim().is_empty());
-            let whole = match &log {
-                Ok(()) => "the whole output is in build.log".to_owned(),
-                Err(err) => err.clone(),
-            };
-            return Err(format!(
-                "failed to build the image {image} from {}: {how}; last output: {}; {whole}",
-                self.context.display(),
-                last.unwrap_or("")
-            ));
+            return Err(EnvError::BuildFailed {
+                image: image.to_owned(),
+                context: self.context.to_owned(),
+                ended,
+                last: last.unwrap_or("").to_owned(),
+                log: log.err(),
+            });
         }
         Ok(ImageBuild::Built { log })
     }

@@ -32,10 +32,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
-use super::{BoxFuture, Command, Entered, Environment, ImageBuild, Swept, Trust, Workspace, host};
+use super::{
+    BoxFuture, Command, Entered, EnvError, Environment, ImageBuild, Swept, Trust, Workspace, host,
+};
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
 use crate::cli::{EnvKind, PullPolicy};
-use crate::sys::exec::{CommandEnv, CommandOutcome, ExecError, Spawn, run_client, run_command};
+use crate::sys::exec::{
+    CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
+};
 use crate::sys::limits::ChildSetup;
 use crate::task::{HarborTask, TaskSpec};
 
@@ -63,17 +67,13 @@ impl Engine {
     /// that every image is there, pulling as `pull` says (the pull's
     /// progress on stderr). Synchronous: it runs before the async runtime.
     /// Errors are whole messages with a hint: the run must not start.
-    pub fn probe(kind: EnvKind, images: &[String], pull: PullPolicy) -> Result<Engine, String> {
+    pub fn probe(kind: EnvKind, images: &[String], pull: PullPolicy) -> Result<Engine, EnvError> {
         let name = kind.engine().unwrap_or("podman");
-        let program = find_on_path(name).ok_or_else(|| {
-            format!(
-                "--env {name}: `{name}` is not on PATH\nhint: install it (Debian: apt-get install {name}), or run with --env host"
-            )
-        })?;
+        let program = find_on_path(name).ok_or(EnvError::EngineNotOnPath { engine: name })?;
         let engine = Engine { kind, program };
         engine
             .client(&["version"])
-            .map_err(|err| unreachable_engine(name, &err))?;
+            .map_err(|err| unreachable_engine(name, err))?;
         let mut unique: Vec<&String> = Vec::new();
         for image in images {
             if !unique.contains(&image) {
@@ -96,25 +96,18 @@ impl Engine {
             return Ok(engine);
         }
         if pull == PullPolicy::Never {
-            let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-            return Err(format!(
-                "--env {name}: {} not in the engine's store: {}\nhint: build or pull {}, or run with --pull missing",
-                if missing.len() == 1 {
-                    "this image is"
-                } else {
-                    "these images are"
-                },
-                list.join(", "),
-                if missing.len() == 1 { "it" } else { "them" },
-            ));
+            return Err(EnvError::NotInStore {
+                engine: name,
+                images: missing.into_iter().cloned().collect(),
+            });
         }
         for image in missing {
             eprintln!("pulling {image}");
             let args = [OsString::from("pull"), OsString::from(image)];
-            run_client(&engine.program, &args, true).map_err(|err| {
-                format!(
-                    "--env {name}: failed to pull the image {image}: {err}\nhint: check the image's name (--image renders it from the task), or build it here and run with --pull never"
-                )
+            run_client(&engine.program, &args, true).map_err(|source| EnvError::Pull {
+                engine: name,
+                image: image.clone(),
+                source,
             })?;
         }
         Ok(engine)
@@ -125,7 +118,7 @@ impl Engine {
     }
 
     /// Runs the engine's client, blocking; its stdout.
-    fn client(&self, args: &[&str]) -> Result<String, String> {
+    fn client(&self, args: &[&str]) -> Result<String, ToolError> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         run_client(&self.program, &args, false)
             .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
@@ -133,29 +126,33 @@ impl Engine {
 
     /// [`Engine::client`] off the async workers, at the run's priority
     /// (the client is short, and a task waits on it).
-    async fn client_async(&self, args: Vec<String>) -> Result<String, String> {
+    async fn client_async(&self, args: Vec<String>) -> Result<String, EnvError> {
         let engine = self.clone();
         crate::sys::blocking::urgent(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            engine.client(&args)
+            engine.client(&args).map_err(EnvError::Client)
         })
         .await
-        .unwrap_or_else(|| Err("the thread running the engine's client failed".to_owned()))
+        .unwrap_or_else(|| {
+            Err(EnvError::ClientThread {
+                engine: self.name(),
+            })
+        })
     }
 }
 
 /// The message for an engine whose `version` failed: a socket the user
 /// may not use (Docker's socket belongs to root and the `docker` group) is
 /// told apart from an engine that is down, since the fixes differ.
-fn unreachable_engine(name: &str, err: &str) -> String {
-    if err.to_ascii_lowercase().contains("permission denied") {
-        format!(
-            "--env {name}: the engine's socket is not permitted: {err}\nhint: add your user to the group that owns the socket (`docker`; then log in again), or use rootless podman (--env podman)"
-        )
+fn unreachable_engine(engine: &'static str, source: ToolError) -> EnvError {
+    if source
+        .to_string()
+        .to_ascii_lowercase()
+        .contains("permission denied")
+    {
+        EnvError::EngineNotPermitted { engine, source }
     } else {
-        format!(
-            "--env {name}: the engine does not answer: {err}\nhint: start it (or its socket) and check that you may use it: `{name} version` must work"
-        )
+        EnvError::EngineDown { engine, source }
     }
 }
 
@@ -264,13 +261,12 @@ impl Environment for Containers {
         epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>> {
         Box::pin(async move {
             // Config checked that every task has an image before the run.
-            let image = task
-                .image
-                .clone()
-                .ok_or_else(|| format!("task {} has no image", task.id))?;
+            let image = task.image.clone().ok_or_else(|| EnvError::NoImage {
+                task: task.id.to_string(),
+            })?;
             let workspace = self.workspace(
                 task,
                 epoch,
@@ -294,7 +290,7 @@ impl Environment for Containers {
         task: &'a TaskSpec,
         log: &'a Path,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<ImageBuild, String>> {
+    ) -> BoxFuture<'a, Result<ImageBuild, EnvError>> {
         Box::pin(async move {
             let Some(harbor) = &task.harbor else {
                 return Ok(ImageBuild::Ready);
@@ -365,7 +361,7 @@ impl Environment for Containers {
             let id = workspace
                 .start("agent", self.settings.network)
                 .await
-                .map_err(failed)?;
+                .map_err(|err| failed(err.to_string()))?;
             *lock(&workspace.container) = Some(id);
             let prepared = workspace
                 .prepare_image_repo(&task.base_commit, history)
@@ -385,7 +381,7 @@ impl Environment for Containers {
         })
     }
 
-    fn sweep(&self) -> BoxFuture<'_, Result<Swept, String>> {
+    fn sweep(&self) -> BoxFuture<'_, Result<Swept, EnvError>> {
         Box::pin(async move {
             let engine = &self.settings.engine;
             let listed = engine
@@ -467,7 +463,7 @@ impl Containers {
                 image.clone(),
             ])
             .await
-            .map_err(failed)?;
+            .map_err(|err| failed(err.to_string()))?;
         let mut workspace = self.workspace(
             task,
             epoch,
@@ -490,7 +486,7 @@ impl Containers {
         let id = workspace
             .start("agent", self.settings.network)
             .await
-            .map_err(failed)?;
+            .map_err(|err| failed(err.to_string()))?;
         *lock(&workspace.container) = Some(id);
         let checkout = Checkout {
             dir: scratch.to_owned(),
@@ -586,14 +582,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ContainerWorkspace {
     /// Starts a container from the task's image, detached, doing nothing
     /// until it is removed; its id.
-    async fn start(&self, phase: &str, network: bool) -> Result<String, String> {
+    async fn start(&self, phase: &str, network: bool) -> Result<String, EnvError> {
         let settings = &self.settings;
         let host_dir = self.dir.display().to_string();
         let mounted = matches!(self.repo, Repo::Mounted(_));
         if mounted && (host_dir.contains(':') || host_dir.contains(',')) {
-            return Err(format!(
-                "failed to start a container: the working copy's path {host_dir} holds `:` or `,`, which a bind mount cannot name\nhint: choose an --out or --workdirs path without them"
-            ));
+            return Err(EnvError::BindPath {
+                path: self.dir.clone(),
+            });
         }
         let mut args: Vec<String> = vec![
             "run".into(),
@@ -647,18 +643,23 @@ impl ContainerWorkspace {
             .engine
             .client_async(args)
             .await
-            .map_err(|err| format!("failed to start a container from {}: {err}", self.image))?;
+            .map_err(|source| EnvError::Start {
+                image: self.image.clone(),
+                source: Box::new(source),
+            })?;
         // Some engines print warnings before the id on stdout: the id is
         // the last line.
         id.lines()
             .last()
             .map(str::to_owned)
             .filter(|id| !id.is_empty())
-            .ok_or_else(|| format!("failed to start a container from {}: no id", self.image))
+            .ok_or_else(|| EnvError::NoId {
+                image: self.image.clone(),
+            })
     }
 
     /// Removes the container commands go to now, if any.
-    async fn remove(&self) -> Result<(), String> {
+    async fn remove(&self) -> Result<(), EnvError> {
         let Some(id) = lock(&self.container).take() else {
             return Ok(());
         };
@@ -670,7 +671,7 @@ impl ContainerWorkspace {
     }
 
     /// Kills every process in `container` that carries the command's mark.
-    async fn kill_marked(&self, container: &str, mark: &str) -> Result<(), String> {
+    async fn kill_marked(&self, container: &str, mark: &str) -> Result<(), EnvError> {
         self.settings
             .engine
             .client_async(vec![
@@ -735,7 +736,14 @@ impl ContainerWorkspace {
             cwd: self.workdir.clone(),
             source: std::io::Error::other(message),
         };
-        let container = container.ok_or_else(|| spawn_error("no container".to_owned()))?;
+        let container = container.ok_or_else(|| {
+            spawn_error(
+                EnvError::NoContainer {
+                    image: self.image.clone(),
+                }
+                .to_string(),
+            )
+        })?;
         let mark = format!(
             "{}-{}",
             std::process::id(),
@@ -782,14 +790,14 @@ impl ContainerWorkspace {
 
     /// One git script of the harness's own in the container, not run again
     /// in the tests' container: its output, or why it failed.
-    async fn harness_git(&self, script: &str) -> Result<String, String> {
+    async fn harness_git(&self, script: &str) -> Result<String, EnvError> {
         let (outcome, output) = self.git_outcome(script).await?;
         image_repo::git_result(&outcome, output)
     }
 
     /// [`ContainerWorkspace::harness_git`]'s outcome and output, whatever its
     /// exit code.
-    async fn git_outcome(&self, script: &str) -> Result<(CommandOutcome, String), String> {
+    async fn git_outcome(&self, script: &str) -> Result<(CommandOutcome, String), EnvError> {
         let env = CommandEnv::for_task("onebash-harness");
         let outcome = self
             .exec(
@@ -801,8 +809,7 @@ impl ContainerWorkspace {
                 },
                 false,
             )
-            .await
-            .map_err(|err| err.to_string())?;
+            .await?;
         let output = outcome.output.to_text();
         Ok((outcome, output))
     }
@@ -814,8 +821,17 @@ impl ContainerWorkspace {
         let (outcome, output) = self
             .git_outcome(&image_repo::prepare(base, history))
             .await
-            .map_err(Refused::Unusable)?;
+            .map_err(|err| Refused::Unusable(err.to_string()))?;
         image_repo::prepared(&outcome, &output)
+    }
+
+    /// The container commands go to now.
+    fn current(&self) -> Result<String, EnvError> {
+        lock(&self.container)
+            .clone()
+            .ok_or_else(|| EnvError::NoContainer {
+                image: self.image.clone(),
+            })
     }
 
     /// A host path of this workspace's folder no other copy uses.
@@ -828,8 +844,8 @@ impl ContainerWorkspace {
 
     /// A file of the container, by a path relative to the workdir, copied
     /// out through the host folder.
-    async fn copy_file_out(&self, relative: &Path) -> Result<Vec<u8>, String> {
-        let container = lock(&self.container).clone().ok_or("no container")?;
+    async fn copy_file_out(&self, relative: &Path) -> Result<Vec<u8>, EnvError> {
+        let container = self.current()?;
         let host = self.passing("out");
         let from = format!("{container}:{}/{}", self.workdir, relative.display());
         let copied = self
@@ -838,7 +854,12 @@ impl ContainerWorkspace {
             .client_async(vec!["cp".into(), from, host.display().to_string()])
             .await;
         let read = match copied {
-            Ok(_) => tokio::fs::read(&host).await.map_err(|err| err.to_string()),
+            Ok(_) => tokio::fs::read(&host)
+                .await
+                .map_err(|source| EnvError::ReadFile {
+                    path: host.clone(),
+                    source,
+                }),
             Err(err) => Err(err),
         };
         let _ = tokio::fs::remove_file(&host).await;
@@ -847,12 +868,15 @@ impl ContainerWorkspace {
 
     /// Writes a file of the container, by a path relative to the workdir,
     /// copied in through the host folder.
-    async fn copy_file_in(&self, relative: &Path, bytes: Vec<u8>) -> Result<(), String> {
-        let container = lock(&self.container).clone().ok_or("no container")?;
+    async fn copy_file_in(&self, relative: &Path, bytes: Vec<u8>) -> Result<(), EnvError> {
+        let container = self.current()?;
         let host = self.passing("in");
         crate::sys::blocking::write_file(host.clone(), bytes)
             .await
-            .map_err(|err| err.to_string())?;
+            .map_err(|source| EnvError::WriteFile {
+                path: host.clone(),
+                source,
+            })?;
         let to = format!("{container}:{}/{}", self.workdir, relative.display());
         let copied = self
             .settings
@@ -876,11 +900,11 @@ impl ContainerWorkspace {
     /// a Harbor task's outcome is the state of the whole container (files
     /// anywhere, services running), which Harbor's verifier checks in
     /// place and no diff of one folder could carry to a fresh container.
-    async fn stage_verifier(&self, harbor: &HarborTask) -> Result<(), String> {
+    async fn stage_verifier(&self, harbor: &HarborTask) -> Result<(), EnvError> {
         self.harness_git(crate::task::harbor::STAGE_VERIFIER)
             .await
-            .map_err(|err| format!("failed to make /tests and /logs/verifier: {err}"))?;
-        let container = lock(&self.container).clone().ok_or("no container")?;
+            .map_err(|err| EnvError::VerifierDirs(Box::new(err)))?;
+        let container = self.current()?;
         let from = format!("{}/.", harbor.tests.display());
         let to = format!("{container}:{}", crate::task::harbor::TESTS_IN_CONTAINER);
         self.settings
@@ -888,12 +912,12 @@ impl ContainerWorkspace {
             .client_async(vec!["cp".into(), from, to])
             .await
             .map(|_| ())
-            .map_err(|err| format!("failed to copy tests/ into the container: {err}"))
+            .map_err(|err| EnvError::CopyTests(Box::new(err)))
     }
 }
 
 impl image_repo::Container for ContainerWorkspace {
-    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, EnvError>> {
         Box::pin(self.harness_git(script))
     }
 
@@ -901,11 +925,11 @@ impl image_repo::Container for ContainerWorkspace {
         &'a self,
         relative: &'a Path,
         bytes: Vec<u8>,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), EnvError>> {
         Box::pin(self.copy_file_in(relative, bytes))
     }
 
-    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, EnvError>> {
         Box::pin(self.copy_file_out(relative))
     }
 }
@@ -915,7 +939,7 @@ impl Workspace for ContainerWorkspace {
         Box::pin(self.exec(command, true))
     }
 
-    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
+    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
         Box::pin(async move {
             self.setup.agent_over();
             if let Repo::Harbor(harbor) = &self.repo {
@@ -925,7 +949,7 @@ impl Workspace for ContainerWorkspace {
             // get a fresh one from the image, as SWE-bench grades.
             self.remove()
                 .await
-                .map_err(|err| format!("failed to remove the agent's container: {err}"))?;
+                .map_err(|err| EnvError::RemoveAgent(Box::new(err)))?;
             let id = self.start("test", false).await?;
             *lock(&self.container) = Some(id);
             if let Repo::Image(repo) = &self.repo {
@@ -1015,6 +1039,98 @@ impl Workspace for ContainerWorkspace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workspace whose engine is the shell script `engine` (a stand-in
+    /// for podman: it answers as the script says), in `dir`.
+    fn workspace_with_engine(dir: &Path, engine: &str) -> ContainerWorkspace {
+        use std::os::unix::fs::PermissionsExt;
+        let program = dir.join("engine");
+        std::fs::write(&program, format!("#!/bin/sh\n{engine}\n")).expect("write the engine");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let settings = Settings {
+            engine: Engine {
+                kind: EnvKind::Podman,
+                program,
+            },
+            run_id: "r".to_owned(),
+            run_lock: dir.join("run.lock"),
+            network: false,
+            memory_bytes: 1 << 30,
+            max_processes: 64,
+            max_file_size_bytes: 1 << 20,
+            cpus: None,
+            workdir: "/testbed".to_owned(),
+        };
+        ContainerWorkspace {
+            settings: Arc::new(settings),
+            image: "example/swe:1".to_owned(),
+            workdir: "/testbed".to_owned(),
+            labels: Vec::new(),
+            dir: dir.to_owned(),
+            repo: Repo::Image(ImageRepo::new("abc")),
+            child: ChildSetup::none(),
+            memory_bytes: 1 << 30,
+            cpus: None,
+            client_env: CommandEnv::engine_client("r-t-1"),
+            container: Mutex::new(None),
+            setup: SetupLog::default(),
+        }
+    }
+
+    /// A container that does not start names its image and the engine's
+    /// command line with what the engine said; a workspace whose container
+    /// is gone names the image; a file that did not come out of the
+    /// container names the host path it should have come to (it was a
+    /// bare `No such file or directory (os error 2)`).
+    #[tokio::test]
+    async fn container_errors_name_the_image_the_command_and_the_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let refusing = workspace_with_engine(
+            dir.path(),
+            "echo 'Error: example/swe:1: image not known' >&2; exit 125",
+        );
+        let err = refusing.start("agent", false).await.expect_err("refused");
+        let EnvError::Start { image, source } = &err else {
+            panic!("not a start error: {err:?}");
+        };
+        assert_eq!(image, "example/swe:1");
+        assert!(
+            matches!(&**source, EnvError::Client(ToolError::Failed { command, stderr, .. })
+                if command.contains(" run -d ") && stderr.contains("image not known")),
+            "{source:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("failed to start a container from example/swe:1: `")
+                && text.ends_with("Error: example/swe:1: image not known"),
+            "{text}"
+        );
+        let gone = refusing
+            .copy_file_out(Path::new("report.xml"))
+            .await
+            .expect_err("no container");
+        assert_eq!(gone.to_string(), "no container from example/swe:1");
+
+        // `cp` succeeds but leaves nothing on the host.
+        let silent = workspace_with_engine(dir.path(), "exit 0");
+        *lock(&silent.container) = Some("c0ffee".to_owned());
+        let err = silent
+            .copy_file_out(Path::new("report.xml"))
+            .await
+            .expect_err("nothing came out");
+        let EnvError::ReadFile { path, .. } = &err else {
+            panic!("not a read error: {err:?}");
+        };
+        assert!(path.starts_with(dir.path()), "{}", path.display());
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "cannot read {}/.onebash-out-",
+                dir.path().display()
+            )),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_file_size_limit_is_in_blocks_of_a_kib_rounded_up() {

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{BoxFuture, Command, Environment, Trust, Workspace};
+use super::{BoxFuture, Command, EnvError, Environment, Trust, Workspace};
 use crate::checkout::{Checkout, GitError};
 use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
@@ -37,7 +37,7 @@ impl Environment for Host {
         _epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>> {
         let workspace: Box<dyn Workspace> = Box::new(HostWorkspace {
             checkout: checkout.clone(),
             files: Files(checkout.clone()),

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{BoxFuture, Command, Trust, Workspace};
+use super::{BoxFuture, Command, EnvError, Trust, Workspace};
 use crate::checkout::{BUILD_ARTEFACTS, Checkout, CheckoutError, GitError, History, Verified};
 use crate::sys::exec::{CommandEnv, CommandOutcome};
 
@@ -124,20 +124,18 @@ impl Refused {
 
 /// A harness git script's output, or why it failed (timed out, or an exit
 /// code other than 0).
-pub fn git_result(outcome: &CommandOutcome, output: String) -> Result<String, String> {
+pub fn git_result(outcome: &CommandOutcome, output: String) -> Result<String, EnvError> {
     if outcome.timed_out {
-        return Err(format!(
-            "it timed out after {} s: {}",
-            GIT_TIMEOUT.as_secs(),
-            output.trim()
-        ));
+        return Err(EnvError::ScriptTimedOut {
+            seconds: GIT_TIMEOUT.as_secs(),
+            output: output.trim().to_owned(),
+        });
     }
     if outcome.exit_code != 0 {
-        return Err(format!(
-            "exit code {}: {}",
-            outcome.exit_code,
-            output.trim()
-        ));
+        return Err(EnvError::ScriptFailed {
+            exit_code: outcome.exit_code,
+            output: output.trim().to_owned(),
+        });
     }
     Ok(output)
 }
@@ -451,13 +449,13 @@ exit $code"#,
 /// harness's git scripts (their output, or why they failed), and files
 /// copied in and out by paths relative to the workdir.
 pub trait Container: Sync {
-    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>>;
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, EnvError>>;
     fn copy_in<'a>(
         &'a self,
         relative: &'a Path,
         bytes: Vec<u8>,
-    ) -> BoxFuture<'a, Result<(), String>>;
-    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+    ) -> BoxFuture<'a, Result<(), EnvError>>;
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, EnvError>>;
 }
 
 /// The repo an image holds, once prepared: what the diff and restores
@@ -512,7 +510,7 @@ impl ImageRepo {
             let bytes = container
                 .copy_out(Path::new(DIFF_FILE))
                 .await
-                .map_err(GitError)?;
+                .map_err(|err| GitError(err.to_string()))?;
             match String::from_utf8(bytes) {
                 Ok(diff) => break diff,
                 Err(err) => {
@@ -530,12 +528,15 @@ impl ImageRepo {
 
     /// The tests' fresh container: the repo in the image at the commit the
     /// agent started from, with the agent's change applied.
-    pub async fn to_tests(&self, container: &dyn Container) -> Result<(), String> {
+    pub async fn to_tests(&self, container: &dyn Container) -> Result<(), EnvError> {
         let start = lock(&self.start).clone();
         let base = container
             .git(&to_start(&self.base, &start))
             .await
-            .map_err(|err| format!("failed to check out {start} in the test container: {err}"))?;
+            .map_err(|source| EnvError::TestsCheckout {
+                commit: start.clone(),
+                source: Box::new(source),
+            })?;
         // Restores put the test patch's files back as they are at the base
         // from now on, as SWE-bench's eval script does on its setup commit
         // (the head prepared with --history none is the agent's
@@ -547,7 +548,7 @@ impl ImageRepo {
         }
         self.apply(container, &diff)
             .await
-            .map_err(|err| format!("the agent's patch in the test container: {err}"))
+            .map_err(EnvError::AgentPatch)
     }
 
     /// Puts the files `patch` touches back as they are at the base, in the
@@ -614,7 +615,7 @@ impl SetupLog {
 
     /// Runs every kept command again in `workspace`, in order; the first
     /// failure ends it.
-    pub async fn replay(&self, workspace: &dyn Workspace) -> Result<(), String> {
+    pub async fn replay(&self, workspace: &dyn Workspace) -> Result<(), EnvError> {
         let commands = lock(&self.commands).clone();
         for (script, env, timeout) in &commands {
             let outcome = workspace
@@ -625,12 +626,9 @@ impl SetupLog {
                     trust: Trust::Harness,
                 })
                 .await
-                .map_err(|err| format!("setup_command, run again for the tests: {err}"))?;
+                .map_err(EnvError::ReplayExec)?;
             if outcome.exit_code != 0 || outcome.timed_out {
-                return Err(format!(
-                    "setup_command, run again for the tests, failed with exit code {}",
-                    outcome.exit_code
-                ));
+                return Err(EnvError::ReplayFailed(outcome.exit_code));
             }
         }
         Ok(())

@@ -4,11 +4,12 @@
 //! (task, epoch) from the task's image ([`container`], with image_repo.rs
 //! for the repo an image holds and build.rs for a Harbor image), or an OCI
 //! image's root without an engine ([`oci`]); [`choose`] (choose.rs) picks
-//! the run's.
+//! the run's; what goes wrong there, in error.rs ([`EnvError`]).
 
 mod build;
 mod choose;
 pub mod container;
+mod error;
 mod host;
 mod image_repo;
 pub mod oci;
@@ -16,6 +17,7 @@ mod seam;
 
 pub use choose::choose;
 pub use container::Containers;
+pub use error::{BuildEnd, BuildLogError, EnvError};
 pub use host::Host;
 pub use seam::{
     BoxFuture, Command, Entered, Environment, ImageBuild, Shell, Swept, Trust, Workspace,

@@ -17,6 +17,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::time::Duration;
 
+use super::error::{BuildLogError, EnvError};
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
 use crate::sys::exec::{CommandEnv, CommandOutcome, ExecError};
 use crate::sys::limits::ChildSetup;
@@ -64,7 +65,7 @@ pub trait Environment: Send + Sync {
         epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>>;
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>>;
 
     /// Whether a task whose `repo_in_image` is set uses the repo its
     /// image holds ([`Environment::enter_image_repo`]) rather than
@@ -106,12 +107,12 @@ pub trait Environment: Send + Sync {
         task: &'a TaskSpec,
         log: &'a Path,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<ImageBuild, String>> {
+    ) -> BoxFuture<'a, Result<ImageBuild, EnvError>> {
         let _ = (log, child);
         Box::pin(async move {
             match task.harbor.as_ref().and_then(|h| h.context.as_ref()) {
                 None => Ok(ImageBuild::Ready),
-                Some(_) => Err("only --env podman|docker builds a task's image".to_owned()),
+                Some(_) => Err(EnvError::NoBuilder),
             }
         })
     }
@@ -121,19 +122,19 @@ pub trait Environment: Send + Sync {
     /// runs on this machine whose onebash is gone (their run folder's lock
     /// free); never a running one's, nor anything without onebash's
     /// labels. Called once at the start of a run, before any task.
-    fn sweep(&self) -> BoxFuture<'_, Result<Swept, String>> {
+    fn sweep(&self) -> BoxFuture<'_, Result<Swept, EnvError>> {
         Box::pin(async { Ok(Swept::default()) })
     }
 }
 
 /// What [`Environment::build_image`] did for a task.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ImageBuild {
     /// Nothing to build: the task brings no build context, or the engine
     /// has its image already.
     Ready,
     /// Built now; its output is in the log file, or this says why not.
-    Built { log: Result<(), String> },
+    Built { log: Result<(), BuildLogError> },
 }
 
 /// What a sweep removed: containers of an earlier attempt of this run, and
@@ -166,7 +167,7 @@ pub trait Workspace: Send + Sync {
     /// environment removes the agent's container (and all it left running)
     /// and starts the tests' from the image, with the working copy as the
     /// agent left it and the setup run again; the host has nothing to do.
-    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
+    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
         Box::pin(async { Ok(()) })
     }
 

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use crate::agent::run::AgentContext;
 use crate::agent::{AgentLimits, AgentOutcome, ModelClient, run_agent};
 use crate::audit::{self, AuditInput, Subject};
-use crate::checkout::{Checkout, RepoCache};
+use crate::checkout::{Checkout, GitError, RepoCache};
 use crate::config::RunConfig;
 use crate::env::{Environment, ImageBuild, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
@@ -252,12 +252,12 @@ impl TaskRun<'_> {
             .env
             .build_image(self.task, &log, self.limits.child.clone())
             .await
-            .map_err(|err| Failure::new(ExitReason::SetupError, err))?;
+            .map_err(|err| Failure::new(ExitReason::SetupError, err.to_string()))?;
         if let ImageBuild::Built { log: saved } = built {
             let image = self.task.image.as_deref().unwrap_or_default();
             let whole = match saved {
                 Ok(()) => format!("its output is in {}", log.display()),
-                Err(err) => err,
+                Err(err) => err.to_string(),
             };
             self.ctx.events.emit(RunEvent::Warning(format!(
                 "{}: built the image {image}; {whole}",
@@ -281,7 +281,7 @@ impl TaskRun<'_> {
             .enter(self.task, self.epoch, &checkout, self.limits.child.clone());
         match entered.await {
             Ok(workspace) => Ok((checkout, workspace)),
-            Err(err) => Err(Failure::new(ExitReason::CheckoutError, err)),
+            Err(err) => Err(Failure::new(ExitReason::CheckoutError, err.to_string())),
         }
     }
 
@@ -527,7 +527,7 @@ impl TaskRun<'_> {
             errors.push(error);
         }
         if let Err(error) = &found.diff {
-            errors.push(error);
+            errors.push(&error.to_string());
         }
         match found.tested {
             // The agent's end cannot be graded: it says why (status error).
@@ -566,14 +566,12 @@ impl TaskRun<'_> {
         &self,
         trajectory: &mut TrajectoryWriter,
         workspace: &dyn Workspace,
-    ) -> Result<(), String> {
-        let diff = workspace
-            .diff()
+    ) -> Result<(), DiffError> {
+        let diff = workspace.diff().await.map_err(DiffError::Compute)?;
+        let path = self.dir.join(PATCH_DIFF);
+        crate::sys::blocking::write_file(path.clone(), diff.clone().into_bytes())
             .await
-            .map_err(|err| format!("failed to compute the agent's diff: {err}"))?;
-        crate::sys::blocking::write_file(self.dir.join(PATCH_DIFF), diff.clone().into_bytes())
-            .await
-            .map_err(|err| format!("failed to save the agent's diff: {err}"))?;
+            .map_err(|source| DiffError::Save { path, source })?;
         trajectory
             .write(&Event::Diff {
                 path: PATCH_DIFF.to_owned(),
@@ -702,9 +700,21 @@ struct Found {
     agent: AgentOutcome,
     history_probes: u32,
     /// Why the agent's diff is not in patch.diff, if it is not.
-    diff: Result<(), String>,
+    diff: Result<(), DiffError>,
     /// `None`: the agent's end cannot be graded, so no test ran.
     tested: Option<Tested>,
+}
+
+/// Why the agent's diff is not in patch.diff.
+#[derive(Debug, thiserror::Error)]
+enum DiffError {
+    #[error("failed to compute the agent's diff: {0}")]
+    Compute(#[source] GitError),
+    #[error("failed to save the agent's diff to {}: {source}", path.display())]
+    Save {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What the test stage found.

@@ -48,7 +48,7 @@ pub enum GradeError {
     /// The environment could not be readied for the tests (a container
     /// environment's fresh container).
     #[error("failed to prepare the tests' environment: {0}")]
-    Environment(String),
+    Environment(#[source] crate::env::EnvError),
     /// The task lists its tests but none could be read from the run.
     #[error(
         "no test result could be read from the test output{0}; hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path"

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -408,10 +408,41 @@ struct Starter {
     _done: tokio::sync::oneshot::Sender<()>,
 }
 
+/// A tool of the harness's own (git, bwrap's probe, a container engine's
+/// client) that could not run or failed: what ran, and how it ended.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("failed to start {}: {source}", program.display())]
+    Start {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("failed to wait for {}: {source}", program.display())]
+    Wait {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    /// A client whose progress goes to onebash's stderr, which could not
+    /// be handed to it.
+    #[error("failed to pass on stderr to {}: {source}", program.display())]
+    Stderr {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    /// It ran and failed: `command` names it (the program, or a client's
+    /// whole command line in backquotes), `stderr` what it said, trimmed.
+    #[error("{command} exited with {status}: {stderr}")]
+    Failed {
+        command: String,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+}
+
 /// Runs a short program to completion with an empty environment and no
 /// input, for start-up probes (is bwrap usable?). Synchronous: it runs
 /// before the async runtime starts.
-pub fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), String> {
+pub fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), ToolError> {
     run_tool(program, args, b"").map(|_| ())
 }
 
@@ -423,7 +454,7 @@ pub fn run_tool(
     program: &Path,
     args: &[std::ffi::OsString],
     input: &[u8],
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, ToolError> {
     use std::io::Write;
     let mut child = std::process::Command::new(program)
         .args(args)
@@ -433,36 +464,39 @@ pub fn run_tool(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|err| format!("failed to start {}: {err}", program.display()))?;
+        .map_err(|source| ToolError::Start {
+            program: program.to_owned(),
+            source,
+        })?;
     // Written from a thread of its own: a tool that writes much before it
     // has read all its input must not dead-lock against this write.
     let writer = child.stdin.take().map(|mut stdin| {
         let input = input.to_vec();
         std::thread::spawn(move || stdin.write_all(&input))
     });
-    let output = child
-        .wait_with_output()
-        .map_err(|err| format!("failed to wait for {}: {err}", program.display()))?;
+    let output = child.wait_with_output().map_err(|source| ToolError::Wait {
+        program: program.to_owned(),
+        source,
+    })?;
     // A tool that exits without reading its input breaks the pipe: its exit
     // status says what went wrong, not the write.
     if let Some(writer) = writer {
         let _ = writer.join();
     }
-    stdout_of(&program.display().to_string(), output)
+    stdout_of(program.display().to_string(), output)
 }
 
-/// A finished tool's stdout, or, when it failed, `WHAT exited with STATUS:
-/// STDERR`.
-fn stdout_of(what: &str, output: std::process::Output) -> Result<Vec<u8>, String> {
+/// A finished tool's stdout, or, when it failed, `COMMAND exited with
+/// STATUS: STDERR`.
+fn stdout_of(command: String, output: std::process::Output) -> Result<Vec<u8>, ToolError> {
     if output.status.success() {
         return Ok(output.stdout);
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    Err(format!(
-        "{what} exited with {}: {}",
-        output.status,
-        stderr.trim()
-    ))
+    Err(ToolError::Failed {
+        command,
+        status: output.status,
+        stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+    })
 }
 
 /// Runs a container engine's client to completion (`podman run -d`,
@@ -475,7 +509,7 @@ pub fn run_client(
     program: &Path,
     args: &[OsString],
     show_progress: bool,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, ToolError> {
     let mut command = std::process::Command::new(program);
     command.args(args).stdin(Stdio::null());
     if show_progress {
@@ -483,19 +517,23 @@ pub fn run_client(
         let stderr = std::io::stderr()
             .as_fd()
             .try_clone_to_owned()
-            .map_err(|err| format!("failed to pass on stderr: {err}"))?;
+            .map_err(|source| ToolError::Stderr {
+                program: program.to_owned(),
+                source,
+            })?;
         command.stdout(Stdio::from(stderr)).stderr(Stdio::inherit());
     } else {
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    let output = command
-        .output()
-        .map_err(|err| format!("failed to start {}: {err}", program.display()))?;
+    let output = command.output().map_err(|source| ToolError::Start {
+        program: program.to_owned(),
+        source,
+    })?;
     let words: Vec<String> = std::iter::once(program.as_os_str())
         .chain(args.iter().map(OsString::as_os_str))
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    stdout_of(&format!("`{}`", words.join(" ")), output)
+    stdout_of(format!("`{}`", words.join(" ")), output)
 }
 
 /// SIGKILL to a whole process group. A group that is already gone is fine.

@@ -106,7 +106,7 @@ impl LimitPlan {
         let is_root = unsafe { libc::geteuid() } == 0;
         let (cgroups, cgroup_problem) = match find_cgroup_root() {
             Ok(root) => (Some(root), None),
-            Err(problem) => (None, Some(problem)),
+            Err(problem) => (None, Some(problem.to_string())),
         };
         LimitPlan {
             limits,
@@ -428,9 +428,33 @@ impl Drop for TaskCgroup {
 
 const CGROUP_MOUNT: &str = "/sys/fs/cgroup";
 
-fn find_cgroup_root() -> Result<CgroupRoot, String> {
-    let own = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|err| format!("cannot read /proc/self/cgroup: {err}"))?;
+/// Why no task cgroup can be made here (the warning that the process
+/// limit is not enforced says it): each names the cgroup file or folder
+/// it concerns.
+#[derive(Debug, thiserror::Error)]
+enum CgroupProblem {
+    #[error("cannot read /proc/self/cgroup: {0}")]
+    OwnUnreadable(#[source] std::io::Error),
+    #[error("no cgroup v1 pids hierarchy")]
+    NoV1Pids,
+    #[error("no cgroup v2 entry in /proc/self/cgroup")]
+    NoV2Entry,
+    #[error("onebash runs in cgroup {0}, where cgroup v2 does not let it make limited children")]
+    NotTheRoot(String),
+    #[error("cannot make cgroups in {}: {source}", dir.display())]
+    Unusable {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot enable the pids and memory controllers in {}: {source}", dir.display())]
+    Controllers {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn find_cgroup_root() -> Result<CgroupRoot, CgroupProblem> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").map_err(CgroupProblem::OwnUnreadable)?;
     let mount = Path::new(CGROUP_MOUNT);
     if mount.join("cgroup.controllers").exists() {
         return v2_root(mount, &own);
@@ -445,9 +469,11 @@ fn find_cgroup_root() -> Result<CgroupRoot, String> {
                 .then(|| mount.join(controller).join(path.trim_start_matches('/')))
         })
     };
-    let pids = path_of("pids").ok_or("no cgroup v1 pids hierarchy")?;
-    let pids = usable_parent(&pids)
-        .map_err(|err| format!("cannot make cgroups in {}: {err}", pids.display()))?;
+    let pids = path_of("pids").ok_or(CgroupProblem::NoV1Pids)?;
+    let pids = usable_parent(&pids).map_err(|source| CgroupProblem::Unusable {
+        dir: pids.clone(),
+        source,
+    })?;
     let memory = path_of("memory").and_then(|m| usable_parent(&m).ok());
     Ok(CgroupRoot::V1 { pids, memory })
 }
@@ -492,21 +518,28 @@ fn reap_stale(parent: &Path) {
 
 /// v2 works when onebash's own cgroup is the root of the tree it sees
 /// (controllers can be enabled below it) and it may write there.
-fn v2_root(mount: &Path, own: &str) -> Result<CgroupRoot, String> {
+fn v2_root(mount: &Path, own: &str) -> Result<CgroupRoot, CgroupProblem> {
     let path = own
         .lines()
         .find_map(|line| line.strip_prefix("0::"))
-        .ok_or("no cgroup v2 entry in /proc/self/cgroup")?;
+        .ok_or(CgroupProblem::NoV2Entry)?;
     if path != "/" {
-        return Err(format!(
-            "onebash runs in cgroup {path}, where cgroup v2 does not let it make limited children"
-        ));
+        return Err(CgroupProblem::NotTheRoot(path.to_owned()));
     }
-    std::fs::write(mount.join("cgroup.subtree_control"), "+pids +memory")
-        .map_err(|err| format!("cannot enable the pids and memory controllers: {err}"))?;
-    let parent = usable_parent(mount).map_err(|err| err.to_string())?;
-    std::fs::write(parent.join("cgroup.subtree_control"), "+pids +memory")
-        .map_err(|err| format!("cannot enable the pids and memory controllers: {err}"))?;
+    let enable = |dir: &Path| {
+        std::fs::write(dir.join("cgroup.subtree_control"), "+pids +memory").map_err(|source| {
+            CgroupProblem::Controllers {
+                dir: dir.to_owned(),
+                source,
+            }
+        })
+    };
+    enable(mount)?;
+    let parent = usable_parent(mount).map_err(|source| CgroupProblem::Unusable {
+        dir: mount.to_owned(),
+        source,
+    })?;
+    enable(&parent)?;
     Ok(CgroupRoot::V2 { parent })
 }
 

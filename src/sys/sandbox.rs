@@ -89,6 +89,33 @@ const HOME_SECRETS: &[&str] = &[
     ".cargo/credentials.toml",
 ];
 
+/// Why bwrap cannot be had on this machine: the warning of `--sandbox
+/// auto`, or [`SandboxError::Required`].
+#[derive(Debug, thiserror::Error)]
+pub enum BwrapProblem {
+    #[error("bwrap is not on PATH")]
+    NotOnPath,
+    /// The probe's folder to bind writable could not be made.
+    #[error("cannot make {}: {source}", path.display())]
+    ProbeDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// bwrap ran and refused (user namespaces forbidden, say).
+    #[error("bwrap does not work here: {0}")]
+    Refused(#[source] crate::sys::exec::ToolError),
+}
+
+/// `--sandbox bwrap` on a machine where bwrap cannot be had: the run must
+/// not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "--sandbox bwrap: {0}\nhint: install bubblewrap (apt-get install bubblewrap), or choose --sandbox none"
+    )]
+    Required(#[source] BwrapProblem),
+}
+
 /// The per-command part: where the command may write and whether it may
 /// reach the network.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +134,7 @@ impl Sandbox {
     pub fn choose(
         mode: SandboxMode,
         hidden: &[PathBuf],
-    ) -> Result<(Sandbox, Option<String>), String> {
+    ) -> Result<(Sandbox, Option<String>), SandboxError> {
         if mode == SandboxMode::None {
             return Ok((Sandbox::None, None));
         }
@@ -117,9 +144,7 @@ impl Sandbox {
         });
         match (probed, mode) {
             (Ok(bwrap), _) => Ok((Sandbox::Bwrap(bwrap), None)),
-            (Err(problem), SandboxMode::Bwrap) => Err(format!(
-                "--sandbox bwrap: {problem}\nhint: install bubblewrap (apt-get install bubblewrap), or choose --sandbox none"
-            )),
+            (Err(problem), SandboxMode::Bwrap) => Err(SandboxError::Required(problem)),
             (Err(problem), _) => Ok((
                 Sandbox::None,
                 Some(format!(
@@ -164,12 +189,12 @@ fn kinds_of(hidden: &[PathBuf]) -> Vec<(PathBuf, bool)> {
         .collect()
 }
 
-fn find_bwrap() -> Result<PathBuf, String> {
+fn find_bwrap() -> Result<PathBuf, BwrapProblem> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("bwrap"))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| "bwrap is not on PATH".to_owned())
+        .ok_or(BwrapProblem::NotOnPath)
 }
 
 impl Bwrap {
@@ -196,17 +221,19 @@ impl Bwrap {
 
     /// Runs `true` in a sandbox like the real ones, to learn at start
     /// whether bwrap works here (user namespaces may be forbidden).
-    fn probe(&self) -> Result<(), String> {
+    fn probe(&self) -> Result<(), BwrapProblem> {
         // A folder of its own to bind writable, as a checkout would be.
         let dir = std::env::temp_dir().join(format!("onebash-probe-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|source| BwrapProblem::ProbeDir {
+            path: dir.clone(),
+            source,
+        })?;
         // The paths as they are now, without deciding them for the run.
         let mut args = self.arguments_with(&kinds_of(&self.hidden), &dir, &dir, false);
         args.extend(["--".into(), "true".into()]);
         let probed = crate::sys::exec::probe(&self.program, &args);
         let _ = std::fs::remove_dir(&dir);
-        probed.map_err(|err| format!("bwrap does not work here: {err}"))
+        probed.map_err(BwrapProblem::Refused)
     }
 
     fn arguments(&self, writable: &Path, cwd: &Path, network: bool) -> Vec<OsString> {

@@ -756,6 +756,15 @@ fn a_failed_diff_save_is_kept_when_the_tests_then_time_out() {
         "both errors, the first first: {row:?}"
     );
     assert!(error.contains("; then: "), "{row:?}");
+    // The error names the file it could not write (it was a bare `Is a
+    // directory (os error 21)`).
+    assert!(
+        error.contains(&format!(
+            "failed to save the agent's diff to {}: ",
+            patch_diff.display()
+        )),
+        "{row:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -459,12 +459,22 @@ fn login_hint(host: &str) -> String {
     )
 }
 
+/// Why an answer could not be read whole; its caller says which answer
+/// (the manifest, a blob, the token) and of which registry.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("{}", describe(.0))]
+    Transfer(reqwest::Error),
+    #[error("longer than {0} bytes")]
+    TooLong(usize),
+}
+
 /// A whole answer, at most `limit` bytes.
-async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|err| describe(&err))? {
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transfer)? {
         if bytes.len() + chunk.len() > limit {
-            return Err(format!("longer than {limit} bytes"));
+            return Err(ReadError::TooLong(limit));
         }
         bytes.extend_from_slice(&chunk);
     }

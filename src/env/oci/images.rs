@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::cli::PullPolicy;
+use crate::env::EnvError;
 
 use super::error::OciError;
 use super::{layers, registry, rootfs, source};
@@ -53,7 +54,11 @@ impl Images {
     /// manifest (a registry's as `pull` says), unpacks the layers the
     /// cache lacks, assembles its root. Blocking; progress on stderr.
     /// Errors are whole messages.
-    pub fn prepare(cache_dir: &Path, names: &[String], pull: PullPolicy) -> Result<Images, String> {
+    pub fn prepare(
+        cache_dir: &Path,
+        names: &[String],
+        pull: PullPolicy,
+    ) -> Result<Images, EnvError> {
         let oci_dir = cache_dir.join("oci");
         let cache = layers::LayerCache::new(&oci_dir);
         let mut by_name = HashMap::new();
@@ -61,8 +66,11 @@ impl Images {
             if by_name.contains_key(name) {
                 continue;
             }
-            let image = prepare_one(&oci_dir, &cache, name, pull)
-                .map_err(|err| format!("--env oci: failed to prepare the image {name}: {err}"))?;
+            let image =
+                prepare_one(&oci_dir, &cache, name, pull).map_err(|source| EnvError::OciImage {
+                    image: name.clone(),
+                    source,
+                })?;
             by_name.insert(name.clone(), image);
         }
         Ok(Images { by_name })

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use super::rootfs;
 use super::workspace::{AGENT_COPY, OciWorkspace, TESTS_COPY, lock};
 use crate::env::image_repo::{self, GIT_TIMEOUT};
-use crate::env::{BoxFuture, Command, Trust, Workspace};
+use crate::env::{BoxFuture, Command, EnvError, Trust, Workspace};
 use crate::sys::exec::{CommandEnv, CommandOutcome};
 
 impl OciWorkspace {
     /// One script of the harness's own (image_repo.rs's), never run again
     /// for the tests: its outcome and output.
-    pub(super) async fn harness(&self, script: &str) -> Result<(CommandOutcome, String), String> {
+    pub(super) async fn harness(&self, script: &str) -> Result<(CommandOutcome, String), EnvError> {
         let env = CommandEnv::for_task("onebash-harness");
         let outcome = self
             .exec(Command {
@@ -26,8 +26,7 @@ impl OciWorkspace {
                 env: &env,
                 trust: Trust::Harness,
             })
-            .await
-            .map_err(|err| err.to_string())?;
+            .await?;
         let output = outcome.output.to_text();
         Ok((outcome, output))
     }
@@ -63,7 +62,7 @@ impl OciWorkspace {
 
     /// The tests' fresh copy of the image's repo (the agent's deleted
     /// first, as far as it can be), its /tmp emptied.
-    pub(super) async fn fresh_copy(&self, scratch: &Path) -> Result<(), String> {
+    pub(super) async fn fresh_copy(&self, scratch: &Path) -> Result<(), EnvError> {
         let (agent, tests) = (scratch.join(AGENT_COPY), scratch.join(TESTS_COPY));
         // The agent may have left folders it cannot be deleted from: the
         // tests' copy goes next to it, and the task's folder goes whole at
@@ -77,20 +76,28 @@ impl OciWorkspace {
         );
         crate::sys::blocking::spawn(move || {
             let _ = std::fs::remove_dir_all(&tmp);
-            std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))?;
-            rootfs::copy_folder(&root, Path::new(&relative), &into).map_err(|err| err.to_string())
+            std::fs::create_dir_all(&tmp).map_err(|source| EnvError::MakeDir {
+                path: tmp.clone(),
+                source,
+            })?;
+            rootfs::copy_folder(&root, Path::new(&relative), &into)
+                .map_err(|source| EnvError::CopyFolder { relative, source })
         })
         .await
-        .map_err(|err| err.to_string())
-        .and_then(|made| made)
-        .map_err(|err| format!("failed to make the tests' copy of the image's repo: {err}"))?;
+        .unwrap_or_else(|source| {
+            Err(EnvError::Thread {
+                doing: "copying the image's repo",
+                source,
+            })
+        })
+        .map_err(|err| EnvError::FreshCopy(Box::new(err)))?;
         *lock(&self.dir) = tests;
         Ok(())
     }
 }
 
 impl image_repo::Container for OciWorkspace {
-    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, EnvError>> {
         Box::pin(async move {
             let (outcome, output) = self.harness(script).await?;
             image_repo::git_result(&outcome, output)
@@ -101,15 +108,25 @@ impl image_repo::Container for OciWorkspace {
         &'a self,
         relative: &'a Path,
         bytes: Vec<u8>,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), EnvError>> {
         Box::pin(async move {
             self.write(relative, bytes)
                 .await
-                .map_err(|err| err.to_string())
+                .map_err(|source| EnvError::WriteFile {
+                    path: relative.to_owned(),
+                    source,
+                })
         })
     }
 
-    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, String>> {
-        Box::pin(async move { self.read(relative).await.map_err(|err| err.to_string()) })
+    fn copy_out<'a>(&'a self, relative: &'a Path) -> BoxFuture<'a, Result<Vec<u8>, EnvError>> {
+        Box::pin(async move {
+            self.read(relative)
+                .await
+                .map_err(|source| EnvError::ReadFile {
+                    path: relative.to_owned(),
+                    source,
+                })
+        })
     }
 }

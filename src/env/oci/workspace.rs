@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{Image, Images, rootfs};
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
 use crate::env::image_repo::{self, ImageRepo, SetupLog};
-use crate::env::{BoxFuture, Command, Entered, Environment, Trust, Workspace, host};
+use crate::env::{BoxFuture, Command, Entered, EnvError, Environment, Trust, Workspace, host};
 use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
 use crate::task::TaskSpec;
@@ -55,11 +55,8 @@ pub struct Settings {
 impl Settings {
     /// Finds bwrap and runs `true` over one of the images, to learn at
     /// start whether this machine allows it.
-    pub fn probe(images: Images, network: bool, workdir: String) -> Result<Settings, String> {
-        let bwrap = find_bwrap().ok_or_else(|| {
-            "--env oci: bwrap is not on PATH\nhint: install bubblewrap (apt-get install bubblewrap)"
-                .to_owned()
-        })?;
+    pub fn probe(images: Images, network: bool, workdir: String) -> Result<Settings, EnvError> {
+        let bwrap = find_bwrap().ok_or(EnvError::OciNoBwrap)?;
         let settings = Settings {
             bwrap,
             images: Arc::new(images),
@@ -71,17 +68,18 @@ impl Settings {
             let args = arguments(image, &dir, "/tmp", &dir, &[], false, "true");
             let probed = crate::sys::exec::probe(&settings.bwrap, &args);
             let _ = std::fs::remove_dir(&dir);
-            probed.map_err(|err| {
-                format!("--env oci: bwrap does not work over the image's root: {err}\nhint: user namespaces must be allowed (sysctl kernel.unprivileged_userns_clone=1)")
-            })?;
+            probed.map_err(EnvError::OciProbe)?;
         }
         Ok(settings)
     }
 }
 
-fn tempfile_dir() -> Result<PathBuf, String> {
+fn tempfile_dir() -> Result<PathBuf, EnvError> {
     let dir = std::env::temp_dir().join(format!("onebash-oci-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| EnvError::MakeDir {
+        path: dir.clone(),
+        source,
+    })?;
     Ok(dir)
 }
 
@@ -116,7 +114,7 @@ impl Environment for Oci {
         _epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
-    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, String>> {
+    ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>> {
         Box::pin(async move {
             let (image, workdir) = self.image_of(task)?;
             let relative = workdir.trim_start_matches('/').to_owned();
@@ -124,12 +122,23 @@ impl Environment for Oci {
             let tmp = private_tmp(&checkout.dir);
             let made = tokio::task::spawn_blocking(move || {
                 root.workdir(Path::new(&relative))
-                    .map_err(|err| err.to_string())?;
-                std::fs::create_dir_all(&tmp).map_err(|err| format!("{}: {err}", tmp.display()))
+                    .map_err(|source| EnvError::Workdir {
+                        workdir: format!("/{relative}"),
+                        source,
+                    })?;
+                std::fs::create_dir_all(&tmp).map_err(|source| EnvError::MakeDir {
+                    path: tmp.clone(),
+                    source,
+                })
             })
             .await
-            .unwrap_or_else(|join| Err(format!("the thread failed: {join}")));
-            made.map_err(|err| format!("failed to prepare the task's root: {err}"))?;
+            .unwrap_or_else(|source| {
+                Err(EnvError::Thread {
+                    doing: "preparing the task's root",
+                    source,
+                })
+            });
+            made.map_err(|err| EnvError::TaskRoot(Box::new(err)))?;
             Ok(Box::new(OciWorkspace {
                 settings: Arc::clone(&self.settings),
                 image,
@@ -165,7 +174,7 @@ impl Environment for Oci {
                 rev: task.base_commit.clone(),
                 message,
             };
-            let (image, workdir) = self.image_of(task).map_err(failed)?;
+            let (image, workdir) = self.image_of(task).map_err(|err| failed(err.to_string()))?;
             // The agent's copy and /tmp, inside the task's folder: the
             // runner deletes it whole when this fails.
             let (copy, tmp) = (scratch.join(AGENT_COPY), scratch.join("tmp"));
@@ -178,22 +187,29 @@ impl Environment for Oci {
                 // What an attempt killed with onebash left (its copies,
                 // its /tmp) goes first.
                 match std::fs::remove_dir_all(&stale) {
-                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(format!(
-                            "cannot remove what an earlier attempt left in {}: {err}",
-                            stale.display()
-                        ));
+                    Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(EnvError::RemoveStale {
+                            path: stale,
+                            source,
+                        });
                     }
                     _ => {}
                 }
-                std::fs::create_dir_all(&private)
-                    .map_err(|err| format!("cannot make {}: {err}", private.display()))?;
+                std::fs::create_dir_all(&private).map_err(|source| EnvError::MakeDir {
+                    path: private.clone(),
+                    source,
+                })?;
                 rootfs::copy_folder(&root, Path::new(&relative), &into)
-                    .map_err(|err| format!("failed to copy the image's {relative}: {err}"))
+                    .map_err(|source| EnvError::CopyFolder { relative, source })
             })
             .await
-            .unwrap_or_else(|join| Err(format!("the thread failed: {join}")));
-            made.map_err(failed)?;
+            .unwrap_or_else(|source| {
+                Err(EnvError::Thread {
+                    doing: "copying the image's repo",
+                    source,
+                })
+            });
+            made.map_err(|err| failed(err.to_string()))?;
             let workspace = OciWorkspace {
                 settings: Arc::clone(&self.settings),
                 image,
@@ -212,7 +228,7 @@ impl Environment for Oci {
                 .await
             {
                 Ok((outcome, output)) => image_repo::prepared(&outcome, &output),
-                Err(err) => Err(image_repo::Refused::Unusable(err)),
+                Err(err) => Err(image_repo::Refused::Unusable(err.to_string())),
             };
             let prepared =
                 prepared.map_err(|refused| refused.into_error(label.clone(), &task.base_commit))?;
@@ -227,19 +243,20 @@ impl Environment for Oci {
 
 impl Oci {
     /// The image `task` runs in, made ready by the probe, and its workdir.
-    fn image_of(&self, task: &TaskSpec) -> Result<(Image, String), String> {
+    fn image_of(&self, task: &TaskSpec) -> Result<(Image, String), EnvError> {
         // Config checked that every task has an image, and the probe made
         // each ready.
-        let name = task
-            .image
-            .as_deref()
-            .ok_or_else(|| format!("task {} has no image", task.id))?;
-        let image = self
-            .settings
-            .images
-            .get(name)
-            .cloned()
-            .ok_or_else(|| format!("the image {name} was not prepared"))?;
+        let name = task.image.as_deref().ok_or_else(|| EnvError::NoImage {
+            task: task.id.to_string(),
+        })?;
+        let image =
+            self.settings
+                .images
+                .get(name)
+                .cloned()
+                .ok_or_else(|| EnvError::NotPrepared {
+                    image: name.to_owned(),
+                })?;
         let workdir = task
             .workdir
             .clone()
@@ -421,7 +438,7 @@ impl Workspace for OciWorkspace {
         Box::pin(self.exec(command))
     }
 
-    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), String>> {
+    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
         Box::pin(async move {
             match &self.repo {
                 // Nothing the agent started is left (each command's PID
@@ -433,7 +450,7 @@ impl Workspace for OciWorkspace {
                     crate::sys::blocking::remove_dir(tmp.clone())
                         .await
                         .and_then(|()| std::fs::create_dir_all(&tmp))
-                        .map_err(|err| format!("failed to empty the task's /tmp: {err}"))
+                        .map_err(|source| EnvError::EmptyTmp { path: tmp, source })
                 }
                 // As podman's fresh container: the image's repo as it is,
                 // at the commit the agent started from, with the agent's
