@@ -204,6 +204,8 @@ mod tests {
         let Err(err) = configs(Path::new("tasks.jsonl"), 1, Path::new("out"), &extra) else {
             panic!("--model twice was taken");
         };
+        assert_eq!(err.exit_code(), 2, "{err}");
+        let err = err.to_string();
         assert!(
             err.contains("'--model <MODEL>' cannot be used multiple times"),
             "{err}"

@@ -68,9 +68,13 @@ mod tests {
     #[test]
     fn only_a_folder_with_run_json_opens_as_a_run_folder() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let missing = RunFolder::open(&dir.path().join("nope")).expect_err("no folder");
+        let missing = RunFolder::open(&dir.path().join("nope"))
+            .expect_err("no folder")
+            .to_string();
         assert!(missing.contains("no such folder"), "{missing}");
-        let empty = RunFolder::open(dir.path()).expect_err("no run.json");
+        let empty = RunFolder::open(dir.path())
+            .expect_err("no run.json")
+            .to_string();
         assert!(empty.contains("not a run folder (no run.json)"), "{empty}");
         std::fs::write(dir.path().join("run.json"), "{}").expect("write");
         let folder = RunFolder::open(dir.path()).expect("a run folder");
