@@ -13,19 +13,27 @@ use serde_json::json;
 
 use crate::config::manifest::RunManifest;
 use crate::run_folder::{
-    ResultRow, RunFolder, Status, read_rows, write_predictions, write_rows_atomically,
+    ResultRow, RunFolder, RunFolderError, Status, read_rows, write_predictions,
+    write_rows_atomically,
 };
 use crate::runner::resume::compare_fingerprints;
 use crate::task::TaskId;
 
 /// Why the runs cannot be merged: bad input, exit code 2.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct MergeError(String);
+pub enum MergeError {
+    /// The runs do not fit together (their settings, their rows, a torn
+    /// results.csv), or OUT_DIR is taken.
+    #[error("{0}")]
+    Refused(String),
+    /// A run folder, or a file in one, that cannot be read or written.
+    #[error(transparent)]
+    Folder(#[from] RunFolderError),
+}
 
 pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
-        return Err(MergeError(format!(
+        return Err(MergeError::Refused(format!(
             "the merged run folder {} exists and is not empty\nhint: choose a new OUT_DIR",
             out.display()
         )));
@@ -34,15 +42,15 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     let mut rows: Vec<ResultRow> = Vec::new();
     let mut owner: HashMap<(TaskId, u32), &Path> = HashMap::new();
     for run in runs {
-        let folder = RunFolder::open(run).map_err(MergeError)?;
-        let manifest = crate::config::manifest::RunManifest::read(&folder).map_err(MergeError)?;
+        let folder = RunFolder::open(run)?;
+        let manifest = crate::config::manifest::RunManifest::read(&folder)?;
         match &first {
             None => first = Some((run.clone(), manifest)),
             Some((first_run, first_manifest)) => {
                 let differences =
                     compare_fingerprints(&first_manifest.fingerprint, &manifest.fingerprint);
                 if !differences.is_empty() {
-                    return Err(MergeError(format!(
+                    return Err(MergeError::Refused(format!(
                         "refusing to merge {} with {}: their settings differ:\n{}",
                         run.display(),
                         first_run.display(),
@@ -51,9 +59,9 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
                 }
             }
         }
-        let read = read_rows(&folder.results_csv()).map_err(MergeError)?;
+        let read = read_rows(&folder.results_csv())?;
         if read.torn_at.is_some() {
-            return Err(MergeError(format!(
+            return Err(MergeError::Refused(format!(
                 "{} ends in a torn row (the run was killed)\nhint: finish it first with `onebash run ... -o {} --resume`",
                 folder.results_csv().display(),
                 run.display()
@@ -62,7 +70,7 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
         for row in read.rows {
             let key = (row.task_id.clone(), row.epoch);
             if let Some(other) = owner.insert(key, run) {
-                return Err(MergeError(format!(
+                return Err(MergeError::Refused(format!(
                     "{} epoch {} is in both {} and {}: the shards overlap",
                     row.task_id,
                     row.epoch,
@@ -74,23 +82,22 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
         }
     }
     let Some((_, first)) = first else {
-        return Err(MergeError("no run folder to merge".to_owned()));
+        return Err(MergeError::Refused("no run folder to merge".to_owned()));
     };
 
     // The settings are the first shard's, less what was its own.
     let mut settings = first.settings;
     settings.shard = None;
     settings.out_dir = out.to_owned();
-    let folder = RunFolder::create(out).map_err(|err| io_error(out, err))?;
+    let folder = RunFolder::create(out)?;
     for run in runs {
         let tasks = RunFolder::at(run).tasks_dir();
         if tasks.is_dir() {
             copy_tree(&tasks, &folder.tasks_dir())?;
         }
     }
-    write_rows_atomically(&folder.results_csv(), &rows)
-        .map_err(|err| io_error(&folder.results_csv(), err))?;
-    write_predictions(&folder, &rows).map_err(|err| io_error(&folder.predictions(1), err))?;
+    write_rows_atomically(&folder.results_csv(), &rows)?;
+    write_predictions(&folder, &rows)?;
     let count = |status: Status| rows.iter().filter(|r| r.status == status).count();
     let manifest = RunManifest {
         onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -113,14 +120,12 @@ pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
         })),
         peak_rss_bytes: None,
     };
-    manifest
-        .write(&folder)
-        .map_err(|err| io_error(&folder.run_json(), err))?;
+    manifest.write(&folder)?;
     Ok(rows.len())
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> MergeError {
-    MergeError(format!("failed to write {}: {err}", path.display()))
+    MergeError::Refused(format!("failed to write {}: {err}", path.display()))
 }
 
 /// Copies a folder tree; refuses to overwrite a file (the shards' task
@@ -128,16 +133,17 @@ fn io_error(path: &Path, err: std::io::Error) -> MergeError {
 fn copy_tree(from: &Path, to: &Path) -> Result<(), MergeError> {
     std::fs::create_dir_all(to).map_err(|err| io_error(to, err))?;
     let entries = std::fs::read_dir(from)
-        .map_err(|err| MergeError(format!("failed to read {}: {err}", from.display())))?;
+        .map_err(|err| MergeError::Refused(format!("failed to read {}: {err}", from.display())))?;
     for entry in entries {
-        let entry =
-            entry.map_err(|err| MergeError(format!("failed to read {}: {err}", from.display())))?;
+        let entry = entry.map_err(|err| {
+            MergeError::Refused(format!("failed to read {}: {err}", from.display()))
+        })?;
         let source = entry.path();
         let target = to.join(entry.file_name());
         if source.is_dir() {
             copy_tree(&source, &target)?;
         } else if target.exists() {
-            return Err(MergeError(format!(
+            return Err(MergeError::Refused(format!(
                 "{} would overwrite {}: the shards overlap",
                 source.display(),
                 target.display()

@@ -15,7 +15,23 @@ use std::path::Path;
 use crate::cli::Format;
 use crate::commands::{compare, html, report};
 use crate::config::manifest::RunManifest;
-use crate::run_folder::{RunFolder, read_rows};
+use crate::run_folder::{RunFolder, RunFolderError, read_rows};
+
+/// Why a report or a comparison cannot be given: exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// A run folder, its results.csv, that cannot be read.
+    #[error(transparent)]
+    Folder(#[from] RunFolderError),
+    /// `--by` names no field the tasks have.
+    #[error(transparent)]
+    By(#[from] report::by::ByError),
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The page writers' (`commands::html`) own words, which name the file.
+    #[error("{0}")]
+    Page(String),
+}
 
 /// `onebash report`: the report in `format` (grouped `by` a task field
 /// when given), returned as text to print,
@@ -27,7 +43,7 @@ pub fn report(
     format: Format,
     output: Option<&Path>,
     by: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, OutputError> {
     let folder = RunFolder::open(run)?;
     let read = read_rows(&folder.results_csv())?;
     // run.json only names the model of a run without rows: a report of the
@@ -35,16 +51,15 @@ pub fn report(
     let manifest = RunManifest::read(&folder).ok();
     let mut report = report::build(&folder, &read.rows, manifest.as_ref());
     if let Some(field) = by {
-        report.by =
-            Some(report::by::group(&folder, &read.rows, field).map_err(|err| err.to_string())?);
+        report.by = Some(report::by::group(&folder, &read.rows, field)?);
     }
     let text = match format {
-        Format::Json => serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n",
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         Format::Text => report::render(&report, false),
         Format::Markdown => report::render(&report, true),
         Format::Html => {
             let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
-            html::write_report(&report, &read.rows, &folder, &page)?;
+            html::write_report(&report, &read.rows, &folder, &page).map_err(OutputError::Page)?;
             return Ok(format!("{}\n", page.display()));
         }
     };
@@ -62,14 +77,12 @@ pub fn compare(
     run_b: &Path,
     format: Format,
     output: Option<&Path>,
-) -> Result<String, String> {
+) -> Result<String, OutputError> {
     let a = read_rows(&RunFolder::open(run_a)?.results_csv())?.rows;
     let b = read_rows(&RunFolder::open(run_b)?.results_csv())?.rows;
     let comparison = compare::build(run_a, &a, run_b, &b);
     let text = match format {
-        Format::Json => {
-            serde_json::to_string_pretty(&comparison).map_err(|e| e.to_string())? + "\n"
-        }
+        Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
         Format::Text => compare::render(&comparison, false),
         Format::Markdown => compare::render(&comparison, true),
         Format::Html => {
@@ -85,7 +98,7 @@ pub fn compare(
 
 /// Writes what a command would print to `path`; returns the line to print
 /// instead: the path.
-fn write_output(path: &Path, text: &str) -> Result<String, String> {
-    html::write_file(path, text)?;
+fn write_output(path: &Path, text: &str) -> Result<String, OutputError> {
+    html::write_file(path, text).map_err(OutputError::Page)?;
     Ok(format!("{}\n", path.display()))
 }

@@ -20,25 +20,20 @@ use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::ModelError;
 use crate::checkout::RepoCache;
 use crate::cli::Provider;
+use crate::commands::error::{
+    EXIT_API_REFUSED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TASK_ERRORS, EXIT_USAGE,
+};
 use crate::config::manifest::RunManifest;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
-use crate::run_folder::{ResultRow, ResultsWriter, RowSink, RunFolder, Status, write_predictions};
+use crate::run_folder::{
+    ResultRow, ResultsWriter, RowSink, RunFolder, RunFolderError, Status, write_predictions,
+};
 use crate::runner::progress::ProgressDisplay;
 use crate::runner::resume;
 use crate::runner::{RunContext, run_tasks};
 use crate::sys::lock::FileLock;
 use crate::task::TaskId;
-
-/// Exit codes of docs/exit-codes.md.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_TASK_ERRORS: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-/// The model API refused the run: nothing listens at its URL, it refused
-/// the key, or the first tasks all ended on the same refusal before any
-/// call was answered.
-pub const EXIT_API_REFUSED: i32 = 3;
-pub const EXIT_INTERRUPTED: i32 = 130;
 
 pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
     run_with(config, true).await
@@ -156,16 +151,14 @@ fn open_run_folder(
     folder: &RunFolder,
     config: &RunConfig,
 ) -> anyhow::Result<ControlFlow<i32, Opened>> {
-    folder.create_dir().map_err(|err| {
-        anyhow::anyhow!(
-            "failed to create the run folder {}: {err}",
-            config.out_dir.display()
-        )
-    })?;
+    folder.create_dir()?;
     // One onebash a folder: a second (a resume started twice, say) would
     // interleave rows with the first and sweep away its containers.
-    let Some(lock) = FileLock::try_acquire(&folder.lock_file())
-        .map_err(|err| anyhow::anyhow!("failed to lock {}: {err}", folder.lock_file().display()))?
+    let Some(lock) =
+        FileLock::try_acquire(&folder.lock_file()).map_err(|source| RunFolderError::Lock {
+            path: folder.lock_file(),
+            source,
+        })?
     else {
         eprintln!(
             "error: the run folder {} is in use by another onebash (it holds {})\nhint: wait for that run to end, or give this one another --out",
@@ -203,7 +196,7 @@ fn open_run_folder(
             work.len()
         );
         // check_settings read run.json already: it reads again.
-        let before = RunManifest::read(folder).map_err(anyhow::Error::msg)?;
+        let before = RunManifest::read(folder)?;
         manifest.resume_of(&before, now());
         rows = plan.kept;
     }
@@ -414,7 +407,7 @@ fn finish(
     let Executed { rows, write_error } = executed;
     let folder = &ctx.folder;
     if let Err(err) = write_predictions(folder, &rows) {
-        eprintln!("warning: failed to write predictions.jsonl: {err}");
+        eprintln!("warning: {err}");
     }
     let interrupted = ctx.cancel.is_cancelled();
     // The runner started nothing more once the first tasks all ended on the

@@ -16,10 +16,11 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::cli::{Cli, Command};
+use crate::commands::error::{CommandError, EXIT_INTERRUPTED};
 use crate::commands::run::run_with;
 use crate::config::RunConfig;
 use crate::run_folder::ExitReason;
-use crate::run_folder::{ResultRow, RunFolder, Status, read_rows};
+use crate::run_folder::{ResultRow, RunFolder, RunFolderError, Status, read_rows};
 
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]
@@ -41,7 +42,7 @@ pub fn configs(
     runs: u32,
     out: &Path,
     extra: &[String],
-) -> Result<Vec<RunConfig>, String> {
+) -> Result<Vec<RunConfig>, CommandError> {
     let mut configs = Vec::new();
     for (model, phase_runs) in [("noop", 1), ("oracle", runs)] {
         let mut argv: Vec<String> = vec![
@@ -59,15 +60,16 @@ pub fn configs(
         // clap's message starts with its own `error: `, and main adds one.
         let cli = Cli::try_parse_from(&argv).map_err(|err| {
             let text = err.to_string();
-            text.strip_prefix("error: ").unwrap_or(&text).to_owned()
+            CommandError::Input(text.strip_prefix("error: ").unwrap_or(&text).to_owned())
         })?;
         let Command::Run(args) = cli.command else {
-            return Err("internal error: validate built a command that is not `run`".to_owned());
+            return Err(CommandError::Input(
+                "internal error: validate built a command that is not `run`".to_owned(),
+            ));
         };
         configs.push(
             RunConfig::from_args(&args, &crate::config::Secrets::default())
-                .and_then(RunConfig::probe)
-                .map_err(|err| err.to_string())?,
+                .and_then(RunConfig::probe)?,
         );
     }
     Ok(configs)
@@ -84,14 +86,12 @@ pub async fn validate(configs: Vec<RunConfig>, runs: u32, out: &Path) -> anyhow:
             config.out_dir.display()
         );
         let code = run_with(config, false).await?;
-        if code == 130 {
-            return Ok(130);
+        if code == EXIT_INTERRUPTED {
+            return Ok(EXIT_INTERRUPTED);
         }
     }
     let rows_of = |phase: &str| {
-        read_rows(&RunFolder::at(&out.join(phase)).results_csv())
-            .map(|read| read.rows)
-            .map_err(anyhow::Error::msg)
+        read_rows(&RunFolder::at(&out.join(phase)).results_csv()).map(|read| read.rows)
     };
     let (noop, oracle) = (rows_of("noop")?, rows_of("oracle")?);
     let checks = judge(&noop, &oracle);
@@ -101,12 +101,12 @@ pub async fn validate(configs: Vec<RunConfig>, runs: u32, out: &Path) -> anyhow:
         .map(|(id, _)| id)
         .collect();
     let report = serde_json::json!({"runs": runs, "tasks": &checks, "exclude": &exclude});
-    std::fs::write(
-        out.join("validation.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
+    let written = out.join("validation.json");
+    std::fs::write(&written, serde_json::to_string_pretty(&report)? + "\n")
+        .map_err(RunFolderError::write(written))?;
     let list: String = exclude.iter().map(|id| format!("{id}\n")).collect();
-    std::fs::write(out.join("exclude.txt"), list)?;
+    let written = out.join("exclude.txt");
+    std::fs::write(&written, list).map_err(RunFolderError::write(written))?;
     print!("{}", render(&checks, runs, out));
     Ok(if exclude.is_empty() { 0 } else { 1 })
 }
@@ -204,6 +204,8 @@ mod tests {
         let Err(err) = configs(Path::new("tasks.jsonl"), 1, Path::new("out"), &extra) else {
             panic!("--model twice was taken");
         };
+        assert_eq!(err.exit_code(), 2, "{err}");
+        let err = err.to_string();
         assert!(
             err.contains("'--model <MODEL>' cannot be used multiple times"),
             "{err}"

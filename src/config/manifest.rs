@@ -3,7 +3,7 @@
 //! Owns [`RunManifest`], the one type `run` and `merge` write and every
 //! reader (`--resume`, `merge`, `report`, replay) reads, so a key renamed on
 //! one side breaks a test, not a user's run folder. Where the file lives is
-//! `results::RunFolder`'s business; what the settings mean is `config`'s.
+//! `run_folder::RunFolder`'s business; what the settings mean is `config`'s.
 //! The file format is described in docs/results.md.
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::Provider;
 use crate::config::{RunConfig, Shard};
-use crate::run_folder::RunFolder;
+use crate::run_folder::{RunFolder, RunFolderError};
 
 /// The contents of run.json. Fields that only some writers give (a merge
 /// has no start, a run being written has no end yet) are optional, and so
@@ -110,20 +110,31 @@ impl ModelSettings {
 
 impl RunManifest {
     /// Reads a run folder's run.json.
-    pub fn read(folder: &RunFolder) -> Result<RunManifest, String> {
+    pub fn read(folder: &RunFolder) -> Result<RunManifest, RunFolderError> {
         let path = folder.run_json();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|err| format!("failed to read {}: {err}", path.display()))
+        let text = std::fs::read_to_string(&path).map_err(|source| RunFolderError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| RunFolderError::Json { path, source })
     }
 
     /// Writes a run folder's run.json whole, through a temporary file and a
     /// rename.
-    pub fn write(&self, folder: &RunFolder) -> std::io::Result<()> {
+    pub fn write(&self, folder: &RunFolder) -> Result<(), RunFolderError> {
         let tmp = folder.root().join("run.json.tmp");
-        std::fs::write(&tmp, self.to_json_text().map_err(std::io::Error::other)?)?;
-        std::fs::rename(&tmp, folder.run_json())
+        let text = self.to_json_text().map_err(|err| RunFolderError::Write {
+            path: folder.run_json(),
+            source: std::io::Error::other(err),
+        })?;
+        std::fs::write(&tmp, text).map_err(|source| RunFolderError::Write {
+            path: tmp.clone(),
+            source,
+        })?;
+        std::fs::rename(&tmp, folder.run_json()).map_err(|source| RunFolderError::Write {
+            path: folder.run_json(),
+            source,
+        })
     }
 
     /// The manifest of a run about to start at `now`.

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
+use super::error::RunFolderError;
 use super::row::{COLUMNS, ResultRow};
 
 /// Appends rows to results.csv, the header first when the file is new.
@@ -13,12 +14,18 @@ pub struct ResultsWriter {
 }
 
 impl ResultsWriter {
-    pub(super) fn open_truncated(path: &Path) -> std::io::Result<ResultsWriter> {
-        File::create(path)?;
+    pub(super) fn open_truncated(path: &Path) -> Result<ResultsWriter, RunFolderError> {
+        File::create(path).map_err(RunFolderError::write(path))?;
         ResultsWriter::open(path)
     }
 
-    pub fn open(path: &Path) -> std::io::Result<ResultsWriter> {
+    /// Opens results.csv at `path` for appending, writing the header
+    /// first when the file is new.
+    pub fn open(path: &Path) -> Result<ResultsWriter, RunFolderError> {
+        ResultsWriter::open_io(path).map_err(RunFolderError::write(path))
+    }
+
+    fn open_io(path: &Path) -> std::io::Result<ResultsWriter> {
         let mut file = File::options().create(true).append(true).open(path)?;
         if file.metadata()?.len() == 0 {
             let mut header = csv::Writer::from_writer(Vec::new());
@@ -61,9 +68,13 @@ mod tests {
     #[test]
     fn only_a_folder_with_run_json_opens_as_a_run_folder() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let missing = RunFolder::open(&dir.path().join("nope")).expect_err("no folder");
+        let missing = RunFolder::open(&dir.path().join("nope"))
+            .expect_err("no folder")
+            .to_string();
         assert!(missing.contains("no such folder"), "{missing}");
-        let empty = RunFolder::open(dir.path()).expect_err("no run.json");
+        let empty = RunFolder::open(dir.path())
+            .expect_err("no run.json")
+            .to_string();
         assert!(empty.contains("not a run folder (no run.json)"), "{empty}");
         std::fs::write(dir.path().join("run.json"), "{}").expect("write");
         let folder = RunFolder::open(dir.path()).expect("a run folder");

@@ -5,9 +5,11 @@
 //! ([`ResultRow`], row.rs), results.csv appended (csv.rs) from a thread of
 //! its own (sink.rs) and read back or rewritten whole (read.rs), the
 //! SWE-bench predictions (predictions.rs), and the trajectories
-//! ([`trajectory`]). run.json is the settings, `config::manifest`'s.
+//! ([`trajectory`]); why any of it cannot be read or written, with the
+//! path ([`RunFolderError`], error.rs). run.json is the settings, `config::manifest`'s.
 
 mod csv;
+mod error;
 mod outcome;
 mod paths;
 mod predictions;
@@ -17,6 +19,7 @@ mod sink;
 pub mod trajectory;
 
 pub use csv::ResultsWriter;
+pub use error::RunFolderError;
 pub use outcome::{ExitReason, Status, Usage};
 pub use paths::{BUILD_LOG, PATCH_DIFF, RunFolder, TEST_LOG, TESTS_JSON, TRAJECTORY};
 pub use predictions::write_predictions;

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::RunFolderError;
 use crate::task::TaskId;
 
 /// Names of the files in a (task, epoch) folder. The trajectory's `diff`
@@ -23,7 +24,7 @@ pub struct RunFolder {
 }
 
 impl RunFolder {
-    pub fn create(root: &Path) -> std::io::Result<RunFolder> {
+    pub fn create(root: &Path) -> Result<RunFolder, RunFolderError> {
         let folder = RunFolder::at(root);
         folder.create_dir()?;
         Ok(folder)
@@ -39,26 +40,23 @@ impl RunFolder {
     /// An existing run folder, to read. A run (and a merge) writes run.json
     /// before anything else, so a folder without one is not a run folder,
     /// or not yet one.
-    pub fn open(root: &Path) -> Result<RunFolder, String> {
+    pub fn open(root: &Path) -> Result<RunFolder, RunFolderError> {
         let folder = RunFolder::at(root);
         if !root.is_dir() {
-            return Err(format!(
-                "{} is not a run folder: no such folder\nhint: name the folder `onebash run -o` wrote",
-                root.display()
-            ));
+            return Err(RunFolderError::NoFolder(root.to_owned()));
         }
         if !folder.run_json().is_file() {
-            return Err(format!(
-                "{} is not a run folder (no run.json)\nhint: name the folder `onebash run -o` wrote",
-                root.display()
-            ));
+            return Err(RunFolderError::NoRunJson(root.to_owned()));
         }
         Ok(folder)
     }
 
     /// Makes the folder, and its parents, where missing.
-    pub fn create_dir(&self) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.root)
+    pub fn create_dir(&self) -> Result<(), RunFolderError> {
+        std::fs::create_dir_all(&self.root).map_err(|source| RunFolderError::Create {
+            path: self.root.clone(),
+            source,
+        })
     }
 
     pub fn root(&self) -> &Path {

@@ -1,5 +1,6 @@
 //! SWE-bench predictions of a run, one file per epoch.
 
+use super::error::RunFolderError;
 use super::paths::RunFolder;
 use super::row::ResultRow;
 
@@ -8,7 +9,7 @@ use super::row::ResultRow;
 /// diff against base_commit). Epoch 1 goes to `predictions.jsonl`, epoch k
 /// to `predictions.epoch-<k>.jsonl`, so each file has one line per task as
 /// the official evaluation expects. Rewritten whole from the rows.
-pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> std::io::Result<()> {
+pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> Result<(), RunFolderError> {
     let mut by_epoch: std::collections::BTreeMap<u32, Vec<&ResultRow>> = Default::default();
     for row in rows {
         by_epoch.entry(row.epoch).or_default().push(row);
@@ -28,8 +29,8 @@ pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> std::io::Res
         }
         let path = folder.predictions(epoch);
         let tmp = path.with_extension("jsonl.tmp");
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, &path)?;
+        std::fs::write(&tmp, text).map_err(RunFolderError::write(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(RunFolderError::write(&path))?;
     }
     Ok(())
 }

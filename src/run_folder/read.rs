@@ -4,14 +4,14 @@
 use std::path::Path;
 
 use super::csv::ResultsWriter;
+use super::error::RunFolderError;
 use super::row::{COLUMNS, ResultRow};
 
 /// Reads results.csv back. A last line without its newline is a row torn
 /// by a crash: it is not returned, and `torn_at` says where it starts so
 /// the caller can cut it off.
-pub fn read_rows(path: &Path) -> Result<RowsRead, String> {
-    let bytes =
-        std::fs::read(path).map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+pub fn read_rows(path: &Path) -> Result<RowsRead, RunFolderError> {
+    let bytes = std::fs::read(path).map_err(RunFolderError::read(path))?;
     let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let torn_at = (whole < bytes.len()).then_some(whole as u64);
     let mut reader = csv::ReaderBuilder::new()
@@ -24,12 +24,10 @@ pub fn read_rows(path: &Path) -> Result<RowsRead, String> {
             .is_ok_and(|header| header.iter().eq(COLUMNS.iter().copied()));
     let mut rows = Vec::new();
     for (index, record) in reader.deserialize::<ResultRow>().enumerate() {
-        let row = record.map_err(|err| {
-            format!(
-                "{}: row {} cannot be read: {err}",
-                path.display(),
-                index + 1
-            )
+        let row = record.map_err(|source| RunFolderError::Row {
+            path: path.to_owned(),
+            row: index + 1,
+            source,
         })?;
         rows.push(row);
     }
@@ -55,13 +53,13 @@ pub struct RowsRead {
 
 /// Writes a whole results.csv (header and rows) through a temporary file
 /// and a rename: the file is complete before and after, never half.
-pub fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> std::io::Result<()> {
+pub fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> Result<(), RunFolderError> {
     let tmp = path.with_extension("csv.tmp");
     {
         let mut writer = ResultsWriter::open_truncated(&tmp)?;
         for row in rows {
-            writer.append(row)?;
+            writer.append(row).map_err(RunFolderError::write(&tmp))?;
         }
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path).map_err(RunFolderError::write(path))
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::csv::ResultsWriter;
+use super::error::RunFolderError;
 use super::row::ResultRow;
 
 /// results.csv written on a thread of its own. A row's write and sync
@@ -18,7 +19,8 @@ pub struct RowSink {
 impl RowSink {
     /// Starts the thread that appends to `writer` (results.csv at `path`,
     /// for messages).
-    pub fn start(mut writer: ResultsWriter, path: PathBuf) -> std::io::Result<RowSink> {
+    pub fn start(mut writer: ResultsWriter, path: PathBuf) -> Result<RowSink, RunFolderError> {
+        let shown = path.clone();
         let (rows, received) = std::sync::mpsc::channel::<ResultRow>();
         let thread = std::thread::Builder::new()
             .name("results.csv".to_owned())
@@ -32,6 +34,10 @@ impl RowSink {
                     }
                 }
                 first_error
+            })
+            .map_err(|source| RunFolderError::Writer {
+                path: shown,
+                source,
             })?;
         Ok(RowSink { rows, thread })
     }

@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use crate::config::RunConfig;
 use crate::run_folder::ExitReason;
-use crate::run_folder::{ResultRow, RunFolder, Status, read_rows, write_rows_atomically};
+use crate::run_folder::{
+    ResultRow, RunFolder, RunFolderError, Status, read_rows, write_rows_atomically,
+};
 use crate::task::TaskId;
 
 /// What a resumed run does.
@@ -42,17 +44,57 @@ impl ResumePlan {
 /// Whether the run in `folder` may be resumed with `config`: its run.json
 /// can be read and its settings that decide outcomes are this run's. Reads
 /// only, so it can come before anything else a run does.
-pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), String> {
+pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), ResumeError> {
     let before = crate::config::manifest::RunManifest::read(folder)?;
     let differences = compare_fingerprints(&before.fingerprint, &config.fingerprint());
     if !differences.is_empty() {
-        return Err(format!(
-            "refusing to resume {}: its settings differ from this run's:\n{}\nhint: resume with the same settings, or start a new run folder",
-            folder.root().display(),
-            differences.join("\n")
-        ));
+        return Err(ResumeError::Settings {
+            folder: folder.root().to_owned(),
+            differences,
+        });
     }
     Ok(())
+}
+
+/// Why a run folder cannot be resumed: exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// Its run.json or results.csv cannot be read, or results.csv cannot
+    /// be rewritten.
+    #[error(transparent)]
+    Folder(#[from] RunFolderError),
+    #[error(
+        "refusing to resume {}: its settings differ from this run's:\n{}\nhint: resume with the same settings, or start a new run folder",
+        folder.display(),
+        differences.join("\n")
+    )]
+    Settings {
+        folder: PathBuf,
+        /// `key: was A, now B`, one a setting ([`compare_fingerprints`]).
+        differences: Vec<String>,
+    },
+    #[error(
+        "{} holds two rows for {task} epoch {epoch}; it was not written by onebash alone",
+        csv.display()
+    )]
+    TwoRows {
+        csv: PathBuf,
+        task: TaskId,
+        epoch: u32,
+    },
+    /// An unfinished attempt's folder could not be moved aside.
+    #[error("failed to set aside {} as {}: {source}", from.display(), to.display())]
+    SetAside {
+        from: PathBuf,
+        to: PathBuf,
+        source: std::io::Error,
+    },
+    /// The dropped row could not be written beside its attempt.
+    #[error("failed to keep the old row in {}: {source}", folder.display())]
+    OldRow {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What a resume keeps and redoes; sets unfinished attempts aside. The
@@ -61,7 +103,7 @@ pub fn prepare(
     folder: &RunFolder,
     config: &RunConfig,
     work: &[(TaskId, u32)],
-) -> Result<ResumePlan, String> {
+) -> Result<ResumePlan, ResumeError> {
     let csv = folder.results_csv();
     let (rows, torn_at, header_is_current) = if csv.exists() {
         let read = read_rows(&csv)?;
@@ -83,12 +125,11 @@ pub fn prepare(
     let mut dropped_rows = Vec::new();
     for row in rows {
         if !seen.insert((row.task_id.clone(), row.epoch)) {
-            return Err(format!(
-                "{} holds two rows for {} epoch {}; it was not written by onebash alone",
-                csv.display(),
-                row.task_id,
-                row.epoch
-            ));
+            return Err(ResumeError::TwoRows {
+                csv,
+                task: row.task_id,
+                epoch: row.epoch,
+            });
         }
         if redo(&row) {
             dropped_rows.push(row);
@@ -118,15 +159,14 @@ pub fn prepare(
     // (its rows get the new columns empty), so the rows appended next
     // line up with it.
     if !dropped_rows.is_empty() || torn_at.is_some() || !header_is_current {
-        write_rows_atomically(&csv, &plan.kept)
-            .map_err(|err| format!("failed to rewrite {}: {err}", csv.display()))?;
+        write_rows_atomically(&csv, &plan.kept)?;
     }
     Ok(plan)
 }
 
 /// Moves `tasks/<id>/epoch-<k>` to `tasks/<id>/epoch-<k>.attempt-<n>` (the
 /// first free n), with the old row beside it when there was one.
-fn set_aside(dir: &Path, old_row: Option<&ResultRow>) -> Result<PathBuf, String> {
+fn set_aside(dir: &Path, old_row: Option<&ResultRow>) -> Result<PathBuf, ResumeError> {
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
@@ -136,17 +176,17 @@ fn set_aside(dir: &Path, old_row: Option<&ResultRow>) -> Result<PathBuf, String>
         .map(|n| dir.with_file_name(format!("{name}.attempt-{n}")))
         .find(|candidate| !candidate.exists())
         .unwrap_or_else(|| dir.with_file_name(format!("{name}.attempt")));
-    std::fs::rename(dir, &target).map_err(|err| {
-        format!(
-            "failed to set aside {} as {}: {err}",
-            dir.display(),
-            target.display()
-        )
+    std::fs::rename(dir, &target).map_err(|source| ResumeError::SetAside {
+        from: dir.to_owned(),
+        to: target.clone(),
+        source,
     })?;
     if let Some(row) = old_row {
         let text = serde_json::to_string_pretty(row).unwrap_or_default();
-        std::fs::write(target.join("row.json"), text)
-            .map_err(|err| format!("failed to keep the old row in {}: {err}", target.display()))?;
+        std::fs::write(target.join("row.json"), text).map_err(|source| ResumeError::OldRow {
+            folder: target.clone(),
+            source,
+        })?;
     }
     Ok(target)
 }

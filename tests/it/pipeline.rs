@@ -1065,6 +1065,50 @@ fn existing_non_empty_run_folder_is_refused() {
     assert_eq!(run.rows().len(), 1);
 }
 
+/// A run folder that cannot be written is named in the message, not a bare
+/// `Permission denied (os error 13)`. A fresh run's first write is
+/// run.lock, whose error always named it; the bare error came from the
+/// writes after the lock: run.json, results.csv. So the folder is a
+/// finished run's, resumed after it stopped taking files. Root (as in CI)
+/// ignores file modes, so the folder is first made unwritable where
+/// run.json goes by a directory in the place of its temporary file: the
+/// same write (`RunManifest::write`) fails the same way, for any user. As
+/// another user, the folder is then also made read-only with its mode.
+#[test]
+fn a_run_folder_that_cannot_be_written_is_named_in_the_message() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
+    let tasks = fixture.tasks(&[task("t", &repo, &sha, "true", json!({}))]);
+    let first = fixture.run_noop(&tasks, &[]);
+    assert_eq!(first.code, 0, "stderr:\n{}", first.stderr);
+    let out = fixture.path("out");
+
+    let blocked = out.join("run.json.tmp");
+    std::fs::create_dir(&blocked).expect("mkdir");
+    let run = fixture.run_noop(&tasks, &["--resume"]);
+    assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+    let named = format!("error: failed to write {}: ", blocked.display());
+    assert!(run.stderr.contains(&named), "{}", run.stderr);
+    std::fs::remove_dir(&blocked).expect("rmdir");
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+        let run = fixture.run_noop(&tasks, &["--resume"]);
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("error: failed to write {}", out.display())),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("Permission denied"), "{}", run.stderr);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 10. Ctrl-C.
 // ---------------------------------------------------------------------------

@@ -25,8 +25,8 @@ use super::{atif, conversation, openai_chat, redact, sharegpt};
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// A run folder or its results.csv cannot be read.
-    #[error("{0}")]
-    Run(String),
+    #[error(transparent)]
+    Run(#[from] crate::run_folder::RunFolderError),
     /// A `--task` that no run given has a row of: a typo, most likely.
     #[error(
         "failed to select task {0}: no run given has a row of it\nhint: the task ids are the first column of each run's results.csv"
@@ -133,10 +133,8 @@ fn open_runs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, RunFolder, Vec<ResultRow
     paths
         .iter()
         .map(|path| {
-            let folder = RunFolder::open(path).map_err(ExportError::Run)?;
-            let mut rows = read_rows(&folder.results_csv())
-                .map_err(ExportError::Run)?
-                .rows;
+            let folder = RunFolder::open(path)?;
+            let mut rows = read_rows(&folder.results_csv())?.rows;
             rows.sort_by(|a, b| (&a.task_id, a.epoch).cmp(&(&b.task_id, b.epoch)));
             Ok((path.clone(), folder, rows))
         })

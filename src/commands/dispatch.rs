@@ -1,0 +1,114 @@
+//! From a parsed command line to its exit code: each subcommand called,
+//! what it returns printed, and a run's async runtime started. The errors
+//! come back to `main` as [`CommandError`], which maps them to their exit
+//! codes; the codes of outcomes (a run's task errors, an export's unread
+//! rows) are returned as `Ok`.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Command, ExportArgs, ValidateArgs};
+use crate::commands::error::{CommandError, EXIT_OK, EXIT_TASK_ERRORS};
+use crate::commands::{export, merge, output, pull, show, validate};
+use crate::config::{RunConfig, Secrets};
+
+/// Runs `command`; its exit code, or why it failed. `secrets` are the
+/// keys `main` took from the environment before any thread started.
+pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError> {
+    match command {
+        // The arguments are checked first; only then is the machine looked
+        // at (bwrap run once, cgroups found), still before the runtime.
+        Command::Run(args) => {
+            let config = RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?;
+            for warning in &config.warnings {
+                eprintln!("warning: {warning}");
+            }
+            run_async(crate::commands::run::run(config))
+        }
+        Command::Report(args) => printed(output::report(
+            &args.run,
+            args.format,
+            args.output.as_deref(),
+            args.by.as_deref(),
+        )?),
+        Command::Compare(args) => printed(output::compare(
+            &args.run_a,
+            &args.run_b,
+            args.format,
+            args.output.as_deref(),
+        )?),
+        Command::Show(args) => printed(
+            show::show(&args.target, args.task.as_deref(), args.epoch)
+                .map_err(CommandError::Input)?,
+        ),
+        Command::Validate(args) => validate_command(&args),
+        Command::Export(args) => export_command(&args),
+        Command::Pull(args) => {
+            println!("{}", pull::pull(&args)?);
+            Ok(EXIT_OK)
+        }
+        Command::Merge(args) => {
+            let rows = merge::merge(&args.out, &args.runs)?;
+            println!(
+                "merged {} runs: {rows} rows in {}",
+                args.runs.len(),
+                args.out.display()
+            );
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// Prints what a command returned, as it is.
+fn printed(text: String) -> Result<i32, CommandError> {
+    print!("{text}");
+    Ok(EXIT_OK)
+}
+
+/// `validate`: both runs' settings checked before either runs, each
+/// warning of the machine shown once.
+fn validate_command(args: &ValidateArgs) -> Result<i32, CommandError> {
+    let out = args.out.clone().unwrap_or_else(default_validate_out);
+    let configs = validate::configs(&args.tasks, args.runs, &out, &args.run_flags)?;
+    // Both phases run on the same machine: each warning once.
+    let mut shown: Vec<&String> = Vec::new();
+    for warning in configs.iter().flat_map(|config| &config.warnings) {
+        if !shown.contains(&warning) {
+            eprintln!("warning: {warning}");
+            shown.push(warning);
+        }
+    }
+    run_async(validate::validate(configs, args.runs, &out))
+}
+
+/// `results/validate_<time>`, the time with `-` for `:`.
+fn default_validate_out() -> PathBuf {
+    let time = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    Path::new("results").join(format!("validate_{time}"))
+}
+
+/// `export`: the rows whose trajectory could not be read are named, the
+/// rest is written; exit code 1 when there were any.
+fn export_command(args: &ExportArgs) -> Result<i32, CommandError> {
+    let summary = export::run(args)?;
+    for message in &summary.failed {
+        eprintln!("error: {message}");
+    }
+    eprintln!("{}", summary.line());
+    Ok(if summary.failed.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_TASK_ERRORS
+    })
+}
+
+/// Runs `future` on a multi-threaded runtime of its own.
+fn run_async(future: impl Future<Output = anyhow::Result<i32>>) -> Result<i32, CommandError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CommandError::Runtime)?;
+    runtime.block_on(future).map_err(CommandError::Run)
+}

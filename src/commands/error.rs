@@ -1,0 +1,133 @@
+//! Why a subcommand failed ([`CommandError`]) and the one place that maps
+//! it to its exit code ([`CommandError::exit_code`], as nextest's
+//! `ExpectedError::process_exit_code`), with the codes of
+//! docs/exit-codes.md. A command that ends with an outcome rather than an
+//! error (a run with task errors, an interrupted run, a refused API, an
+//! export with rows it could not read) returns its code as `Ok`.
+
+use crate::commands::export::ExportError;
+use crate::commands::merge::MergeError;
+use crate::commands::output::OutputError;
+use crate::commands::pull::PullError;
+use crate::config::ConfigError;
+
+/// Every row has a verdict; a command did what it was asked.
+pub const EXIT_OK: i32 = 0;
+/// Some row ended in error, or a run failed after its checks passed.
+pub const EXIT_TASK_ERRORS: i32 = 1;
+/// Bad usage or bad input: nothing ran.
+pub const EXIT_USAGE: i32 = 2;
+/// The model API refused the run: nothing listens at its URL, it refused
+/// the key, or the first tasks all ended on the same refusal before any
+/// call was answered.
+pub const EXIT_API_REFUSED: i32 = 3;
+/// Ctrl-C or SIGTERM.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Why a subcommand failed. `main` prints it after `error: ` and exits
+/// with [`CommandError::exit_code`].
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// `run`'s or `validate`'s settings cannot be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `report` or `compare` cannot read a run folder or write its output.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    #[error(transparent)]
+    Pull(#[from] PullError),
+    /// `show` or `validate` refused their input, in their words (a
+    /// trajectory that cannot be found, clap's message for the command
+    /// line validate builds).
+    #[error("{0}")]
+    Input(String),
+    /// A run (or validate's) failed after its checks passed: its run
+    /// folder could not be written, a `replay:` run folder could not be
+    /// read. The causes follow, joined by `: `.
+    #[error("{0:#}")]
+    Run(anyhow::Error),
+    /// The async runtime of a run could not start.
+    #[error("failed to start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl CommandError {
+    /// The exit code docs/exit-codes.md gives this failure: 2 when the
+    /// input was refused before anything ran, 1 when a run started and
+    /// could not go on.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CommandError::Config(_)
+            | CommandError::Output(_)
+            | CommandError::Merge(_)
+            | CommandError::Export(_)
+            | CommandError::Pull(_)
+            | CommandError::Input(_) => EXIT_USAGE,
+            CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run_folder::RunFolderError;
+
+    /// Refused input exits 2 and a run that could not go on exits 1,
+    /// whichever command it came from; the message is the error's own.
+    #[test]
+    fn each_error_maps_to_the_exit_code_of_docs_exit_codes() {
+        let missing = || RunFolderError::NoFolder("runs/a".into());
+        let cases: Vec<(CommandError, i32, &str)> = vec![
+            (
+                ConfigError::Usage("--runs must be at least 1".into()).into(),
+                2,
+                "--runs must be at least 1",
+            ),
+            (
+                OutputError::from(missing()).into(),
+                2,
+                "runs/a is not a run folder: no such folder",
+            ),
+            (
+                MergeError::from(missing()).into(),
+                2,
+                "runs/a is not a run folder",
+            ),
+            (
+                ExportError::from(missing()).into(),
+                2,
+                "runs/a is not a run folder",
+            ),
+            (
+                CommandError::Input("no such trajectory".into()),
+                2,
+                "no such trajectory",
+            ),
+            (
+                CommandError::Run(
+                    anyhow::Error::new(RunFolderError::Write {
+                        path: "out/run.json".into(),
+                        source: std::io::Error::from_raw_os_error(libc::EACCES),
+                    })
+                    .context("the run stopped"),
+                ),
+                1,
+                "the run stopped: failed to write out/run.json: Permission denied (os error 13)",
+            ),
+            (
+                CommandError::Runtime(std::io::Error::other("no threads")),
+                1,
+                "failed to start the async runtime: no threads",
+            ),
+        ];
+        for (err, code, text) in cases {
+            assert_eq!(err.exit_code(), code, "{err}");
+            assert!(err.to_string().starts_with(text), "{err}");
+        }
+    }
+}
