@@ -44,7 +44,8 @@ pub fn report(
         Format::Markdown => report::render(&report, true),
         Format::Html => {
             let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
-            html::write_report(&report, &read.rows, &folder, &page)?;
+            html::write_report(&report, &read.rows, &folder, &page)
+                .map_err(|err| err.to_string())?;
             return Ok(format!("{}\n", page.display()));
         }
     };
@@ -86,6 +87,6 @@ pub fn compare(
 /// Writes what a command would print to `path`; returns the line to print
 /// instead: the path.
 fn write_output(path: &Path, text: &str) -> Result<String, String> {
-    html::write_file(path, text)?;
+    html::write_file(path, text).map_err(|err| err.to_string())?;
     Ok(format!("{}\n", path.display()))
 }
