@@ -517,6 +517,13 @@ pub fn render(events: &[Event], colors: bool) -> String {
     let s = Style { on: colors };
     let mut out = Vec::new();
     for entry in entries(events) {
+        // A blank line before the problem, each turn and the agent's end.
+        if matches!(
+            entry,
+            Entry::Problem(_) | Entry::Turn { .. } | Entry::AgentEnd { .. }
+        ) {
+            out.push(String::new());
+        }
         out.extend(entry_lines(entry, &s));
     }
     out.join("\n") + "\n"
@@ -542,11 +549,7 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             vec![s.dim(&format!("checked out {commit} in {}", seconds(t)))]
         }
         Entry::Setup(run) => vec![command_line(s, "setup $", &run, command_status(&run))],
-        Entry::Problem(text) => vec![
-            String::new(),
-            s.bold("problem:"),
-            indent(&shortened_text(&text)),
-        ],
+        Entry::Problem(text) => vec![s.bold("problem:"), indent(&shortened_text(&text))],
         Entry::ModelText(text) => vec![format!("{} {text}", s.bold("model:"))],
         Entry::Reasoning(text) => vec![s.dim(&folded_reasoning(&text))],
         Entry::Turn {
@@ -556,10 +559,7 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             seconds: t,
         } => {
             let tokens = format!("{prompt_tokens} + {completion_tokens} tokens");
-            vec![
-                String::new(),
-                s.bold(&format!("--- turn {turn} ---  {tokens}, {}", seconds(t))),
-            ]
+            vec![s.bold(&format!("--- turn {turn} ---  {tokens}, {}", seconds(t)))]
         }
         Entry::Retry {
             retry,
@@ -579,23 +579,13 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             total_tokens,
         } => {
             let counts = format!("{turns} turns, {tool_calls} tool calls, {total_tokens} tokens");
-            vec![
-                String::new(),
-                s.bold(&format!("agent ended: {exit_reason} after {counts}")),
-            ]
+            vec![s.bold(&format!("agent ended: {exit_reason} after {counts}"))]
         }
         Entry::Audit {
             commands,
             kinds,
             setup_kinds,
-        } => {
-            let line = audit_summary(commands, &kinds, &setup_kinds);
-            vec![if commands == 0 {
-                s.dim(&line)
-            } else {
-                s.red(&line)
-            }]
-        }
+        } => vec![audit_line(s, commands, &kinds, &setup_kinds)],
         Entry::Test { run, passed } => test_lines(s, &run, passed),
         Entry::End {
             status,
@@ -648,6 +638,16 @@ fn test_lines(s: &Style, run: &CommandRun, passed: bool) -> Vec<String> {
         ),
         indent(&shortened_text(&run.output)),
     ]
+}
+
+/// The audit's summary, red when it found a history probe.
+fn audit_line(s: &Style, commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
+    let line = audit_summary(commands, kinds, setup_kinds);
+    if commands == 0 {
+        s.dim(&line)
+    } else {
+        s.red(&line)
+    }
 }
 
 /// `result: STATUS (EXIT_REASON)  ERROR`.
