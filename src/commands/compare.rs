@@ -182,36 +182,78 @@ fn signed_percent_points(x: f64) -> String {
 /// The comparison as text, or as markdown.
 pub fn render(c: &Comparison, markdown: bool) -> String {
     let mut out = String::new();
-    let mut line = |text: String| {
-        out.push_str(&text);
-        out.push('\n');
-    };
+    render_header(&mut out, c, markdown);
+    render_table(&mut out, c, markdown);
+    render_pass_rates(&mut out, c);
+    render_deltas(&mut out, &c.deltas, markdown);
+    line(
+        &mut out,
+        format!(
+            "passed only in A ({}): {}",
+            c.regressions.len(),
+            pair_list(&c.regressions)
+        ),
+    );
+    line(
+        &mut out,
+        format!(
+            "passed only in B ({}): {}",
+            c.improvements.len(),
+            pair_list(&c.improvements)
+        ),
+    );
+    out
+}
+
+fn line(out: &mut String, text: String) {
+    out.push_str(&text);
+    out.push('\n');
+}
+
+/// The two runs, how they were paired, and the pairs left out.
+fn render_header(out: &mut String, c: &Comparison, markdown: bool) {
     if markdown {
-        line(format!(
-            "# onebash compare\n\nA: `{}` ({})  \nB: `{}` ({})\n",
-            c.run_a, c.label_a, c.run_b, c.label_b
-        ));
+        line(
+            out,
+            format!(
+                "# onebash compare\n\nA: `{}` ({})  \nB: `{}` ({})\n",
+                c.run_a, c.label_a, c.run_b, c.label_b
+            ),
+        );
     } else {
-        line(format!("A: {} ({})", c.run_a, c.label_a));
-        line(format!("B: {} ({})", c.run_b, c.label_b));
+        line(out, format!("A: {} ({})", c.run_a, c.label_a));
+        line(out, format!("B: {} ({})", c.run_b, c.label_b));
     }
-    line(format!(
-        "paired by (task, epoch): {} pairs with a verdict in both",
-        c.pairs
-    ));
+    line(
+        out,
+        format!(
+            "paired by (task, epoch): {} pairs with a verdict in both",
+            c.pairs
+        ),
+    );
     if c.only_in_a + c.only_in_b > 0 {
-        line(format!(
-            "the runs differ in (task, epoch) pairs: compared on the intersection; {} only in A, {} only in B",
-            c.only_in_a, c.only_in_b
-        ));
+        line(
+            out,
+            format!(
+                "the runs differ in (task, epoch) pairs: compared on the intersection; {} only in A, {} only in B",
+                c.only_in_a, c.only_in_b
+            ),
+        );
     }
     if c.pairs_with_error > 0 {
-        line(format!(
-            "{} pairs left out: a row has status error (no verdict)",
-            c.pairs_with_error
-        ));
+        line(
+            out,
+            format!(
+                "{} pairs left out: a row has status error (no verdict)",
+                c.pairs_with_error
+            ),
+        );
     }
-    line(String::new());
+    line(out, String::new());
+}
+
+/// The 2x2 table of passed and failed in A against B.
+fn render_table(out: &mut String, c: &Comparison, markdown: bool) {
     let table = [
         ["", "B passed", "B failed"],
         [
@@ -226,83 +268,104 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         ],
     ];
     if markdown {
-        line(format!("| {} |", table[0].join(" | ")));
-        line("|---|---|---|".to_owned());
+        line(out, format!("| {} |", table[0].join(" | ")));
+        line(out, "|---|---|---|".to_owned());
         for row in &table[1..] {
-            line(format!("| {} |", row.join(" | ")));
+            line(out, format!("| {} |", row.join(" | ")));
         }
     } else {
         for row in &table {
-            line(format!("{:<10}{:>10}{:>10}", row[0], row[1], row[2]));
+            line(out, format!("{:<10}{:>10}{:>10}", row[0], row[1], row[2]));
         }
     }
-    line(String::new());
+    line(out, String::new());
+}
+
+/// The two pass rates, their difference with its interval, and McNemar's p.
+fn render_pass_rates(out: &mut String, c: &Comparison) {
     if let (Some(pa), Some(pb), Some(diff)) = (c.pass_rate_a, c.pass_rate_b, c.difference) {
-        line(format!("pass rate: A {}, B {}", percent(pa), percent(pb)));
-        line(format!(
-            "difference B - A: {}, 95% CI [{}, {}] ({})",
-            signed_percent_points(diff),
-            signed_percent_points(c.difference_ci95.0),
-            signed_percent_points(c.difference_ci95.1),
-            c.ci_method
-        ));
+        line(
+            out,
+            format!("pass rate: A {}, B {}", percent(pa), percent(pb)),
+        );
+        line(
+            out,
+            format!(
+                "difference B - A: {}, 95% CI [{}, {}] ({})",
+                signed_percent_points(diff),
+                signed_percent_points(c.difference_ci95.0),
+                signed_percent_points(c.difference_ci95.1),
+                c.ci_method
+            ),
+        );
     } else {
-        line("pass rate: n/a (no pair has a verdict in both runs)".to_owned());
+        line(
+            out,
+            "pass rate: n/a (no pair has a verdict in both runs)".to_owned(),
+        );
     }
-    line(format!(
-        "exact McNemar test on the {} discordant pairs: p = {}",
-        c.only_a_passed + c.only_b_passed,
-        format_p(c.mcnemar_p)
-    ));
-    line(String::new());
-    if !c.deltas.is_empty() {
-        line("per pair, B - A:".to_owned());
+    line(
+        out,
+        format!(
+            "exact McNemar test on the {} discordant pairs: p = {}",
+            c.only_a_passed + c.only_b_passed,
+            format_p(c.mcnemar_p)
+        ),
+    );
+    line(out, String::new());
+}
+
+/// The per-pair changes in tokens, turns, time and cost; nothing when no
+/// measure has a pair.
+fn render_deltas(out: &mut String, deltas: &[Delta], markdown: bool) {
+    if deltas.is_empty() {
+        return;
+    }
+    line(out, "per pair, B - A:".to_owned());
+    if markdown {
+        line(
+            out,
+            "| measure | mean | median | pairs |\n|---|---|---|---|".to_owned(),
+        );
+    }
+    for d in deltas {
         if markdown {
-            line("| measure | mean | median | pairs |\n|---|---|---|---|".to_owned());
-        }
-        for d in &c.deltas {
-            if markdown {
-                line(format!(
+            line(
+                out,
+                format!(
                     "| {} | {:+.3} | {:+.3} | {} |",
                     d.measure, d.mean, d.median, d.pairs
-                ));
-            } else {
-                line(format!(
+                ),
+            );
+        } else {
+            line(
+                out,
+                format!(
                     "  {:<14} mean {:+12.3}  median {:+12.3}  ({} pairs)",
                     d.measure, d.mean, d.median, d.pairs
-                ));
-            }
+                ),
+            );
         }
-        line(String::new());
     }
-    let list = |pairs: &[(String, u32)]| -> String {
-        if pairs.is_empty() {
-            "none".to_owned()
-        } else {
-            pairs
-                .iter()
-                .map(|(task, epoch)| {
-                    if *epoch == 1 {
-                        task.clone()
-                    } else {
-                        format!("{task}#{epoch}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
-    line(format!(
-        "passed only in A ({}): {}",
-        c.regressions.len(),
-        list(&c.regressions)
-    ));
-    line(format!(
-        "passed only in B ({}): {}",
-        c.improvements.len(),
-        list(&c.improvements)
-    ));
-    out
+    line(out, String::new());
+}
+
+/// Flipped pairs as `task` (epoch 1) or `task#epoch`, or `none`.
+fn pair_list(pairs: &[(String, u32)]) -> String {
+    if pairs.is_empty() {
+        return "none".to_owned();
+    }
+    pairs
+        .iter()
+        .map(|(task, epoch)| {
+            if *epoch == 1 {
+                task.clone()
+            } else {
+                format!("{task}#{epoch}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Exact small p-values, without rounding them to zero.

@@ -37,10 +37,7 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
             args.format,
             args.output.as_deref(),
         )?),
-        Command::Show(args) => printed(
-            show::show(&args.target, args.task.as_deref(), args.epoch)
-                .map_err(CommandError::Input)?,
-        ),
+        Command::Show(args) => printed(show::show(&args.target, args.task.as_deref(), args.epoch)?),
         Command::Validate(args) => validate_command(&args),
         Command::Export(args) => export_command(&args),
         Command::Pull(args) => {

@@ -9,6 +9,7 @@ use crate::commands::export::ExportError;
 use crate::commands::merge::MergeError;
 use crate::commands::output::OutputError;
 use crate::commands::pull::PullError;
+use crate::commands::show::ShowError;
 use crate::config::ConfigError;
 
 /// Every row has a verdict; a command did what it was asked.
@@ -40,9 +41,11 @@ pub enum CommandError {
     Export(#[from] ExportError),
     #[error(transparent)]
     Pull(#[from] PullError),
-    /// `show` or `validate` refused their input, in their words (a
-    /// trajectory that cannot be found, clap's message for the command
-    /// line validate builds).
+    /// `show` cannot find or read the trajectory it was asked for.
+    #[error(transparent)]
+    Show(#[from] ShowError),
+    /// `validate` refused its input, in its words (clap's message for the
+    /// command line validate builds).
     #[error("{0}")]
     Input(String),
     /// A run (or validate's) failed after its checks passed: its run
@@ -66,6 +69,7 @@ impl CommandError {
             | CommandError::Merge(_)
             | CommandError::Export(_)
             | CommandError::Pull(_)
+            | CommandError::Show(_)
             | CommandError::Input(_) => EXIT_USAGE,
             CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,
         }
@@ -100,6 +104,11 @@ mod tests {
             ),
             (
                 ExportError::from(missing()).into(),
+                2,
+                "runs/a is not a run folder",
+            ),
+            (
+                ShowError::from(missing()).into(),
                 2,
                 "runs/a is not a run folder",
             ),

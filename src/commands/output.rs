@@ -28,9 +28,9 @@ pub enum OutputError {
     By(#[from] report::by::ByError),
     #[error("{0}")]
     Json(#[from] serde_json::Error),
-    /// The page writers' (`commands::html`) own words, which name the file.
-    #[error("{0}")]
-    Page(String),
+    /// The page writers' (`commands::html`) own error, which names the file.
+    #[error(transparent)]
+    Page(#[from] html::HtmlError),
 }
 
 /// `onebash report`: the report in `format` (grouped `by` a task field
@@ -59,7 +59,7 @@ pub fn report(
         Format::Markdown => report::render(&report, true),
         Format::Html => {
             let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
-            html::write_report(&report, &read.rows, &folder, &page).map_err(OutputError::Page)?;
+            html::write_report(&report, &read.rows, &folder, &page)?;
             return Ok(format!("{}\n", page.display()));
         }
     };
@@ -99,6 +99,6 @@ pub fn compare(
 /// Writes what a command would print to `path`; returns the line to print
 /// instead: the path.
 fn write_output(path: &Path, text: &str) -> Result<String, OutputError> {
-    html::write_file(path, text).map_err(OutputError::Page)?;
+    html::write_file(path, text)?;
     Ok(format!("{}\n", path.display()))
 }

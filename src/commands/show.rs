@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use crate::agent::{reasoning, responses};
 use crate::audit::Probe;
-use crate::run_folder::RunFolder;
-use crate::run_folder::trajectory::{CommandRecord, Event, read_trajectory};
+use crate::run_folder::trajectory::{CommandRecord, Event, ReadError, read_trajectory};
+use crate::run_folder::{RunFolder, RunFolderError};
 use crate::task::TaskId;
 
 /// Lines of a command's output shown from its start and from its end.
@@ -25,36 +25,65 @@ const SHOWN_LINES: usize = 12;
 /// Lines of a model's reasoning `show` prints.
 const REASONING_LINES: usize = 4;
 
-pub fn show(target: &Path, task: Option<&str>, epoch: u32) -> Result<String, String> {
+/// Why `show` has nothing to print.
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    /// Not a run folder: the message (from [`RunFolder::open`]) names it.
+    #[error(transparent)]
+    RunFolder(#[from] RunFolderError),
+    #[error(
+        "{} is a run folder: name the task too (onebash show RUN_DIR TASK_ID)",
+        .0.display()
+    )]
+    NoTask(PathBuf),
+    /// Not a task id: the message (from [`TaskId::parse`]) quotes it.
+    #[error("{0}")]
+    TaskId(String),
+    #[error(
+        "no trajectory for task {task} epoch {epoch} in {} (looked for {})",
+        folder.display(),
+        path.display()
+    )]
+    NoTrajectory {
+        task: String,
+        epoch: u32,
+        folder: PathBuf,
+        path: PathBuf,
+    },
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{} holds no event", .0.display())]
+    NoEvent(PathBuf),
+}
+
+/// The conversation of `target` (a trajectory file, or a run folder with
+/// the `task` and `epoch` to show), painted on a terminal without NO_COLOR.
+pub fn show(target: &Path, task: Option<&str>, epoch: u32) -> Result<String, ShowError> {
     let path = trajectory_path(target, task, epoch)?;
-    let events = read_trajectory(&path).map_err(|err| err.to_string())?;
+    let events = read_trajectory(&path)?;
     if events.is_empty() {
-        return Err(format!("{} holds no event", path.display()));
+        return Err(ShowError::NoEvent(path));
     }
     let colors = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     Ok(render(&events, colors))
 }
 
-fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<PathBuf, String> {
+fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<PathBuf, ShowError> {
     if target.is_file() {
         return Ok(target.to_owned());
     }
     let folder = RunFolder::open(target)?;
-    let task = task.ok_or_else(|| {
-        format!(
-            "{} is a run folder: name the task too (onebash show RUN_DIR TASK_ID)",
-            target.display()
-        )
-    })?;
-    let path = folder.trajectory(&TaskId::parse(task)?, epoch);
+    let task = task.ok_or_else(|| ShowError::NoTask(target.to_owned()))?;
+    let path = folder.trajectory(&TaskId::parse(task).map_err(ShowError::TaskId)?, epoch);
     if path.is_file() {
         Ok(path)
     } else {
-        Err(format!(
-            "no trajectory for task {task} epoch {epoch} in {} (looked for {})",
-            target.display(),
-            path.display()
-        ))
+        Err(ShowError::NoTrajectory {
+            task: task.to_owned(),
+            epoch,
+            folder: target.to_owned(),
+            path,
+        })
     }
 }
 
@@ -246,120 +275,165 @@ pub fn entries(events: &[Event]) -> Vec<Entry> {
     let (flagged, setup_flags) = audit_flags(events);
     let mut out = Vec::new();
     for event in events {
-        let entry = match event {
-            Event::Header {
-                task,
-                epoch,
-                model,
-                prompt,
-                repo,
-                base_commit,
-                ..
-            } => Entry::Header {
-                task: task["id"].as_str().unwrap_or("?").to_owned(),
-                epoch: *epoch,
-                model: model.clone(),
-                prompt: prompt.name.clone(),
-                repo: repo.clone(),
-                base_commit: base_commit.clone(),
-            },
-            Event::Checkout {
-                commit, duration_s, ..
-            } => Entry::Checkout {
-                commit: commit.clone(),
-                seconds: *duration_s,
-            },
-            Event::Setup(record) => Entry::Setup(command_run(record, setup_flags.clone())),
-            Event::Message { turn, message } => match message["role"].as_str().unwrap_or("") {
-                "user" if *turn == 0 => Entry::Problem(text_of(&message["content"])),
-                "assistant" => {
-                    if let Some(reasoning) = reasoning::reasoning_of(message) {
-                        out.push(Entry::Reasoning(reasoning));
-                    }
-                    let text = responses::output_text(message)
-                        .unwrap_or_else(|| text_of(&message["content"]));
-                    if text.trim().is_empty() {
-                        continue;
-                    }
-                    Entry::ModelText(text.trim().to_owned())
-                }
-                _ => continue,
-            },
-            Event::ModelCall {
-                turn,
-                latency_s,
-                usage,
-                ..
-            } => Entry::Turn {
-                turn: *turn,
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                seconds: *latency_s,
-            },
-            Event::ModelRetry {
-                retry,
-                wait_s,
-                error,
-                ..
-            } => Entry::Retry {
-                retry: *retry,
-                wait_seconds: *wait_s,
-                error: error.clone(),
-            },
-            Event::ModelError { error, .. } => Entry::ModelError(error.clone()),
-            Event::Command {
-                turn,
-                tool_call_id,
-                record,
-                ..
-            } => {
-                let key = (*turn, tool_call_id.clone());
-                let probes = flagged.get(&key).cloned().unwrap_or_default();
-                Entry::Command(command_run(record, probes))
+        match event {
+            Event::Header { .. } | Event::Checkout { .. } | Event::Setup(_) => {
+                out.extend(start_entry(event, &setup_flags));
             }
-            Event::ToolError { error, .. } => Entry::ToolError(error.clone()),
-            Event::AgentEnd {
-                exit_reason,
-                turns,
-                tool_calls,
-                usage,
-                ..
-            } => Entry::AgentEnd {
-                exit_reason: exit_reason.as_str().to_owned(),
-                turns: *turns,
-                tool_calls: *tool_calls,
-                total_tokens: usage.total_tokens,
-            },
-            Event::Audit {
-                history_probes,
-                setup_probes,
-            } => Entry::Audit {
-                commands: history_probes.len(),
-                kinds: kinds(history_probes.iter().flat_map(|c| &c.probes)),
-                setup_kinds: kinds(setup_probes.iter()),
-            },
-            Event::Test { record, .. } => Entry::Test {
-                passed: record.exit_code == 0 && !record.timed_out,
-                run: command_run(record, Vec::new()),
-            },
-            Event::End {
-                status,
-                exit_reason,
-                error,
-                ..
-            } => Entry::End {
-                status: status.as_str().to_owned(),
-                exit_reason: exit_reason.as_str().to_owned(),
-                error: error.clone(),
-            },
+            Event::Message { turn, message } => out.extend(message_entries(*turn, message)),
+            Event::ModelCall { .. }
+            | Event::ModelRetry { .. }
+            | Event::ModelError { .. }
+            | Event::Command { .. }
+            | Event::ToolError { .. } => out.extend(turn_entry(event, &flagged)),
+            Event::AgentEnd { .. }
+            | Event::Audit { .. }
+            | Event::Test { .. }
+            | Event::End { .. } => {
+                out.extend(end_entry(event));
+            }
             Event::System { .. }
             | Event::ReplayDivergence { .. }
             | Event::Diff { .. }
-            | Event::Unknown => continue,
-        };
-        out.push(entry);
+            | Event::Unknown => {}
+        }
     }
     out
+}
+
+/// What comes before the agent: the task, its checkout, its setup command
+/// (with what the audit flagged in it). `None` for the other events.
+fn start_entry(event: &Event, setup_flags: &[String]) -> Option<Entry> {
+    Some(match event {
+        Event::Header {
+            task,
+            epoch,
+            model,
+            prompt,
+            repo,
+            base_commit,
+            ..
+        } => Entry::Header {
+            task: task["id"].as_str().unwrap_or("?").to_owned(),
+            epoch: *epoch,
+            model: model.clone(),
+            prompt: prompt.name.clone(),
+            repo: repo.clone(),
+            base_commit: base_commit.clone(),
+        },
+        Event::Checkout {
+            commit, duration_s, ..
+        } => Entry::Checkout {
+            commit: commit.clone(),
+            seconds: *duration_s,
+        },
+        Event::Setup(record) => Entry::Setup(command_run(record, setup_flags.to_vec())),
+        _ => return None,
+    })
+}
+
+/// A message's entries: the problem (the first user message), or the
+/// model's reasoning and text. Tool answers and empty texts give none.
+fn message_entries(turn: u32, message: &Value) -> Vec<Entry> {
+    match message["role"].as_str().unwrap_or("") {
+        "user" if turn == 0 => vec![Entry::Problem(text_of(&message["content"]))],
+        "assistant" => {
+            let mut out = Vec::new();
+            if let Some(reasoning) = reasoning::reasoning_of(message) {
+                out.push(Entry::Reasoning(reasoning));
+            }
+            let text =
+                responses::output_text(message).unwrap_or_else(|| text_of(&message["content"]));
+            if !text.trim().is_empty() {
+                out.push(Entry::ModelText(text.trim().to_owned()));
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What happens in a turn besides the messages: the model call that starts
+/// it, retries and errors, the commands (with what the audit flagged in
+/// them). `None` for the other events.
+fn turn_entry(event: &Event, flagged: &Flags) -> Option<Entry> {
+    Some(match event {
+        Event::ModelCall {
+            turn,
+            latency_s,
+            usage,
+            ..
+        } => Entry::Turn {
+            turn: *turn,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            seconds: *latency_s,
+        },
+        Event::ModelRetry {
+            retry,
+            wait_s,
+            error,
+            ..
+        } => Entry::Retry {
+            retry: *retry,
+            wait_seconds: *wait_s,
+            error: error.clone(),
+        },
+        Event::ModelError { error, .. } => Entry::ModelError(error.clone()),
+        Event::Command {
+            turn,
+            tool_call_id,
+            record,
+            ..
+        } => {
+            let key = (*turn, tool_call_id.clone());
+            let probes = flagged.get(&key).cloned().unwrap_or_default();
+            Entry::Command(command_run(record, probes))
+        }
+        Event::ToolError { error, .. } => Entry::ToolError(error.clone()),
+        _ => return None,
+    })
+}
+
+/// What comes after the agent: its end, the audit, the test, the result.
+/// `None` for the other events.
+fn end_entry(event: &Event) -> Option<Entry> {
+    Some(match event {
+        Event::AgentEnd {
+            exit_reason,
+            turns,
+            tool_calls,
+            usage,
+            ..
+        } => Entry::AgentEnd {
+            exit_reason: exit_reason.as_str().to_owned(),
+            turns: *turns,
+            tool_calls: *tool_calls,
+            total_tokens: usage.total_tokens,
+        },
+        Event::Audit {
+            history_probes,
+            setup_probes,
+        } => Entry::Audit {
+            commands: history_probes.len(),
+            kinds: kinds(history_probes.iter().flat_map(|c| &c.probes)),
+            setup_kinds: kinds(setup_probes.iter()),
+        },
+        Event::Test { record, .. } => Entry::Test {
+            passed: record.exit_code == 0 && !record.timed_out,
+            run: command_run(record, Vec::new()),
+        },
+        Event::End {
+            status,
+            exit_reason,
+            error,
+            ..
+        } => Entry::End {
+            status: status.as_str().to_owned(),
+            exit_reason: exit_reason.as_str().to_owned(),
+            error: error.clone(),
+        },
+        _ => return None,
+    })
 }
 
 /// Seconds, for display.
@@ -438,144 +512,155 @@ fn shortened_text(text: &str) -> String {
     }
 }
 
+/// The conversation as `show` prints it, painted when `colors`.
 pub fn render(events: &[Event], colors: bool) -> String {
     let s = Style { on: colors };
     let mut out = Vec::new();
     for entry in entries(events) {
-        match entry {
-            Entry::Header {
-                task,
-                epoch,
-                model,
-                prompt,
-                repo,
-                base_commit,
-            } => {
-                out.push(s.bold(&format!(
-                    "task {task}  epoch {epoch}  model {model}  prompt {prompt}"
-                )));
-                out.push(s.dim(&format!("repo {repo} at {base_commit}")));
-            }
-            Entry::Checkout { commit, seconds: t } => {
-                out.push(s.dim(&format!("checked out {commit} in {}", seconds(t))))
-            }
-            Entry::Setup(run) => {
-                let mut line = format!(
-                    "{} {}  {}",
-                    s.cyan("setup $"),
-                    run.command,
-                    command_status(&run)
-                );
-                if let Some(marker) = probe_marker(&run.probes) {
-                    line.push_str(&format!("  {}", s.red(&marker)));
-                }
-                out.push(line);
-            }
-            Entry::Problem(text) => {
-                out.push(String::new());
-                out.push(s.bold("problem:"));
-                out.push(indent(&shortened_text(&text)));
-            }
-            Entry::ModelText(text) => out.push(format!("{} {text}", s.bold("model:"))),
-            Entry::Reasoning(text) => out.push(s.dim(&folded_reasoning(&text))),
-            Entry::Turn {
-                turn,
-                prompt_tokens,
-                completion_tokens,
-                seconds: t,
-            } => {
-                out.push(String::new());
-                out.push(s.bold(&format!(
-                    "--- turn {turn} ---  {prompt_tokens} + {completion_tokens} tokens, {}",
-                    seconds(t)
-                )));
-            }
-            Entry::Retry {
-                retry,
-                wait_seconds,
-                error,
-            } => out.push(s.dim(&format!(
-                "(retry {retry} after {}: {error})",
-                seconds(wait_seconds)
-            ))),
-            Entry::ModelError(error) => out.push(s.red(&format!("model error: {error}"))),
-            Entry::Command(run) => {
-                let status = command_status(&run);
-                let mut line = format!(
-                    "{} {}  {}",
-                    s.cyan("$"),
-                    run.command,
-                    if run.exit_code == 0 {
-                        s.dim(&status)
-                    } else {
-                        s.red(&status)
-                    }
-                );
-                if let Some(marker) = probe_marker(&run.probes) {
-                    line.push_str(&format!("  {}", s.red(&marker)));
-                }
-                out.push(line);
-                if !run.output.is_empty() {
-                    out.push(indent(&shortened_text(&run.output)));
-                }
-            }
-            Entry::ToolError(error) => out.push(s.red(&format!("bad tool call: {error}"))),
-            Entry::AgentEnd {
-                exit_reason,
-                turns,
-                tool_calls,
-                total_tokens,
-            } => {
-                out.push(String::new());
-                out.push(s.bold(&format!(
-                    "agent ended: {exit_reason} after {turns} turns, {tool_calls} tool calls, {total_tokens} tokens"
-                )));
-            }
-            Entry::Audit {
-                commands,
-                kinds,
-                setup_kinds,
-            } => {
-                let line = audit_summary(commands, &kinds, &setup_kinds);
-                out.push(if commands == 0 {
-                    s.dim(&line)
-                } else {
-                    s.red(&line)
-                });
-            }
-            Entry::Test { run, passed } => {
-                let verdict = if passed {
-                    s.green("PASSED")
-                } else {
-                    s.red("FAILED")
-                };
-                out.push(format!(
-                    "{} {}  [exit {}, {}] {verdict}",
-                    s.cyan("test $"),
-                    run.command,
-                    run.exit_code,
-                    seconds(run.seconds)
-                ));
-                out.push(indent(&shortened_text(&run.output)));
-            }
-            Entry::End {
-                status,
-                exit_reason,
-                error,
-            } => {
-                let painted = match status.as_str() {
-                    "passed" => s.green(&status),
-                    _ => s.red(&status),
-                };
-                let mut line = format!("{} {painted} ({exit_reason})", s.bold("result:"));
-                if let Some(error) = error {
-                    line.push_str(&format!("  {error}"));
-                }
-                out.push(line);
-            }
+        // A blank line before the problem, each turn and the agent's end.
+        if matches!(
+            entry,
+            Entry::Problem(_) | Entry::Turn { .. } | Entry::AgentEnd { .. }
+        ) {
+            out.push(String::new());
         }
+        out.extend(entry_lines(entry, &s));
     }
     out.join("\n") + "\n"
+}
+
+/// One entry's lines in the terminal.
+fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
+    match entry {
+        Entry::Header {
+            task,
+            epoch,
+            model,
+            prompt,
+            repo,
+            base_commit,
+        } => vec![
+            s.bold(&format!(
+                "task {task}  epoch {epoch}  model {model}  prompt {prompt}"
+            )),
+            s.dim(&format!("repo {repo} at {base_commit}")),
+        ],
+        Entry::Checkout { commit, seconds: t } => {
+            vec![s.dim(&format!("checked out {commit} in {}", seconds(t)))]
+        }
+        Entry::Setup(run) => vec![command_line(s, "setup $", &run, command_status(&run))],
+        Entry::Problem(text) => vec![s.bold("problem:"), indent(&shortened_text(&text))],
+        Entry::ModelText(text) => vec![format!("{} {text}", s.bold("model:"))],
+        Entry::Reasoning(text) => vec![s.dim(&folded_reasoning(&text))],
+        Entry::Turn {
+            turn,
+            prompt_tokens,
+            completion_tokens,
+            seconds: t,
+        } => {
+            let tokens = format!("{prompt_tokens} + {completion_tokens} tokens");
+            vec![s.bold(&format!("--- turn {turn} ---  {tokens}, {}", seconds(t)))]
+        }
+        Entry::Retry {
+            retry,
+            wait_seconds,
+            error,
+        } => vec![s.dim(&format!(
+            "(retry {retry} after {}: {error})",
+            seconds(wait_seconds)
+        ))],
+        Entry::ModelError(error) => vec![s.red(&format!("model error: {error}"))],
+        Entry::Command(run) => agent_command_lines(s, &run),
+        Entry::ToolError(error) => vec![s.red(&format!("bad tool call: {error}"))],
+        Entry::AgentEnd {
+            exit_reason,
+            turns,
+            tool_calls,
+            total_tokens,
+        } => {
+            let counts = format!("{turns} turns, {tool_calls} tool calls, {total_tokens} tokens");
+            vec![s.bold(&format!("agent ended: {exit_reason} after {counts}"))]
+        }
+        Entry::Audit {
+            commands,
+            kinds,
+            setup_kinds,
+        } => vec![audit_line(s, commands, &kinds, &setup_kinds)],
+        Entry::Test { run, passed } => test_lines(s, &run, passed),
+        Entry::End {
+            status,
+            exit_reason,
+            error,
+        } => vec![result_line(s, &status, &exit_reason, error.as_deref())],
+    }
+}
+
+/// `PROMPT COMMAND  STATUS`, then the audit's marker when it flagged the
+/// command.
+fn command_line(s: &Style, prompt: &str, run: &CommandRun, status: String) -> String {
+    let mut line = format!("{} {}  {status}", s.cyan(prompt), run.command);
+    if let Some(marker) = probe_marker(&run.probes) {
+        line.push_str(&format!("  {}", s.red(&marker)));
+    }
+    line
+}
+
+/// An agent's command, its status red when it failed, then its shortened
+/// output.
+fn agent_command_lines(s: &Style, run: &CommandRun) -> Vec<String> {
+    let status = command_status(run);
+    let status = if run.exit_code == 0 {
+        s.dim(&status)
+    } else {
+        s.red(&status)
+    };
+    let mut lines = vec![command_line(s, "$", run, status)];
+    if !run.output.is_empty() {
+        lines.push(indent(&shortened_text(&run.output)));
+    }
+    lines
+}
+
+/// The test command with its verdict, then its shortened output.
+fn test_lines(s: &Style, run: &CommandRun, passed: bool) -> Vec<String> {
+    let verdict = if passed {
+        s.green("PASSED")
+    } else {
+        s.red("FAILED")
+    };
+    vec![
+        format!(
+            "{} {}  [exit {}, {}] {verdict}",
+            s.cyan("test $"),
+            run.command,
+            run.exit_code,
+            seconds(run.seconds)
+        ),
+        indent(&shortened_text(&run.output)),
+    ]
+}
+
+/// The audit's summary, red when it found a history probe.
+fn audit_line(s: &Style, commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
+    let line = audit_summary(commands, kinds, setup_kinds);
+    if commands == 0 {
+        s.dim(&line)
+    } else {
+        s.red(&line)
+    }
+}
+
+/// `result: STATUS (EXIT_REASON)  ERROR`.
+fn result_line(s: &Style, status: &str, exit_reason: &str, error: Option<&str>) -> String {
+    let painted = match status {
+        "passed" => s.green(status),
+        _ => s.red(status),
+    };
+    let mut line = format!("{} {painted} ({exit_reason})", s.bold("result:"));
+    if let Some(error) = error {
+        line.push_str(&format!("  {error}"));
+    }
+    line
 }
 
 /// Typed events for the tests of the transcript walk, here and in

@@ -8,7 +8,7 @@ mod report;
 mod transcript;
 
 pub use compare::{compare_page, default_compare_page};
-pub use page::{escape, write_file};
+pub use page::{HtmlError, escape, write_file};
 pub use report::{report_page, write_report};
 pub use transcript::transcript_page;
 

@@ -14,9 +14,11 @@
 //! files only lay it out and write the files. `commands::output`, not
 //! those command files, calls them for `--format html`.
 
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::run_folder::Status;
+use crate::run_folder::trajectory::ReadError;
 
 /// Escapes text for HTML element content and quoted attribute values.
 /// Control characters other than tab and newlines become their visible
@@ -41,13 +43,33 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Why the pages cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum HtmlError {
+    #[error("failed to create {}: {source}", dir.display())]
+    CreateDir { dir: PathBuf, source: io::Error },
+    #[error("failed to write {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    /// `--output` names a folder (`.`, `/`), not the page's file.
+    #[error("{} names no file", .0.display())]
+    NoFileName(PathBuf),
+    /// A trajectory to draw a transcript page from.
+    #[error(transparent)]
+    Trajectory(#[from] ReadError),
+}
+
 /// Writes a page, making its folder first.
-pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
+pub fn write_file(path: &Path, text: &str) -> Result<(), HtmlError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|err| format!("failed to create {}: {err}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| HtmlError::CreateDir {
+            dir: dir.to_owned(),
+            source,
+        })?;
     }
-    std::fs::write(path, text).map_err(|err| format!("failed to write {}: {err}", path.display()))
+    std::fs::write(path, text).map_err(|source| HtmlError::Write {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 const STYLE: &str = "

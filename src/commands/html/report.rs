@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{
-    STATUSES, compact, escape, legend, nice_step, page, percent, rect, status_class, svg_open,
-    text, write_file,
+    HtmlError, STATUSES, compact, escape, legend, nice_step, page, percent, rect, status_class,
+    svg_open, text, write_file,
 };
 use crate::commands::report::by::Groups;
 use crate::commands::report::{
@@ -28,7 +28,7 @@ pub fn write_report(
     rows: &[ResultRow],
     run: &RunFolder,
     page: &Path,
-) -> Result<usize, String> {
+) -> Result<usize, HtmlError> {
     let dir = page
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -36,7 +36,7 @@ pub fn write_report(
     let page_name = page
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{} names no file", page.display()))?;
+        .ok_or_else(|| HtmlError::NoFileName(page.to_owned()))?;
     let transcripts = dir.join(TRANSCRIPTS);
     let mut links = Vec::with_capacity(rows.len());
     for row in rows {
@@ -45,7 +45,7 @@ pub fn write_report(
             links.push(None);
             continue;
         }
-        let events = read_trajectory(&trajectory).map_err(|err| err.to_string())?;
+        let events = read_trajectory(&trajectory)?;
         let name = format!("{}.epoch-{}.html", row.task_id.as_str(), row.epoch);
         let html = super::transcript_page(&show::entries(&events), &format!("../{page_name}"));
         write_file(&transcripts.join(&name), &html)?;
@@ -400,36 +400,7 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
         escape(r.model.as_deref().unwrap_or("?")),
         escape(r.prompt.as_deref().unwrap_or("?"))
     );
-    let pass_rate = match r.pass_rate {
-        Some(rate) => format!(
-            "<div class=\"big\">{}</div><div>pass rate ({}/{} rows with a verdict)</div>\
-             <div class=\"meta\">95% CI [{}, {}] (Wilson)</div>",
-            percent(rate),
-            r.passed,
-            r.passed + r.failed,
-            percent(r.pass_rate_ci95.0),
-            percent(r.pass_rate_ci95.1)
-        ),
-        None => {
-            "<div class=\"big\">n/a</div><div>pass rate (no row has a verdict)</div>".to_owned()
-        }
-    };
-    body.push_str(&format!(
-        "<section class=\"cards\"><div class=\"card\" id=\"pass-rate\">{pass_rate}</div>\
-         <div class=\"card\"><div class=\"big\"><span class=\"passed status\">{}</span> / \
-         <span class=\"failed status\">{}</span> / <span class=\"error status\">{}</span></div>\
-         <div>passed / failed / error</div></div>\
-         <div class=\"card\"><div class=\"big\">{}</div><div>rows ({} × {})</div></div>\
-         <div class=\"card\"><div class=\"big\">{}</div><div>tokens ({} per row)</div></div></section>\n",
-        r.passed,
-        r.failed,
-        r.error,
-        r.rows,
-        count(r.tasks, "task"),
-        count(r.epochs as usize, "epoch"),
-        compact(r.totals.total_tokens),
-        compact(r.per_row.total_tokens.round()),
-    ));
+    body.push_str(&summary_cards(r));
     if r.error > 0 {
         body.push_str(&format!(
             "<p class=\"note\">{} rows with status error have no verdict and are left out of the \
@@ -449,47 +420,10 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
     if let Some(groups) = &r.by {
         body.push_str(&by_section(groups));
     }
-    let status_keys: Vec<(&str, String)> = STATUSES
-        .iter()
-        .map(|s| (status_class(*s), status_class(*s).to_owned()))
-        .collect();
-    body.push_str("<section><h2>Outcomes by exit reason</h2>\n");
-    body.push_str(&legend(&status_keys));
-    body.push_str(&exit_reason_chart(rows));
-    body.push_str("</section>\n<section><h2>Turns per task</h2>\n");
-    body.push_str(&per_task_chart("chart-turns", "turns", rows, |r| {
-        f64::from(r.turns)
-    }));
-    body.push_str("</section>\n<section><h2>Tokens per task</h2>\n");
-    body.push_str(&per_task_chart("chart-tokens", "tokens", rows, |r| {
-        r.total_tokens as f64
-    }));
-    body.push_str("</section>\n<section><h2>Totals and means</h2>\n");
-    body.push_str(&measures_table(r));
-    if r.rows_without_cost > 0 {
-        body.push_str(&format!(
-            "<p class=\"note\">cost leaves out {} rows whose price is unknown</p>\n",
-            r.rows_without_cost
-        ));
-    }
-    body.push_str("</section>\n");
+    body.push_str(&chart_sections(rows));
+    body.push_str(&totals_section(r));
     if !r.pass_at_k.is_empty() {
-        body.push_str(
-            "<section><h2>pass@k</h2><p class=\"note\">unbiased estimator (Chen et al. 2021) and \
-             pass^k (all k pass), mean over tasks</p>\n<table id=\"pass-at-k\"><thead><tr>\
-             <th class=\"num\">k</th><th class=\"num\">pass@k</th><th class=\"num\">pass^k</th>\
-             <th class=\"num\">tasks</th></tr></thead><tbody>\n",
-        );
-        for p in &r.pass_at_k {
-            body.push_str(&format!(
-                "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                p.k,
-                percent(p.pass_at_k),
-                percent(p.pass_hat_k),
-                p.tasks
-            ));
-        }
-        body.push_str("</tbody></table></section>\n");
+        body.push_str(&pass_at_k_section(r));
     }
     body.push_str(
         "<section><h2>Tasks</h2><p class=\"hint\">Click a column to sort (again to reverse); \
@@ -503,6 +437,95 @@ pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> 
         &body,
         Some(SORT_SCRIPT),
     )
+}
+
+/// The cards at the top: pass rate with its interval, the three statuses,
+/// rows, tokens.
+fn summary_cards(r: &Report) -> String {
+    let pass_rate = match r.pass_rate {
+        Some(rate) => format!(
+            "<div class=\"big\">{}</div><div>pass rate ({}/{} rows with a verdict)</div>\
+             <div class=\"meta\">95% CI [{}, {}] (Wilson)</div>",
+            percent(rate),
+            r.passed,
+            r.passed + r.failed,
+            percent(r.pass_rate_ci95.0),
+            percent(r.pass_rate_ci95.1)
+        ),
+        None => {
+            "<div class=\"big\">n/a</div><div>pass rate (no row has a verdict)</div>".to_owned()
+        }
+    };
+    format!(
+        "<section class=\"cards\"><div class=\"card\" id=\"pass-rate\">{pass_rate}</div>\
+         <div class=\"card\"><div class=\"big\"><span class=\"passed status\">{}</span> / \
+         <span class=\"failed status\">{}</span> / <span class=\"error status\">{}</span></div>\
+         <div>passed / failed / error</div></div>\
+         <div class=\"card\"><div class=\"big\">{}</div><div>rows ({} × {})</div></div>\
+         <div class=\"card\"><div class=\"big\">{}</div><div>tokens ({} per row)</div></div></section>\n",
+        r.passed,
+        r.failed,
+        r.error,
+        r.rows,
+        count(r.tasks, "task"),
+        count(r.epochs as usize, "epoch"),
+        compact(r.totals.total_tokens),
+        compact(r.per_row.total_tokens.round()),
+    )
+}
+
+/// The three chart sections: outcomes by exit reason, turns and tokens per
+/// task.
+fn chart_sections(rows: &[ResultRow]) -> String {
+    let status_keys: Vec<(&str, String)> = STATUSES
+        .iter()
+        .map(|s| (status_class(*s), status_class(*s).to_owned()))
+        .collect();
+    let mut out = String::from("<section><h2>Outcomes by exit reason</h2>\n");
+    out.push_str(&legend(&status_keys));
+    out.push_str(&exit_reason_chart(rows));
+    out.push_str("</section>\n<section><h2>Turns per task</h2>\n");
+    out.push_str(&per_task_chart("chart-turns", "turns", rows, |r| {
+        f64::from(r.turns)
+    }));
+    out.push_str("</section>\n<section><h2>Tokens per task</h2>\n");
+    out.push_str(&per_task_chart("chart-tokens", "tokens", rows, |r| {
+        r.total_tokens as f64
+    }));
+    out + "</section>\n"
+}
+
+/// The measures table, with a note when some rows have no cost.
+fn totals_section(r: &Report) -> String {
+    let mut out = String::from("<section><h2>Totals and means</h2>\n");
+    out.push_str(&measures_table(r));
+    if r.rows_without_cost > 0 {
+        out.push_str(&format!(
+            "<p class=\"note\">cost leaves out {} rows whose price is unknown</p>\n",
+            r.rows_without_cost
+        ));
+    }
+    out + "</section>\n"
+}
+
+/// pass@k and pass^k for each k the epochs allow.
+fn pass_at_k_section(r: &Report) -> String {
+    let mut out = String::from(
+        "<section><h2>pass@k</h2><p class=\"note\">unbiased estimator (Chen et al. 2021) and \
+         pass^k (all k pass), mean over tasks</p>\n<table id=\"pass-at-k\"><thead><tr>\
+         <th class=\"num\">k</th><th class=\"num\">pass@k</th><th class=\"num\">pass^k</th>\
+         <th class=\"num\">tasks</th></tr></thead><tbody>\n",
+    );
+    for p in &r.pass_at_k {
+        out.push_str(&format!(
+            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+            p.k,
+            percent(p.pass_at_k),
+            percent(p.pass_hat_k),
+            p.tasks
+        ));
+    }
+    out + "</tbody></table></section>\n"
 }
 
 #[cfg(test)]

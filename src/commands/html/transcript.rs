@@ -48,6 +48,8 @@ fn shortened_pre(text: &str, class: &str) -> String {
 }
 
 /// One (task, epoch)'s conversation; `back` links to the report page.
+/// Each turn is a `<section>`, from its model call to the next turn, the
+/// agent's end, the test or the result.
 pub fn transcript_page(entries: &[Entry], back: &str) -> String {
     let mut title = "transcript".to_owned();
     let mut body = format!(
@@ -55,147 +57,167 @@ pub fn transcript_page(entries: &[Entry], back: &str) -> String {
         escape(back)
     );
     let mut in_turn = false;
-    let close_turn = |body: &mut String, in_turn: &mut bool| {
-        if *in_turn {
-            body.push_str("</section>\n");
-            *in_turn = false;
-        }
-    };
     for entry in entries {
-        match entry {
-            Entry::Header {
-                task,
-                epoch,
-                model,
-                prompt,
-                repo,
-                base_commit,
-            } => {
-                title = format!("{task} epoch {}", epoch);
-                body.push_str(&format!(
-                    "<header><h1>{}</h1><p class=\"meta\">model <b>{}</b> · prompt <b>{}</b> · repo \
-                     <code>{}</code> at <code>{}</code></p></header>\n",
-                    escape(&format!("task {task}, epoch {}", epoch)),
-                    escape(model),
-                    escape(prompt),
-                    escape(repo),
-                    escape(base_commit)
-                ));
-            }
-            Entry::Checkout { commit, seconds } => body.push_str(&format!(
-                "<p class=\"meta\">checked out <code>{}</code> in {}</p>\n",
-                escape(commit),
-                show::seconds(*seconds)
-            )),
-            Entry::Setup(run) => body.push_str(&command_block("setup $", run, None)),
-            Entry::Problem(problem) => {
-                body.push_str("<section class=\"problem\"><h2>Problem</h2>\n");
-                body.push_str(&shortened_pre(problem, "problem"));
-                body.push_str("</section>\n");
-            }
-            Entry::Turn {
-                turn,
-                prompt_tokens,
-                completion_tokens,
-                seconds,
-            } => {
-                close_turn(&mut body, &mut in_turn);
-                in_turn = true;
-                body.push_str(&format!(
-                    "<section class=\"turn\" id=\"turn-{0}\"><h2>Turn {0} <span class=\"meta\">{1} + {2} tokens, {3}</span></h2>\n",
-                    turn,
-                    prompt_tokens,
-                    completion_tokens,
-                    show::seconds(*seconds)
-                ));
-            }
-            Entry::ModelText(text) => body.push_str(&format!(
-                "<pre class=\"model-text\">{}</pre>\n",
-                escape(text)
-            )),
-            Entry::Reasoning(text) => body.push_str(&format!(
-                "<details class=\"reasoning\"><summary>reasoning ({} lines)</summary><pre>{}</pre></details>\n",
-                text.lines().count(),
-                escape(text)
-            )),
-            Entry::Retry {
-                retry,
-                wait_seconds,
-                error,
-            } => body.push_str(&format!(
-                "<p class=\"meta\">retry {} after {}: {}</p>\n",
-                retry,
-                show::seconds(*wait_seconds),
-                escape(error)
-            )),
-            Entry::ModelError(error) => body.push_str(&format!(
-                "<p class=\"problem-error\">model error: {}</p>\n",
-                escape(error)
-            )),
-            Entry::Command(run) => body.push_str(&command_block("$", run, None)),
-            Entry::ToolError(error) => body.push_str(&format!(
-                "<p class=\"problem-error\">bad tool call: {}</p>\n",
-                escape(error)
-            )),
-            Entry::AgentEnd {
-                exit_reason,
-                turns,
-                tool_calls,
-                total_tokens,
-            } => {
-                close_turn(&mut body, &mut in_turn);
-                body.push_str(&format!(
-                    "<h2>Agent ended: {} after {} turns, {} tool calls, {} tokens</h2>\n",
-                    escape(exit_reason),
-                    turns,
-                    tool_calls,
-                    total_tokens
-                ));
-            }
-            Entry::Audit {
-                commands,
-                kinds,
-                setup_kinds,
-            } => {
-                let class = if *commands == 0 {
-                    "meta"
-                } else {
-                    "problem-error"
-                };
-                body.push_str(&format!(
-                    "<p class=\"audit {class}\">{}</p>\n",
-                    escape(&show::audit_summary(*commands, kinds, setup_kinds))
-                ));
-            }
-            Entry::Test { run, passed } => {
-                close_turn(&mut body, &mut in_turn);
-                body.push_str("<section class=\"test\"><h2>Test</h2>\n");
-                body.push_str(&command_block("test $", run, Some(*passed)));
-                body.push_str("</section>\n");
-            }
-            Entry::End {
-                status,
-                exit_reason,
-                error,
-            } => {
-                close_turn(&mut body, &mut in_turn);
-                let class = match status.as_str() {
-                    "passed" | "failed" => status.as_str(),
-                    _ => "error",
-                };
-                body.push_str(&format!(
-                    "<p class=\"result {class}\">result: <span class=\"status\">{}</span> ({}){}</p>\n",
-                    escape(status),
-                    escape(exit_reason),
-                    error
-                        .as_deref()
-                        .map_or(String::new(), |e| format!(" <span class=\"meta\">{}</span>", escape(e)))
-                ));
-            }
+        if let Entry::Header { task, epoch, .. } = entry {
+            title = format!("{task} epoch {}", epoch);
         }
+        let closes = closes_turn(entry);
+        if in_turn && closes {
+            body.push_str("</section>\n");
+        }
+        in_turn = matches!(entry, Entry::Turn { .. }) || (in_turn && !closes);
+        body.push_str(&entry_html(entry));
     }
-    close_turn(&mut body, &mut in_turn);
+    if in_turn {
+        body.push_str("</section>\n");
+    }
     page(&title, &body, None)
+}
+
+/// The entries that end the turn before them: the next turn, the agent's
+/// end, the test, the result.
+fn closes_turn(entry: &Entry) -> bool {
+    matches!(
+        entry,
+        Entry::Turn { .. } | Entry::AgentEnd { .. } | Entry::Test { .. } | Entry::End { .. }
+    )
+}
+
+/// One entry as HTML. A turn's entry opens its `<section>`, which
+/// [`transcript_page`] closes.
+fn entry_html(entry: &Entry) -> String {
+    match entry {
+        Entry::Header {
+            task,
+            epoch,
+            model,
+            prompt,
+            repo,
+            base_commit,
+        } => page_header(task, *epoch, model, prompt, repo, base_commit),
+        Entry::Checkout { commit, seconds } => format!(
+            "<p class=\"meta\">checked out <code>{}</code> in {}</p>\n",
+            escape(commit),
+            show::seconds(*seconds)
+        ),
+        Entry::Setup(run) => command_block("setup $", run, None),
+        Entry::Problem(problem) => format!(
+            "<section class=\"problem\"><h2>Problem</h2>\n{}</section>\n",
+            shortened_pre(problem, "problem")
+        ),
+        Entry::Turn {
+            turn,
+            prompt_tokens,
+            completion_tokens,
+            seconds,
+        } => turn_heading(*turn, *prompt_tokens, *completion_tokens, *seconds),
+        Entry::ModelText(text) => format!("<pre class=\"model-text\">{}</pre>\n", escape(text)),
+        Entry::Reasoning(text) => format!(
+            "<details class=\"reasoning\"><summary>reasoning ({} lines)</summary><pre>{}</pre></details>\n",
+            text.lines().count(),
+            escape(text)
+        ),
+        Entry::Retry {
+            retry,
+            wait_seconds,
+            error,
+        } => format!(
+            "<p class=\"meta\">retry {retry} after {}: {}</p>\n",
+            show::seconds(*wait_seconds),
+            escape(error)
+        ),
+        Entry::ModelError(error) => problem_line("model error", error),
+        Entry::Command(run) => command_block("$", run, None),
+        Entry::ToolError(error) => problem_line("bad tool call", error),
+        Entry::AgentEnd {
+            exit_reason,
+            turns,
+            tool_calls,
+            total_tokens,
+        } => format!(
+            "<h2>Agent ended: {} after {turns} turns, {tool_calls} tool calls, {total_tokens} tokens</h2>\n",
+            escape(exit_reason),
+        ),
+        Entry::Audit {
+            commands,
+            kinds,
+            setup_kinds,
+        } => audit_line(*commands, kinds, setup_kinds),
+        Entry::Test { run, passed } => format!(
+            "<section class=\"test\"><h2>Test</h2>\n{}</section>\n",
+            command_block("test $", run, Some(*passed))
+        ),
+        Entry::End {
+            status,
+            exit_reason,
+            error,
+        } => result_line(status, exit_reason, error.as_deref()),
+    }
+}
+
+/// The page's heading: the task and epoch, then what ran it on what.
+fn page_header(
+    task: &str,
+    epoch: u32,
+    model: &str,
+    prompt: &str,
+    repo: &str,
+    base_commit: &str,
+) -> String {
+    format!(
+        "<header><h1>{}</h1><p class=\"meta\">model <b>{}</b> · prompt <b>{}</b> · repo \
+         <code>{}</code> at <code>{}</code></p></header>\n",
+        escape(&format!("task {task}, epoch {epoch}")),
+        escape(model),
+        escape(prompt),
+        escape(repo),
+        escape(base_commit)
+    )
+}
+
+/// A model call's heading, which opens the turn's `<section>`.
+fn turn_heading(turn: u32, prompt_tokens: u64, completion_tokens: u64, seconds: f64) -> String {
+    format!(
+        "<section class=\"turn\" id=\"turn-{turn}\"><h2>Turn {turn} <span class=\"meta\">\
+         {prompt_tokens} + {completion_tokens} tokens, {}</span></h2>\n",
+        show::seconds(seconds)
+    )
+}
+
+/// A model error or a bad tool call, marked as a problem.
+fn problem_line(what: &str, error: &str) -> String {
+    format!("<p class=\"problem-error\">{what}: {}</p>\n", escape(error))
+}
+
+/// The audit's count of history probes, marked as a problem when there is one.
+fn audit_line(commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
+    let class = if commands == 0 {
+        "meta"
+    } else {
+        "problem-error"
+    };
+    format!(
+        "<p class=\"audit {class}\">{}</p>\n",
+        escape(&show::audit_summary(commands, kinds, setup_kinds))
+    )
+}
+
+/// The row's status (coloured as passed, failed or error), exit reason and
+/// error.
+fn result_line(status: &str, exit_reason: &str, error: Option<&str>) -> String {
+    let class = match status {
+        "passed" | "failed" => status,
+        _ => "error",
+    };
+    format!(
+        "<p class=\"result {class}\">result: <span class=\"status\">{}</span> ({}){}</p>\n",
+        escape(status),
+        escape(exit_reason),
+        error.map_or(String::new(), |e| format!(
+            " <span class=\"meta\">{}</span>",
+            escape(e)
+        ))
+    )
 }
 
 #[cfg(test)]

@@ -358,11 +358,27 @@ pub const MEASURES: &[(&str, MeasureOf, usize)] = &[
 
 /// The report as text, or as markdown.
 pub fn render(r: &Report, markdown: bool) -> String {
+    let mut out = render_summary(r, markdown);
+    out.push_str(&render_measures(r, markdown));
+    if !r.pass_at_k.is_empty() {
+        out.push_str(&render_pass_at_k(&r.pass_at_k, markdown));
+    }
+    if let Some(groups) = &r.by {
+        line(&mut out, String::new());
+        out.push_str(&render_by(groups, markdown));
+    }
+    out
+}
+
+fn line(out: &mut String, text: String) {
+    out.push_str(&text);
+    out.push('\n');
+}
+
+/// The run, its counts by status with the pass rate, the exit reasons and
+/// the history probes.
+fn render_summary(r: &Report, markdown: bool) -> String {
     let mut out = String::new();
-    let line = |out: &mut String, text: String| {
-        out.push_str(&text);
-        out.push('\n');
-    };
     if markdown {
         line(&mut out, format!("# onebash report: `{}`\n", r.run));
     } else {
@@ -420,7 +436,12 @@ pub fn render(r: &Report, markdown: bool) -> String {
         out.push_str(&render_history_probes(h, r.rows, markdown));
     }
     line(&mut out, String::new());
+    out
+}
 
+/// The measures table (total, per row, per passed row), what cost leaves
+/// out, and the prompt cache's line.
+fn render_measures(r: &Report, markdown: bool) -> String {
     let columns = ["", "total", "per row", "per passed row"];
     let mut table: Vec<Vec<String>> = Vec::new();
     for &(name, get, decimals) in MEASURES {
@@ -433,7 +454,7 @@ pub fn render(r: &Report, markdown: bool) -> String {
             cell(r.per_passed_row.as_ref()),
         ]);
     }
-    out.push_str(&render_table(&columns, &table, markdown));
+    let mut out = render_table(&columns, &table, markdown);
     if r.rows_without_cost > 0 {
         line(
             &mut out,
@@ -446,34 +467,34 @@ pub fn render(r: &Report, markdown: bool) -> String {
     if let Some(cache) = &r.prompt_cache {
         line(&mut out, prompt_cache_line(cache));
     }
-    if !r.pass_at_k.is_empty() {
-        line(&mut out, String::new());
-        line(
-            &mut out,
-            "pass@k (unbiased estimator, Chen et al. 2021) and pass^k (all k pass), mean over tasks:".to_owned(),
-        );
-        let rows: Vec<Vec<String>> = r
-            .pass_at_k
-            .iter()
-            .map(|p| {
-                vec![
-                    p.k.to_string(),
-                    percent(p.pass_at_k),
-                    percent(p.pass_hat_k),
-                    p.tasks.to_string(),
-                ]
-            })
-            .collect();
-        out.push_str(&render_table(
-            &["k", "pass@k", "pass^k", "tasks"],
-            &rows,
-            markdown,
-        ));
-    }
-    if let Some(groups) = &r.by {
-        line(&mut out, String::new());
-        out.push_str(&render_by(groups, markdown));
-    }
+    out
+}
+
+/// The pass@k table, after a blank line.
+fn render_pass_at_k(pass_at_k: &[PassAtK], markdown: bool) -> String {
+    let mut out = String::new();
+    line(&mut out, String::new());
+    line(
+        &mut out,
+        "pass@k (unbiased estimator, Chen et al. 2021) and pass^k (all k pass), mean over tasks:"
+            .to_owned(),
+    );
+    let rows: Vec<Vec<String>> = pass_at_k
+        .iter()
+        .map(|p| {
+            vec![
+                p.k.to_string(),
+                percent(p.pass_at_k),
+                percent(p.pass_hat_k),
+                p.tasks.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&render_table(
+        &["k", "pass@k", "pass^k", "tasks"],
+        &rows,
+        markdown,
+    ));
     out
 }
 

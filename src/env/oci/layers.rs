@@ -204,17 +204,53 @@ pub fn unpack_verified(
     Ok(())
 }
 
+/// What makes a layer hostile: an entry that would write outside the
+/// image's root, or link to what is not its own.
+#[derive(Debug, thiserror::Error)]
+enum Hostile {
+    #[error("{} climbs out with `..`", .0.display())]
+    ClimbsOut(PathBuf),
+    #[error("{} is absolute", .0.display())]
+    Absolute(PathBuf),
+    #[error("{} goes through the symlink {}", entry.display(), symlink.display())]
+    ThroughSymlink { entry: PathBuf, symlink: PathBuf },
+    #[error("{} goes through the file {}", entry.display(), file.display())]
+    ThroughFile { entry: PathBuf, file: PathBuf },
+    #[error("{} is a symlink to nothing", .0.display())]
+    SymlinkToNothing(PathBuf),
+    #[error("the symlink {} -> {} leaves the image's root", link.display(), target.display())]
+    SymlinkLeavesRoot { link: PathBuf, target: PathBuf },
+    #[error("{} is a hard link to nothing", .0.display())]
+    HardLinkToNothing(PathBuf),
+    #[error("the hard link {}: {why}", link.display())]
+    HardLinkOut { link: PathBuf, why: Box<Hostile> },
+    #[error("{} is a hard link to the root", .0.display())]
+    HardLinkToRoot(PathBuf),
+    #[error(
+        "the hard link {} names {}, which is not a file of this layer",
+        link.display(),
+        target.display()
+    )]
+    HardLinkNotInLayer { link: PathBuf, target: PathBuf },
+}
+
+impl From<Hostile> for OciError {
+    fn from(why: Hostile) -> OciError {
+        OciError::Refused(why.to_string())
+    }
+}
+
 /// A path inside a layer, made of normal components only; `None` for the
 /// root itself. Absolute paths and `..` are refused.
-fn inside(path: &Path) -> Result<Option<PathBuf>, String> {
+fn inside(path: &Path) -> Result<Option<PathBuf>, Hostile> {
     let mut clean = PathBuf::new();
     for component in path.components() {
         match component {
             Component::Normal(part) => clean.push(part),
             Component::CurDir => {}
-            Component::ParentDir => return Err(format!("{} climbs out with `..`", path.display())),
+            Component::ParentDir => return Err(Hostile::ClimbsOut(path.to_owned())),
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("{} is absolute", path.display()));
+                return Err(Hostile::Absolute(path.to_owned()));
             }
         }
     }
@@ -251,7 +287,7 @@ struct Unpacker<'a> {
 impl Unpacker<'_> {
     /// Makes the folders above `rel`, refusing to go through a symlink or
     /// a file.
-    fn parents(&mut self, rel: &Path) -> Result<(), String> {
+    fn parents(&mut self, rel: &Path) -> Result<(), OciError> {
         let mut at = PathBuf::new();
         let Some(parent) = rel.parent() else {
             return Ok(());
@@ -265,22 +301,20 @@ impl Unpacker<'_> {
             match fs::symlink_metadata(&full) {
                 Ok(meta) if meta.is_dir() => {}
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(format!(
-                        "{} goes through the symlink {}",
-                        rel.display(),
-                        at.display()
-                    ));
+                    return Err(Hostile::ThroughSymlink {
+                        entry: rel.to_owned(),
+                        symlink: at,
+                    }
+                    .into());
                 }
                 Ok(_) => {
-                    return Err(format!(
-                        "{} goes through the file {}",
-                        rel.display(),
-                        at.display()
-                    ));
+                    return Err(Hostile::ThroughFile {
+                        entry: rel.to_owned(),
+                        file: at,
+                    }
+                    .into());
                 }
-                Err(_) => {
-                    fs::create_dir(&full).map_err(|err| format!("{}: {err}", full.display()))?
-                }
+                Err(_) => fs::create_dir(&full).map_err(|err| io_error(&full, err))?,
             }
             self.dirs.insert(at.clone());
         }
@@ -302,11 +336,145 @@ impl Unpacker<'_> {
             Err(_) => Ok(()),
         }
     }
+
+    /// Writes one entry of the tar at `rel` (inside the root), by its kind.
+    fn entry<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<'_, R>,
+        rel: PathBuf,
+    ) -> Result<(), OciError> {
+        use tar::EntryType;
+        let mode = entry.header().mode().unwrap_or(0o644);
+        match entry.header().entry_type() {
+            EntryType::Directory => self.directory(rel, mode),
+            EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
+                self.file(entry, &rel, mode)
+            }
+            EntryType::Symlink => self.symlink(entry, &rel),
+            EntryType::Link => self.hard_link(entry, &rel),
+            // Device nodes and fifos: a sandbox gets its own /dev.
+            EntryType::Char | EntryType::Block | EntryType::Fifo => Ok(()),
+            // Extended headers are read by the tar crate; anything else
+            // unknown is left out.
+            _ => Ok(()),
+        }
+    }
+
+    /// A folder, replacing a file of its name; its mode is kept without
+    /// setuid and setgid.
+    fn directory(&mut self, rel: PathBuf, mode: u32) -> Result<(), OciError> {
+        let full = self.dest.join(&rel);
+        let fail = |err: io::Error| io_error(&full, err);
+        self.parents(&rel)?;
+        match fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                fs::remove_file(&full).map_err(fail)?;
+                fs::create_dir(&full).map_err(fail)?;
+            }
+            Err(_) => fs::create_dir(&full).map_err(fail)?,
+        }
+        // Always ours to write, so the cache can be removed; the
+        // sandbox mounts it read-only anyway.
+        let mode = (mode & 0o1777) | 0o700;
+        fs::set_permissions(&full, fs::Permissions::from_mode(mode)).map_err(fail)?;
+        self.dirs.insert(rel);
+        Ok(())
+    }
+
+    /// A regular file with the entry's bytes, mode (without setuid, setgid
+    /// and sticky bits) and modification time.
+    fn file<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<'_, R>,
+        rel: &Path,
+        mode: u32,
+    ) -> Result<(), OciError> {
+        let full = self.dest.join(rel);
+        let fail = |err: io::Error| io_error(&full, err);
+        self.parents(rel)?;
+        self.clear(rel).map_err(fail)?;
+        let mut file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&full)
+            .map_err(fail)?;
+        io::copy(entry, &mut file).map_err(fail)?;
+        // No setuid, setgid or sticky bit; always readable by us.
+        let mode = (mode & 0o777) | 0o400;
+        file.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(fail)?;
+        if let Ok(mtime) = entry.header().mtime() {
+            let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime);
+            let _ = file.set_modified(when);
+        }
+        Ok(())
+    }
+
+    /// A symlink, unless resolving it inside the root would climb above it.
+    fn symlink<R: Read>(&mut self, entry: &tar::Entry<'_, R>, rel: &Path) -> Result<(), OciError> {
+        let full = self.dest.join(rel);
+        let target =
+            link_target(entry, &full)?.ok_or_else(|| Hostile::SymlinkToNothing(rel.to_owned()))?;
+        if leaves_root(rel, &target) {
+            return Err(Hostile::SymlinkLeavesRoot {
+                link: rel.to_owned(),
+                target,
+            }
+            .into());
+        }
+        self.parents(rel)?;
+        self.clear(rel).map_err(|err| io_error(&full, err))?;
+        symlink(&target, &full).map_err(|err| io_error(&full, err))
+    }
+
+    /// A hard link to a file this layer wrote, reached through real folders
+    /// of this layer only, so that linking never reaches through a symlink
+    /// to the host.
+    fn hard_link<R: Read>(
+        &mut self,
+        entry: &tar::Entry<'_, R>,
+        rel: &Path,
+    ) -> Result<(), OciError> {
+        let full = self.dest.join(rel);
+        let target =
+            link_target(entry, &full)?.ok_or_else(|| Hostile::HardLinkToNothing(rel.to_owned()))?;
+        let target = inside(&target)
+            .map_err(|why| Hostile::HardLinkOut {
+                link: rel.to_owned(),
+                why: Box::new(why),
+            })?
+            .ok_or_else(|| Hostile::HardLinkToRoot(rel.to_owned()))?;
+        self.parents(&target)?;
+        let source = self.dest.join(&target);
+        match fs::symlink_metadata(&source) {
+            Ok(meta) if !meta.is_dir() => {}
+            _ => {
+                return Err(Hostile::HardLinkNotInLayer {
+                    link: rel.to_owned(),
+                    target,
+                }
+                .into());
+            }
+        }
+        self.parents(rel)?;
+        self.clear(rel).map_err(|err| io_error(&full, err))?;
+        fs::hard_link(&source, &full).map_err(|err| io_error(&full, err))
+    }
+}
+
+/// Where a symlink or hard link entry points; `full` is the entry's place,
+/// for the error.
+fn link_target<R: Read>(
+    entry: &tar::Entry<'_, R>,
+    full: &Path,
+) -> Result<Option<PathBuf>, OciError> {
+    let target = entry.link_name().map_err(|err| io_error(full, err))?;
+    Ok(target.map(|target| target.into_owned()))
 }
 
 /// Unpacks a layer tar into `dest` under the rules in this file's header.
 pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
-    let refuse = |why: String| OciError::Refused(why);
     let mut archive = tar::Archive::new(reader);
     let mut unpacker = Unpacker {
         dest,
@@ -319,101 +487,10 @@ pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
             .path()
             .map_err(|err| io_error(dest, err))?
             .into_owned();
-        let Some(rel) = inside(&path).map_err(refuse)? else {
+        let Some(rel) = inside(&path)? else {
             continue;
         };
-        let kind = entry.header().entry_type();
-        let mode = entry.header().mode().unwrap_or(0o644);
-        let full = dest.join(&rel);
-        let fail = |err: io::Error| io_error(&full, err);
-        use tar::EntryType;
-        match kind {
-            EntryType::Directory => {
-                unpacker.parents(&rel).map_err(refuse)?;
-                match fs::symlink_metadata(&full) {
-                    Ok(meta) if meta.is_dir() => {}
-                    Ok(_) => {
-                        fs::remove_file(&full).map_err(fail)?;
-                        fs::create_dir(&full).map_err(fail)?;
-                    }
-                    Err(_) => fs::create_dir(&full).map_err(fail)?,
-                }
-                // Always ours to write, so the cache can be removed; the
-                // sandbox mounts it read-only anyway.
-                let mode = (mode & 0o1777) | 0o700;
-                fs::set_permissions(&full, fs::Permissions::from_mode(mode)).map_err(fail)?;
-                unpacker.dirs.insert(rel);
-            }
-            EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
-                unpacker.parents(&rel).map_err(refuse)?;
-                unpacker.clear(&rel).map_err(fail)?;
-                let mut file = File::options()
-                    .write(true)
-                    .create_new(true)
-                    .open(&full)
-                    .map_err(fail)?;
-                io::copy(&mut entry, &mut file).map_err(fail)?;
-                // No setuid, setgid or sticky bit; always readable by us.
-                let mode = (mode & 0o777) | 0o400;
-                file.set_permissions(fs::Permissions::from_mode(mode))
-                    .map_err(fail)?;
-                if let Ok(mtime) = entry.header().mtime() {
-                    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime);
-                    let _ = file.set_modified(when);
-                }
-            }
-            EntryType::Symlink => {
-                let target = entry
-                    .link_name()
-                    .map_err(|err| io_error(&full, err))?
-                    .ok_or_else(|| refuse(format!("{} is a symlink to nothing", rel.display())))?
-                    .into_owned();
-                if leaves_root(&rel, &target) {
-                    return Err(refuse(format!(
-                        "the symlink {} -> {} leaves the image's root",
-                        rel.display(),
-                        target.display()
-                    )));
-                }
-                unpacker.parents(&rel).map_err(refuse)?;
-                unpacker.clear(&rel).map_err(fail)?;
-                symlink(&target, &full).map_err(fail)?;
-            }
-            EntryType::Link => {
-                let target = entry
-                    .link_name()
-                    .map_err(|err| io_error(&full, err))?
-                    .ok_or_else(|| refuse(format!("{} is a hard link to nothing", rel.display())))?
-                    .into_owned();
-                let target = inside(&target)
-                    .map_err(|why| refuse(format!("the hard link {}: {why}", rel.display())))?
-                    .ok_or_else(|| {
-                        refuse(format!("{} is a hard link to the root", rel.display()))
-                    })?;
-                // Its folders must be real ones of this layer, so that
-                // linking never reaches through a symlink to the host.
-                unpacker.parents(&target).map_err(refuse)?;
-                let source = dest.join(&target);
-                match fs::symlink_metadata(&source) {
-                    Ok(meta) if !meta.is_dir() => {}
-                    _ => {
-                        return Err(refuse(format!(
-                            "the hard link {} names {}, which is not a file of this layer",
-                            rel.display(),
-                            target.display()
-                        )));
-                    }
-                }
-                unpacker.parents(&rel).map_err(refuse)?;
-                unpacker.clear(&rel).map_err(fail)?;
-                fs::hard_link(&source, &full).map_err(fail)?;
-            }
-            // Device nodes and fifos: a sandbox gets its own /dev.
-            EntryType::Char | EntryType::Block | EntryType::Fifo => {}
-            // Extended headers are read by the tar crate; anything else
-            // unknown is left out.
-            _ => {}
-        }
+        unpacker.entry(&mut entry, rel)?;
     }
     Ok(())
 }
@@ -467,6 +544,15 @@ mod tests {
         fn device(mut self, path: &str) -> Self {
             let header = Self::header(tar::EntryType::Char, path, 0o666, 0);
             self.0.append(&header, io::empty()).expect("append");
+            self
+        }
+
+        /// A file with a GNU long name, for paths over the header's 100 bytes.
+        fn long_file(mut self, path: &str, body: &str) -> Self {
+            let mut header = Self::header(tar::EntryType::Regular, "", 0o644, body.len() as u64);
+            self.0
+                .append_data(&mut header, path, body.as_bytes())
+                .expect("append");
             self
         }
 
@@ -542,6 +628,27 @@ mod tests {
         result.expect("unpack");
         assert!(!dir.path().join("dev/sda").exists());
         assert!(dir.path().join("ok").exists());
+    }
+
+    /// A folder the file system cannot make (its name is over NAME_MAX) is
+    /// the cache's failure, naming the folder, not a hostile layer.
+    #[test]
+    fn a_folder_that_cannot_be_made_is_an_io_error_not_a_refusal() {
+        let long = "d".repeat(300);
+        let tar = TarBuilder::new()
+            .long_file(&format!("{long}/file"), "x")
+            .bytes();
+        let (dir, result) = unpack_bytes(&tar);
+        match result {
+            Err(OciError::Cache(message)) => {
+                let folder = dir.path().join(&long);
+                assert!(
+                    message.starts_with(&format!("{}: ", folder.display())),
+                    "{message}"
+                );
+            }
+            other => panic!("not a cache error: {other:?}"),
+        }
     }
 
     #[test]
