@@ -9,7 +9,7 @@
 
 use serde_json::Number;
 
-/// Why a string is not a [`crate::task::TaskId`].
+/// Why a string is not a task id (`TaskId`, spec.rs).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum IdError {
     #[error("`id` must be 1 to 128 characters long, got {0}")]
