@@ -39,7 +39,11 @@ impl ToolAnswer {
 pub async fn answer(call: &ToolCall, shell: Shell<'_>, timeout: Duration) -> ToolAnswer {
     let command = match command_of(call) {
         Ok(command) => command,
-        Err(content) => return ToolAnswer::Rejected { content },
+        Err(bad) => {
+            return ToolAnswer::Rejected {
+                content: bad.to_string(),
+            };
+        }
     };
     match shell.run(&command, timeout).await {
         Ok(outcome) => {
@@ -56,33 +60,47 @@ pub async fn answer(call: &ToolCall, shell: Shell<'_>, timeout: Duration) -> Too
     }
 }
 
-/// The `command` argument, or the error text the model gets instead.
-fn command_of(call: &ToolCall) -> Result<String, String> {
+/// Why a tool call cannot be run; the text is what the model reads
+/// instead, saying how to call the tool.
+#[derive(Debug, thiserror::Error)]
+enum BadCall {
+    #[error(
+        "error: there is no tool named {0:?}; the only tool is `bash`, called with {{\"command\": \"...\"}}"
+    )]
+    NoSuchTool(String),
+    /// `start` is the arguments' first 200 characters.
+    #[error(
+        "error: the arguments of this call are not valid JSON ({source}): {start:?}; call `bash` with a JSON object such as {{\"command\": \"ls\"}}"
+    )]
+    NotJson {
+        source: serde_json::Error,
+        start: String,
+    },
+    #[error("error: `command` is empty; give the command to run")]
+    EmptyCommand,
+    #[error(
+        "error: `command` must be a string, got {0}; call `bash` with {{\"command\": \"...\"}}"
+    )]
+    NotAString(Value),
+    #[error("error: the call has no `command` argument; call `bash` with {{\"command\": \"...\"}}")]
+    NoCommand,
+}
+
+/// The `command` argument, or why the call cannot be run.
+fn command_of(call: &ToolCall) -> Result<String, BadCall> {
     if call.name != "bash" {
-        return Err(format!(
-            "error: there is no tool named {:?}; the only tool is `bash`, called with {{\"command\": \"...\"}}",
-            call.name
-        ));
+        return Err(BadCall::NoSuchTool(call.name.clone()));
     }
-    let arguments: Value = serde_json::from_str(&call.arguments).map_err(|err| {
-        let start: String = call.arguments.chars().take(200).collect();
-        format!(
-            "error: the arguments of this call are not valid JSON ({err}): {start:?}; \
-             call `bash` with a JSON object such as {{\"command\": \"ls\"}}"
-        )
-    })?;
+    let arguments: Value =
+        serde_json::from_str(&call.arguments).map_err(|source| BadCall::NotJson {
+            source,
+            start: call.arguments.chars().take(200).collect(),
+        })?;
     match arguments.get("command") {
         Some(Value::String(command)) if !command.trim().is_empty() => Ok(command.clone()),
-        Some(Value::String(_)) => {
-            Err("error: `command` is empty; give the command to run".to_owned())
-        }
-        Some(other) => Err(format!(
-            "error: `command` must be a string, got {other}; call `bash` with {{\"command\": \"...\"}}"
-        )),
-        None => Err(
-            "error: the call has no `command` argument; call `bash` with {\"command\": \"...\"}"
-                .to_owned(),
-        ),
+        Some(Value::String(_)) => Err(BadCall::EmptyCommand),
+        Some(other) => Err(BadCall::NotAString(other.clone())),
+        None => Err(BadCall::NoCommand),
     }
 }
 
@@ -188,7 +206,7 @@ mod tests {
             (call("bash", r#""ls""#), "no `command` argument"),
         ];
         for (call, expected) in cases {
-            let err = command_of(&call).expect_err(expected);
+            let err = command_of(&call).expect_err(expected).to_string();
             assert!(err.contains(expected), "{err}");
             assert!(err.starts_with("error: "));
         }

@@ -324,7 +324,7 @@ impl ModelClient {
                         let recording = store
                             .load(&task.id, epoch)
                             .await
-                            .map_err(ModelError::Malformed)?;
+                            .map_err(|err| ModelError::Malformed(err.to_string()))?;
                         let answered = messages
                             .iter()
                             .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))

@@ -6,7 +6,7 @@
 //! the recording did.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::agent::types::{ModelError, ModelReply};
 use crate::agent::{anthropic, openai, responses};
 use crate::cli::Provider;
-use crate::run_folder::RunFolder;
-use crate::run_folder::trajectory::{Event, read_trajectory};
+use crate::run_folder::trajectory::{Event, ReadError, read_trajectory};
 use crate::run_folder::{ExitReason, Usage};
+use crate::run_folder::{RunFolder, RunFolderError};
 use crate::task::TaskId;
 
 /// The message format of the recorded run.
@@ -28,6 +28,30 @@ pub enum RecordedFormat {
     /// OpenAI's Responses API: one `{"role": "assistant", "output": [...]}`
     /// a turn.
     Responses,
+}
+
+/// Why a recorded run cannot be played back: each names the run folder
+/// or the trajectory file it read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The run folder, or its run.json (the error names which).
+    #[error(transparent)]
+    Folder(#[from] RunFolderError),
+    #[error("task {task} epoch {epoch} is not in the recording {}", run.display())]
+    NotRecorded {
+        task: TaskId,
+        epoch: u32,
+        run: PathBuf,
+    },
+    /// The trajectory could not be read (the error names the file, and the
+    /// line when one does not fit).
+    #[error(transparent)]
+    Trajectory(#[from] ReadError),
+    #[error("failed to read the recording {}: {source}", run.display())]
+    Thread {
+        run: PathBuf,
+        source: tokio::task::JoinError,
+    },
 }
 
 /// One (task, epoch) as recorded.
@@ -58,7 +82,7 @@ pub struct ReplayStore {
 
 impl ReplayStore {
     /// Opens a run folder to replay; reads its protocol from run.json.
-    pub fn open(run_dir: &Path) -> Result<ReplayStore, String> {
+    pub fn open(run_dir: &Path) -> Result<ReplayStore, ReplayError> {
         let folder = RunFolder::open(run_dir)?;
         let manifest = crate::config::manifest::RunManifest::read(&folder)?;
         // The oracle and the first runs (no provider yet) spoke OpenAI's format.
@@ -75,7 +99,7 @@ impl ReplayStore {
     }
 
     /// The recording of a (task, epoch), read now if no call read it yet.
-    pub fn recording(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, String> {
+    pub fn recording(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, ReplayError> {
         if let Some(found) = self.cached(task, epoch) {
             return Ok(found);
         }
@@ -85,14 +109,17 @@ impl ReplayStore {
 
     /// [`Self::recording`] from async code: the file (up to megabytes of
     /// outputs) is read on a blocking thread, not on a worker.
-    pub async fn load(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, String> {
+    pub async fn load(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, ReplayError> {
         if let Some(found) = self.cached(task, epoch) {
             return Ok(found);
         }
         let (folder, owned) = (self.folder.clone(), task.clone());
         let events = crate::sys::blocking::spawn(move || read_recorded(&folder, &owned, epoch))
             .await
-            .map_err(|join| join.to_string())??;
+            .map_err(|source| ReplayError::Thread {
+                run: self.folder.root().to_owned(),
+                source,
+            })??;
         Ok(self.keep(task, epoch, events))
     }
 
@@ -148,15 +175,16 @@ impl ReplayStore {
 }
 
 /// The events of a recorded (task, epoch).
-fn read_recorded(folder: &RunFolder, task: &TaskId, epoch: u32) -> Result<Vec<Event>, String> {
+fn read_recorded(folder: &RunFolder, task: &TaskId, epoch: u32) -> Result<Vec<Event>, ReplayError> {
     let path = folder.trajectory(task, epoch);
     if !path.is_file() {
-        return Err(format!(
-            "task {task} epoch {epoch} is not in the recording {}",
-            folder.root().display()
-        ));
+        return Err(ReplayError::NotRecorded {
+            task: task.clone(),
+            epoch,
+            run: folder.root().to_owned(),
+        });
     }
-    read_trajectory(&path).map_err(|err| err.to_string())
+    Ok(read_trajectory(&path)?)
 }
 
 fn parse(events: Vec<Event>) -> Recording {
@@ -230,5 +258,34 @@ mod tests {
         let reply = store.answer(&recording, 0).expect("the first answer");
         assert_eq!(reply.tool_calls.len(), 1);
         assert!(store.recording(&task, 2).is_err());
+    }
+
+    /// A run folder holding run.json but no trajectory of the task: the
+    /// error says which task and epoch, and names the folder it looked in.
+    #[test]
+    fn a_task_not_recorded_names_the_run_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run"));
+        std::fs::copy(fixture.join("run.json"), dir.path().join("run.json")).expect("run.json");
+        let store = ReplayStore::open(dir.path()).expect("a run folder");
+        let task = TaskId::parse("calc-divide-by-zero").expect("an id");
+        let err = store.recording(&task, 1).expect_err("no trajectory");
+        let ReplayError::NotRecorded { run, epoch, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!((run.as_path(), *epoch), (dir.path(), 1));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "task calc-divide-by-zero epoch 1 is not in the recording {}",
+                dir.path().display()
+            )
+        );
+        let missing = dir.path().join("gone");
+        let err = ReplayStore::open(&missing).err().expect("no folder");
+        assert!(
+            matches!(&err, ReplayError::Folder(RunFolderError::NoFolder(path)) if path == &missing),
+            "{err:?}"
+        );
     }
 }

@@ -74,7 +74,7 @@ fn model_client(model: &ModelChoice) -> anyhow::Result<ModelClient> {
         ModelChoice::Oracle => ModelClient::oracle(),
         ModelChoice::Noop => ModelClient::noop(),
         ModelChoice::Replay { run_dir, .. } => {
-            let store = ReplayStore::open(run_dir).map_err(anyhow::Error::msg)?;
+            let store = ReplayStore::open(run_dir)?;
             ModelClient::replay(store)
         }
         ModelChoice::Api(api) => {

@@ -76,8 +76,7 @@ impl RunFolderError {
     }
 }
 
-/// The commands that still report in words (`show`, the run-folder checks
-/// of the command line) take the message as it is.
+/// `show`, which still reports in words, takes the message as it is.
 impl From<RunFolderError> for String {
     fn from(err: RunFolderError) -> String {
         err.to_string()

@@ -168,8 +168,8 @@ pub async fn run_tests(
             .run(&crate::task::harbor::reward_script(), timeout)
             .await
             .map_err(|err| GradeError::Reward(err.to_string()))?;
-        let reward =
-            crate::task::harbor::read_reward(&read.output.to_text()).map_err(GradeError::Reward)?;
+        let reward = crate::task::harbor::read_reward(&read.output.to_text())
+            .map_err(|err| GradeError::Reward(err.to_string()))?;
         return Ok(TestOutcome {
             passed: reward == 1.0,
             record,

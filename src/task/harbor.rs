@@ -500,43 +500,57 @@ pub fn reward_script() -> String {
     )
 }
 
+/// Why the verifier's reward cannot be read; each names the file it read.
+#[derive(Debug, thiserror::Error)]
+pub enum RewardError {
+    #[error("{logs}/reward.txt holds {text:?}, not a number", logs = VERIFIER_LOGS)]
+    NotANumber { text: String },
+    #[error("{logs}/reward.json is not valid JSON: {0}", logs = VERIFIER_LOGS)]
+    Json(#[source] serde_json::Error),
+    #[error("{logs}/reward.json is not a JSON object", logs = VERIFIER_LOGS)]
+    NotAnObject,
+    #[error(
+        "{logs}/reward.json has no numeric `reward` key (nor a single numeric key)",
+        logs = VERIFIER_LOGS
+    )]
+    NoRewardKey,
+    #[error(
+        "the verifier wrote no reward: neither {logs}/reward.txt nor reward.json exists",
+        logs = VERIFIER_LOGS
+    )]
+    NoReward,
+    #[error("the reward {0} is not a finite number")]
+    NotFinite(f64),
+}
+
 /// The reward from [`reward_script`]'s output: reward.txt's one number, or
 /// reward.json's `reward` key (or its only key); why not otherwise.
-pub fn read_reward(output: &str) -> Result<f64, String> {
+pub fn read_reward(output: &str) -> Result<f64, RewardError> {
     let (kind, rest) = output.split_once('\n').unwrap_or((output, ""));
     let number = |value: &Value| value.as_f64();
     let reward = match kind.trim() {
-        "txt" => rest.trim().parse::<f64>().map_err(|_| {
-            format!(
-                "{VERIFIER_LOGS}/reward.txt holds {:?}, not a number",
-                rest.trim()
-            )
-        })?,
+        "txt" => rest
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| RewardError::NotANumber {
+                text: rest.trim().to_owned(),
+            })?,
         "json" => {
-            let value: Value = serde_json::from_str(rest)
-                .map_err(|err| format!("{VERIFIER_LOGS}/reward.json is not valid JSON: {err}"))?;
+            let value: Value = serde_json::from_str(rest).map_err(RewardError::Json)?;
             let Value::Object(map) = value else {
-                return Err(format!("{VERIFIER_LOGS}/reward.json is not a JSON object"));
+                return Err(RewardError::NotAnObject);
             };
             match (map.get("reward"), map.len()) {
                 (Some(value), _) => number(value),
                 (None, 1) => map.values().next().and_then(number),
                 (None, _) => None,
             }
-            .ok_or_else(|| {
-                format!(
-                    "{VERIFIER_LOGS}/reward.json has no numeric `reward` key (nor a single numeric key)"
-                )
-            })?
+            .ok_or(RewardError::NoRewardKey)?
         }
-        _ => {
-            return Err(format!(
-                "the verifier wrote no reward: neither {VERIFIER_LOGS}/reward.txt nor reward.json exists"
-            ));
-        }
+        _ => return Err(RewardError::NoReward),
     };
     if !reward.is_finite() {
-        return Err(format!("the reward {reward} is not a finite number"));
+        return Err(RewardError::NotFinite(reward));
     }
     Ok(reward)
 }
@@ -547,10 +561,10 @@ mod tests {
 
     #[test]
     fn rewards_are_read_as_harbor_writes_them() {
-        assert_eq!(read_reward("txt\n1\n"), Ok(1.0));
-        assert_eq!(read_reward("txt\n0"), Ok(0.0));
-        assert_eq!(read_reward("json\n{\"reward\": 0.75}\n"), Ok(0.75));
-        assert_eq!(read_reward("json\n{\"accuracy\": 0.5}"), Ok(0.5));
+        assert_eq!(read_reward("txt\n1\n").ok(), Some(1.0));
+        assert_eq!(read_reward("txt\n0").ok(), Some(0.0));
+        assert_eq!(read_reward("json\n{\"reward\": 0.75}\n").ok(), Some(0.75));
+        assert_eq!(read_reward("json\n{\"accuracy\": 0.5}").ok(), Some(0.5));
         let cases = [
             ("txt\nyes\n", "not a number"),
             ("json\n{\"a\": 1, \"b\": 0}", "no numeric `reward` key"),
@@ -560,7 +574,7 @@ mod tests {
             ("txt\nNaN\n", "not a finite number"),
         ];
         for (output, expected) in cases {
-            let err = read_reward(output).expect_err(output);
+            let err = read_reward(output).expect_err(output).to_string();
             assert!(err.contains(expected), "{output}: {err}");
         }
     }

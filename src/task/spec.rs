@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::grade::swebench::spec::{SpecError, SwebenchEval};
+use crate::task::error::{BadLine, FieldError, IdError, LineError};
+
 /// The longest duration a flag or a task field can give, in seconds (about
 /// 31 years). A deadline is the start of a command or task plus its
 /// duration, and must fit in an `Instant`: far larger values made a task
@@ -30,8 +33,8 @@ const MAX_LISTED_ERRORS: usize = 20;
 pub struct TaskId(String);
 
 impl TryFrom<String> for TaskId {
-    type Error = String;
-    fn try_from(raw: String) -> Result<TaskId, String> {
+    type Error = IdError;
+    fn try_from(raw: String) -> Result<TaskId, IdError> {
         TaskId::parse(&raw)
     }
 }
@@ -43,25 +46,21 @@ impl From<TaskId> for String {
 }
 
 impl TaskId {
-    pub fn parse(raw: &str) -> Result<TaskId, String> {
+    pub fn parse(raw: &str) -> Result<TaskId, IdError> {
         if raw.is_empty() || raw.len() > 128 {
-            return Err(format!(
-                "`id` must be 1 to 128 characters long, got {}",
-                raw.len()
-            ));
+            return Err(IdError::Length(raw.len()));
         }
         if let Some(bad) = raw
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
         {
-            return Err(format!(
-                "`id` {raw:?} contains {bad:?}; only letters, digits, `.`, `_` and `-` are allowed"
-            ));
+            return Err(IdError::Character {
+                id: raw.to_owned(),
+                bad,
+            });
         }
         if raw == "." || raw == ".." {
-            return Err(format!(
-                "`id` {raw:?} would name a parent or current folder"
-            ));
+            return Err(IdError::Dots(raw.to_owned()));
         }
         Ok(TaskId(raw.to_owned()))
     }
@@ -115,7 +114,7 @@ pub struct TaskSpec {
     /// version, or the reason it cannot be (the task errors with it, the
     /// run goes on).
     #[serde(skip)]
-    pub swebench: Option<Result<crate::grade::swebench::spec::SwebenchEval, String>>,
+    pub swebench: Option<Result<SwebenchEval, SpecError>>,
     /// In a container, the repo is the one the image holds at `workdir`
     /// (SWE-bench's images), made leak-proof there, rather than onebash's
     /// own checkout bind-mounted: the field as written, else true for
@@ -184,15 +183,21 @@ pub enum TaskFileError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Every bad line of a JSONL task file, in file order.
+    #[error("{}", render_line_errors(.0))]
+    Lines(Vec<BadLine>),
+    #[error("{file}: the file holds no task")]
+    NoTask { file: String },
+    /// Every bad Harbor task folder, as `harbor.rs` words it.
     #[error("{}", render_line_errors(.0))]
     Invalid(Vec<String>),
 }
 
-fn render_line_errors(errors: &[String]) -> String {
+fn render_line_errors(errors: &[impl fmt::Display]) -> String {
     let mut out = errors
         .iter()
         .take(MAX_LISTED_ERRORS)
-        .cloned()
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n");
     if errors.len() > MAX_LISTED_ERRORS {
@@ -282,27 +287,29 @@ pub fn parse_tasks_with(
         if line.trim().is_empty() {
             continue;
         }
-        match parse_line(line, line_no, base_dir, options) {
-            Ok(task) => {
-                if !seen.insert(task.id.as_str().to_owned()) {
-                    errors.push(format!(
-                        "{file_name}:{line_no}: duplicate id {:?} (ids must be unique in the file)",
-                        task.id.as_str()
-                    ));
-                } else {
-                    tasks.push(task);
-                }
+        let parsed = parse_line(line, line_no, base_dir, options).and_then(|task| {
+            if seen.insert(task.id.as_str().to_owned()) {
+                Ok(task)
+            } else {
+                Err(LineError::DuplicateId(task.id.as_str().to_owned()))
             }
-            Err(message) => errors.push(format!("{file_name}:{line_no}: {message}")),
+        });
+        match parsed {
+            Ok(task) => tasks.push(task),
+            Err(error) => errors.push(BadLine {
+                file: file_name.to_owned(),
+                line: line_no,
+                error,
+            }),
         }
     }
     if !errors.is_empty() {
-        return Err(TaskFileError::Invalid(errors));
+        return Err(TaskFileError::Lines(errors));
     }
     if tasks.is_empty() {
-        return Err(TaskFileError::Invalid(vec![format!(
-            "{file_name}: the file holds no task"
-        )]));
+        return Err(TaskFileError::NoTask {
+            file: file_name.to_owned(),
+        });
     }
     Ok(tasks)
 }
@@ -312,11 +319,10 @@ fn parse_line(
     line_no: usize,
     base_dir: &Path,
     options: &LoadOptions,
-) -> Result<TaskSpec, String> {
-    let value: Value =
-        serde_json::from_str(line).map_err(|err| format!("not valid JSON: {err}"))?;
+) -> Result<TaskSpec, LineError> {
+    let value: Value = serde_json::from_str(line).map_err(LineError::Json)?;
     let Value::Object(mut fields) = value else {
-        return Err("expected a JSON object".to_owned());
+        return Err(LineError::NotAnObject);
     };
     // A line of the newer SWE-bench family becomes a onebash line first.
     if let Some(family) = crate::task::swebench_family::detect(&fields) {
@@ -355,8 +361,8 @@ fn parse_line(
     let metadata = take_object(&mut fields, "metadata", &mut problems);
     let id = match id.map(|raw| TaskId::parse(&raw)) {
         Some(Ok(id)) => Some(id),
-        Some(Err(message)) => {
-            problems.push(message);
+        Some(Err(error)) => {
+            problems.push(error.into());
             None
         }
         None => None,
@@ -372,14 +378,14 @@ fn parse_line(
         &mut problems,
     );
     if !problems.is_empty() {
-        return Err(problems.join("; "));
+        return Err(LineError::Fields(problems));
     }
     // Every required field is present here: a missing one added a problem
     // above (test_command is optional only when a template is given).
     let (Some(id), Some(repo), Some(base_commit), Some(problem_statement)) =
         (id, repo, base_commit, problem_statement)
     else {
-        return Err("internal error: a required field went missing".to_owned());
+        return Err(LineError::RequiredGone);
     };
     let repo_location = resolve_repo(&repo, base_dir);
     let mut task = TaskSpec {
@@ -412,18 +418,19 @@ fn parse_line(
 /// absent or null), adding a problem when it is something else.
 fn take_bool(
     fields: &mut Map<String, Value>,
-    key: &str,
+    key: &'static str,
     default: bool,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<FieldError>,
 ) -> bool {
     match fields.remove(key) {
         None | Some(Value::Null) => default,
         Some(Value::Bool(b)) => b,
         Some(other) => {
-            problems.push(format!(
-                "`{key}` must be a boolean, got {}",
-                kind_of(&other)
-            ));
+            problems.push(FieldError::Kind {
+                field: key,
+                expected: "a boolean",
+                got: kind_of(&other),
+            });
             false
         }
     }
@@ -433,22 +440,28 @@ fn take_bool(
 /// at most [`MAX_SECONDS`]; a problem when it is not.
 fn take_seconds(
     fields: &mut Map<String, Value>,
-    key: &str,
-    problems: &mut Vec<String>,
+    key: &'static str,
+    problems: &mut Vec<FieldError>,
 ) -> Option<f64> {
     match fields.remove(key) {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64() {
             Some(s) if s > 0.0 && s <= MAX_SECONDS => Some(s),
             _ => {
-                problems.push(format!(
-                    "`{key}` must be a positive number of seconds, at most {MAX_SECONDS:e}, got {n}"
-                ));
+                problems.push(FieldError::Seconds {
+                    field: key,
+                    at_most: MAX_SECONDS,
+                    value: n,
+                });
                 None
             }
         },
         Some(other) => {
-            problems.push(format!("`{key}` must be a number, got {}", kind_of(&other)));
+            problems.push(FieldError::Kind {
+                field: key,
+                expected: "a number",
+                got: kind_of(&other),
+            });
             None
         }
     }
@@ -458,17 +471,18 @@ fn take_seconds(
 /// something else.
 fn take_object(
     fields: &mut Map<String, Value>,
-    key: &str,
-    problems: &mut Vec<String>,
+    key: &'static str,
+    problems: &mut Vec<FieldError>,
 ) -> Option<Map<String, Value>> {
     match fields.remove(key) {
         None | Some(Value::Null) => None,
         Some(Value::Object(map)) => Some(map),
         Some(other) => {
-            problems.push(format!(
-                "`{key}` must be an object, got {}",
-                kind_of(&other)
-            ));
+            problems.push(FieldError::Kind {
+                field: key,
+                expected: "an object",
+                got: kind_of(&other),
+            });
             None
         }
     }
@@ -476,25 +490,23 @@ fn take_object(
 
 /// The fields that must not be empty when given, and `workdir`'s form.
 fn check_values(
-    non_empty: [(&str, &Option<String>); 3],
+    non_empty: [(&'static str, &Option<String>); 3],
     image: Option<&str>,
     workdir: Option<&str>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<FieldError>,
 ) {
     for (name, value) in non_empty {
         if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            problems.push(format!("`{name}` must not be empty"));
+            problems.push(FieldError::Empty(name));
         }
     }
     if image.is_some_and(|v| v.trim().is_empty()) {
-        problems.push("`image` must not be empty".to_owned());
+        problems.push(FieldError::Empty("image"));
     }
     if let Some(dir) = workdir
         && (!dir.starts_with('/') || dir.trim_end_matches('/').is_empty())
     {
-        problems.push(format!(
-            "`workdir` must be an absolute path other than `/`, got {dir:?}"
-        ));
+        problems.push(FieldError::Workdir(dir.to_owned()));
     }
 }
 
@@ -506,7 +518,7 @@ fn complete_from_options(
     instance: bool,
     has_test_command: bool,
     options: &LoadOptions,
-) -> Result<(), String> {
+) -> Result<(), LineError> {
     if instance && !has_test_command && options.test_command.is_none() {
         let eval = swebench_eval(task);
         if let Ok(eval) = &eval {
@@ -544,8 +556,7 @@ fn complete_from_options(
 
 /// SWE-bench's eval of an instance, by the `owner/name` and `version` it
 /// came with.
-fn swebench_eval(task: &TaskSpec) -> Result<crate::grade::swebench::spec::SwebenchEval, String> {
-    use crate::grade::swebench::spec::SpecError;
+fn swebench_eval(task: &TaskSpec) -> Result<SwebenchEval, SpecError> {
     let metadata = task.metadata.as_ref();
     let field = |key: &str| -> Option<String> {
         match metadata?.get(key)? {
@@ -554,12 +565,8 @@ fn swebench_eval(task: &TaskSpec) -> Result<crate::grade::swebench::spec::Sweben
             _ => None,
         }
     };
-    let repo = field(crate::task::swebench::SWEBENCH_REPO)
-        .ok_or(SpecError::Missing("repo"))
-        .map_err(|e| e.to_string())?;
-    let version = field("version")
-        .ok_or(SpecError::Missing("version"))
-        .map_err(|e| e.to_string())?;
+    let repo = field(crate::task::swebench::SWEBENCH_REPO).ok_or(SpecError::Missing("repo"))?;
+    let version = field("version").ok_or(SpecError::Missing("version"))?;
     crate::grade::swebench::spec::eval_for(&crate::grade::swebench::spec::Instance {
         instance_id: task.id.as_str(),
         repo: &repo,
@@ -567,24 +574,23 @@ fn swebench_eval(task: &TaskSpec) -> Result<crate::grade::swebench::spec::Sweben
         base_commit: &task.base_commit,
         test_patch: task.test_patch.as_deref().unwrap_or(""),
     })
-    .map_err(|e| e.to_string())
 }
 
 /// Renders a template flag for a task over `context` (its fields, and
 /// `test_files` for `--test-command`, `instance_id` for `--image`).
 /// Undefined variables are errors.
 fn render_template(
-    flag: &str,
+    flag: &'static str,
     template: &str,
     context: Map<String, Value>,
-) -> Result<String, String> {
+) -> Result<String, LineError> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let rendered = env
         .render_str(template, context)
-        .map_err(|err| format!("failed to render {flag} for this task: {err}"))?;
+        .map_err(|source| LineError::Render { flag, source })?;
     if rendered.trim().is_empty() {
-        return Err(format!("{flag} renders to an empty value for this task"));
+        return Err(LineError::RendersEmpty { flag });
     }
     Ok(rendered)
 }
@@ -620,23 +626,24 @@ fn looks_like_scp_url(repo: &str) -> bool {
 
 fn take_string(
     fields: &mut Map<String, Value>,
-    name: &str,
+    name: &'static str,
     required: bool,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<FieldError>,
 ) -> Option<String> {
     match fields.remove(name) {
         Some(Value::String(s)) => Some(s),
         None | Some(Value::Null) => {
             if required {
-                problems.push(format!("missing required field `{name}`"));
+                problems.push(FieldError::Missing(name));
             }
             None
         }
         Some(other) => {
-            problems.push(format!(
-                "`{name}` must be a string, got {}",
-                kind_of(&other)
-            ));
+            problems.push(FieldError::Kind {
+                field: name,
+                expected: "a string",
+                got: kind_of(&other),
+            });
             None
         }
     }
@@ -644,8 +651,8 @@ fn take_string(
 
 fn take_string_list(
     fields: &mut Map<String, Value>,
-    name: &str,
-    problems: &mut Vec<String>,
+    name: &'static str,
+    problems: &mut Vec<FieldError>,
 ) -> Option<Vec<String>> {
     match fields.remove(name) {
         None | Some(Value::Null) => None,
@@ -655,10 +662,10 @@ fn take_string_list(
                 match item {
                     Value::String(s) => out.push(s),
                     other => {
-                        problems.push(format!(
-                            "`{name}` must be a list of strings, found {}",
-                            kind_of(&other)
-                        ));
+                        problems.push(FieldError::Item {
+                            field: name,
+                            got: kind_of(&other),
+                        });
                         return None;
                     }
                 }
@@ -666,10 +673,11 @@ fn take_string_list(
             Some(out)
         }
         Some(other) => {
-            problems.push(format!(
-                "`{name}` must be a list of strings, got {}",
-                kind_of(&other)
-            ));
+            problems.push(FieldError::Kind {
+                field: name,
+                expected: "a list of strings",
+                got: kind_of(&other),
+            });
             None
         }
     }
@@ -694,7 +702,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<Vec<TaskSpec>, Vec<String>> {
         parse_tasks(text, "tasks.jsonl", Path::new("/base")).map_err(|err| match err {
-            TaskFileError::Invalid(lines) => lines,
+            TaskFileError::Lines(lines) => lines.iter().map(ToString::to_string).collect(),
             other => vec![other.to_string()],
         })
     }
@@ -771,6 +779,46 @@ mod tests {
             assert!(errors[0].contains(expected), "{line}: {errors:?}");
             assert!(errors[0].starts_with("tasks.jsonl:1:"), "{errors:?}");
         }
+    }
+
+    /// A line's problems are typed: each names its field and the value
+    /// found, all of them in the line's one error, under FILE:LINE.
+    #[test]
+    fn a_bad_line_keeps_each_field_and_value() {
+        let line = r#"{"id":"a/b","repo":"r","base_commit":"c","problem_statement":7,"test_command":"t","workdir":"rel"}"#;
+        let text = format!("{GOOD}\n{line}\n");
+        let err = parse_tasks(&text, "tasks.jsonl", Path::new("/")).expect_err("bad line");
+        let TaskFileError::Lines(lines) = &err else {
+            panic!("{err:?}");
+        };
+        let [bad] = lines.as_slice() else {
+            panic!("{lines:?}");
+        };
+        assert_eq!((bad.file.as_str(), bad.line), ("tasks.jsonl", 2));
+        let LineError::Fields(fields) = &bad.error else {
+            panic!("{bad:?}");
+        };
+        assert!(
+            matches!(
+                fields.as_slice(),
+                [
+                    FieldError::Kind {
+                        field: "problem_statement",
+                        expected: "a string",
+                        got: "a number"
+                    },
+                    FieldError::Id(IdError::Character { bad: '/', .. }),
+                    FieldError::Workdir(dir),
+                ] if dir == "rel"
+            ),
+            "{fields:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "tasks.jsonl:2: `problem_statement` must be a string, got a number; \
+             `id` \"a/b\" contains '/'; only letters, digits, `.`, `_` and `-` are allowed; \
+             `workdir` must be an absolute path other than `/`, got \"rel\""
+        );
     }
 
     #[test]

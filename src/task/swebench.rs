@@ -13,6 +13,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::task::error::FieldError;
+
 /// Where `owner/name` repos are cloned from: a URL or a folder of mirrors.
 pub const DEFAULT_REPO_BASE: &str = "https://github.com";
 
@@ -25,7 +27,7 @@ pub fn is_instance(fields: &Map<String, Value>) -> bool {
 }
 
 /// Rewrites an instance's fields into onebash's, in place.
-pub fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), String> {
+pub fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), FieldError> {
     if let Some(id) = fields.remove("instance_id") {
         fields.insert("id".to_owned(), id);
     }
@@ -68,13 +70,11 @@ pub fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), S
 
 /// SWE-bench stores the test lists as JSON-encoded strings; some copies
 /// hold real lists.
-fn decode_test_list(name: &str, value: Value) -> Result<Value, String> {
+fn decode_test_list(field: &'static str, value: Value) -> Result<Value, FieldError> {
     match value {
         Value::String(text) => serde_json::from_str::<Vec<String>>(&text)
             .map(|list| Value::Array(list.into_iter().map(Value::String).collect()))
-            .map_err(|err| {
-                format!("`{name}` is a string but not a JSON list of test names: {err}")
-            }),
+            .map_err(|source| FieldError::TestListJson { field, source }),
         other => Ok(other),
     }
 }
@@ -168,7 +168,17 @@ mod tests {
             .cloned()
             .expect("object");
         let err = convert(&mut fields, DEFAULT_REPO_BASE).expect_err("bad list");
-        assert!(err.contains("FAIL_TO_PASS"), "{err}");
+        assert!(
+            matches!(
+                err,
+                FieldError::TestListJson {
+                    field: "FAIL_TO_PASS",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("`FAIL_TO_PASS`"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::task::error::{FieldError, LineError, Refusal};
+
 /// Which set a line comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -63,26 +65,24 @@ pub fn convert(
     fields: &mut Map<String, Value>,
     test_command: bool,
     repo_base: &str,
-) -> Result<(), String> {
+) -> Result<(), LineError> {
     match family {
         Family::Pro => pro(fields, test_command, repo_base),
         Family::Multi => multi(fields, test_command, repo_base),
-        Family::Smith => Err(
-            "a SWE-smith line has no `base_commit`: its bug is the branch named by `instance_id` in the `swesmith/` mirror of `repo`, which onebash cannot check out yet; hint: give the line a `base_commit` (a commit of the repo holding the bug) and a `test_command`, or drop it"
-                .to_owned(),
-        ),
+        Family::Smith => Err(Refusal::Smith.into()),
     }
 }
 
 /// SWE-bench Pro: the image `jefzda/sweap-images:<dockerhub_tag>`, the
 /// repo at `/app`, the prompt of problem statement, requirements and
 /// interface as the set gives it to models.
-fn pro(fields: &mut Map<String, Value>, test_command: bool, repo_base: &str) -> Result<(), String> {
+fn pro(
+    fields: &mut Map<String, Value>,
+    test_command: bool,
+    repo_base: &str,
+) -> Result<(), LineError> {
     if !test_command && !fields.contains_key("test_command") {
-        return Err(
-            "a SWE-bench Pro line: `selected_test_files_to_run` names its tests, but they are run and read by the per-instance run_script.sh and parser.py of scaleapi/SWE-bench_Pro-os, which the line does not carry; hint: give --test-command TEMPLATE (over `selected_test_files_to_run`, `fail_to_pass`...)"
-                .to_owned(),
-        );
+        return Err(Refusal::ProRunScripts.into());
     }
     rename(fields, "instance_id", "id");
     rename(fields, "patch", "gold_patch");
@@ -134,37 +134,30 @@ fn multi(
     fields: &mut Map<String, Value>,
     test_command: bool,
     repo_base: &str,
-) -> Result<(), String> {
+) -> Result<(), LineError> {
     if !test_command && !fields.contains_key("test_command") {
-        return Err(
-            "a Multi-SWE-bench line: `f2p_tests` and `p2p_tests` are read from its test log by a parser per repository (the multi_swe_bench package's instance classes), which onebash does not have yet; hint: give --test-command TEMPLATE (the verdict is then onebash's: the exit code, or the pytest/JUnit statuses of the listed tests)"
-                .to_owned(),
-        );
+        return Err(Refusal::MultiParsers.into());
     }
-    let string = |fields: &Map<String, Value>, key: &str| -> Result<String, String> {
-        match fields.get(key) {
-            Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-            Some(Value::Number(n)) => Ok(n.to_string()),
-            None | Some(Value::Null) => Err(format!("missing required field `{key}`")),
-            Some(_) => Err(format!("`{key}` must be a string")),
-        }
+    let string = |fields: &Map<String, Value>, key: &'static str| match fields.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.to_string()),
+        None | Some(Value::Null) => Err(FieldError::Missing(key)),
+        Some(_) => Err(FieldError::NotA {
+            field: key,
+            expected: "a string",
+        }),
     };
     let org = string(fields, "org")?;
     let name = string(fields, "repo")?;
     let number = string(fields, "number")?;
     let sha = match fields.get("base").and_then(|b| b.get("sha")) {
         Some(Value::String(sha)) if !sha.is_empty() => sha.clone(),
-        _ => return Err("missing required field `base.sha`".to_owned()),
+        _ => return Err(FieldError::Missing("base.sha").into()),
     };
     if !fields.contains_key("problem_statement") {
         let issues = match fields.get("resolved_issues") {
             Some(Value::Array(issues)) if !issues.is_empty() => issues,
-            _ => {
-                return Err(
-                    "missing required field `resolved_issues` (the issues the prompt is made of)"
-                        .to_owned(),
-                );
-            }
+            _ => return Err(FieldError::NoIssues.into()),
         };
         let statement: Vec<String> = issues
             .iter()
@@ -210,11 +203,17 @@ fn multi(
 }
 
 /// The test names of a Multi-SWE-bench map (name -> its runs' statuses).
-fn test_names(fields: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+fn test_names(
+    fields: &mut Map<String, Value>,
+    key: &'static str,
+) -> Result<Vec<String>, FieldError> {
     match fields.remove(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Object(map)) => Ok(map.keys().cloned().collect()),
-        Some(_) => Err(format!("`{key}` must be an object of test names")),
+        Some(_) => Err(FieldError::NotA {
+            field: key,
+            expected: "an object of test names",
+        }),
     }
 }
 
@@ -252,7 +251,7 @@ fn rename(fields: &mut Map<String, Value>, from: &str, to: &str) {
 
 /// A list of strings, as SWE-bench Pro stores it: a list, a JSON-encoded
 /// list, or a Python list literal (`['a', "b"]`).
-fn decode_list(name: &str, value: Value) -> Result<Value, String> {
+fn decode_list(field: &'static str, value: Value) -> Result<Value, FieldError> {
     let Value::String(text) = value else {
         return Ok(value);
     };
@@ -261,7 +260,7 @@ fn decode_list(name: &str, value: Value) -> Result<Value, String> {
     }
     python_list(&text)
         .map(Value::from)
-        .ok_or_else(|| format!("`{name}` is a string but not a list of test names: {text:.80}"))
+        .ok_or(FieldError::TestList { field, text })
 }
 
 /// Parses a Python list literal of plain string literals (`'...'` or
@@ -423,8 +422,11 @@ mod tests {
             let mut fields = object(line);
             let err =
                 convert(family, &mut fields, false, "https://github.com").expect_err("refused");
+            let text = err.to_string();
             assert!(
-                err.contains(field) && err.contains("hint: give --test-command"),
+                matches!(err, LineError::Refused(_))
+                    && text.contains(field)
+                    && text.contains("hint: give --test-command"),
                 "{err}"
             );
         }
@@ -439,16 +441,18 @@ mod tests {
         }));
         assert_eq!(detect(&smith), Some(Family::Smith));
         let err = convert(Family::Smith, &mut smith.clone(), true, "x").expect_err("refused");
-        assert!(err.contains("no `base_commit`"), "{err}");
+        assert!(matches!(err, LineError::Refused(Refusal::Smith)), "{err}");
+        assert!(err.to_string().contains("no `base_commit`"), "{err}");
         let mut no_base = object(multi_line());
         no_base.remove("base");
         let err = convert(Family::Multi, &mut no_base, true, "x").expect_err("no base");
-        assert_eq!(err, "missing required field `base.sha`");
+        assert_eq!(err.to_string(), "missing required field `base.sha`");
         let mut bad_list = object(pro_line());
         bad_list.insert("fail_to_pass".into(), "[1, 2]".into());
         let err = convert(Family::Pro, &mut bad_list, true, "x").expect_err("bad list");
         assert!(
-            err.contains("`fail_to_pass` is a string but not a list"),
+            err.to_string()
+                .contains("`fail_to_pass` is a string but not a list"),
             "{err}"
         );
     }
