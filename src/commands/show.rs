@@ -18,7 +18,7 @@ use crate::agent::{reasoning, responses};
 use crate::audit::Probe;
 use crate::run_folder::trajectory::{CommandRecord, Event, ReadError, read_trajectory};
 use crate::run_folder::{RunFolder, RunFolderError};
-use crate::task::TaskId;
+use crate::task::{IdError, TaskId};
 
 /// Lines of a command's output shown from its start and from its end.
 const SHOWN_LINES: usize = 12;
@@ -37,8 +37,8 @@ pub enum ShowError {
     )]
     NoTask(PathBuf),
     /// Not a task id: the message (from [`TaskId::parse`]) quotes it.
-    #[error("{0}")]
-    TaskId(String),
+    #[error(transparent)]
+    TaskId(#[from] IdError),
     #[error(
         "no trajectory for task {task} epoch {epoch} in {} (looked for {})",
         folder.display(),
@@ -74,7 +74,7 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
     }
     let folder = RunFolder::open(target)?;
     let task = task.ok_or_else(|| ShowError::NoTask(target.to_owned()))?;
-    let path = folder.trajectory(&TaskId::parse(task).map_err(ShowError::TaskId)?, epoch);
+    let path = folder.trajectory(&TaskId::parse(task)?, epoch);
     if path.is_file() {
         Ok(path)
     } else {

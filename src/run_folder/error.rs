@@ -75,10 +75,3 @@ impl RunFolderError {
         move |source| RunFolderError::Read { path, source }
     }
 }
-
-/// `show`, which still reports in words, takes the message as it is.
-impl From<RunFolderError> for String {
-    fn from(err: RunFolderError) -> String {
-        err.to_string()
-    }
-}

@@ -20,14 +20,6 @@ pub enum IdError {
     Dots(String),
 }
 
-/// `show` still reports in words (its task argument's id), as it does
-/// for `RunFolderError`.
-impl From<IdError> for String {
-    fn from(error: IdError) -> String {
-        error.to_string()
-    }
-}
-
 /// One field of a task line that is missing or does not fit.
 #[derive(Debug, thiserror::Error)]
 pub enum FieldError {
