@@ -285,3 +285,46 @@ pub enum PackFault {
     #[error("bytes after its last entry")]
     Trailing,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The row's error keeps its words (tests and docs match them), and a
+    /// store's error now ends with the file it concerns.
+    #[test]
+    fn checkout_messages_keep_their_words_and_name_the_file() {
+        let (repo, rev) = ("/src/r".to_owned(), "abc".to_owned());
+        let store = CheckoutError::Store {
+            repo: repo.clone(),
+            rev: rev.clone(),
+            source: Box::new(StoreError::Io {
+                action: "make",
+                path: PathBuf::from("/cache/stores/r/tmp/build"),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            }),
+        };
+        assert!(
+            store.to_string().starts_with(
+                "failed to check out /src/r@abc: cannot store the base's objects: cannot make /cache/stores/r/tmp/build: "
+            ),
+            "{store}"
+        );
+        let leak = CheckoutError::StoreCheck {
+            repo,
+            rev,
+            source: Box::new(
+                Leak::Entries {
+                    entries: 5,
+                    store: 4,
+                    objects: 4,
+                }
+                .into(),
+            ),
+        };
+        assert_eq!(
+            leak.to_string(),
+            "failed to check out /src/r@abc: the working copy failed its check for objects past the base: its packs list 5 objects where its base's store has 4 (the 4 objects its base reaches)"
+        );
+    }
+}
