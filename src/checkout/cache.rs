@@ -20,61 +20,9 @@ use git2::{ApplyLocation, Diff, DiffFormat, DiffOptions, Oid, Repository};
 use crate::sys::lock::FileLock;
 use sha2::{Digest, Sha256};
 
+use super::error::{CheckoutError, GitError, StoreError};
 use super::store;
 use super::store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
-
-/// Why a checkout failed. The message names the repo and commit.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckoutError {
-    #[error("failed to check out {repo}@{rev}: the fetch failed: {message}")]
-    Fetch {
-        repo: String,
-        rev: String,
-        message: String,
-    },
-    #[error("failed to check out {repo}@{rev}: no such commit in the repo ({message})")]
-    Resolve {
-        repo: String,
-        rev: String,
-        message: String,
-    },
-    #[error("failed to check out {repo}@{rev}: {message}")]
-    WorkingCopy {
-        repo: String,
-        rev: String,
-        message: String,
-    },
-    #[error(
-        "failed to check out {repo}@{rev}: the working copy failed its check for objects past the base: {message}"
-    )]
-    Leaking {
-        repo: String,
-        rev: String,
-        message: String,
-    },
-    #[error("failed to use the repo cache at {path}: {source}")]
-    Cache {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-/// A git operation on a working copy failed (diff, restore, apply).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct GitError(pub String);
-
-impl From<git2::Error> for GitError {
-    fn from(err: git2::Error) -> Self {
-        GitError(err.message().to_owned())
-    }
-}
-
-impl From<std::io::Error> for GitError {
-    fn from(err: std::io::Error) -> Self {
-        GitError(err.to_string())
-    }
-}
 
 /// The shared cache of bare mirrors. One per run; cheap to share with `Arc`.
 pub struct RepoCache {
@@ -277,17 +225,12 @@ impl RepoCache {
             let stores = StoreDir::for_mirror(&mirror);
             let store = stores
                 .ensure(&mirror, commit, history, &planned)
-                .map_err(|message| {
-                    Unmade::Failed(format!("cannot store the base's objects: {message}"))
-                })?;
+                .map_err(Unmade::Store)?;
             create_working_copy(&stores, &mirror, &fixed, &store, &dest_c)
         })
         .await
-        .unwrap_or_else(|join| {
-            Err(Unmade::Failed(format!(
-                "the checkout thread failed: {join}"
-            )))
-        });
+        .unwrap_or_else(|join| Err(Unmade::Thread(join)));
+        let (repo, rev) = (location.to_owned(), rev.to_owned());
         match made {
             Ok((head, verified)) => Ok(Checkout {
                 dir: dest.to_owned(),
@@ -299,15 +242,31 @@ impl RepoCache {
                 fetched: ensured.fetched,
                 warning: ensured.warning,
             }),
-            Err(Unmade::Failed(message)) => Err(CheckoutError::WorkingCopy {
-                repo: location.to_owned(),
-                rev: rev.to_owned(),
-                message,
+            Err(Unmade::Store(source)) => Err(CheckoutError::Store {
+                repo,
+                rev,
+                source: Box::new(source),
             }),
-            Err(Unmade::Leaking(message)) => Err(CheckoutError::Leaking {
-                repo: location.to_owned(),
-                rev: rev.to_owned(),
-                message,
+            Err(Unmade::UseStore(source)) => Err(CheckoutError::UseStore {
+                repo,
+                rev,
+                source: Box::new(source),
+            }),
+            Err(Unmade::Make(source)) => Err(CheckoutError::Make {
+                repo,
+                rev,
+                source: Box::new(source),
+            }),
+            Err(Unmade::Leaking(source)) => Err(CheckoutError::StoreCheck {
+                repo,
+                rev,
+                source: Box::new(source),
+            }),
+            Err(Unmade::Thread(source)) => Err(CheckoutError::Thread {
+                repo,
+                rev,
+                doing: "checkout",
+                source,
             }),
         }
     }
@@ -342,11 +301,12 @@ impl RepoCache {
             ensure_commit(&mirror_c, &location_c, &rev_c, already_fetched)
         })
         .await
-        .unwrap_or_else(|join| {
-            Err(CheckoutError::Fetch {
+        .unwrap_or_else(|source| {
+            Err(CheckoutError::Thread {
                 repo: location.to_owned(),
                 rev: rev.to_owned(),
-                message: format!("the fetch thread failed: {join}"),
+                doing: "fetch",
+                source,
             })
         })?;
         *fetched = *fetched || ensured.fetched;
@@ -410,26 +370,27 @@ fn ensure_commit(
     if !already_fetched {
         match fetch(&repo, location) {
             Ok(()) => fetched = true,
-            Err(message) => {
+            Err(source) => {
                 // An old mirror may still hold the commit: go on with it,
                 // and say so; otherwise the fetch error is the answer.
                 if resolve(&repo, rev).is_err() {
                     return Err(CheckoutError::Fetch {
                         repo: location.to_owned(),
                         rev: rev.to_owned(),
-                        message,
+                        source,
                     });
                 }
                 warning = Some(format!(
-                    "could not refresh the mirror of {location} ({message}); used the cached copy"
+                    "could not refresh the mirror of {location} ({}); used the cached copy",
+                    source.message()
                 ));
             }
         }
     }
-    let commit = resolve(&repo, rev).map_err(|message| CheckoutError::Resolve {
+    let commit = resolve(&repo, rev).map_err(|source| CheckoutError::Resolve {
         repo: location.to_owned(),
         rev: rev.to_owned(),
-        message,
+        source,
     })?;
     Ok(Ensured {
         commit,
@@ -442,14 +403,13 @@ fn is_full_sha(rev: &str) -> bool {
     rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-fn resolve(repo: &Repository, rev: &str) -> Result<Oid, String> {
+fn resolve(repo: &Repository, rev: &str) -> Result<Oid, git2::Error> {
     repo.revparse_single(rev)
         .and_then(|object| object.peel_to_commit())
         .map(|commit| commit.id())
-        .map_err(|err| err.message().to_owned())
 }
 
-fn fetch(repo: &Repository, location: &str) -> Result<(), String> {
+fn fetch(repo: &Repository, location: &str) -> Result<(), git2::Error> {
     let mut attempts = 0;
     let mut callbacks = git2::RemoteCallbacks::new();
     callbacks.credentials(move |url, username, allowed| {
@@ -470,16 +430,12 @@ fn fetch(repo: &Repository, location: &str) -> Result<(), String> {
     let mut options = git2::FetchOptions::new();
     options.remote_callbacks(callbacks);
     options.download_tags(git2::AutotagOption::All);
-    let mut remote = repo
-        .remote_anonymous(location)
-        .map_err(|err| err.message().to_owned())?;
-    remote
-        .fetch(
-            &["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
-            Some(&mut options),
-            None,
-        )
-        .map_err(|err| err.message().to_owned())?;
+    let mut remote = repo.remote_anonymous(location)?;
+    remote.fetch(
+        &["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+        Some(&mut options),
+        None,
+    )?;
     // Point the mirror's HEAD at the remote's default branch so `HEAD` works
     // as a base_commit.
     if let Ok(default) = remote.default_branch()
@@ -656,27 +612,16 @@ impl Drop for Preparer {
 
 /// Why a working copy was not made.
 enum Unmade {
-    Failed(String),
-    /// It was made, and holds something past the base: never used.
-    Leaking(String),
-}
-
-impl From<GitError> for Unmade {
-    fn from(err: GitError) -> Self {
-        Unmade::Failed(err.0)
-    }
-}
-
-impl From<git2::Error> for Unmade {
-    fn from(err: git2::Error) -> Self {
-        Unmade::Failed(err.message().to_owned())
-    }
-}
-
-impl From<std::io::Error> for Unmade {
-    fn from(err: std::io::Error) -> Self {
-        Unmade::Failed(err.to_string())
-    }
+    /// The base's store could not be built.
+    Store(StoreError),
+    /// A pack of the store could not be fixed or linked.
+    UseStore(StoreError),
+    /// The working copy itself could not be made.
+    Make(StoreError),
+    /// It was made, and holds something past the base (or could not be
+    /// checked): never used.
+    Leaking(StoreError),
+    Thread(tokio::task::JoinError),
 }
 
 /// A working copy of `store`'s head at `dest`, its objects the store's
@@ -691,67 +636,120 @@ fn create_working_copy(
     store: &BaseStore,
     dest: &Path,
 ) -> Result<(Oid, Verified), Unmade> {
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| {
+            Unmade::Make(StoreError::Io {
+                action,
+                path,
+                source,
+            })
+        }
+    };
     if dest.exists() {
         // Left over from a crashed run: start clean.
-        std::fs::remove_dir_all(dest)?;
+        std::fs::remove_dir_all(dest).map_err(io("remove", dest))?;
     }
     let mut init = git2::RepositoryInitOptions::new();
     init.external_template(false).mkpath(true);
-    let gitdir = Repository::init_opts(dest, &init)?.path().to_owned();
+    let gitdir = Repository::init_opts(dest, &init)
+        .map_err(|source| {
+            Unmade::Make(StoreError::Git {
+                doing: "make a repository".to_owned(),
+                repo: dest.to_owned(),
+                source,
+            })
+        })?
+        .path()
+        .to_owned();
     // Commands such as `git commit` need an identity; the environment gives
     // none. Automatic gc would repack the store's packs in the middle of an
     // agent's command (it counts more than 50 of them as too many).
     // Nothing in this process reads these, so a plain append will do.
-    let mut config = File::options().append(true).open(gitdir.join("config"))?;
-    config.write_all(
-        b"[user]\n\tname = onebash\n\temail = onebash@localhost\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n",
-    )?;
-    drop(config);
-    // The files first, read from the mirror through an alternate that
-    // lives in this process only (nothing on disk names the mirror): the
-    // same bytes as from the store, found in one pack rather than searched
-    // for in each of a chain's (libgit2 looks in every pack in turn: 10-20
-    // ms more for a chain of 100). The store's packs come after.
-    {
-        let repo = Repository::open(dest)?;
-        repo.odb()?
-            .add_disk_alternate(&mirror.join("objects").to_string_lossy())?;
-        let tree = repo.find_commit(store.head)?.tree()?;
-        let mut builder = git2::build::CheckoutBuilder::new();
-        builder.force();
-        if !filters_may_apply(&repo, &tree)? {
-            builder.disable_filters(true);
-        }
-        repo.checkout_tree(tree.as_object(), Some(&mut builder))?;
-        repo.set_head_detached(store.head)?;
-    }
+    let config_path = gitdir.join("config");
+    File::options()
+        .append(true)
+        .open(&config_path)
+        .and_then(|mut config| {
+            config.write_all(
+                b"[user]\n\tname = onebash\n\temail = onebash@localhost\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n",
+            )
+        })
+        .map_err(io("write", &config_path))?;
+    check_out_files(mirror, store, dest).map_err(Unmade::Make)?;
     let packs = gitdir.join("objects").join("pack");
-    std::fs::create_dir_all(&packs)?;
+    std::fs::create_dir_all(&packs).map_err(io("make", &packs))?;
     let staging = dest.parent().unwrap_or(Path::new(".")).join(STAGED_PACKS);
     let mut linked = Vec::with_capacity(store.packs.len());
     for pack in &store.packs {
         let name = fixed
             .get(stores, mirror, pack, &staging)
-            .map_err(|message| Unmade::Failed(format!("cannot use the base's store: {message}")))?;
+            .map_err(Unmade::UseStore)?;
         for ext in ["pack", "idx"] {
             let file = format!("{name}.{ext}");
-            match pack {
-                StoredPack::Whole(_) => link_pack(
-                    &stores.pack(&name, ext),
-                    &packs.join(&file),
-                    &staging.join(&file),
-                )?,
-                StoredPack::Thin { .. } => {
-                    std::fs::hard_link(staging.join(&file), packs.join(&file))?
-                }
-            }
+            let (from, to) = match pack {
+                StoredPack::Whole(_) => (stores.pack(&name, ext), packs.join(&file)),
+                StoredPack::Thin { .. } => (staging.join(&file), packs.join(&file)),
+            };
+            let linked = match pack {
+                StoredPack::Whole(_) => link_pack(&from, &to, &staging.join(&file)),
+                StoredPack::Thin { .. } => std::fs::hard_link(&from, &to),
+            };
+            linked.map_err(|source| {
+                Unmade::UseStore(StoreError::Io {
+                    action: "link",
+                    path: from,
+                    source,
+                })
+            })?;
         }
         linked.push(name);
     }
     // Opened again, its own objects alone: what every command will see.
-    let repo = Repository::open(dest)?;
+    let repo = Repository::open(dest).map_err(|source| {
+        Unmade::Leaking(StoreError::Git {
+            doing: "open the working copy".to_owned(),
+            repo: dest.to_owned(),
+            source,
+        })
+    })?;
     let verified = store::verify_working_copy(&repo, store, &linked).map_err(Unmade::Leaking)?;
     Ok((store.head, verified))
+}
+
+/// The files of `store`'s head into the new repository at `dest`, read
+/// from the mirror through an alternate that lives in this process only
+/// (nothing on disk names the mirror): the same bytes as from the store,
+/// found in one pack rather than searched for in each of a chain's
+/// (libgit2 looks in every pack in turn: 10-20 ms more for a chain of
+/// 100). The store's packs come after.
+fn check_out_files(mirror: &Path, store: &BaseStore, dest: &Path) -> Result<(), StoreError> {
+    let git = |doing: &str| {
+        let (doing, repo) = (doing.to_owned(), dest.to_owned());
+        move |source| StoreError::Git {
+            doing,
+            repo,
+            source,
+        }
+    };
+    let repo = Repository::open(dest).map_err(git("open the working copy"))?;
+    let objects = mirror.join("objects");
+    repo.odb()
+        .and_then(|odb| odb.add_disk_alternate(&objects.to_string_lossy()))
+        .map_err(git("read the mirror's objects"))?;
+    let tree = repo
+        .find_commit(store.head)
+        .and_then(|commit| commit.tree())
+        .map_err(git(&format!("read the tree of {}", store.head)))?;
+    let mut builder = git2::build::CheckoutBuilder::new();
+    builder.force();
+    if !filters_may_apply(&repo, &tree).map_err(git("read the config"))? {
+        builder.disable_filters(true);
+    }
+    repo.checkout_tree(tree.as_object(), Some(&mut builder))
+        .map_err(git(&format!("check out the files of {}", store.head)))?;
+    repo.set_head_detached(store.head)
+        .map_err(git(&format!("set HEAD to {}", store.head)))
 }
 
 /// Whether checking out `tree` could run one of libgit2's content filters
@@ -759,7 +757,7 @@ fn create_working_copy(
 /// one on; libgit2 looks up the attributes of every file to find out, which
 /// is half the time of a checkout, so a repo with none of either anywhere
 /// is checked out without: the same bytes, sooner.
-fn filters_may_apply(repo: &Repository, tree: &git2::Tree<'_>) -> Result<bool, GitError> {
+fn filters_may_apply(repo: &Repository, tree: &git2::Tree<'_>) -> Result<bool, git2::Error> {
     // Any value, even `false`: this is a shortcut, not a reimplementation.
     let config = repo.config()?.snapshot()?;
     let settings = ["core.autocrlf", "core.eol", "core.attributesFile"];

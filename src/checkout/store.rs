@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
+use super::error::{Leak, StoreError};
 use super::thin::{self, INDEX_HEADER, INDEX_MAGIC};
 use crate::sys::lock::FileLock;
 
@@ -148,31 +149,37 @@ impl StoreDir {
         name: &str,
         entries: u64,
         dir: &Path,
-    ) -> Result<String, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|err| format!("cannot make {}: {err}", dir.display()))?;
+    ) -> Result<String, StoreError> {
+        std::fs::create_dir_all(dir).map_err(StoreError::io("make", dir))?;
         if let Ok(Some(fixed)) = self.fix_again(repo, name, entries, dir) {
             return Ok(fixed);
         }
         let thin = self.pack(name, "pack");
-        let bytes =
-            std::fs::read(&thin).map_err(|err| format!("cannot read {}: {err}", thin.display()))?;
+        let bytes = std::fs::read(&thin).map_err(StoreError::io("read", &thin))?;
         let partial = partial_pack(dir, name);
         let partial_idx = partial.with_extension("idx");
         let args = index_pack_args(mirror, &["--fix-thin", "--stdin"], &partial);
         let fixed = crate::sys::exec::run_tool(Path::new("git"), &args, &bytes)
-            .map_err(|err| format!("failed to fix the thin pack {name}: {err}{GIT_HINT}"))
+            .map_err(|source| StoreError::FixThin {
+                name: name.to_owned(),
+                source,
+            })
             .and_then(|out| {
                 let out = String::from_utf8_lossy(&out);
                 let hash = out.trim().strip_prefix("pack\t").unwrap_or_default();
                 if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(format!("git index-pack printed {out:?}, not a pack name"));
+                    return Err(StoreError::NoPackName {
+                        command: "index-pack",
+                        printed: out.into_owned(),
+                    });
                 }
                 let found = pack_index_count(&partial_idx)?;
                 if found != entries {
-                    return Err(format!(
-                        "the thin pack {name} fixed holds {found} objects where its store says {entries}"
-                    ));
+                    return Err(StoreError::FixedCount {
+                        name: name.to_owned(),
+                        found,
+                        entries,
+                    });
                 }
                 Ok(format!("pack-{hash}"))
             })
@@ -197,7 +204,7 @@ impl StoreDir {
         name: &str,
         entries: u64,
         dir: &Path,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, StoreError> {
         let (thin, stored_idx) = (self.pack(name, "pack"), self.pack(name, "idx"));
         let index = thin::PackIndex::read(&stored_idx)?;
         let pack = thin::ThinPack::read(&thin)?;
@@ -206,7 +213,9 @@ impl StoreDir {
         {
             return Ok(None);
         }
-        let odb = repo.odb().map_err(|err| err.message().to_owned())?;
+        let odb = repo
+            .odb()
+            .map_err(StoreError::git("read the objects", repo))?;
         let partial = partial_pack(dir, name);
         let partial_idx = partial.with_extension("idx");
         let trailer = thin::fix(&thin, &bases, &odb, &partial)?;
@@ -218,7 +227,7 @@ impl StoreDir {
         // A link where it can be (no new file to make), else a copy.
         let moved = std::fs::hard_link(&stored_idx, &partial_idx)
             .or_else(|_| std::fs::copy(&stored_idx, &partial_idx).map(drop))
-            .map_err(|err| format!("cannot copy {}: {err}", stored_idx.display()))
+            .map_err(StoreError::io("copy", &stored_idx))
             .and_then(|()| move_pack(&partial, &partial_idx, dir, &fixed));
         if let Err(err) = moved {
             let _ = std::fs::remove_file(&partial);
@@ -249,20 +258,20 @@ impl StoreDir {
         base: Oid,
         history: History,
         planned: &HashSet<Oid>,
-    ) -> Result<BaseStore, String> {
+    ) -> Result<BaseStore, StoreError> {
         if let Some(store) = self.find(base, history) {
             return Ok(store);
         }
         for dir in ["bases", "packs", "tmp"] {
-            std::fs::create_dir_all(self.root.join(dir))
-                .map_err(|err| format!("cannot make {}: {err}", self.root.join(dir).display()))?;
+            let dir = self.root.join(dir);
+            std::fs::create_dir_all(&dir).map_err(StoreError::io("make", dir))?;
         }
         let _lock = FileLock::acquire(&self.root.join("lock"))
-            .map_err(|err| format!("cannot lock {}: {err}", self.root.display()))?;
+            .map_err(StoreError::io("lock", &self.root))?;
         if let Some(store) = self.find(base, history) {
             return Ok(store);
         }
-        let repo = Repository::open_bare(mirror).map_err(|err| err.message().to_owned())?;
+        let repo = open_mirror(mirror)?;
         match history {
             History::None => self.build_none(&repo, mirror, base),
             History::Full => {
@@ -285,19 +294,19 @@ impl StoreDir {
         repo: &Repository,
         from: Oid,
         planned: &HashSet<Oid>,
-    ) -> Result<Nearest, String> {
+    ) -> Result<Nearest, StoreError> {
         let stored = self.stored_full_bases();
         let mut pending = Vec::new();
         // Nothing to find (the first store of a repo): no walk.
         if stored.is_empty() && planned.iter().all(|base| *base == from) {
             return Ok((None, pending));
         }
-        let git = |err: git2::Error| err.message().to_owned();
-        let mut walk = repo.revwalk().map_err(git)?;
-        walk.set_sorting(git2::Sort::TOPOLOGICAL).map_err(git)?;
-        walk.push(from).map_err(git)?;
+        let git = || StoreError::git(format!("walk the history of {from}"), repo);
+        let mut walk = repo.revwalk().map_err(git())?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL).map_err(git())?;
+        walk.push(from).map_err(git())?;
         for oid in walk {
-            let oid = oid.map_err(git)?;
+            let oid = oid.map_err(git())?;
             if oid == from {
                 continue;
             }
@@ -330,7 +339,12 @@ impl StoreDir {
 
     /// Builds the full store of `base`: one pack of what it reaches beyond
     /// its nearest stored ancestor, chained to that ancestor's store.
-    fn build_full(&self, repo: &Repository, mirror: &Path, base: Oid) -> Result<BaseStore, String> {
+    fn build_full(
+        &self,
+        repo: &Repository,
+        mirror: &Path,
+        base: Oid,
+    ) -> Result<BaseStore, StoreError> {
         if let Some(store) = self.find(base, History::Full) {
             return Ok(store);
         }
@@ -351,9 +365,7 @@ impl StoreDir {
                 None => self.pack_objects(mirror, &input),
             });
             let reached = reachable_beyond(repo, &[base], parent.as_ref().map(|(p, _)| *p), &known);
-            let own = packing
-                .join()
-                .unwrap_or_else(|_| Err("the packing thread failed".to_owned()));
+            let own = packing.join().unwrap_or(Err(StoreError::PackingThread));
             (own, reached)
         });
         let (own, reached) = (own?, reached?);
@@ -373,10 +385,15 @@ impl StoreDir {
     /// Builds the store of `base` without its history: a commit with no
     /// parents and the base's tree, author, committer and message (so the
     /// same base always gives the same commit), packed with its tree.
-    fn build_none(&self, repo: &Repository, mirror: &Path, base: Oid) -> Result<BaseStore, String> {
-        let git = |err: git2::Error| err.message().to_owned();
-        let commit = repo.find_commit(base).map_err(git)?;
-        let tree = commit.tree().map_err(git)?;
+    fn build_none(
+        &self,
+        repo: &Repository,
+        mirror: &Path,
+        base: Oid,
+    ) -> Result<BaseStore, StoreError> {
+        let git = || StoreError::git(format!("read the commit {base}"), repo);
+        let commit = repo.find_commit(base).map_err(git())?;
+        let tree = commit.tree().map_err(git())?;
         let message = String::from_utf8_lossy(commit.message_raw_bytes()).into_owned();
         // Into the mirror's objects (nothing else there changes): packing
         // reads it from there.
@@ -389,7 +406,10 @@ impl StoreDir {
                 &tree,
                 &[],
             )
-            .map_err(git)?;
+            .map_err(StoreError::git(
+                format!("write the parentless commit of {base}"),
+                repo,
+            ))?;
         let reached = reachable_beyond(repo, &[head], None, &HashSet::new())?;
         let own = self.pack_objects(mirror, &format!("{head}\n"))?;
         let entries = self.check_pack(own.name(), &HashSet::new(), &reached)?;
@@ -404,29 +424,27 @@ impl StoreDir {
     }
 
     /// Every object of a store's packs.
-    fn objects_of(&self, store: &BaseStore) -> Result<HashSet<Oid>, String> {
+    fn objects_of(&self, store: &BaseStore) -> Result<HashSet<Oid>, StoreError> {
         let mut all = HashSet::with_capacity(store.objects as usize);
         for pack in &store.packs {
             all.extend(pack_index_oids(&self.pack(pack.name(), "idx"))?);
         }
         if all.len() as u64 != store.objects {
-            return Err(format!(
-                "the stored packs hold {} objects where the manifest says {}; delete {} to build them again",
-                all.len(),
-                store.objects,
-                self.root.display()
-            ));
+            return Err(StoreError::ChainCount {
+                found: all.len(),
+                manifest: store.objects,
+                root: self.root.clone(),
+            });
         }
         Ok(all)
     }
 
     /// A clean folder for one build (the stores' lock held: one build at a
     /// time, and one left by a crash is cleared here).
-    fn build_folder(&self) -> Result<PathBuf, String> {
+    fn build_folder(&self) -> Result<PathBuf, StoreError> {
         let tmp = self.root.join("tmp").join("build");
         let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)
-            .map_err(|err| format!("cannot make {}: {err}", tmp.display()))?;
+        std::fs::create_dir_all(&tmp).map_err(StoreError::io("make", &tmp))?;
         Ok(tmp)
     }
 
@@ -435,24 +453,24 @@ impl StoreDir {
     /// mirror's deltas, into `packs/`. git does this several times faster
     /// than libgit2's pack builder, which computes every delta again (3 s
     /// against 0.2 s for the bench repo's 27,000 objects).
-    fn pack_objects(&self, mirror: &Path, input: &str) -> Result<StoredPack, String> {
+    fn pack_objects(&self, mirror: &Path, input: &str) -> Result<StoredPack, StoreError> {
         let tmp = self.build_folder()?;
         let mut args = pack_objects_args(mirror);
         args.push(tmp.join("pack").into());
         let out = crate::sys::exec::run_tool(Path::new("git"), &args, input.as_bytes())
-            .map_err(|err| format!("failed to pack the base's objects: {err}{GIT_HINT}"))?;
+            .map_err(pack_failed(mirror))?;
         let hash = String::from_utf8_lossy(&out).trim().to_owned();
         if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!(
-                "git pack-objects printed {hash:?}, not a pack name"
-            ));
+            return Err(StoreError::NoPackName {
+                command: "pack-objects",
+                printed: hash,
+            });
         }
         let name = format!("pack-{hash}");
         // The index last: a reader that finds it finds its pack.
         for ext in ["pack", "idx"] {
             let from = tmp.join(format!("{name}.{ext}"));
-            std::fs::rename(&from, self.pack(&name, ext))
-                .map_err(|err| format!("cannot move {} into the store: {err}", from.display()))?;
+            std::fs::rename(&from, self.pack(&name, ext)).map_err(into_store(&from))?;
         }
         let _ = std::fs::remove_dir_all(&tmp);
         Ok(StoredPack::Whole(name))
@@ -461,49 +479,57 @@ impl StoreDir {
     /// As [`Self::pack_objects`], a thin pack: its deltas may have their
     /// bases among the excluded objects. It is stored with the index of its
     /// fixed form, which the build checks.
-    fn pack_thin(&self, mirror: &Path, input: &str) -> Result<StoredPack, String> {
+    fn pack_thin(&self, mirror: &Path, input: &str) -> Result<StoredPack, StoreError> {
         let tmp = self.build_folder()?;
         let mut args = pack_objects_args(mirror);
         args.extend(["--thin".into(), "--stdout".into()]);
         let bytes = crate::sys::exec::run_tool(Path::new("git"), &args, input.as_bytes())
-            .map_err(|err| format!("failed to pack the base's objects: {err}{GIT_HINT}"))?;
+            .map_err(pack_failed(mirror))?;
         // A pack ends with the SHA-1 of all that comes before.
         let trailer = bytes
             .len()
             .checked_sub(20)
             .filter(|_| bytes.starts_with(b"PACK"))
             .map(|at| &bytes[at..])
-            .ok_or_else(|| "git pack-objects wrote no pack".to_owned())?;
+            .ok_or(StoreError::NoPack)?;
         let hash = hex(trailer);
         let name = format!("thin-{hash}");
         let thin = tmp.join(format!("{name}.pack"));
-        std::fs::write(&thin, &bytes)
-            .map_err(|err| format!("cannot write {}: {err}", thin.display()))?;
-        std::fs::rename(&thin, self.pack(&name, "pack"))
-            .map_err(|err| format!("cannot move {} into the store: {err}", thin.display()))?;
+        std::fs::write(&thin, &bytes).map_err(StoreError::io("write", &thin))?;
+        let stored = self.pack(&name, "pack");
+        std::fs::rename(&thin, &stored).map_err(into_store(&thin))?;
         // Fixed as every run will fix it, with the bases its deltas name,
         // and indexed by git, which checks every object and delta.
-        let bases = thin::named_bases(&bytes).map_err(|err| format!("{name}: {err}"))?;
-        let git = |err: git2::Error| err.message().to_owned();
-        let repo = Repository::open_bare(mirror).map_err(git)?;
-        let odb = repo.odb().map_err(git)?;
+        let bases = thin::named_bases(&bytes).map_err(|source| StoreError::NotThin {
+            path: stored.clone(),
+            source,
+        })?;
+        let repo = open_mirror(mirror)?;
+        let odb = repo
+            .odb()
+            .map_err(StoreError::git("read the objects", &repo))?;
         let own = tmp.join("own.pack");
         thin::fix(&self.pack(&name, "pack"), &bases, &odb, &own)?;
         let idx = own.with_extension("idx");
         let mut args = index_pack_args(mirror, &["-o"], &idx);
         args.push(own.into());
-        crate::sys::exec::run_tool(Path::new("git"), &args, &[])
-            .map_err(|err| format!("failed to index the fixed pack {name}: {err}{GIT_HINT}"))?;
+        crate::sys::exec::run_tool(Path::new("git"), &args, &[]).map_err(|source| {
+            StoreError::Index {
+                name: name.clone(),
+                source,
+            }
+        })?;
         let entries = pack_index_count(&idx)?;
-        let thin_count = thin::ThinPack::read(&self.pack(&name, "pack"))?.count;
+        let thin_count = thin::ThinPack::read(&stored)?.count;
         if entries != u64::from(thin_count) + bases.len() as u64 {
-            return Err(format!(
-                "the thin pack {name} fixed holds {entries} objects where it has {thin_count} and names {} bases",
-                bases.len()
-            ));
+            return Err(StoreError::BuiltCount {
+                name,
+                entries,
+                thin: thin_count,
+                bases: bases.len(),
+            });
         }
-        std::fs::rename(&idx, self.pack(&name, "idx"))
-            .map_err(|err| format!("cannot move {} into the store: {err}", idx.display()))?;
+        std::fs::rename(&idx, self.pack(&name, "idx")).map_err(into_store(&idx))?;
         let _ = std::fs::remove_dir_all(&tmp);
         Ok(StoredPack::Thin { name, entries })
     }
@@ -515,7 +541,7 @@ impl StoreDir {
         name: &str,
         known: &HashSet<Oid>,
         reached: &HashSet<Oid>,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, StoreError> {
         let listed = pack_index_oids(&self.pack(name, "idx"))?;
         let entries = listed.len() as u64;
         let own: HashSet<Oid> = listed.into_iter().collect();
@@ -523,19 +549,26 @@ impl StoreDir {
             .iter()
             .find(|o| !known.contains(o) && !reached.contains(o))
         {
-            return Err(format!(
-                "the new pack {name} holds {stray}, which the base does not reach"
-            ));
+            return Err(StoreError::Stray {
+                name: name.to_owned(),
+                object: *stray,
+            });
         }
         if let Some(missing) = reached.iter().find(|o| !own.contains(o)) {
-            return Err(format!(
-                "the new pack {name} lacks {missing}, which the base reaches"
-            ));
+            return Err(StoreError::Missing {
+                name: name.to_owned(),
+                object: *missing,
+            });
         }
         Ok(entries)
     }
 
-    fn write_manifest(&self, base: Oid, history: History, store: &BaseStore) -> Result<(), String> {
+    fn write_manifest(
+        &self,
+        base: Oid,
+        history: History,
+        store: &BaseStore,
+    ) -> Result<(), StoreError> {
         let mut text = format!(
             "{MANIFEST_MAGIC}\nbase {base}\nhistory {}\nhead {}\nobjects {}\nentries {}\n",
             history.name(),
@@ -557,8 +590,29 @@ impl StoreDir {
                     .and_then(|()| file.sync_all())
             })
             .and_then(|()| std::fs::rename(&partial, &path));
-        written.map_err(|err| format!("cannot write {}: {err}", path.display()))
+        written.map_err(StoreError::io("write", path))
     }
+}
+
+/// The mirror at `path`, opened for a store's walk or fix.
+fn open_mirror(path: &Path) -> Result<Repository, StoreError> {
+    Repository::open_bare(path).map_err(|source| StoreError::Git {
+        doing: "open the mirror".to_owned(),
+        repo: path.to_owned(),
+        source,
+    })
+}
+
+/// `Pack` in the mirror at `mirror`, for `map_err`.
+fn pack_failed(mirror: &Path) -> impl FnOnce(crate::sys::exec::ToolError) -> StoreError {
+    let mirror = mirror.to_owned();
+    move |source| StoreError::Pack { mirror, source }
+}
+
+/// `IntoStore` of `path`, for `map_err`.
+fn into_store(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.to_owned();
+    move |source| StoreError::IntoStore { path, source }
 }
 
 fn parse_manifest(text: &str) -> Option<BaseStore> {
@@ -599,8 +653,6 @@ fn parse_manifest(text: &str) -> Option<BaseStore> {
         packs,
     })
 }
-
-const GIT_HINT: &str = "\nhint: onebash needs git on PATH to build a base's object store";
 
 /// `git pack-objects` of the mirror, for a list of revisions on stdin.
 fn pack_objects_args(mirror: &Path) -> Vec<OsString> {
@@ -643,11 +695,10 @@ fn partial_pack(dir: &Path, name: &str) -> PathBuf {
 
 /// Moves a fixed pack and its index to `dir` as `fixed`: the index last,
 /// so a reader that finds it finds its pack.
-fn move_pack(pack: &Path, idx: &Path, dir: &Path, fixed: &str) -> Result<(), String> {
+fn move_pack(pack: &Path, idx: &Path, dir: &Path, fixed: &str) -> Result<(), StoreError> {
     for (from, ext) in [(pack, "pack"), (idx, "idx")] {
         let to = dir.join(format!("{fixed}.{ext}"));
-        std::fs::rename(from, &to)
-            .map_err(|err| format!("cannot move {}: {err}", from.display()))?;
+        std::fs::rename(from, &to).map_err(StoreError::io("move", from))?;
     }
     Ok(())
 }
@@ -665,28 +716,31 @@ fn reachable_beyond(
     tips: &[Oid],
     stop: Option<Oid>,
     known: &HashSet<Oid>,
-) -> Result<HashSet<Oid>, String> {
-    let git = |err: git2::Error| err.message().to_owned();
-    let mut walk = repo.revwalk().map_err(git)?;
+) -> Result<HashSet<Oid>, StoreError> {
+    let git = || {
+        let tips: Vec<String> = tips.iter().map(Oid::to_string).collect();
+        StoreError::git(format!("walk the objects of {}", tips.join(" ")), repo)
+    };
+    let mut walk = repo.revwalk().map_err(git())?;
     for tip in tips {
-        walk.push(*tip).map_err(git)?;
+        walk.push(*tip).map_err(git())?;
     }
     if let Some(stop) = stop {
-        walk.hide(stop).map_err(git)?;
+        walk.hide(stop).map_err(git())?;
     }
     let mut found = HashSet::new();
     let mut trees = Vec::new();
     for oid in walk {
-        let oid = oid.map_err(git)?;
+        let oid = oid.map_err(git())?;
         if known.contains(&oid) || !found.insert(oid) {
             continue;
         }
-        trees.push(repo.find_commit(oid).map_err(git)?.tree_id());
+        trees.push(repo.find_commit(oid).map_err(git())?.tree_id());
         while let Some(tree_id) = trees.pop() {
             if known.contains(&tree_id) || !found.insert(tree_id) {
                 continue;
             }
-            let tree = repo.find_tree(tree_id).map_err(git)?;
+            let tree = repo.find_tree(tree_id).map_err(git())?;
             for entry in tree.iter() {
                 match entry.kind() {
                     Some(ObjectType::Tree) => trees.push(entry.id()),
@@ -702,14 +756,16 @@ fn reachable_beyond(
 }
 
 /// How many objects a pack index lists (its header alone).
-fn pack_index_count(idx: &Path) -> Result<u64, String> {
+fn pack_index_count(idx: &Path) -> Result<u64, StoreError> {
     use std::io::Read;
     let mut header = [0u8; INDEX_HEADER];
     std::fs::File::open(idx)
         .and_then(|mut file| file.read_exact(&mut header))
-        .map_err(|err| format!("cannot read {}: {err}", idx.display()))?;
+        .map_err(StoreError::io("read", idx))?;
     if header[..8] != INDEX_MAGIC {
-        return Err(format!("{} is not a version-2 pack index", idx.display()));
+        return Err(StoreError::BadIndex {
+            path: idx.to_owned(),
+        });
     }
     let count: [u8; 4] = header[INDEX_HEADER - 4..].try_into().expect("four bytes");
     Ok(u64::from(u32::from_be_bytes(count)))
@@ -717,7 +773,7 @@ fn pack_index_count(idx: &Path) -> Result<u64, String> {
 
 /// The object names a pack index lists (the whole index read and checked
 /// against its own SHA-1, by the one reader of indexes, [`thin::PackIndex`]).
-fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, String> {
+fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, StoreError> {
     Ok(thin::PackIndex::read(idx)?.ids)
 }
 
@@ -744,7 +800,7 @@ impl FixedPacks {
         mirror: &Path,
         pack: &StoredPack,
         dir: &Path,
-    ) -> Result<String, String> {
+    ) -> Result<String, StoreError> {
         let StoredPack::Thin { name, entries } = pack else {
             return Ok(pack.name().to_owned());
         };
@@ -764,12 +820,12 @@ impl FixedPacks {
     }
 
     /// The mirror at `path`, opened by the first fix that reads it.
-    fn mirror(&self, path: &Path) -> Result<Arc<Mutex<Repository>>, String> {
+    fn mirror(&self, path: &Path) -> Result<Arc<Mutex<Repository>>, StoreError> {
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(repo) = mirrors.get(path) {
             return Ok(Arc::clone(repo));
         }
-        let repo = Repository::open_bare(path).map_err(|err| err.message().to_owned())?;
+        let repo = open_mirror(path)?;
         let repo = Arc::new(Mutex::new(repo));
         mirrors.insert(path.to_owned(), Arc::clone(&repo));
         Ok(repo)
@@ -795,8 +851,8 @@ pub fn verify_working_copy(
     repo: &Repository,
     store: &BaseStore,
     linked: &[String],
-) -> Result<Verified, String> {
-    let git = |err: git2::Error| err.message().to_owned();
+) -> Result<Verified, StoreError> {
+    let git = |doing: &'static str| StoreError::git(doing, repo);
     let gitdir = repo.path();
     for file in [
         "objects/info/alternates",
@@ -808,42 +864,42 @@ pub fn verify_working_copy(
         "shallow",
     ] {
         if gitdir.join(file).symlink_metadata().is_ok() {
-            return Err(format!("it has .git/{file}"));
+            return Err(Leak::File(file.to_owned()).into());
         }
     }
-    if let Some(reference) = repo.references().map_err(git)?.flatten().next() {
-        return Err(format!(
-            "it has the ref {}",
-            String::from_utf8_lossy(reference.name_bytes())
-        ));
+    let references = repo.references().map_err(git("list the refs"))?;
+    if let Some(reference) = references.flatten().next() {
+        let name = String::from_utf8_lossy(reference.name_bytes()).into_owned();
+        return Err(Leak::Ref(name).into());
     }
-    let config = repo.config().map_err(git)?;
-    if let Some(entry) = config.entries(Some("remote\\..*")).map_err(git)?.next() {
-        let entry = entry.map_err(git)?;
-        return Err(format!(
-            "its config names a remote ({})",
-            String::from_utf8_lossy(entry.name_bytes())
-        ));
+    let config = repo.config().map_err(git("read the config"))?;
+    let remotes = config.entries(Some("remote\\..*"));
+    if let Some(entry) = remotes.map_err(git("read the config"))?.next() {
+        let entry = entry.map_err(git("read the config"))?;
+        let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
+        return Err(Leak::Remote(name).into());
     }
     // libgit2 logs the move of HEAD to the base: that entry, and only it.
-    for entry in repo.reflog("HEAD").map_err(git)?.iter() {
+    for entry in repo.reflog("HEAD").map_err(git("read the reflog"))?.iter() {
         if let Some(past) = [entry.id_old(), entry.id_new()]
             .into_iter()
             .find(|id| !id.is_zero() && *id != store.head)
         {
-            return Err(format!("the reflog of HEAD names {past}"));
+            return Err(Leak::Reflog(past).into());
         }
     }
-    let head = repo.head().map_err(git)?.target();
-    if head != Some(store.head) || !repo.head_detached().map_err(git)? {
-        return Err(format!("HEAD is not {} alone", store.head));
+    let head = repo.head().map_err(git("read HEAD"))?.target();
+    if head != Some(store.head) || !repo.head_detached().map_err(git("read HEAD"))? {
+        return Err(Leak::Head(store.head).into());
     }
     let entries = store_entries(&gitdir.join("objects"), linked)?;
     if entries != store.entries {
-        return Err(format!(
-            "its packs list {entries} objects where its base's store has {} (the {} objects its base reaches)",
-            store.entries, store.objects
-        ));
+        return Err(Leak::Entries {
+            entries,
+            store: store.entries,
+            objects: store.objects,
+        }
+        .into());
     }
     Ok(Verified {
         objects: store.objects,
@@ -853,14 +909,16 @@ pub fn verify_working_copy(
 /// The index entries of the packs in `objects`, once it is known to hold
 /// nothing else: exactly the packs linked from the store (`linked`, a
 /// `.pack` and an `.idx` each), no loose object, nothing in `info/`.
-fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, String> {
-    let read = |dir: &Path| -> Result<Vec<(String, bool)>, String> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|err| format!("cannot read {}: {err}", dir.display()))?;
+fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, StoreError> {
+    let read = |dir: &Path| -> Result<Vec<(String, bool)>, StoreError> {
+        let entries = std::fs::read_dir(dir).map_err(StoreError::io("read", dir))?;
         entries
             .map(|entry| {
-                let entry = entry.map_err(|err| err.to_string())?;
-                let is_dir = entry.file_type().map_err(|err| err.to_string())?.is_dir();
+                let entry = entry.map_err(StoreError::io("read", dir))?;
+                let file_type = entry.file_type();
+                let is_dir = file_type
+                    .map_err(StoreError::io("read", entry.path()))?
+                    .is_dir();
                 Ok((entry.file_name().to_string_lossy().into_owned(), is_dir))
             })
             .collect()
@@ -870,14 +928,10 @@ fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, String> {
             ("pack", true) => {}
             ("info", true) => {
                 if let Some((file, _)) = read(&objects.join("info"))?.first() {
-                    return Err(format!("it has .git/objects/info/{file}"));
+                    return Err(Leak::File(format!("objects/info/{file}")).into());
                 }
             }
-            _ => {
-                return Err(format!(
-                    "it has .git/objects/{name} (a loose object, or not git's)"
-                ));
-            }
+            _ => return Err(Leak::Loose(name).into()),
         }
     }
     let wanted: HashSet<&str> = linked.iter().map(String::as_str).collect();
@@ -890,18 +944,16 @@ fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, String> {
                 indexes += 1;
                 entries += pack_index_count(&objects.join("pack").join(&name))?;
             }
-            _ => {
-                return Err(format!(
-                    "it has .git/objects/pack/{name}, which its store has not"
-                ));
-            }
+            _ => return Err(Leak::Pack(name).into()),
         }
     }
     if packs != wanted.len() || indexes != wanted.len() {
-        return Err(format!(
-            "it has {packs} packs and {indexes} indexes where its store has {}",
-            wanted.len()
-        ));
+        return Err(Leak::PackCount {
+            packs,
+            indexes,
+            wanted: wanted.len(),
+        }
+        .into());
     }
     Ok(entries)
 }
@@ -1005,7 +1057,36 @@ mod tests {
             .expect("fixed on the second try");
         assert!(staging.join(format!("{name}.idx")).is_file());
         // And remembered from then on.
-        assert_eq!(fixed.get(&stores, &mirror, &thin, &staging), Ok(name));
+        let again = fixed.get(&stores, &mirror, &thin, &staging);
+        assert_eq!(again.expect("remembered"), name);
+    }
+
+    /// A store that cannot be built says in which repository: the mirror
+    /// (here one that lost its base's tree), not libgit2's bare words.
+    #[test]
+    fn a_mirror_missing_an_object_is_named_in_the_store_error() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).expect("mkdir");
+        git(&work, &["init", "-q", "-b", "main"]);
+        std::fs::write(work.join("f.txt"), "one\n").expect("write");
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", "one"]);
+        let base = Oid::from_str(&git(&work, &["rev-parse", "HEAD"])).expect("sha");
+        let tree = git(&work, &["rev-parse", "HEAD^{tree}"]);
+        let mirror = dir.path().join("cache/repos/m.git");
+        let target = mirror.display().to_string();
+        git(dir.path(), &["clone", "-q", "--bare", "work", &target]);
+        let loose = mirror.join("objects").join(&tree[..2]).join(&tree[2..]);
+        std::fs::remove_file(&loose).expect("the tree is a loose object of the mirror");
+        let stores = StoreDir::for_mirror(&mirror);
+        let err = stores
+            .ensure(&mirror, base, History::None, &HashSet::new())
+            .expect_err("a base whose tree is gone");
+        let text = err.to_string();
+        assert!(matches!(err, StoreError::Git { .. }), "{err:?}");
+        assert!(text.contains(&target), "names the mirror: {text}");
+        assert!(text.contains(&base.to_string()), "and the commit: {text}");
     }
 
     #[test]

@@ -24,6 +24,8 @@ use std::path::Path;
 use git2::{ObjectType, Odb, Oid};
 use sha1::{Digest, Sha1};
 
+use super::error::{PackFault, StoreError};
+
 /// The magic and version that open a version-2 pack index, then the
 /// 256-entry fan-out table, whose last entry is the object count.
 pub const INDEX_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
@@ -42,14 +44,10 @@ pub struct PackIndex {
 }
 
 impl PackIndex {
-    pub fn read(path: &Path) -> Result<PackIndex, String> {
-        let bytes =
-            std::fs::read(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-        PackIndex::parse(&bytes).ok_or_else(|| {
-            format!(
-                "{} is not a version-2 pack index, or is damaged",
-                path.display()
-            )
+    pub fn read(path: &Path) -> Result<PackIndex, StoreError> {
+        let bytes = std::fs::read(path).map_err(StoreError::io("read", path))?;
+        PackIndex::parse(&bytes).ok_or_else(|| StoreError::BadIndex {
+            path: path.to_owned(),
         })
     }
 
@@ -116,15 +114,13 @@ pub struct ThinPack {
 }
 
 impl ThinPack {
-    pub fn read(path: &Path) -> Result<ThinPack, String> {
+    pub fn read(path: &Path) -> Result<ThinPack, StoreError> {
         let mut header = [0u8; PACK_HEADER];
-        let bad = || format!("{} is not a version-2 pack", path.display());
-        let mut file =
-            File::open(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-        let len = file
-            .metadata()
-            .map_err(|err| format!("cannot read {}: {err}", path.display()))?
-            .len();
+        let bad = || StoreError::BadPack {
+            path: path.to_owned(),
+        };
+        let mut file = File::open(path).map_err(StoreError::io("read", path))?;
+        let len = file.metadata().map_err(StoreError::io("read", path))?.len();
         file.read_exact(&mut header).map_err(|_| bad())?;
         if &header[..8] != b"PACK\0\0\0\x02" || len < (PACK_HEADER + 20) as u64 {
             return Err(bad());
@@ -141,28 +137,27 @@ impl ThinPack {
 /// git names a base inside the pack by its offset (`OFS_DELTA`, with
 /// `--delta-base-offset`) and one outside by its id. Each entry's zlib
 /// stream is inflated to find where the next begins.
-pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, String> {
-    let bad = |what: &str| format!("not a thin pack git wrote: {what}");
+pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, PackFault> {
     if bytes.len() < PACK_HEADER + 20 || &bytes[..8] != b"PACK\0\0\0\x02" {
-        return Err(bad("no version-2 header"));
+        return Err(PackFault::Header);
     }
-    let count = u32::from_be_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
+    let count = u32::from_be_bytes(bytes[8..12].try_into().map_err(|_| PackFault::Header)?);
     let end = bytes.len() - 20;
     let (mut at, mut bases, mut seen) = (PACK_HEADER, Vec::new(), std::collections::HashSet::new());
     let mut sink = vec![0u8; 64 * 1024];
     for _ in 0..count {
         let byte = |at: usize| bytes.get(at).copied().filter(|_| at < end);
-        let mut c = byte(at).ok_or_else(|| bad("an entry past the end"))?;
+        let mut c = byte(at).ok_or(PackFault::EntryPastEnd)?;
         let kind = (c >> 4) & 7;
         at += 1;
         while c & 0x80 != 0 {
-            c = byte(at).ok_or_else(|| bad("a size past the end"))?;
+            c = byte(at).ok_or(PackFault::SizePastEnd)?;
             at += 1;
         }
         match kind {
             1..=4 => {}
             6 => loop {
-                let c = byte(at).ok_or_else(|| bad("an offset past the end"))?;
+                let c = byte(at).ok_or(PackFault::OffsetPastEnd)?;
                 at += 1;
                 if c & 0x80 == 0 {
                     break;
@@ -172,13 +167,13 @@ pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, String> {
                 let raw = bytes.get(at..at + 20).filter(|_| at + 20 <= end);
                 let base = raw
                     .and_then(|raw| Oid::from_bytes(raw).ok())
-                    .ok_or_else(|| bad("a base id past the end"))?;
+                    .ok_or(PackFault::BaseIdPastEnd)?;
                 at += 20;
                 if seen.insert(base) {
                     bases.push(base);
                 }
             }
-            other => return Err(bad(&format!("an entry of type {other}"))),
+            other => return Err(PackFault::EntryType(other)),
         }
         let mut zlib = flate2::Decompress::new(true);
         loop {
@@ -189,11 +184,11 @@ pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, String> {
                     &mut sink,
                     flate2::FlushDecompress::None,
                 )
-                .map_err(|err| bad(&format!("a damaged entry ({err})")))?;
+                .map_err(PackFault::Damaged)?;
             match status {
                 flate2::Status::StreamEnd => break,
                 _ if zlib.total_in() as usize == done && at + done >= end => {
-                    return Err(bad("an entry cut short"));
+                    return Err(PackFault::CutShort);
                 }
                 _ => {}
             }
@@ -201,7 +196,7 @@ pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, String> {
         at += zlib.total_in() as usize;
     }
     if at != end {
-        return Err(bad("bytes after its last entry"));
+        return Err(PackFault::Trailing);
     }
     Ok(bases)
 }
@@ -209,13 +204,15 @@ pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, String> {
 /// Writes to `out` the thin pack at `thin` with `bases` appended whole, in
 /// that order, read from `odb`. Returns the new pack's trailing SHA-1 (also
 /// written). The same inputs give the same bytes.
-pub fn fix(thin: &Path, bases: &[Oid], odb: &Odb, out: &Path) -> Result<[u8; 20], String> {
+pub fn fix(thin: &Path, bases: &[Oid], odb: &Odb, out: &Path) -> Result<[u8; 20], StoreError> {
     let pack = ThinPack::read(thin)?;
     let count = u32::try_from(bases.len())
         .ok()
         .and_then(|more| pack.count.checked_add(more))
-        .ok_or_else(|| format!("{} would hold too many objects", thin.display()))?;
-    let file = File::create(out).map_err(|err| format!("cannot write {}: {err}", out.display()))?;
+        .ok_or_else(|| StoreError::TooMany {
+            path: thin.to_owned(),
+        })?;
+    let file = File::create(out).map_err(StoreError::io("write", out))?;
     let mut writer = Hashing {
         inner: BufWriter::with_capacity(1 << 16, file),
         sha: Sha1::new(),
@@ -244,13 +241,13 @@ pub fn fix(thin: &Path, bases: &[Oid], odb: &Odb, out: &Path) -> Result<[u8; 20]
         writer.inner.flush()?;
         Ok(trailer)
     })();
-    written.map_err(|err| {
+    written.map_err(|source| {
         let _ = std::fs::remove_file(out);
-        format!(
-            "cannot fix {} into {}: {err}",
-            thin.display(),
-            out.display()
-        )
+        StoreError::Fix {
+            thin: thin.to_owned(),
+            out: out.to_owned(),
+            source,
+        }
     })
 }
 

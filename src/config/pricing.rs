@@ -68,13 +68,16 @@ impl Price {
     /// Parses `--price INPUT,OUTPUT[,CACHE_READ,CACHE_WRITE]` (USD per
     /// million tokens). With two numbers, cache reads and writes are
     /// priced as plain input.
-    pub fn parse(raw: &str) -> Result<Price, String> {
-        let number = |s: &str| -> Result<f64, String> {
+    pub fn parse(raw: &str) -> Result<Price, PriceError> {
+        let number = |s: &str| -> Result<f64, PriceError> {
             s.trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| format!("--price {raw:?}: {s:?} is not a price"))
+                .ok_or_else(|| PriceError::NotAPrice {
+                    raw: raw.to_owned(),
+                    part: s.to_owned(),
+                })
         };
         let parts: Vec<&str> = raw.split(',').collect();
         match parts[..] {
@@ -85,11 +88,22 @@ impl Price {
                 cached_input: number(cached_input)?,
                 cache_write: number(cache_write)?,
             }),
-            _ => Err(format!(
-                "--price {raw:?} is not INPUT,OUTPUT or INPUT,OUTPUT,CACHE_READ,CACHE_WRITE (USD per million tokens, for example 3,15,0.3,3.75)"
-            )),
+            _ => Err(PriceError::Shape {
+                raw: raw.to_owned(),
+            }),
         }
     }
+}
+
+/// A `--price` that cannot be read; the message quotes it.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum PriceError {
+    #[error("--price {raw:?}: {part:?} is not a price")]
+    NotAPrice { raw: String, part: String },
+    #[error(
+        "--price {raw:?} is not INPUT,OUTPUT or INPUT,OUTPUT,CACHE_READ,CACHE_WRITE (USD per million tokens, for example 3,15,0.3,3.75)"
+    )]
+    Shape { raw: String },
 }
 
 /// (model name prefix, input, output, cached input, cache write), USD per

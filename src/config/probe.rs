@@ -14,9 +14,20 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::cli::{EnvKind, PullPolicy};
+use crate::env::EnvError;
 use crate::env::container::Engine;
 use crate::sys::limits::{Enforcement, LimitPlan, Limits, Mechanism};
-use crate::sys::sandbox::{Sandbox, SandboxMode};
+use crate::sys::sandbox::{Sandbox, SandboxError, SandboxMode};
+
+/// What the machine does not allow the run: the engine or `--env oci`
+/// (their messages name the engine and images), or `--sandbox bwrap`.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
 
 /// What the probes found: the sandbox in use and how each limit is kept.
 /// run.json records the names (`sandbox_used`, `limits_enforced`) among
@@ -57,28 +68,24 @@ impl Probed {
         limits: Limits,
         (env_kind, images, pull): (EnvKind, &[String], PullPolicy),
         (cache_dir, network, workdir): (&Path, bool, &str),
-    ) -> Result<(Probed, Vec<String>), String> {
+    ) -> Result<(Probed, Vec<String>), ProbeError> {
         let mut warnings = Vec::new();
         let engine = match env_kind {
             EnvKind::Host | EnvKind::Oci => None,
-            EnvKind::Podman | EnvKind::Docker => {
-                Some(Engine::probe(env_kind, images, pull).map_err(|e| e.to_string())?)
-            }
+            EnvKind::Podman | EnvKind::Docker => Some(Engine::probe(env_kind, images, pull)?),
         };
         // A registry's images are fetched as `--pull` says; local ones read.
         let oci = match env_kind {
             EnvKind::Oci => Some(
-                crate::env::oci::Images::prepare(cache_dir, images, pull)
-                    .and_then(|images| {
-                        crate::env::oci::Settings::probe(images, network, workdir.to_owned())
-                    })
-                    .map_err(|e| e.to_string())?,
+                crate::env::oci::Images::prepare(cache_dir, images, pull).and_then(|images| {
+                    crate::env::oci::Settings::probe(images, network, workdir.to_owned())
+                })?,
             ),
             _ => None,
         };
         let (sandbox, sandbox_warning) = match (&engine, &oci) {
             (Some(_), _) | (_, Some(_)) => (Sandbox::None, None),
-            (None, None) => Sandbox::choose(mode, hidden).map_err(|e| e.to_string())?,
+            (None, None) => Sandbox::choose(mode, hidden)?,
         };
         warnings.extend(sandbox_warning);
         let limit_plan = LimitPlan::new(limits);

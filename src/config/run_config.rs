@@ -20,8 +20,8 @@ use sha2::{Digest, Sha256};
 
 use crate::checkout::History;
 use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
-use crate::config::pricing::{PRICES_TAKEN, Price, builtin_price};
-use crate::config::probe::Probed;
+use crate::config::pricing::{PRICES_TAKEN, Price, PriceError, builtin_price};
+use crate::config::probe::{ProbeError, Probed};
 use crate::run_folder::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
@@ -199,6 +199,12 @@ pub enum ConfigError {
     Prompt(#[from] PromptError),
     #[error("{0}")]
     Usage(String),
+    /// `--price` that cannot be read.
+    #[error(transparent)]
+    Price(#[from] PriceError),
+    /// What the machine does not allow (`RunConfig::probe`).
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
 }
 
 impl RunConfig {
@@ -388,8 +394,7 @@ impl RunConfig<Unprobed> {
             self.limits,
             (self.env_kind, &images, self.pull),
             (&self.cache_dir, self.allow_network, &self.workdir),
-        )
-        .map_err(ConfigError::Usage)?;
+        )?;
         let mut config = self.with_probed(probed);
         config.warnings.extend(warnings);
         Ok(config)
@@ -747,10 +752,7 @@ fn unsent_settings(args: &RunArgs, warnings: &mut Vec<String>) {
 /// (`--price`, the built-in table, or unknown); `--max-cost` needs one.
 fn price_of(args: &RunArgs) -> Result<(Option<Price>, String), ConfigError> {
     let (price, price_source) = match args.price.as_deref() {
-        Some(raw) => (
-            Some(Price::parse(raw).map_err(ConfigError::Usage)?),
-            "--price".to_owned(),
-        ),
+        Some(raw) => (Some(Price::parse(raw)?), "--price".to_owned()),
         None => match builtin_price(&args.model) {
             Some(price) => (Some(price), format!("built-in table of {PRICES_TAKEN}")),
             None => (None, "unknown".to_owned()),

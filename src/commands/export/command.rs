@@ -37,6 +37,15 @@ pub enum ExportError {
         what: String,
         source: std::io::Error,
     },
+    /// A selected row whose trajectory cannot be read: counted as
+    /// unreadable, the export goes on.
+    #[error("failed to export task {task} epoch {epoch} of {}: {source}", run.display())]
+    Trajectory {
+        task: String,
+        epoch: u32,
+        run: PathBuf,
+        source: crate::run_folder::trajectory::ReadError,
+    },
 }
 
 /// Which rows to export.
@@ -160,8 +169,8 @@ pub fn export(
                     summary.without_conversation += 1;
                     continue;
                 }
-                Err(message) => {
-                    summary.failed.push(message);
+                Err(err) => {
+                    summary.failed.push(err.to_string());
                     continue;
                 }
             };
@@ -189,16 +198,18 @@ pub fn export(
 }
 
 /// The row's conversation; `None` when it has none to give; an error
-/// message when its trajectory cannot be read.
-fn example_of(path: &Path, folder: &RunFolder, row: &ResultRow) -> Result<Option<Example>, String> {
+/// when its trajectory cannot be read.
+fn example_of(
+    path: &Path,
+    folder: &RunFolder,
+    row: &ResultRow,
+) -> Result<Option<Example>, ExportError> {
     let file = folder.trajectory(&row.task_id, row.epoch);
-    let events = read_trajectory(&file).map_err(|err| {
-        format!(
-            "failed to export task {} epoch {} of {}: {err}",
-            row.task_id.as_str(),
-            row.epoch,
-            path.display()
-        )
+    let events = read_trajectory(&file).map_err(|source| ExportError::Trajectory {
+        task: row.task_id.as_str().to_owned(),
+        epoch: row.epoch,
+        run: path.to_owned(),
+        source,
     })?;
     let Ok(conversation) = Conversation::from_events(&events) else {
         return Ok(None);
