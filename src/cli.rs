@@ -489,7 +489,7 @@ pub struct RunArgs {
     pub keep_workdirs: bool,
 }
 
-pub use crate::task::MAX_SECONDS;
+use crate::task::MAX_SECONDS;
 
 /// A duration flag (`--command-timeout S` and the like): a positive number
 /// of seconds, fractions allowed, as `f64` reads it (`90`, `0.5`, `1e3`).

@@ -9,7 +9,7 @@ use crate::task::TaskId;
 
 /// What a running task is doing, for the progress display.
 #[derive(Debug, Clone)]
-pub enum Phase {
+pub(crate) enum Phase {
     Checkout,
     Setup,
     /// Waiting for the model's answer number `turn`.
@@ -25,7 +25,7 @@ pub enum Phase {
 }
 
 #[derive(Debug, Clone)]
-pub enum RunEvent {
+pub(crate) enum RunEvent {
     RunStarted {
         total: usize,
     },
@@ -48,21 +48,21 @@ pub enum RunEvent {
 /// The sending side, cheap to clone into every task. Sending never fails the
 /// sender: a consumer that is gone just misses events.
 #[derive(Debug, Clone)]
-pub struct EventSink {
+pub(crate) struct EventSink {
     tx: mpsc::UnboundedSender<RunEvent>,
 }
 
 impl EventSink {
-    pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<RunEvent>) {
+    pub(crate) fn channel() -> (EventSink, mpsc::UnboundedReceiver<RunEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (EventSink { tx }, rx)
     }
 
-    pub fn emit(&self, event: RunEvent) {
+    pub(crate) fn emit(&self, event: RunEvent) {
         let _ = self.tx.send(event);
     }
 
-    pub fn phase(&self, task: &TaskId, epoch: u32, phase: Phase) {
+    pub(crate) fn phase(&self, task: &TaskId, epoch: u32, phase: Phase) {
         self.emit(RunEvent::TaskPhase {
             task: task.clone(),
             epoch,
@@ -73,27 +73,27 @@ impl EventSink {
 
 /// Set once, on Ctrl-C: running tasks end as `interrupted`, none start.
 #[derive(Debug, Clone)]
-pub struct Cancel {
+pub(crate) struct Cancel {
     rx: watch::Receiver<bool>,
 }
 
 #[derive(Debug)]
-pub struct CancelHandle {
+pub(crate) struct CancelHandle {
     tx: watch::Sender<bool>,
 }
 
 impl Cancel {
-    pub fn new() -> (CancelHandle, Cancel) {
+    pub(crate) fn new() -> (CancelHandle, Cancel) {
         let (tx, rx) = watch::channel(false);
         (CancelHandle { tx }, Cancel { rx })
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         *self.rx.borrow()
     }
 
     /// Resolves once cancelled; never, if the handle is dropped uncancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         let mut rx = self.rx.clone();
         if rx.wait_for(|cancelled| *cancelled).await.is_err() {
             std::future::pending::<()>().await;
@@ -102,7 +102,7 @@ impl Cancel {
 }
 
 impl CancelHandle {
-    pub fn cancel(&self) {
+    pub(crate) fn cancel(&self) {
         self.tx.send_replace(true);
     }
 }

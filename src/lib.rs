@@ -24,16 +24,18 @@
 //! folder per subcommand; [`sys`] is what onebash asks of the operating
 //! system.
 
-pub mod agent;
-pub mod audit;
-pub mod checkout;
+#![warn(unreachable_pub)]
+
+mod agent;
+mod audit;
+mod checkout;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod env;
-pub mod events;
+mod env;
+mod events;
 pub mod grade;
-pub mod run_folder;
-pub mod runner;
+mod run_folder;
+mod runner;
 pub mod sys;
-pub mod task;
+mod task;

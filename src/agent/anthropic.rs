@@ -14,9 +14,7 @@ use crate::run_folder::Usage;
 const API_VERSION: &str = "2023-06-01";
 /// The beta that lets Claude 4 models think between tool calls
 /// (`--interleaved-thinking`).
-pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
-/// The most `cache_control` breakpoints the API takes in one request.
-pub const MAX_CACHE_BREAKPOINTS: usize = 4;
+pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 /// How many of the newest user messages carry a breakpoint: the newest
 /// writes the conversation so far to the cache, the one before reads what
 /// the previous request wrote (mini-swe-agent and SWE-agent do the same).
@@ -24,9 +22,9 @@ const ROLLING_BREAKPOINTS: usize = 2;
 /// The Messages API requires `max_tokens`; this is used when
 /// `--max-output-tokens` is not given. (config.rs owns it: it checks the
 /// thinking budget against it, and may not depend on this file.)
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = crate::config::ANTHROPIC_MAX_OUTPUT_TOKENS;
+pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = crate::config::ANTHROPIC_MAX_OUTPUT_TOKENS;
 
-pub struct AnthropicClient {
+pub(crate) struct AnthropicClient {
     http: reqwest::Client,
     url: String,
     models_url: String,
@@ -51,7 +49,7 @@ fn bash_tool() -> Value {
 }
 
 /// `https://api.anthropic.com`, with or without `/v1`, to the messages URL.
-pub fn messages_url(base_url: &str) -> String {
+pub(crate) fn messages_url(base_url: &str) -> String {
     format!("{}/messages", v1_url(base_url))
 }
 
@@ -62,7 +60,7 @@ fn v1_url(base_url: &str) -> String {
 }
 
 impl AnthropicClient {
-    pub fn new(
+    pub(crate) fn new(
         base_url: &str,
         model: &str,
         api_key: Option<String>,
@@ -106,19 +104,19 @@ impl AnthropicClient {
         body
     }
 
-    pub fn request_template(&self) -> Value {
+    pub(crate) fn request_template(&self) -> Value {
         let mut template = self.body_template();
         template.insert("url".into(), json!(self.url));
         Value::Object(template)
     }
 
     /// The messages URL.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// Asks for the list of models: see [`http::preflight`].
-    pub async fn preflight(&self) -> Result<(), ModelError> {
+    pub(crate) async fn preflight(&self) -> Result<(), ModelError> {
         let mut request = self
             .http
             .get(&self.models_url)
@@ -129,7 +127,7 @@ impl AnthropicClient {
         http::preflight(request).await
     }
 
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         system: &str,
         messages: &[Value],
@@ -157,7 +155,7 @@ impl AnthropicClient {
     }
 
     /// All answers to one reply's tool calls, as one user message.
-    pub fn tool_results(results: &[(String, String)]) -> Vec<Value> {
+    pub(crate) fn tool_results(results: &[(String, String)]) -> Vec<Value> {
         let blocks: Vec<Value> = results
             .iter()
             .map(|(id, content)| json!({"type": "tool_result", "tool_use_id": id, "content": content}))
@@ -171,14 +169,14 @@ impl AnthropicClient {
 /// cache's order, so it caches them too; on the tool itself when there is
 /// no system prompt) and one on the last block of each of the newest
 /// [`ROLLING_BREAKPOINTS`] user messages. At most three, under the API's
-/// [`MAX_CACHE_BREAKPOINTS`].
+/// limit of four in one request.
 ///
 /// The markers go on copies made for this request only: the history the
 /// loop keeps (and the trajectory records) stays as the model and the
 /// tools produced it, so the markers of old requests never pile up. They
 /// go only on user messages (tool results, the task's text), never on an
 /// assistant's `thinking` block, which must come back exactly as sent.
-pub fn add_cache_breakpoints(
+pub(crate) fn add_cache_breakpoints(
     body: &mut serde_json::Map<String, Value>,
     system: &str,
     messages: &[Value],
@@ -238,7 +236,7 @@ fn mark_last_block(message: &mut Value, marker: &Value) {
 }
 
 /// The `tool_use` blocks of an assistant message's content.
-pub fn tool_calls_of(content: &[Value]) -> Vec<ToolCall> {
+pub(crate) fn tool_calls_of(content: &[Value]) -> Vec<ToolCall> {
     content
         .iter()
         .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
@@ -259,7 +257,7 @@ pub fn tool_calls_of(content: &[Value]) -> Vec<ToolCall> {
 }
 
 /// Parses a successful Messages API body.
-pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
+pub(crate) fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
     let value: Value = serde_json::from_str(body).map_err(|err| {
         let start: String = body.chars().take(200).collect();
         ModelError::Malformed(format!("the body is not valid JSON ({err}): {start:?}"))
@@ -317,6 +315,9 @@ fn parse_usage(usage: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The most `cache_control` breakpoints the API takes in one request.
+    const MAX_CACHE_BREAKPOINTS: usize = 4;
     use crate::agent::http::http_error;
 
     #[test]

@@ -13,10 +13,10 @@ use crate::sys::exec::CommandOutcome;
 
 /// About how many characters of output the model sees: half from the start,
 /// half from the end.
-pub const MODEL_VIEW_CHARS: usize = 10_000;
+pub(crate) const MODEL_VIEW_CHARS: usize = 10_000;
 
 /// What a tool call produced.
-pub enum ToolAnswer {
+pub(crate) enum ToolAnswer {
     /// The command ran: the model reads `content`.
     Ran {
         content: String,
@@ -28,7 +28,7 @@ pub enum ToolAnswer {
 }
 
 impl ToolAnswer {
-    pub fn content(&self) -> &str {
+    pub(crate) fn content(&self) -> &str {
         match self {
             ToolAnswer::Ran { content, .. } | ToolAnswer::Rejected { content } => content,
         }
@@ -36,7 +36,7 @@ impl ToolAnswer {
 }
 
 /// Checks the call and runs it.
-pub async fn answer(call: &ToolCall, shell: Shell<'_>, timeout: Duration) -> ToolAnswer {
+pub(crate) async fn answer(call: &ToolCall, shell: Shell<'_>, timeout: Duration) -> ToolAnswer {
     let command = match command_of(call) {
         Ok(command) => command,
         Err(bad) => {

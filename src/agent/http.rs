@@ -17,12 +17,12 @@ const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
 /// be made at all (refused, no route, no such host).
 const COULD_NOT_CONNECT: &str = "could not connect";
 /// How a [`ModelError::Transport`] message starts when the call timed out.
-pub const TIMED_OUT: &str = "timed out";
+pub(crate) const TIMED_OUT: &str = "timed out";
 /// How much of an unparseable error body goes into a message.
 const MAX_ERROR_BODY_CHARS: usize = 500;
 
 /// The HTTP client of a model: one per run, so connections are reused.
-pub fn client(request_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
+pub(crate) fn client(request_timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .timeout(request_timeout)
         .connect_timeout(CONNECT_TIMEOUT)
@@ -31,7 +31,7 @@ pub fn client(request_timeout: Duration) -> Result<reqwest::Client, reqwest::Err
 }
 
 /// Sends a request; the body of a successful answer, or what went wrong.
-pub async fn send(request: reqwest::RequestBuilder) -> Result<String, ModelError> {
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<String, ModelError> {
     let response = request.send().await.map_err(transport_error)?;
     let status = response.status();
     let wait = retry_after(response.headers());
@@ -47,7 +47,7 @@ pub async fn send(request: reqwest::RequestBuilder) -> Result<String, ModelError
 /// key is refused (401, 403). Every other answer, a timeout included, says
 /// nothing sure (a server without a models list, a busy one) and lets the
 /// run go on.
-pub async fn preflight(request: reqwest::RequestBuilder) -> Result<(), ModelError> {
+pub(crate) async fn preflight(request: reqwest::RequestBuilder) -> Result<(), ModelError> {
     match send(request.timeout(PREFLIGHT_TIMEOUT)).await {
         Err(
             err @ ModelError::Http {
@@ -62,12 +62,12 @@ pub async fn preflight(request: reqwest::RequestBuilder) -> Result<(), ModelErro
 }
 
 /// The `Retry-After` header, as seconds or an HTTP date.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     parse_retry_after(value, SystemTime::now())
 }
 
-pub fn transport_error(err: reqwest::Error) -> ModelError {
+pub(crate) fn transport_error(err: reqwest::Error) -> ModelError {
     let kind = if err.is_timeout() {
         TIMED_OUT
     } else if err.is_connect() {
@@ -91,7 +91,7 @@ pub fn transport_error(err: reqwest::Error) -> ModelError {
 /// `{"error": "..."}`, TGI's `{"error": "...", "error_type": ...}`, older
 /// vLLM's top-level `{"object": "error", "message", "type"}` or FastAPI's
 /// `{"detail": "..."}`; else the start of the body.
-pub fn http_error(status: u16, body: &str, retry_after: Option<Duration>) -> ModelError {
+pub(crate) fn http_error(status: u16, body: &str, retry_after: Option<Duration>) -> ModelError {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let (message, kind) = match &parsed {
         Some(value) => read_error(value),

@@ -6,18 +6,18 @@
 //! produce (tool calls, replies, errors, usage, the exit reason) is in
 //! `types.rs`, the leaf the others import.
 
-pub mod anthropic;
-pub mod bash_tool;
-pub mod http;
-pub mod model;
-pub mod openai;
-pub mod oracle;
-pub mod reasoning;
-pub mod replay;
-pub mod responses;
-pub mod retry;
-pub mod run;
-pub mod types;
+pub(crate) mod anthropic;
+pub(crate) mod bash_tool;
+pub(crate) mod http;
+pub(crate) mod model;
+pub(crate) mod openai;
+pub(crate) mod oracle;
+pub(crate) mod reasoning;
+pub(crate) mod replay;
+pub(crate) mod responses;
+pub(crate) mod retry;
+pub(crate) mod run;
+pub(crate) mod types;
 
-pub use model::ModelClient;
-pub use run::{AgentLimits, AgentOutcome, run_agent};
+pub(crate) use model::ModelClient;
+pub(crate) use run::{AgentLimits, AgentOutcome, run_agent};

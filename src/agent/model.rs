@@ -28,7 +28,7 @@ use crate::task::prompt::RenderedPrompt;
 
 /// A retry about to happen, for the trajectory.
 #[derive(Debug, Clone)]
-pub struct RetryNote {
+pub(crate) struct RetryNote {
     /// 1 for the first retry.
     pub retry: u32,
     pub status: Option<u16>,
@@ -37,7 +37,7 @@ pub struct RetryNote {
 }
 
 /// The wire protocol of a model.
-pub enum Protocol {
+pub(crate) enum Protocol {
     OpenAi(OpenAiClient),
     Anthropic(AnthropicClient),
     /// OpenAI's Responses API.
@@ -49,7 +49,7 @@ pub enum Protocol {
 }
 
 /// A model: a protocol, and how the run reaches it.
-pub struct ModelClient {
+pub(crate) struct ModelClient {
     protocol: Protocol,
     retry: RetryPolicy,
     gate: Gate,
@@ -60,7 +60,7 @@ pub struct ModelClient {
 /// How many tasks in a row must end on the same refusal, before the API
 /// ever answered, for the run to stop: one could be a fluke of that task,
 /// three with the same words are the endpoint.
-pub const REFUSALS_TO_STOP: usize = 3;
+pub(crate) const REFUSALS_TO_STOP: usize = 3;
 
 /// What the run has seen of the API so far, to stop a run against an
 /// endpoint that refuses everything instead of failing every task in turn.
@@ -76,7 +76,7 @@ struct Health {
 }
 
 impl ModelClient {
-    pub fn new(
+    pub(crate) fn new(
         protocol: Protocol,
         retry: RetryPolicy,
         gate: Gate,
@@ -92,7 +92,7 @@ impl ModelClient {
     }
 
     /// The URL and model of an API model, for messages about it.
-    pub fn endpoint(&self) -> Option<String> {
+    pub(crate) fn endpoint(&self) -> Option<String> {
         match &self.protocol {
             Protocol::OpenAi(client) => Some(client.url().to_owned()),
             Protocol::Anthropic(client) => Some(client.url().to_owned()),
@@ -103,7 +103,7 @@ impl ModelClient {
 
     /// One cheap request before any task starts (see `http::preflight`):
     /// an error only when the API surely cannot be used.
-    pub async fn preflight(&self) -> Result<(), ModelError> {
+    pub(crate) async fn preflight(&self) -> Result<(), ModelError> {
         match &self.protocol {
             Protocol::OpenAi(client) => client.preflight().await,
             Protocol::Anthropic(client) => client.preflight().await,
@@ -116,7 +116,7 @@ impl ModelClient {
     /// ended, when no call of the run ever got an answer: the endpoint
     /// refuses the run (a wrong URL, key or model name), and every task
     /// still to start would end the same way.
-    pub fn refused_run(&self) -> Option<String> {
+    pub(crate) fn refused_run(&self) -> Option<String> {
         let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
         (!health.answered && health.refusals >= REFUSALS_TO_STOP)
             .then(|| health.last_refusal.clone())
@@ -154,7 +154,7 @@ impl ModelClient {
         }
     }
 
-    pub fn noop() -> ModelClient {
+    pub(crate) fn noop() -> ModelClient {
         ModelClient::new(
             Protocol::Noop,
             RetryPolicy::new(0, Duration::ZERO),
@@ -163,7 +163,7 @@ impl ModelClient {
         )
     }
 
-    pub fn oracle() -> ModelClient {
+    pub(crate) fn oracle() -> ModelClient {
         ModelClient::new(
             Protocol::Oracle,
             RetryPolicy::new(0, Duration::ZERO),
@@ -173,7 +173,7 @@ impl ModelClient {
     }
 
     /// Plays back a recorded run; costs nothing.
-    pub fn replay(store: ReplayStore) -> ModelClient {
+    pub(crate) fn replay(store: ReplayStore) -> ModelClient {
         ModelClient::new(
             Protocol::Replay(store),
             RetryPolicy::new(0, Duration::ZERO),
@@ -184,7 +184,7 @@ impl ModelClient {
 
     /// `openai`, `anthropic`, `openai-responses` or `oracle`: recorded in
     /// the trajectory header.
-    pub fn provider(&self) -> &'static str {
+    pub(crate) fn provider(&self) -> &'static str {
         match self.protocol {
             Protocol::OpenAi(_) => "openai",
             Protocol::Anthropic(_) => "anthropic",
@@ -197,7 +197,7 @@ impl ModelClient {
 
     /// Whether the system prompt travels apart from the messages
     /// (Anthropic's `system`, Responses' `instructions`).
-    pub fn system_apart(&self) -> bool {
+    pub(crate) fn system_apart(&self) -> bool {
         self.format() != RecordedFormat::OpenAi
     }
 
@@ -218,7 +218,7 @@ impl ModelClient {
     }
 
     /// The recorded output of a tool call, when replaying.
-    pub fn recorded_output(
+    pub(crate) fn recorded_output(
         &self,
         task: &TaskSpec,
         epoch: u32,
@@ -235,7 +235,7 @@ impl ModelClient {
     }
 
     /// The first messages of a task, in the protocol's format.
-    pub fn initial_messages(&self, prompt: &RenderedPrompt) -> Vec<Value> {
+    pub(crate) fn initial_messages(&self, prompt: &RenderedPrompt) -> Vec<Value> {
         if self.system_apart() {
             return anthropic_user(&prompt.instance);
         }
@@ -249,7 +249,7 @@ impl ModelClient {
     /// protocol wants: one `tool` message per call (OpenAI), one user
     /// message of `tool_result` blocks (Anthropic), or one
     /// `function_call_output` item per call (Responses).
-    pub fn tool_results(&self, results: &[(String, String)]) -> Vec<Value> {
+    pub(crate) fn tool_results(&self, results: &[(String, String)]) -> Vec<Value> {
         if self.speaks_anthropic() {
             return AnthropicClient::tool_results(results);
         }
@@ -266,7 +266,7 @@ impl ModelClient {
 
     /// The request's fields other than `messages` (and `system`), for the
     /// trajectory.
-    pub fn request_template(&self) -> Value {
+    pub(crate) fn request_template(&self) -> Value {
         match &self.protocol {
             Protocol::OpenAi(client) => client.request_template(),
             Protocol::Anthropic(client) => client.request_template(),
@@ -276,13 +276,13 @@ impl ModelClient {
     }
 
     /// What `usage` cost in USD, when the price is known.
-    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+    pub(crate) fn cost(&self, usage: &Usage) -> Option<f64> {
         self.price.map(|price| price.cost(usage))
     }
 
     /// Asks for the next answer given the whole history, retrying what is
     /// worth retrying; `on_retry` hears of each retry before its wait.
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         task: &TaskSpec,
         epoch: u32,

@@ -14,14 +14,14 @@ use crate::agent::types::{ModelError, ModelReply, ToolCall};
 use crate::config::RequestSettings;
 use crate::run_folder::Usage;
 
-pub struct OpenAiClient {
+pub(crate) struct OpenAiClient {
     endpoint: Endpoint,
 }
 
 /// What OpenAI's two protocols (Chat Completions here, Responses in
 /// `responses.rs`) share: the HTTP client, the endpoint and the models list
 /// beside it, the model, the key sent as a bearer token, the settings.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     http: reqwest::Client,
     url: String,
     models_url: String,
@@ -32,7 +32,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// The endpoint `path` (`chat/completions`, `responses`) under `base_url`.
-    pub fn new(
+    pub(crate) fn new(
         base_url: &str,
         path: &str,
         model: &str,
@@ -51,12 +51,12 @@ impl Endpoint {
         })
     }
 
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// A request body's template with the URL, for the trajectory.
-    pub fn with_url(&self, mut template: serde_json::Map<String, Value>) -> Value {
+    pub(crate) fn with_url(&self, mut template: serde_json::Map<String, Value>) -> Value {
         template.insert("url".into(), json!(self.url));
         Value::Object(template)
     }
@@ -69,18 +69,18 @@ impl Endpoint {
     }
 
     /// Asks for the list of models: see [`http::preflight`].
-    pub async fn preflight(&self) -> Result<(), ModelError> {
+    pub(crate) async fn preflight(&self) -> Result<(), ModelError> {
         http::preflight(self.authorized(self.http.get(&self.models_url))).await
     }
 
     /// Posts `body` to the endpoint; the answer's body, or what went wrong.
-    pub async fn post(&self, body: &impl serde::Serialize) -> Result<String, ModelError> {
+    pub(crate) async fn post(&self, body: &impl serde::Serialize) -> Result<String, ModelError> {
         http::send(self.authorized(self.http.post(&self.url).json(body))).await
     }
 }
 
 /// The one tool, as the model is told about it.
-pub fn bash_tool_schema() -> Value {
+pub(crate) fn bash_tool_schema() -> Value {
     json!({
         "type": "function",
         "function": {
@@ -98,7 +98,7 @@ pub fn bash_tool_schema() -> Value {
 }
 
 impl OpenAiClient {
-    pub fn new(
+    pub(crate) fn new(
         base_url: &str,
         model: &str,
         api_key: Option<String>,
@@ -134,21 +134,21 @@ impl OpenAiClient {
         body
     }
 
-    pub fn request_template(&self) -> Value {
+    pub(crate) fn request_template(&self) -> Value {
         self.endpoint.with_url(self.body_template())
     }
 
     /// The chat completions URL.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         self.endpoint.url()
     }
 
     /// Asks for the list of models: see [`http::preflight`].
-    pub async fn preflight(&self) -> Result<(), ModelError> {
+    pub(crate) async fn preflight(&self) -> Result<(), ModelError> {
         self.endpoint.preflight().await
     }
 
-    pub async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
+    pub(crate) async fn complete(&self, messages: &[Value]) -> Result<ModelReply, ModelError> {
         let body = RequestBody {
             template: &self.body_template(),
             messages,
@@ -198,7 +198,7 @@ impl serde::Serialize for RequestBody<'_> {
 /// either form, but llama-cpp-python's server answers 500 to a `null` or
 /// missing content, and a server that reads both `function_call` and
 /// `tool_calls` may run the call twice.
-pub fn outgoing_message(message: &Value) -> Cow<'_, Value> {
+pub(crate) fn outgoing_message(message: &Value) -> Cow<'_, Value> {
     let Some(map) = message.as_object() else {
         return Cow::Borrowed(message);
     };
@@ -225,7 +225,7 @@ pub fn outgoing_message(message: &Value) -> Cow<'_, Value> {
 }
 
 /// Parses a successful Chat Completions body.
-pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
+pub(crate) fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
     let value: Value = serde_json::from_str(body).map_err(|err| {
         let start: String = body.chars().take(200).collect();
         ModelError::Malformed(format!("the body is not valid JSON ({err}): {start:?}"))
@@ -289,7 +289,7 @@ pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
 }
 
 /// The tool calls of an assistant message in this protocol's format.
-pub fn tool_calls_of(message: &Value) -> Vec<ToolCall> {
+pub(crate) fn tool_calls_of(message: &Value) -> Vec<ToolCall> {
     message
         .get("tool_calls")
         .and_then(Value::as_array)

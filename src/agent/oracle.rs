@@ -11,7 +11,7 @@ use crate::task::TaskSpec;
 
 /// The oracle's answer to a history: a tool call that applies the gold patch
 /// when it has not answered yet, else a final text.
-pub fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, ModelError> {
+pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, ModelError> {
     let answered = messages
         .iter()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
@@ -53,7 +53,7 @@ pub fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, Model
 }
 
 /// The `noop` model's answer: no tool call, nothing changed.
-pub fn nothing() -> ModelReply {
+pub(crate) fn nothing() -> ModelReply {
     reply(
         json!({"role": "assistant", "content": "I change nothing."}),
         Vec::new(),

@@ -17,11 +17,11 @@
 use serde_json::Value;
 
 /// Shown in place of reasoning the provider sent encrypted only.
-pub const ENCRYPTED: &str = "(encrypted: not readable)";
+pub(crate) const ENCRYPTED: &str = "(encrypted: not readable)";
 
 /// The reasoning of an assistant message, its parts joined by blank lines;
 /// `None` when it has none.
-pub fn reasoning_of(message: &Value) -> Option<String> {
+pub(crate) fn reasoning_of(message: &Value) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     // OpenRouter sends the same text as `reasoning` and in
     // `reasoning_details`, and some servers fill both `reasoning` and

@@ -21,7 +21,7 @@ use crate::task::TaskId;
 
 /// The message format of the recorded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordedFormat {
+pub(crate) enum RecordedFormat {
     /// OpenAI Chat Completions (also the oracle's).
     OpenAi,
     Anthropic,
@@ -33,7 +33,7 @@ pub enum RecordedFormat {
 /// Why a recorded run cannot be played back: each names the run folder
 /// or the trajectory file it read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
+pub(crate) enum ReplayError {
     /// The run folder, or its run.json (the error names which).
     #[error(transparent)]
     Folder(#[from] RunFolderError),
@@ -56,7 +56,7 @@ pub enum ReplayError {
 
 /// One (task, epoch) as recorded.
 #[derive(Debug)]
-pub struct Recording {
+pub(crate) struct Recording {
     /// Assistant messages, with the usage and finish reason of their call.
     answers: Vec<(Value, Usage, Option<String>)>,
     /// Output of each recorded command, by tool call id.
@@ -68,13 +68,13 @@ pub struct Recording {
 
 impl Recording {
     /// The recorded output of a tool call, to compare with the new one.
-    pub fn output_of(&self, tool_call_id: &str) -> Option<&str> {
+    pub(crate) fn output_of(&self, tool_call_id: &str) -> Option<&str> {
         self.outputs.get(tool_call_id).map(String::as_str)
     }
 }
 
 /// The recorded run, read lazily, one trajectory per (task, epoch).
-pub struct ReplayStore {
+pub(crate) struct ReplayStore {
     folder: RunFolder,
     pub format: RecordedFormat,
     loaded: Mutex<HashMap<(TaskId, u32), Arc<Recording>>>,
@@ -82,7 +82,7 @@ pub struct ReplayStore {
 
 impl ReplayStore {
     /// Opens a run folder to replay; reads its protocol from run.json.
-    pub fn open(run_dir: &Path) -> Result<ReplayStore, ReplayError> {
+    pub(crate) fn open(run_dir: &Path) -> Result<ReplayStore, ReplayError> {
         let folder = RunFolder::open(run_dir)?;
         let manifest = crate::config::manifest::RunManifest::read(&folder)?;
         // The oracle and the first runs (no provider yet) spoke OpenAI's format.
@@ -99,7 +99,11 @@ impl ReplayStore {
     }
 
     /// The recording of a (task, epoch), read now if no call read it yet.
-    pub fn recording(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, ReplayError> {
+    pub(crate) fn recording(
+        &self,
+        task: &TaskId,
+        epoch: u32,
+    ) -> Result<Arc<Recording>, ReplayError> {
         if let Some(found) = self.cached(task, epoch) {
             return Ok(found);
         }
@@ -109,7 +113,11 @@ impl ReplayStore {
 
     /// [`Self::recording`] from async code: the file (up to megabytes of
     /// outputs) is read on a blocking thread, not on a worker.
-    pub async fn load(&self, task: &TaskId, epoch: u32) -> Result<Arc<Recording>, ReplayError> {
+    pub(crate) async fn load(
+        &self,
+        task: &TaskId,
+        epoch: u32,
+    ) -> Result<Arc<Recording>, ReplayError> {
         if let Some(found) = self.cached(task, epoch) {
             return Ok(found);
         }
@@ -143,7 +151,11 @@ impl ReplayStore {
 
     /// The recorded answer to a history that holds `answered` assistant
     /// messages, or the end of the recording.
-    pub fn answer(&self, recording: &Recording, answered: usize) -> Result<ModelReply, ModelError> {
+    pub(crate) fn answer(
+        &self,
+        recording: &Recording,
+        answered: usize,
+    ) -> Result<ModelReply, ModelError> {
         let Some((message, usage, finish_reason)) = recording.answers.get(answered) else {
             return Err(ModelError::RecordingEnded {
                 reason: recording.end,

@@ -32,13 +32,13 @@ use crate::run_folder::Usage;
 /// encrypted, since the server stores none of it.
 const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
-pub struct ResponsesClient {
+pub(crate) struct ResponsesClient {
     endpoint: Endpoint,
 }
 
 /// The one tool in the Responses' shape: Chat Completions' function, with
 /// its name, description and parameters one level up.
-pub fn bash_tool_schema() -> Value {
+pub(crate) fn bash_tool_schema() -> Value {
     let mut tool = Map::new();
     tool.insert("type".into(), json!("function"));
     if let Some(function) = openai::bash_tool_schema()
@@ -51,7 +51,7 @@ pub fn bash_tool_schema() -> Value {
 }
 
 impl ResponsesClient {
-    pub fn new(
+    pub(crate) fn new(
         base_url: &str,
         model: &str,
         api_key: Option<String>,
@@ -91,16 +91,16 @@ impl ResponsesClient {
         body
     }
 
-    pub fn request_template(&self) -> Value {
+    pub(crate) fn request_template(&self) -> Value {
         self.endpoint.with_url(self.body_template())
     }
 
     /// Where the requests go (its URL, the preflight).
-    pub fn endpoint(&self) -> &Endpoint {
+    pub(crate) fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         system: &str,
         messages: &[Value],
@@ -115,7 +115,7 @@ impl ResponsesClient {
 
     /// The answers to one reply's function calls, in order: one
     /// `function_call_output` item per call, paired by `call_id`.
-    pub fn tool_results(results: &[(String, String)]) -> Vec<Value> {
+    pub(crate) fn tool_results(results: &[(String, String)]) -> Vec<Value> {
         results
             .iter()
             .map(|(call_id, output)| {
@@ -146,7 +146,7 @@ struct RequestBody<'a> {
 /// answers an item that names an id with "Item with id '...' not found".
 /// What the item holds (the encrypted reasoning above all) is carried
 /// whole, so the id is not needed.
-pub fn input_items(messages: &[Value]) -> Vec<Cow<'_, Value>> {
+pub(crate) fn input_items(messages: &[Value]) -> Vec<Cow<'_, Value>> {
     let mut items = Vec::with_capacity(messages.len());
     for message in messages {
         match answer_items(message) {
@@ -177,7 +177,7 @@ fn without_id(item: &Value) -> Cow<'_, Value> {
 }
 
 /// Parses a successful Responses body.
-pub fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
+pub(crate) fn parse_response(body: &str) -> Result<ModelReply, ModelError> {
     let mut value: Value = serde_json::from_str(body).map_err(|err| {
         let start: String = body.chars().take(200).collect();
         ModelError::Malformed(format!("the body is not valid JSON ({err}): {start:?}"))
@@ -245,7 +245,7 @@ fn failed_response(error: &Value) -> ModelError {
 }
 
 /// The text of a recorded answer's `message` items, for a reader.
-pub fn output_text(message: &Value) -> Option<String> {
+pub(crate) fn output_text(message: &Value) -> Option<String> {
     let items = answer_items(message)?;
     let texts: Vec<&str> = items
         .iter()
@@ -262,7 +262,7 @@ pub fn output_text(message: &Value) -> Option<String> {
 }
 
 /// The tool calls of a recorded answer (`{"role": "assistant", "output": [...]}`).
-pub fn tool_calls_of(message: &Value) -> Vec<ToolCall> {
+pub(crate) fn tool_calls_of(message: &Value) -> Vec<ToolCall> {
     answer_items(message)
         .map(|items| function_calls(items))
         .unwrap_or_default()

@@ -20,7 +20,7 @@ use crate::agent::types::ModelError;
 
 /// How a run retries model calls.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Tries after the first; `--max-retries`.
     pub max_retries: u32,
     pub base_delay: Duration,
@@ -28,7 +28,7 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn new(max_retries: u32, base_delay: Duration) -> RetryPolicy {
+    pub(crate) fn new(max_retries: u32, base_delay: Duration) -> RetryPolicy {
         RetryPolicy {
             max_retries,
             base_delay,
@@ -41,7 +41,7 @@ impl RetryPolicy {
     /// `base * 2^(retry-1)` capped at `max_delay`, with jitter taking it down
     /// to as little as half, so that tasks that failed together do not come
     /// back together.
-    pub fn delay(&self, retry: u32, error: &ModelError) -> Duration {
+    pub(crate) fn delay(&self, retry: u32, error: &ModelError) -> Duration {
         if let Some(after) = error.retry_after() {
             return after.min(Duration::from_secs(600));
         }
@@ -57,7 +57,7 @@ impl ModelError {
     /// Whether the same request may succeed if sent again: rate limits,
     /// server errors, lost connections, timeouts, garbled answers. Never a
     /// client error (400, 401, 403, 404...): the answer would be the same.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
             ModelError::Http { status, .. } => {
                 matches!(*status, 408 | 409 | 425 | 429) || (*status >= 500 && *status != 501)
@@ -71,7 +71,7 @@ impl ModelError {
 
     /// Whether this error is the very answer `before` was: both HTTP
     /// errors with the same status and the same message.
-    pub fn same_answer(&self, before: &ModelError) -> bool {
+    pub(crate) fn same_answer(&self, before: &ModelError) -> bool {
         match (self, before) {
             (
                 ModelError::Http {
@@ -93,7 +93,7 @@ impl ModelError {
     /// many times each kind of answer takes. Such a refusal (llama-cpp-python
     /// answers a request it cannot validate with a 500) would be the same
     /// on every try, so retrying it only burns the backoff.
-    pub fn refused(&self, in_a_row: u32) -> bool {
+    pub(crate) fn refused(&self, in_a_row: u32) -> bool {
         self.class()
             .and_then(ErrorClass::stops_after)
             .is_some_and(|times| in_a_row >= times)
@@ -101,7 +101,7 @@ impl ModelError {
 
     /// What an HTTP error's answer says of the request; `None` for every
     /// other error.
-    pub fn class(&self) -> Option<ErrorClass> {
+    pub(crate) fn class(&self) -> Option<ErrorClass> {
         match self {
             ModelError::Http {
                 status,
@@ -119,7 +119,7 @@ impl ModelError {
     }
 
     /// A call that got no answer in time: the server may only be slow.
-    pub fn is_timeout(&self) -> bool {
+    pub(crate) fn is_timeout(&self) -> bool {
         match self {
             ModelError::Transport(message) => message.starts_with(TIMED_OUT),
             ModelError::Http { status, .. } => matches!(*status, 408 | 504),
@@ -129,7 +129,7 @@ impl ModelError {
 
     /// A [`ModelError::Http`] answered `times` times in a row as a
     /// [`ModelError::Repeated`]; anything else as it is.
-    pub fn into_repeated(self, times: u32) -> ModelError {
+    pub(crate) fn into_repeated(self, times: u32) -> ModelError {
         match self {
             ModelError::Http {
                 status, message, ..
@@ -147,7 +147,7 @@ impl ModelError {
 /// status, the server's message and the name it gave the error. The words
 /// come from what real servers send: tests/fixtures/model-errors.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
+pub(crate) enum ErrorClass {
     /// A request the server will never take: a validation error
     /// (pydantic's "validation error", "Input should be", "Field
     /// required"), an unexpected argument, something not supported. The
@@ -165,18 +165,18 @@ pub enum ErrorClass {
 
 /// Identical answers in a row that end a call whose answer is a
 /// [`ErrorClass::Refusal`].
-pub const REFUSAL_REPEATS: u32 = 2;
+pub(crate) const REFUSAL_REPEATS: u32 = 2;
 
 /// Identical answers in a row that end a call whose answer is
 /// [`ErrorClass::Unclear`]: enough that a server in an incident has had
 /// its backoff (1 + 2 + 4 s from the default `--retry-delay`), few enough
 /// that a server that fails one request for good does not hold the task
 /// through every retry.
-pub const UNCLEAR_REPEATS: u32 = 4;
+pub(crate) const UNCLEAR_REPEATS: u32 = 4;
 
 impl ErrorClass {
     /// How many identical answers in a row end the call; `None`: never.
-    pub fn stops_after(self) -> Option<u32> {
+    pub(crate) fn stops_after(self) -> Option<u32> {
         match self {
             ErrorClass::Refusal => Some(REFUSAL_REPEATS),
             ErrorClass::Unclear => Some(UNCLEAR_REPEATS),
@@ -193,7 +193,12 @@ impl ErrorClass {
 /// answers `internal_server_error`, its validation errors too, and
 /// LiteLLM's proxy wraps an unexpected argument in
 /// `litellm.InternalServerError`.
-pub fn classify(status: u16, message: &str, kind: Option<&str>, retry_after: bool) -> ErrorClass {
+pub(crate) fn classify(
+    status: u16,
+    message: &str,
+    kind: Option<&str>,
+    retry_after: bool,
+) -> ErrorClass {
     if retry_after || matches!(status, 408 | 409 | 425 | 429 | 502 | 503 | 504 | 529) {
         return ErrorClass::Load;
     }
@@ -291,14 +296,14 @@ fn random_unit() -> f64 {
 
 /// What every model call of a run passes through.
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     slots: Semaphore,
     /// No call starts before this instant: set by rate limits.
     paused_until: Mutex<Option<Instant>>,
 }
 
 impl Gate {
-    pub fn new(max_connections: usize) -> Gate {
+    pub(crate) fn new(max_connections: usize) -> Gate {
         Gate {
             slots: Semaphore::new(max_connections.max(1)),
             paused_until: Mutex::new(None),
@@ -306,7 +311,7 @@ impl Gate {
     }
 
     /// Waits for a free connection and for any shared pause to end.
-    pub async fn enter(&self) -> Option<SemaphorePermit<'_>> {
+    pub(crate) async fn enter(&self) -> Option<SemaphorePermit<'_>> {
         loop {
             let pause = *self.paused_until.lock().await;
             if let Some(until) = pause
@@ -327,7 +332,7 @@ impl Gate {
     }
 
     /// Holds every task's next call until `wait` from now (rate limited).
-    pub async fn pause_all(&self, wait: Duration) {
+    pub(crate) async fn pause_all(&self, wait: Duration) {
         let until = Instant::now() + wait;
         let mut paused = self.paused_until.lock().await;
         if paused.is_none_or(|current| current < until) {

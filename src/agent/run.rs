@@ -23,7 +23,7 @@ use crate::task::prompt::RenderedPrompt;
 
 /// The caps of one task's agent phase.
 #[derive(Debug, Clone, Copy)]
-pub struct AgentLimits {
+pub(crate) struct AgentLimits {
     pub max_turns: u32,
     pub max_tokens: Option<u64>,
     /// USD per task; checked only where the price is known.
@@ -34,7 +34,7 @@ pub struct AgentLimits {
 
 /// How the agent phase ended.
 #[derive(Debug, Clone)]
-pub struct AgentOutcome {
+pub(crate) struct AgentOutcome {
     pub exit_reason: ExitReason,
     /// Model calls made (a failed call counts).
     pub turns: u32,
@@ -53,7 +53,7 @@ pub struct AgentOutcome {
 }
 
 /// What the loop needs; borrowed for the length of one task.
-pub struct AgentContext<'a> {
+pub(crate) struct AgentContext<'a> {
     pub client: &'a ModelClient,
     pub task: &'a TaskSpec,
     pub epoch: u32,
@@ -131,7 +131,10 @@ async fn unless_cut<F: std::future::Future>(
     }
 }
 
-pub async fn run_agent(ctx: &AgentContext<'_>, trajectory: &mut TrajectoryWriter) -> AgentOutcome {
+pub(crate) async fn run_agent(
+    ctx: &AgentContext<'_>,
+    trajectory: &mut TrajectoryWriter,
+) -> AgentOutcome {
     let started = Instant::now();
     let mut progress = Progress::default();
     let deadline = tokio::time::Instant::from_std(started + ctx.limits.task_timeout);

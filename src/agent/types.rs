@@ -17,7 +17,7 @@ use serde_json::Value;
 
 /// A tool call as the model sent it; `arguments` is the raw JSON text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
@@ -25,7 +25,7 @@ pub struct ToolCall {
 
 /// One answer of the model.
 #[derive(Debug, Clone)]
-pub struct ModelReply {
+pub(crate) struct ModelReply {
     /// The assistant message exactly as received, to append to the history.
     pub message: Value,
     pub tool_calls: Vec<ToolCall>,
@@ -40,7 +40,7 @@ pub struct ModelReply {
 
 /// A model call that gave no usable answer.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum ModelError {
+pub(crate) enum ModelError {
     /// The server answered with an error status.
     #[error("the model API answered HTTP {status}: {message}")]
     Http {
@@ -84,14 +84,14 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    pub fn retry_after(&self) -> Option<Duration> {
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             ModelError::Http { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
 
-    pub fn status(&self) -> Option<u16> {
+    pub(crate) fn status(&self) -> Option<u16> {
         match self {
             ModelError::Http { status, .. } | ModelError::Repeated { status, .. } => Some(*status),
             _ => None,

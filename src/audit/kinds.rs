@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What a command did to learn the project's history or future.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ProbeKind {
+pub(crate) enum ProbeKind {
     /// Listed every ref or the commits of every ref: `git log --all`,
     /// `--branches`, `--tags`, `--remotes`, `for-each-ref`, `show-ref`,
     /// `branch -a`, reading `.git/refs` or `.git/packed-refs`.
@@ -33,7 +33,7 @@ pub enum ProbeKind {
 }
 
 impl ProbeKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ProbeKind::AllRefs => "all_refs",
             ProbeKind::Reflog => "reflog",
@@ -49,14 +49,14 @@ impl ProbeKind {
 /// One match: its kind and a short reason a reader recognizes
 /// (`git log --all`, `git show 1a2b3c4: not in the base's history`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Probe {
+pub(crate) struct Probe {
     pub kind: ProbeKind,
     pub reason: String,
 }
 
 /// What the rules need to know of the task.
 #[derive(Debug, Clone, Default)]
-pub struct Subject {
+pub(crate) struct Subject {
     /// The package under test as PyPI knows it (normalized): the repo's
     /// name, which is the package's for every SWE-bench repo.
     pub package: Option<String>,
@@ -74,7 +74,7 @@ impl Subject {
     /// whose mirror is `mirror` in the cache's folder of mirrors. Only the
     /// mirrors' folder counts, not the whole cache: a run folder someone
     /// put in the cache must not make every path of the checkout a probe.
-    pub fn new(repo: &str, mirror: &Path, home: Option<&Path>) -> Subject {
+    pub(crate) fn new(repo: &str, mirror: &Path, home: Option<&Path>) -> Subject {
         let trimmed = repo.trim_end_matches('/');
         let trimmed = trimmed.strip_suffix(".git").unwrap_or(trimmed);
         let name = trimmed.rsplit(['/', ':', '\\']).next().unwrap_or("");
@@ -97,7 +97,7 @@ impl Subject {
 
 /// PEP 503's normal form of a package name: lower case, runs of `-`, `_`
 /// and `.` as one `-`.
-pub fn normalize_package(name: &str) -> String {
+pub(crate) fn normalize_package(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.trim().chars() {
         if matches!(c, '-' | '_' | '.') {

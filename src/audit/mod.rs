@@ -9,5 +9,7 @@ mod probes;
 mod rules;
 mod shell;
 
-pub use kinds::{Probe, ProbeKind, Subject, normalize_package};
-pub use probes::{Audit, AuditInput, ProbedCommand, RecordedCommand, audit_task, probes};
+#[cfg(test)]
+pub(crate) use kinds::ProbeKind;
+pub(crate) use kinds::{Probe, Subject};
+pub(crate) use probes::{AuditInput, ProbedCommand, RecordedCommand, audit_task};

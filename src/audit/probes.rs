@@ -27,7 +27,7 @@ use super::{rules, shell};
 /// The probes `command` matched, in the order found, each once.
 /// `outside_history` says whether a hex object name (7 to 40 lower-case
 /// hex digits) names a commit outside the base's history.
-pub fn probes(
+pub(crate) fn probes(
     command: &str,
     subject: &Subject,
     outside_history: &mut dyn FnMut(&str) -> bool,
@@ -54,7 +54,7 @@ pub fn probes(
 
 /// An agent command as the trajectory recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedCommand {
+pub(crate) struct RecordedCommand {
     pub turn: u32,
     pub tool_call_id: String,
     pub command: String,
@@ -62,7 +62,7 @@ pub struct RecordedCommand {
 
 /// An agent command that matched at least one probe.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProbedCommand {
+pub(crate) struct ProbedCommand {
     pub turn: u32,
     pub tool_call_id: String,
     pub command: String,
@@ -71,7 +71,7 @@ pub struct ProbedCommand {
 
 /// The audit of one (task, epoch).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Audit {
+pub(crate) struct Audit {
     /// The agent's commands with probes, in order: the `history_probes`
     /// column counts them.
     pub history_probes: Vec<ProbedCommand>,
@@ -81,7 +81,7 @@ pub struct Audit {
 }
 
 /// Everything [`audit_task`] needs; owned, so it can go to a blocking thread.
-pub struct AuditInput {
+pub(crate) struct AuditInput {
     pub subject: Subject,
     /// The repo's mirror in the cache: where hashes are looked up.
     pub mirror: PathBuf,
@@ -93,7 +93,7 @@ pub struct AuditInput {
 
 /// Audits a task's commands. Never fails: a mirror that cannot be read
 /// only means no hash is taken for a foreign commit.
-pub async fn audit_task(input: AuditInput) -> Audit {
+pub(crate) async fn audit_task(input: AuditInput) -> Audit {
     crate::sys::blocking::spawn(move || audit_blocking(&input))
         .await
         .unwrap_or_default()

@@ -11,7 +11,7 @@ use super::shell::Simple;
 /// What one simple command matched: probes, and the hex words given to a
 /// git command that takes revisions, with that command's name.
 #[derive(Debug, Default)]
-pub struct Found {
+pub(super) struct Found {
     pub probes: Vec<Probe>,
     pub hashes: Vec<(String, String)>,
 }
@@ -54,7 +54,7 @@ const GIT_PATHS: &[(&str, ProbeKind)] = &[
     (".git/logs", ProbeKind::Reflog),
 ];
 
-pub fn check(simple: &Simple, subject: &Subject) -> Found {
+pub(super) fn check(simple: &Simple, subject: &Subject) -> Found {
     let mut found = Found::default();
     for word in simple.words.iter().chain(&simple.redirects) {
         paths(word, subject, &mut found);
@@ -287,7 +287,7 @@ fn clone_source<'a>(rest: &[&'a str]) -> Option<&'a str> {
 /// The hex object names (7 to 40 digits) in a word that may name
 /// revisions: `abc1234`, `abc1234^`, `abc1234~2:path`, `a1b2c3d..e4f5a6b`,
 /// `^abc1234`, `--source=abc1234`. Other words give none.
-pub fn revision_hexes(word: &str) -> Vec<String> {
+pub(super) fn revision_hexes(word: &str) -> Vec<String> {
     let value = if word.starts_with('-') {
         match word.split_once('=') {
             Some((_, value)) => value,

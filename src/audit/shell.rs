@@ -10,7 +10,7 @@
 
 /// One simple command: its words and the targets of its redirections.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Simple {
+pub(super) struct Simple {
     pub words: Vec<String>,
     pub redirects: Vec<String>,
 }
@@ -19,7 +19,7 @@ impl Simple {
     /// The program's name (its path's last part) and its arguments, after
     /// variable assignments, keywords (`if`, `!`, `{`...) and wrappers
     /// (`sudo`, `env`, `timeout 10`, `xargs -n 1`...) are skipped.
-    pub fn program(&self) -> Option<(&str, &[String])> {
+    pub(super) fn program(&self) -> Option<(&str, &[String])> {
         let words = &self.words;
         let mut i = 0;
         while i < words.len() {
@@ -109,12 +109,12 @@ fn is_assignment(word: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-pub fn basename(word: &str) -> &str {
+pub(super) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
 /// Every simple command in `text`, nested ones included.
-pub fn simple_commands(text: &str) -> Vec<Simple> {
+pub(super) fn simple_commands(text: &str) -> Vec<Simple> {
     parse(text, 0)
 }
 

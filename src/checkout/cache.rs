@@ -25,7 +25,7 @@ use super::store;
 use super::store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
 
 /// The shared cache of bare mirrors. One per run; cheap to share with `Arc`.
-pub struct RepoCache {
+pub(crate) struct RepoCache {
     root: PathBuf,
     /// Per repo location: whether this run fetched it already. The async mutex
     /// makes tasks on the same repo wait for one fetch instead of racing.
@@ -44,7 +44,7 @@ pub struct RepoCache {
 
 /// A task's working copy at its base commit.
 #[derive(Debug, Clone)]
-pub struct Checkout {
+pub(crate) struct Checkout {
     pub dir: PathBuf,
     /// The full sha `base_commit` resolved to.
     pub commit: String,
@@ -69,7 +69,7 @@ pub struct Checkout {
 impl RepoCache {
     /// A cache at `root`, for a run whose tasks have these (repo location,
     /// base commit) pairs.
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         root: PathBuf,
         history: History,
         bases: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -106,7 +106,7 @@ impl RepoCache {
     /// rather than fixing them itself. Only stores built before the run:
     /// a base whose store this run builds is fixed by its first checkout.
     /// Errors are left for that checkout to report.
-    pub fn prepare<'a>(
+    pub(crate) fn prepare<'a>(
         &self,
         staging: PathBuf,
         bases: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -149,7 +149,7 @@ impl RepoCache {
 
     /// Where the mirror of `location` lives: a readable name plus a hash of
     /// the full location, so two repos with the same name never collide.
-    pub fn mirror_path(&self, location: &str) -> PathBuf {
+    pub(crate) fn mirror_path(&self, location: &str) -> PathBuf {
         let trimmed = location.trim_end_matches('/').trim_end_matches(".git");
         let name: String = trimmed
             .rsplit(['/', ':', '\\'])
@@ -210,7 +210,7 @@ impl RepoCache {
 
     /// Makes sure the mirror holds `rev` (fetching at most once per run) and
     /// creates a working copy of it at `dest`.
-    pub async fn checkout(
+    pub(crate) async fn checkout(
         &self,
         location: &str,
         rev: &str,
@@ -560,7 +560,7 @@ fn loose_object_dirs(objects: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// packs, and copies of whole packs when the cache is on another file
 /// system: each once per run, not once per task. Removed at the end of the
 /// run.
-pub const STAGED_PACKS: &str = ".packs";
+pub(crate) const STAGED_PACKS: &str = ".packs";
 
 /// Links a store's pack file into a working copy; across file systems,
 /// through one copy at `staged` on the working copies' own.
@@ -596,7 +596,7 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
 /// The thread of [`RepoCache::prepare`]: stopped (after the fix under
 /// way) and waited for when dropped, so nothing writes into the staging
 /// folder after the run removed it.
-pub struct Preparer {
+pub(crate) struct Preparer {
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -798,7 +798,7 @@ impl Checkout {
     /// `git apply` takes on a checkout of the base: new (untracked, not
     /// ignored) files included, binary files as full-index `GIT binary
     /// patch` hunks, and [`BUILD_ARTEFACTS`] left out.
-    pub fn diff(&self) -> Result<String, GitError> {
+    pub(crate) fn diff(&self) -> Result<String, GitError> {
         let repo = Repository::open(&self.dir)?;
         // Ignore rules given here live in this `Repository` value only:
         // nothing is written to the working copy.
@@ -831,7 +831,7 @@ impl Checkout {
 
     /// Puts the files that `patch` touches back as they are at the base
     /// commit (removing those that did not exist there); returns them.
-    pub fn restore(&self, patch: &str) -> Result<Vec<String>, GitError> {
+    pub(crate) fn restore(&self, patch: &str) -> Result<Vec<String>, GitError> {
         let repo = Repository::open(&self.dir)?;
         let touched = patch_paths(patch)?;
         let base = repo.find_commit(Oid::from_str(&self.head)?)?.tree()?;
@@ -863,7 +863,7 @@ impl Checkout {
 
     /// Applies `patch` to the working copy with libgit2, strictly (what
     /// `git apply` does).
-    pub fn apply(&self, patch: &str) -> Result<(), GitError> {
+    pub(crate) fn apply(&self, patch: &str) -> Result<(), GitError> {
         let repo = Repository::open(&self.dir)?;
         let diff = parse_patch(patch)?;
         repo.apply(&diff, ApplyLocation::WorkDir, None)
@@ -872,7 +872,7 @@ impl Checkout {
 }
 
 /// The paths a patch touches, old and new sides, each once, in order.
-pub fn patch_paths(patch: &str) -> Result<Vec<PathBuf>, GitError> {
+pub(crate) fn patch_paths(patch: &str) -> Result<Vec<PathBuf>, GitError> {
     let diff = parse_patch(patch)?;
     let mut touched = Vec::new();
     for delta in diff.deltas() {
@@ -903,7 +903,7 @@ fn set_mode(path: &Path, filemode: i32) -> std::io::Result<()> {
 /// Python, test and type-checker caches, packaging metadata, objects and
 /// shared libraries. They are left out of the agent's patch, as if the repo
 /// ignored them; a file the base commit has is always in it.
-pub const BUILD_ARTEFACTS: &[&str] = &[
+pub(crate) const BUILD_ARTEFACTS: &[&str] = &[
     "__pycache__/",
     "*.py[cod]",
     ".pytest_cache/",

@@ -14,7 +14,7 @@ use crate::sys::exec::ToolError;
 
 /// Why a checkout failed. The message names the repo and commit.
 #[derive(Debug, thiserror::Error)]
-pub enum CheckoutError {
+pub(crate) enum CheckoutError {
     #[error("failed to check out {repo}@{rev}: the fetch failed: {}", source.message())]
     Fetch {
         repo: String,
@@ -111,7 +111,7 @@ impl From<std::io::Error> for GitError {
 /// Why a base's object store could not be built, fixed or used, or a
 /// working copy made over it. Each names the file, pack or repository.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// A file or folder of the stores, the run's fixed packs or a working
     /// copy: `action` is the verb (`read`, `make`, `move`...).
     #[error("cannot {action} {}: {source}", path.display())]
@@ -231,7 +231,7 @@ pub(crate) const GIT_HINT: &str =
 
 /// What a new working copy holds that its store has not: it is never used.
 #[derive(Debug, PartialEq, thiserror::Error)]
-pub enum Leak {
+pub(crate) enum Leak {
     #[error("it has .git/{0}")]
     File(String),
     #[error("it has the ref {0}")]
@@ -265,7 +265,7 @@ pub enum Leak {
 /// Why the bytes of a thin pack are not a thin pack git wrote: the part
 /// that is wrong.
 #[derive(Debug, thiserror::Error)]
-pub enum PackFault {
+pub(crate) enum PackFault {
     #[error("no version-2 header")]
     Header,
     #[error("an entry past the end")]

@@ -8,6 +8,6 @@ mod error;
 mod store;
 mod thin;
 
-pub use cache::{BUILD_ARTEFACTS, Checkout, Preparer, RepoCache, STAGED_PACKS, patch_paths};
-pub use error::{CheckoutError, GitError, Leak, PackFault, StoreError};
-pub use store::{BaseStore, FixedPacks, History, StoreDir, StoredPack, Verified};
+pub(crate) use cache::{BUILD_ARTEFACTS, Checkout, RepoCache, STAGED_PACKS, patch_paths};
+pub(crate) use error::{CheckoutError, GitError};
+pub(crate) use store::{History, Verified};

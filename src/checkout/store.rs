@@ -57,7 +57,7 @@ impl History {
 
 /// A built store, as its manifest in `bases/` records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BaseStore {
+pub(crate) struct BaseStore {
     /// The commit a working copy's HEAD is: the base itself (full), or the
     /// parentless commit of the base's tree (none).
     pub head: Oid,
@@ -72,7 +72,7 @@ pub struct BaseStore {
 
 /// One pack of a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoredPack {
+pub(crate) enum StoredPack {
     /// `pack-<hash>`: a pack whose deltas all have their bases in it,
     /// linked into working copies as it is.
     Whole(String),
@@ -87,7 +87,7 @@ pub enum StoredPack {
 }
 
 impl StoredPack {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             StoredPack::Whole(name) | StoredPack::Thin { name, .. } => name,
         }
@@ -103,13 +103,13 @@ const MANIFEST_MAGIC: &str = "onebash base store 2";
 const MANIFEST_MAGIC_1: &str = "onebash base store 1";
 
 /// The stores of one repo: `<cache>/stores/<mirror name>/`.
-pub struct StoreDir {
+pub(crate) struct StoreDir {
     root: PathBuf,
 }
 
 impl StoreDir {
     /// The stores of the mirror at `<cache>/repos/<name>.git`.
-    pub fn for_mirror(mirror: &Path) -> StoreDir {
+    pub(crate) fn for_mirror(mirror: &Path) -> StoreDir {
         let name = mirror
             .file_stem()
             .map(OsString::from)
@@ -130,7 +130,7 @@ impl StoreDir {
     }
 
     /// Where pack `name` lives, with `.pack` or `.idx` to add.
-    pub fn pack(&self, name: &str, ext: &str) -> PathBuf {
+    pub(crate) fn pack(&self, name: &str, ext: &str) -> PathBuf {
         self.root.join("packs").join(format!("{name}.{ext}"))
     }
 
@@ -142,7 +142,7 @@ impl StoreDir {
     /// Fixed in process when that gives the very pack the stored index was
     /// made for ([`thin`]); otherwise (a store of an older onebash) by
     /// `git index-pack --fix-thin`.
-    pub fn fix_thin(
+    pub(crate) fn fix_thin(
         &self,
         mirror: &Path,
         repo: &Repository,
@@ -238,7 +238,7 @@ impl StoreDir {
     }
 
     /// The store of `base`, when one was built and all its packs are there.
-    pub fn find(&self, base: Oid, history: History) -> Option<BaseStore> {
+    pub(crate) fn find(&self, base: Oid, history: History) -> Option<BaseStore> {
         let text = std::fs::read_to_string(self.manifest(base, history)).ok()?;
         let store = parse_manifest(&text)?;
         let complete = store.packs.iter().all(|pack| {
@@ -252,7 +252,7 @@ impl StoreDir {
     /// in `planned` (this run's, of this repo) that are ancestors of `base`
     /// and have no store yet are built first, oldest first, so that every
     /// chain stays short of duplicates.
-    pub fn ensure(
+    pub(crate) fn ensure(
         &self,
         mirror: &Path,
         base: Oid,
@@ -780,7 +780,7 @@ fn pack_index_oids(idx: &Path) -> Result<Vec<Oid>, StoreError> {
 /// The thin packs this run fixed (in the folder beside its working
 /// copies), each once, whatever number of tasks link it.
 #[derive(Default)]
-pub struct FixedPacks {
+pub(crate) struct FixedPacks {
     fixed: Mutex<HashMap<PathBuf, Arc<Mutex<Option<String>>>>>,
     /// Each mirror opened once for the run's fixes, which read their bases
     /// from it: its pack indexes and libgit2's cache of delta bases are
@@ -794,7 +794,7 @@ impl FixedPacks {
     /// task that asks while another fixes it waits for that one. A failed
     /// fix is not remembered: the next task to ask tries again (git killed
     /// for memory, a full disk, a mirror not there yet).
-    pub fn get(
+    pub(crate) fn get(
         &self,
         stores: &StoreDir,
         mirror: &Path,
@@ -834,7 +834,7 @@ impl FixedPacks {
 
 /// What a working copy was checked for, for the trajectory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verified {
+pub(crate) struct Verified {
     /// Objects in the working copy's store, each one reachable from HEAD
     /// (the store's count, from the walk that checked it when built).
     pub objects: u64,
@@ -847,7 +847,7 @@ pub struct Verified {
 /// entries as the store's (whose packs were checked against a walk of the
 /// base's history when it was built). Cheap: the pack indexes' headers,
 /// not their contents.
-pub fn verify_working_copy(
+pub(super) fn verify_working_copy(
     repo: &Repository,
     store: &BaseStore,
     linked: &[String],

@@ -28,13 +28,13 @@ use super::error::{PackFault, StoreError};
 
 /// The magic and version that open a version-2 pack index, then the
 /// 256-entry fan-out table, whose last entry is the object count.
-pub const INDEX_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
-pub const INDEX_HEADER: usize = 8 + 256 * 4;
+pub(super) const INDEX_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
+pub(super) const INDEX_HEADER: usize = 8 + 256 * 4;
 /// A pack's header: `PACK`, the version (2) and the object count.
 const PACK_HEADER: usize = 12;
 
 /// A version-2 pack index, read whole and checked against its own SHA-1.
-pub struct PackIndex {
+pub(super) struct PackIndex {
     /// Object names, sorted.
     pub ids: Vec<Oid>,
     /// Each object's offset in the pack, in the order of `ids`.
@@ -44,7 +44,7 @@ pub struct PackIndex {
 }
 
 impl PackIndex {
-    pub fn read(path: &Path) -> Result<PackIndex, StoreError> {
+    pub(super) fn read(path: &Path) -> Result<PackIndex, StoreError> {
         let bytes = std::fs::read(path).map_err(StoreError::io("read", path))?;
         PackIndex::parse(&bytes).ok_or_else(|| StoreError::BadIndex {
             path: path.to_owned(),
@@ -93,7 +93,7 @@ impl PackIndex {
 
     /// The objects at or after `offset` (the end of a thin pack's own
     /// objects: the bases a fix appended), in pack order.
-    pub fn appended_after(&self, offset: u64) -> Vec<Oid> {
+    pub(super) fn appended_after(&self, offset: u64) -> Vec<Oid> {
         let mut after: Vec<(u64, Oid)> = self
             .offsets
             .iter()
@@ -107,14 +107,14 @@ impl PackIndex {
 }
 
 /// What a thin pack holds before its trailer: its length and object count.
-pub struct ThinPack {
+pub(super) struct ThinPack {
     /// Header and objects: the offset of the first base a fix appends.
     pub body: u64,
     pub count: u32,
 }
 
 impl ThinPack {
-    pub fn read(path: &Path) -> Result<ThinPack, StoreError> {
+    pub(super) fn read(path: &Path) -> Result<ThinPack, StoreError> {
         let mut header = [0u8; PACK_HEADER];
         let bad = || StoreError::BadPack {
             path: path.to_owned(),
@@ -137,7 +137,7 @@ impl ThinPack {
 /// git names a base inside the pack by its offset (`OFS_DELTA`, with
 /// `--delta-base-offset`) and one outside by its id. Each entry's zlib
 /// stream is inflated to find where the next begins.
-pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, PackFault> {
+pub(super) fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, PackFault> {
     if bytes.len() < PACK_HEADER + 20 || &bytes[..8] != b"PACK\0\0\0\x02" {
         return Err(PackFault::Header);
     }
@@ -204,7 +204,12 @@ pub fn named_bases(bytes: &[u8]) -> Result<Vec<Oid>, PackFault> {
 /// Writes to `out` the thin pack at `thin` with `bases` appended whole, in
 /// that order, read from `odb`. Returns the new pack's trailing SHA-1 (also
 /// written). The same inputs give the same bytes.
-pub fn fix(thin: &Path, bases: &[Oid], odb: &Odb, out: &Path) -> Result<[u8; 20], StoreError> {
+pub(super) fn fix(
+    thin: &Path,
+    bases: &[Oid],
+    odb: &Odb,
+    out: &Path,
+) -> Result<[u8; 20], StoreError> {
     let pack = ThinPack::read(thin)?;
     let count = u32::try_from(bases.len())
         .ok()

@@ -17,7 +17,7 @@ use crate::commands::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 use crate::run_folder::{ResultRow, Status};
 
 #[derive(Debug, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     pub run_a: String,
     pub run_b: String,
     pub label_a: String,
@@ -48,7 +48,7 @@ pub struct Comparison {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Delta {
+pub(crate) struct Delta {
     pub measure: &'static str,
     pub mean: f64,
     pub median: f64,
@@ -64,7 +64,7 @@ fn label(rows: &[ResultRow], run: &Path) -> String {
 /// Reads one measure of a row, when the row has it.
 type Getter = fn(&ResultRow) -> Option<f64>;
 
-pub fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Comparison {
+pub(crate) fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]) -> Comparison {
     let index: HashMap<(&str, u32), &ResultRow> = b
         .iter()
         .map(|r| ((r.task_id.as_str(), r.epoch), r))
@@ -180,7 +180,7 @@ fn signed_percent_points(x: f64) -> String {
 }
 
 /// The comparison as text, or as markdown.
-pub fn render(c: &Comparison, markdown: bool) -> String {
+pub(crate) fn render(c: &Comparison, markdown: bool) -> String {
     let mut out = String::new();
     render_header(&mut out, c, markdown);
     render_table(&mut out, c, markdown);

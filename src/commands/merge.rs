@@ -31,7 +31,7 @@ pub enum MergeError {
     Folder(#[from] RunFolderError),
 }
 
-pub fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
+pub(crate) fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
         return Err(MergeError::Refused(format!(
             "the merged run folder {} exists and is not empty\nhint: choose a new OUT_DIR",

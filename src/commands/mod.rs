@@ -1,16 +1,16 @@
 //! The subcommands, one file each; `dispatch` calls them from a parsed
 //! command line, and `error` maps what failed to its exit code.
 
-pub mod compare;
+pub(crate) mod compare;
 pub mod dispatch;
 pub mod error;
-pub mod export;
-pub mod html;
-pub mod merge;
-pub mod output;
-pub mod pull;
-pub mod report;
-pub mod run;
-pub mod show;
-pub mod stats;
-pub mod validate;
+pub(crate) mod export;
+pub(crate) mod html;
+pub(crate) mod merge;
+pub(crate) mod output;
+pub(crate) mod pull;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod show;
+pub(crate) mod stats;
+pub(crate) mod validate;

@@ -38,7 +38,7 @@ pub enum OutputError {
 /// or, with `output` (always for html, default `RUN_DIR/report.html`,
 /// transcript pages in `transcripts/` next to it), written to a file
 /// whose path is returned.
-pub fn report(
+pub(crate) fn report(
     run: &Path,
     format: Format,
     output: Option<&Path>,
@@ -72,7 +72,7 @@ pub fn report(
 /// `onebash compare`: the comparison in `format`, returned as text to
 /// print, or, with `output` (always for html, default `compare.html` in
 /// the current folder), written to a file whose path is returned.
-pub fn compare(
+pub(crate) fn compare(
     run_a: &Path,
     run_b: &Path,
     format: Format,

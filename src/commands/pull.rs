@@ -23,7 +23,7 @@ use crate::task::{LoadOptions, load_tasks};
 pub struct PullError(String);
 
 /// Makes the images ready; what to print on success.
-pub fn pull(args: &PullArgs) -> Result<String, PullError> {
+pub(crate) fn pull(args: &PullArgs) -> Result<String, PullError> {
     let options = LoadOptions {
         repo_base: args.repo_base.clone(),
         test_command: None,

@@ -35,7 +35,7 @@ use crate::runner::{RunContext, run_tasks};
 use crate::sys::lock::FileLock;
 use crate::task::TaskId;
 
-pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
+pub(crate) async fn run(config: RunConfig) -> anyhow::Result<i32> {
     run_with(config, true).await
 }
 
@@ -43,7 +43,7 @@ pub async fn run(config: RunConfig) -> anyhow::Result<i32> {
 /// stages in order: the model client, the checks that may still refuse
 /// the run before anything is written, the run folder and the work to do,
 /// the tasks themselves, and the summary with the exit code.
-pub async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<i32> {
+pub(crate) async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<i32> {
     let client = model_client(&config.model)?;
     let folder = RunFolder::at(&config.out_dir);
     if let Some(code) = refuse_early(&folder, &config, &client).await {

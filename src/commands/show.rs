@@ -58,7 +58,7 @@ pub enum ShowError {
 
 /// The conversation of `target` (a trajectory file, or a run folder with
 /// the `task` and `epoch` to show), painted on a terminal without NO_COLOR.
-pub fn show(target: &Path, task: Option<&str>, epoch: u32) -> Result<String, ShowError> {
+pub(crate) fn show(target: &Path, task: Option<&str>, epoch: u32) -> Result<String, ShowError> {
     let path = trajectory_path(target, task, epoch)?;
     let events = read_trajectory(&path)?;
     if events.is_empty() {
@@ -89,7 +89,7 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
 
 /// One thing a transcript shows, read from one trajectory event.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
+pub(crate) enum Entry {
     Header {
         /// The task line's `id`, `?` when it has none.
         task: String,
@@ -152,7 +152,7 @@ pub enum Entry {
 
 /// A command of the agent, the setup or the tests, as it ran.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CommandRun {
+pub(crate) struct CommandRun {
     pub command: String,
     pub exit_code: i32,
     pub timed_out: bool,
@@ -164,7 +164,7 @@ pub struct CommandRun {
 
 /// A text cut to its first and last [`SHOWN_LINES`] lines.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shortened {
+pub(crate) struct Shortened {
     pub head: String,
     /// Lines left out between `head` and `tail`; 0 when nothing was cut.
     pub cut: usize,
@@ -172,7 +172,7 @@ pub struct Shortened {
 }
 
 /// Cuts a command's output (or a long problem) to what a reader scans.
-pub fn shorten(text: &str) -> Shortened {
+pub(crate) fn shorten(text: &str) -> Shortened {
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() <= 2 * SHOWN_LINES {
         return Shortened {
@@ -247,12 +247,12 @@ fn audit_flags(events: &[Event]) -> (Flags, Vec<String>) {
 }
 
 /// `[history probe: git log --all; ...]` after a flagged command.
-pub fn probe_marker(probes: &[String]) -> Option<String> {
+pub(crate) fn probe_marker(probes: &[String]) -> Option<String> {
     (!probes.is_empty()).then(|| format!("[history probe: {}]", probes.join("; ")))
 }
 
 /// The audit's summary line.
-pub fn audit_summary(commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
+pub(crate) fn audit_summary(commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
     let mut line = match commands {
         0 => "history probes: none".to_owned(),
         1 => format!("history probes: 1 command ({})", kinds.join(", ")),
@@ -271,7 +271,7 @@ pub fn audit_summary(commands: usize, kinds: &[String], setup_kinds: &[String]) 
 /// of unknown kinds, the system prompt, retries' details beyond the line,
 /// replay divergences, the diff and the tool answers (already shown with
 /// their commands) are left out.
-pub fn entries(events: &[Event]) -> Vec<Entry> {
+pub(crate) fn entries(events: &[Event]) -> Vec<Entry> {
     let (flagged, setup_flags) = audit_flags(events);
     let mut out = Vec::new();
     for event in events {
@@ -437,12 +437,12 @@ fn end_entry(event: &Event) -> Option<Entry> {
 }
 
 /// Seconds, for display.
-pub fn seconds(s: f64) -> String {
+pub(crate) fn seconds(s: f64) -> String {
     format!("{s:.2} s")
 }
 
 /// `[exit CODE, timed out, SECONDS]` after a command.
-pub fn command_status(run: &CommandRun) -> String {
+pub(crate) fn command_status(run: &CommandRun) -> String {
     format!(
         "[exit {}{}, {}]",
         run.exit_code,
@@ -513,7 +513,7 @@ fn shortened_text(text: &str) -> String {
 }
 
 /// The conversation as `show` prints it, painted when `colors`.
-pub fn render(events: &[Event], colors: bool) -> String {
+pub(crate) fn render(events: &[Event], colors: bool) -> String {
     let s = Style { on: colors };
     let mut out = Vec::new();
     for entry in entries(events) {
@@ -675,7 +675,7 @@ pub(crate) mod sample {
     use crate::run_folder::trajectory::{CommandRecord, Event, FORMAT_VERSION, PromptInfo};
     use crate::run_folder::{ExitReason, Usage};
 
-    pub fn header() -> Event {
+    pub(crate) fn header() -> Event {
         Event::Header {
             format_version: FORMAT_VERSION,
             onebash_version: "0.1.0".to_owned(),
@@ -694,14 +694,14 @@ pub(crate) mod sample {
         }
     }
 
-    pub fn message(turn: u32, role: &str, content: &str) -> Event {
+    pub(crate) fn message(turn: u32, role: &str, content: &str) -> Event {
         Event::Message {
             turn,
             message: json!({"role": role, "content": content}),
         }
     }
 
-    pub fn model_call(turn: u32, latency_s: f64, prompt: u64, completion: u64) -> Event {
+    pub(crate) fn model_call(turn: u32, latency_s: f64, prompt: u64, completion: u64) -> Event {
         Event::ModelCall {
             turn,
             latency_s,
@@ -716,7 +716,12 @@ pub(crate) mod sample {
         }
     }
 
-    pub fn record(command: &str, exit_code: i32, duration_s: f64, output: &str) -> CommandRecord {
+    pub(crate) fn record(
+        command: &str,
+        exit_code: i32,
+        duration_s: f64,
+        output: &str,
+    ) -> CommandRecord {
         CommandRecord {
             command: command.to_owned(),
             exit_code,
@@ -730,7 +735,13 @@ pub(crate) mod sample {
     }
 
     /// An agent command that took 0.01 s.
-    pub fn command(turn: u32, id: &str, command: &str, exit_code: i32, output: &str) -> Event {
+    pub(crate) fn command(
+        turn: u32,
+        id: &str,
+        command: &str,
+        exit_code: i32,
+        output: &str,
+    ) -> Event {
         Event::Command {
             turn,
             tool_call_id: id.to_owned(),
@@ -739,7 +750,7 @@ pub(crate) mod sample {
         }
     }
 
-    pub fn agent_end(turns: u32, tool_calls: u32, total_tokens: u64) -> Event {
+    pub(crate) fn agent_end(turns: u32, tool_calls: u32, total_tokens: u64) -> Event {
         Event::AgentEnd {
             exit_reason: ExitReason::Completed,
             turns,
@@ -756,14 +767,14 @@ pub(crate) mod sample {
         }
     }
 
-    pub fn probe(kind: ProbeKind, reason: &str) -> Probe {
+    pub(crate) fn probe(kind: ProbeKind, reason: &str) -> Probe {
         Probe {
             kind,
             reason: reason.to_owned(),
         }
     }
 
-    pub fn probed(turn: u32, id: &str, command: &str, probes: Vec<Probe>) -> ProbedCommand {
+    pub(crate) fn probed(turn: u32, id: &str, command: &str, probes: Vec<Probe>) -> ProbedCommand {
         ProbedCommand {
             turn,
             tool_call_id: id.to_owned(),
@@ -773,7 +784,7 @@ pub(crate) mod sample {
     }
 
     /// The test command `true`, passed in 0.2 s.
-    pub fn passed_test() -> Event {
+    pub(crate) fn passed_test() -> Event {
         Event::Test {
             test_patch_files: None,
             test_patch_method: None,
@@ -785,7 +796,7 @@ pub(crate) mod sample {
 
     /// The start of a conversation: the header, the problem, one turn
     /// with a long-output command and a failing one, the agent's end.
-    pub fn conversation(problem: &str, answer: &str, first_command: &str) -> Vec<Event> {
+    pub(crate) fn conversation(problem: &str, answer: &str, first_command: &str) -> Vec<Event> {
         let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
         vec![
             header(),
@@ -798,7 +809,7 @@ pub(crate) mod sample {
         ]
     }
 
-    pub fn passed_end() -> Event {
+    pub(crate) fn passed_end() -> Event {
         Event::End {
             status: Status::Passed,
             passed: true,

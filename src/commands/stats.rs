@@ -6,7 +6,7 @@
 const Z95: f64 = 1.959_963_984_540_054;
 
 /// The Wilson score 95% interval of `passed` out of `n`; (0, 1) when n is 0.
-pub fn wilson95(passed: u64, n: u64) -> (f64, f64) {
+pub(crate) fn wilson95(passed: u64, n: u64) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
     }
@@ -22,7 +22,7 @@ pub fn wilson95(passed: u64, n: u64) -> (f64, f64) {
 /// The unbiased estimate of pass@k for a task tried `n` times with `c`
 /// passes: 1 - C(n-c, k) / C(n, k), in the numerically stable product form
 /// of Chen et al. None when k > n.
-pub fn pass_at_k(n: u64, c: u64, k: u64) -> Option<f64> {
+pub(crate) fn pass_at_k(n: u64, c: u64, k: u64) -> Option<f64> {
     if k == 0 || k > n || c > n {
         return None;
     }
@@ -37,7 +37,7 @@ pub fn pass_at_k(n: u64, c: u64, k: u64) -> Option<f64> {
 
 /// The unbiased estimate of pass^k (all of k tries pass): C(c, k) / C(n, k).
 /// None when k > n.
-pub fn pass_hat_k(n: u64, c: u64, k: u64) -> Option<f64> {
+pub(crate) fn pass_hat_k(n: u64, c: u64, k: u64) -> Option<f64> {
     if k == 0 || k > n || c > n {
         return None;
     }
@@ -50,7 +50,7 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> Option<f64> {
 /// The exact McNemar test: two-sided binomial test of the discordant pairs
 /// (`b` went one way, `c` the other) against an even split.
 /// p = min(1, 2 * P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2).
-pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
+pub(crate) fn mcnemar_exact(b: u64, c: u64) -> f64 {
     let n = b + c;
     if n == 0 {
         return 1.0;
@@ -86,7 +86,12 @@ pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
 /// of two paired proportions, p_B - p_A, from the 2x2 table of pairs:
 /// `both` passed in both, `only_a`, `only_b`, `neither`. Built from the
 /// Wilson intervals of each proportion and the correlation of the pairs.
-pub fn newcombe_paired_diff95(both: u64, only_a: u64, only_b: u64, neither: u64) -> (f64, f64) {
+pub(crate) fn newcombe_paired_diff95(
+    both: u64,
+    only_a: u64,
+    only_b: u64,
+    neither: u64,
+) -> (f64, f64) {
     let n = both + only_a + only_b + neither;
     if n == 0 {
         return (-1.0, 1.0);
@@ -116,7 +121,7 @@ pub fn newcombe_paired_diff95(both: u64, only_a: u64, only_b: u64, neither: u64)
 }
 
 /// The median of some numbers (the mean of the middle two for an even count).
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }

@@ -24,7 +24,7 @@ use crate::run_folder::{ResultRow, RunFolder, RunFolderError, Status, read_rows}
 
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]
-pub struct TaskCheck {
+pub(crate) struct TaskCheck {
     pub problems: Vec<String>,
     /// The noop run's status.
     pub noop: Option<Status>,
@@ -37,7 +37,7 @@ pub struct TaskCheck {
 /// The two runs' settings, checked before anything runs, each with what
 /// the machine allows it (probed before the async runtime starts: the
 /// probes run bwrap and look at cgroups, blocking work).
-pub fn configs(
+pub(crate) fn configs(
     tasks: &Path,
     runs: u32,
     out: &Path,
@@ -77,7 +77,11 @@ pub fn configs(
 
 /// Runs both phases and writes the verdicts; the exit code is 0 when no
 /// task is flagged, 1 when some are.
-pub async fn validate(configs: Vec<RunConfig>, runs: u32, out: &Path) -> anyhow::Result<i32> {
+pub(crate) async fn validate(
+    configs: Vec<RunConfig>,
+    runs: u32,
+    out: &Path,
+) -> anyhow::Result<i32> {
     for config in configs {
         eprintln!(
             "validate: the {} run ({} per task) into {}",
@@ -112,7 +116,7 @@ pub async fn validate(configs: Vec<RunConfig>, runs: u32, out: &Path) -> anyhow:
 }
 
 /// The verdict on every task from the rows of both runs.
-pub fn judge(noop: &[ResultRow], oracle: &[ResultRow]) -> BTreeMap<String, TaskCheck> {
+pub(crate) fn judge(noop: &[ResultRow], oracle: &[ResultRow]) -> BTreeMap<String, TaskCheck> {
     let mut checks: BTreeMap<String, TaskCheck> = BTreeMap::new();
     let broken = |row: &ResultRow| -> Option<String> {
         if row.status != Status::Error {

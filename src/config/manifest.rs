@@ -19,7 +19,7 @@ use crate::run_folder::{RunFolder, RunFolderError};
 /// has no start, a run being written has no end yet) are optional, and so
 /// is every field added after the first version, so older folders read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunManifest {
+pub(crate) struct RunManifest {
     pub onebash_version: String,
     /// When the run first started; a resume keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,7 +70,7 @@ where
 /// The run's settings: [`RunConfig`] as it serializes. The fields commands
 /// read back are typed; the rest is kept as written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub model: ModelSettings,
     /// `--shard`; none in a merged run.
     #[serde(default)]
@@ -82,7 +82,7 @@ pub struct Settings {
 
 /// `settings.model`: `config::ModelChoice` as it serializes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelSettings {
+pub(crate) struct ModelSettings {
     /// `api`, `oracle`, `noop` or `replay`.
     pub kind: String,
     /// The API's protocol (`api` only).
@@ -100,7 +100,7 @@ pub struct ModelSettings {
 
 impl ModelSettings {
     /// The name in the CSV's `model` column, as `ModelChoice::name` gives it.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.name
             .as_deref()
             .or(self.spec.as_deref())
@@ -110,7 +110,7 @@ impl ModelSettings {
 
 impl RunManifest {
     /// Reads a run folder's run.json.
-    pub fn read(folder: &RunFolder) -> Result<RunManifest, RunFolderError> {
+    pub(crate) fn read(folder: &RunFolder) -> Result<RunManifest, RunFolderError> {
         let path = folder.run_json();
         let text = std::fs::read_to_string(&path).map_err(|source| RunFolderError::Read {
             path: path.clone(),
@@ -121,7 +121,7 @@ impl RunManifest {
 
     /// Writes a run folder's run.json whole, through a temporary file and a
     /// rename.
-    pub fn write(&self, folder: &RunFolder) -> Result<(), RunFolderError> {
+    pub(crate) fn write(&self, folder: &RunFolder) -> Result<(), RunFolderError> {
         let tmp = folder.root().join("run.json.tmp");
         let text = self.to_json_text().map_err(|err| RunFolderError::Write {
             path: folder.run_json(),
@@ -138,7 +138,7 @@ impl RunManifest {
     }
 
     /// The manifest of a run about to start at `now`.
-    pub fn starting(config: &RunConfig, now: String) -> serde_json::Result<RunManifest> {
+    pub(crate) fn starting(config: &RunConfig, now: String) -> serde_json::Result<RunManifest> {
         Ok(RunManifest {
             onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
             started_at: Some(now),
@@ -160,7 +160,7 @@ impl RunManifest {
 
     /// A resume at `now` of the run `before` describes: its start stays the
     /// run's start, and the resume is noted after the earlier ones.
-    pub fn resume_of(&mut self, before: &RunManifest, now: String) {
+    pub(crate) fn resume_of(&mut self, before: &RunManifest, now: String) {
         if before.started_at.is_some() {
             self.started_at.clone_from(&before.started_at);
         }
@@ -170,7 +170,7 @@ impl RunManifest {
 
     /// The run.json text: pretty JSON with its keys sorted (they always
     /// were: it used to be built as a `serde_json::Value`), and a newline.
-    pub fn to_json_text(&self) -> serde_json::Result<Vec<u8>> {
+    pub(crate) fn to_json_text(&self) -> serde_json::Result<Vec<u8>> {
         let mut text = serde_json::to_vec_pretty(&serde_json::to_value(self)?)?;
         text.push(b'\n');
         Ok(text)

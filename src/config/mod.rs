@@ -4,12 +4,13 @@
 //! cgroups, engines); the model prices ([`pricing`]); and run.json, the
 //! settings as a run writes them ([`manifest`]).
 
-pub mod manifest;
-pub mod pricing;
-pub mod probe;
+pub(crate) mod manifest;
+pub(crate) mod pricing;
+pub(crate) mod probe;
 mod run_config;
 
-pub use run_config::{
-    ANTHROPIC_MAX_OUTPUT_TOKENS, ApiModel, ConfigError, MIN_THINKING_BUDGET, ModelChoice,
-    RequestSettings, RunConfig, Secrets, Shard, Unprobed, default_cache_dir,
+pub use run_config::Secrets;
+pub(crate) use run_config::{
+    ANTHROPIC_MAX_OUTPUT_TOKENS, ConfigError, ModelChoice, RequestSettings, RunConfig, Shard,
+    default_cache_dir,
 };

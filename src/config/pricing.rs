@@ -12,11 +12,11 @@ use crate::run_folder::Usage;
 /// (Anthropic: docs.anthropic.com/en/docs/about-claude/pricing; OpenAI:
 /// openai.com/api/pricing and the GPT-5.2 launch page). Prices change:
 /// `--price` overrides them.
-pub const PRICES_TAKEN: &str = "2026-11-30";
+pub(crate) const PRICES_TAKEN: &str = "2026-11-30";
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Price {
+pub(crate) struct Price {
     pub input: f64,
     pub output: f64,
     /// Input read from the provider's prompt cache.
@@ -26,7 +26,7 @@ pub struct Price {
 }
 
 impl Price {
-    pub const FREE: Price = Price {
+    pub(crate) const FREE: Price = Price {
         input: 0.0,
         output: 0.0,
         cached_input: 0.0,
@@ -35,7 +35,7 @@ impl Price {
 
     /// A price with cached input at the full input price (for `--price`,
     /// which gives only input and output).
-    pub fn flat(input: f64, output: f64) -> Price {
+    pub(crate) fn flat(input: f64, output: f64) -> Price {
         Price {
             input,
             output,
@@ -46,7 +46,7 @@ impl Price {
 
     /// Cost in USD. `prompt_tokens` includes cached reads and cache writes,
     /// which are priced at their own rates.
-    pub fn cost(&self, usage: &Usage) -> f64 {
+    pub(crate) fn cost(&self, usage: &Usage) -> f64 {
         let plain_input = usage
             .prompt_tokens
             .saturating_sub(usage.cached_tokens)
@@ -60,7 +60,7 @@ impl Price {
 
     /// What `usage` would have cost with no prompt cache: every input
     /// token at the input price.
-    pub fn cost_without_cache(&self, usage: &Usage) -> f64 {
+    pub(crate) fn cost_without_cache(&self, usage: &Usage) -> f64 {
         (usage.prompt_tokens as f64 * self.input + usage.completion_tokens as f64 * self.output)
             / 1_000_000.0
     }
@@ -68,7 +68,7 @@ impl Price {
     /// Parses `--price INPUT,OUTPUT[,CACHE_READ,CACHE_WRITE]` (USD per
     /// million tokens). With two numbers, cache reads and writes are
     /// priced as plain input.
-    pub fn parse(raw: &str) -> Result<Price, PriceError> {
+    pub(crate) fn parse(raw: &str) -> Result<Price, PriceError> {
         let number = |s: &str| -> Result<f64, PriceError> {
             s.trim()
                 .parse::<f64>()
@@ -167,7 +167,7 @@ fn is_version_suffix(rest: &str) -> bool {
 /// The built-in price of a model: the longest table name its name starts
 /// with and then only versions or dates follow ([`is_version_suffix`]),
 /// after any `provider/` part (OpenRouter names such as `openai/gpt-4o`).
-pub fn builtin_price(model: &str) -> Option<Price> {
+pub(crate) fn builtin_price(model: &str) -> Option<Price> {
     let name = model
         .rsplit('/')
         .next()

@@ -33,7 +33,7 @@ pub enum ProbeError {
 /// run.json records the names (`sandbox_used`, `limits_enforced`) among
 /// the settings.
 #[derive(Debug, Clone, Serialize)]
-pub struct Probed {
+pub(crate) struct Probed {
     #[serde(skip)]
     pub sandbox: Sandbox,
     /// The sandbox in use: `bwrap` or `none`.
@@ -62,12 +62,12 @@ impl Probed {
     /// With a container environment the container is the sandbox: bwrap
     /// is not probed, and the engine is instead (on PATH, answering, every
     /// image in its store or pulled as `pull` says).
-    pub fn probe(
+    pub(crate) fn probe(
         mode: SandboxMode,
         hidden: &[PathBuf],
         limits: Limits,
         (env_kind, images, pull): (EnvKind, &[String], PullPolicy),
-        (cache_dir, network, workdir): (&Path, bool, &str),
+        (cache_dir, workdir): (&Path, &str),
     ) -> Result<(Probed, Vec<String>), ProbeError> {
         let mut warnings = Vec::new();
         let engine = match env_kind {
@@ -78,7 +78,7 @@ impl Probed {
         let oci = match env_kind {
             EnvKind::Oci => Some(
                 crate::env::oci::Images::prepare(cache_dir, images, pull).and_then(|images| {
-                    crate::env::oci::Settings::probe(images, network, workdir.to_owned())
+                    crate::env::oci::Settings::probe(images, workdir.to_owned())
                 })?,
             ),
             _ => None,

@@ -37,7 +37,7 @@ const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 /// Which model answers.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ModelChoice {
+pub(crate) enum ModelChoice {
     /// Applies each task's gold patch; no API.
     Oracle,
     /// Changes nothing: answers at once without a tool call. The baseline
@@ -51,7 +51,7 @@ pub enum ModelChoice {
 
 /// A model behind an API, and how to reach it.
 #[derive(Debug, Clone, Serialize)]
-pub struct ApiModel {
+pub(crate) struct ApiModel {
     pub provider: Provider,
     pub name: String,
     pub base_url: String,
@@ -72,7 +72,7 @@ pub struct ApiModel {
 
 impl ModelChoice {
     /// The name in the CSV's `model` column.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             ModelChoice::Oracle => "oracle",
             ModelChoice::Noop => "noop",
@@ -86,7 +86,7 @@ impl ModelChoice {
 /// [`Unprobed`] as [`RunConfig::from_args`] builds it, [`Probed`] once
 /// [`RunConfig::probe`] looked; a run takes only the latter.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunConfig<P = Probed> {
+pub(crate) struct RunConfig<P = Probed> {
     pub task_file: PathBuf,
     #[serde(skip)]
     pub tasks: Vec<TaskSpec>,
@@ -154,11 +154,11 @@ pub struct RunConfig<P = Probed> {
 
 /// A [`RunConfig`] whose machine has not been looked at yet.
 #[derive(Debug, Clone, Copy)]
-pub struct Unprobed;
+pub(crate) struct Unprobed;
 
 /// Sampling and request settings sent with every call, recorded in run.json.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RequestSettings {
+pub(crate) struct RequestSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -189,7 +189,7 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_f64(d.as_secs_f64())
 }
 
-pub use crate::cli::Shard;
+pub(crate) use crate::cli::Shard;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -211,7 +211,7 @@ impl RunConfig {
     /// The settings that decide outcomes. A resumed run and the shards of a
     /// merge must agree on every one; how many tasks run at once, which
     /// tasks are selected and where the cache is may differ.
-    pub fn fingerprint(&self) -> serde_json::Value {
+    pub(crate) fn fingerprint(&self) -> serde_json::Value {
         let (provider, request) = match &self.model {
             ModelChoice::Oracle | ModelChoice::Noop | ModelChoice::Replay { .. } => (None, None),
             ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
@@ -296,7 +296,7 @@ impl RunConfig<Unprobed> {
     /// out of the environment. It reads the files the arguments name (the
     /// task file, the prompt, the run folder) and looks at nothing else:
     /// no program runs and nothing is written.
-    pub fn from_args(
+    pub(crate) fn from_args(
         args: &RunArgs,
         secrets: &Secrets,
     ) -> Result<RunConfig<Unprobed>, ConfigError> {
@@ -380,7 +380,7 @@ impl RunConfig<Unprobed> {
     /// paths to hide, unless `--sandbox none`, and finds where task cgroups
     /// can be made. `--sandbox bwrap` that cannot be had is an error like
     /// a bad argument (exit 2); a fallback adds a warning.
-    pub fn probe(self) -> Result<RunConfig, ConfigError> {
+    pub(crate) fn probe(self) -> Result<RunConfig, ConfigError> {
         // A Harbor task's image is built when the task starts.
         let images: Vec<String> = self
             .tasks
@@ -393,7 +393,7 @@ impl RunConfig<Unprobed> {
             &self.hidden,
             self.limits,
             (self.env_kind, &images, self.pull),
-            (&self.cache_dir, self.allow_network, &self.workdir),
+            (&self.cache_dir, &self.workdir),
         )?;
         let mut config = self.with_probed(probed);
         config.warnings.extend(warnings);
@@ -815,10 +815,10 @@ fn check_thinking(args: &RunArgs) -> Result<(), ConfigError> {
 
 /// `max_tokens` of an Anthropic request when `--max-output-tokens` is not
 /// given (the Messages API requires one).
-pub const ANTHROPIC_MAX_OUTPUT_TOKENS: u64 = 8192;
+pub(crate) const ANTHROPIC_MAX_OUTPUT_TOKENS: u64 = 8192;
 
 /// The Messages API's smallest thinking budget.
-pub const MIN_THINKING_BUDGET: u64 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u64 = 1024;
 
 /// `--model-arg KEY=JSON`, each into the request body as given.
 fn parse_model_args(
@@ -1012,7 +1012,7 @@ fn workdirs_name(out_dir: &Path) -> String {
     format!("{name}-{hex}")
 }
 
-pub fn default_cache_dir() -> PathBuf {
+pub(crate) fn default_cache_dir() -> PathBuf {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("onebash");
     }

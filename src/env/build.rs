@@ -29,7 +29,11 @@ pub(super) struct Build<'a> {
 impl Build<'_> {
     /// Builds `task`'s image, within its `build_timeout`, and writes the
     /// build's output to the log file.
-    pub async fn run(&self, task: &TaskSpec, harbor: &HarborTask) -> Result<ImageBuild, EnvError> {
+    pub(super) async fn run(
+        &self,
+        task: &TaskSpec,
+        harbor: &HarborTask,
+    ) -> Result<ImageBuild, EnvError> {
         let image = self.image;
         let args: Vec<OsString> = vec![
             "build".into(),

@@ -13,7 +13,7 @@ use super::{container, oci};
 /// The run's environment: the one registration point of every kind. A
 /// container engine when the probe found one (`--env podman|docker`), else
 /// the host under the run's sandbox.
-pub fn choose(
+pub(crate) fn choose(
     sandbox: &Sandbox,
     container: Option<container::Settings>,
     oci: Option<oci::Settings>,

@@ -46,10 +46,10 @@ use crate::task::{HarborTask, TaskSpec};
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
 /// its process group or session.
-pub const COMMAND_MARK_VAR: &str = "ONEBASH_COMMAND";
+pub(crate) const COMMAND_MARK_VAR: &str = "ONEBASH_COMMAND";
 
 /// The label every container of a run carries: its value is the run id.
-pub const RUN_LABEL: &str = "onebash.run";
+pub(crate) const RUN_LABEL: &str = "onebash.run";
 /// The machine a container's onebash ran on, and its run folder's lock:
 /// what a sweep needs to know whether that onebash still runs.
 const HOST_LABEL: &str = "onebash.host";
@@ -57,7 +57,7 @@ const LOCK_LABEL: &str = "onebash.lock";
 
 /// A container engine that answered at start, with every image there.
 #[derive(Debug, Clone)]
-pub struct Engine {
+pub(crate) struct Engine {
     pub kind: EnvKind,
     pub program: PathBuf,
 }
@@ -67,7 +67,11 @@ impl Engine {
     /// that every image is there, pulling as `pull` says (the pull's
     /// progress on stderr). Synchronous: it runs before the async runtime.
     /// Errors are whole messages with a hint: the run must not start.
-    pub fn probe(kind: EnvKind, images: &[String], pull: PullPolicy) -> Result<Engine, EnvError> {
+    pub(crate) fn probe(
+        kind: EnvKind,
+        images: &[String],
+        pull: PullPolicy,
+    ) -> Result<Engine, EnvError> {
         let name = kind.engine().unwrap_or("podman");
         let program = find_on_path(name).ok_or(EnvError::EngineNotOnPath { engine: name })?;
         let engine = Engine { kind, program };
@@ -113,7 +117,7 @@ impl Engine {
         Ok(engine)
     }
 
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.kind.engine().unwrap_or("podman")
     }
 
@@ -211,7 +215,7 @@ fn run_is_over(lock: &Path) -> bool {
 
 /// What every container of a run shares.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub engine: Engine,
     /// Names the run in the containers' labels: the same for a run folder
     /// and its resumes, so a resume finds what a killed attempt left.
@@ -231,7 +235,7 @@ pub struct Settings {
 }
 
 /// Tasks in containers of one engine.
-pub struct Containers {
+pub(crate) struct Containers {
     settings: Arc<Settings>,
     /// This machine's name, for the containers' host label.
     host: String,
@@ -241,7 +245,7 @@ pub struct Containers {
 }
 
 impl Containers {
-    pub fn new(settings: Settings) -> Containers {
+    pub(crate) fn new(settings: Settings) -> Containers {
         Containers {
             settings: Arc::new(settings),
             host: hostname(),
@@ -251,10 +255,6 @@ impl Containers {
 }
 
 impl Environment for Containers {
-    fn name(&self) -> &'static str {
-        self.settings.engine.name()
-    }
-
     fn enter<'a>(
         &'a self,
         task: &'a TaskSpec,

@@ -14,12 +14,12 @@ use crate::sys::sandbox::{Confinement, NONE, Sandbox};
 use crate::task::TaskSpec;
 
 /// Tasks on the host.
-pub struct Host {
+pub(crate) struct Host {
     sandbox: Arc<Sandbox>,
 }
 
 impl Host {
-    pub fn new(sandbox: Sandbox) -> Host {
+    pub(crate) fn new(sandbox: Sandbox) -> Host {
         Host {
             sandbox: Arc::new(sandbox),
         }
@@ -27,10 +27,6 @@ impl Host {
 }
 
 impl Environment for Host {
-    fn name(&self) -> &'static str {
-        self.sandbox.name()
-    }
-
     fn enter<'a>(
         &'a self,
         _task: &'a TaskSpec,

@@ -32,7 +32,7 @@ use crate::sys::exec::{CommandEnv, CommandOutcome};
 
 /// How long the harness's own git scripts may take (cleaning a big repo
 /// repacks all of its history).
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
+pub(super) const GIT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The last line of [`prepare`]'s output when the repo passed its check:
 /// `ONEBASH-REPO base=<sha> head=<sha> objects=<n> commits=<n> moved=<sha>
@@ -41,19 +41,19 @@ const REPORT: &str = "ONEBASH-REPO ";
 /// The line [`prepare`] ends with when it could not make the repo safe.
 const REFUSED: &str = "ONEBASH-REPO-ERROR ";
 /// Where the agent's change is written, in the repo's `.git`.
-pub const DIFF_FILE: &str = ".git/onebash-agent.diff";
+pub(super) const DIFF_FILE: &str = ".git/onebash-agent.diff";
 /// The exclude rules of [`diff`]: the image's own untracked files, and
 /// [`BUILD_ARTEFACTS`].
 const EXCLUDE_FILE: &str = ".git/onebash-exclude";
 
 /// A word bash reads back as `text`.
-pub fn quote(text: &str) -> String {
+pub(super) fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// What [`prepare`] found and left.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prepared {
+pub(super) struct Prepared {
     /// The full sha of the base commit.
     pub base: String,
     /// HEAD now: the starting point ([`Prepared::start`]), or with
@@ -76,13 +76,13 @@ impl Prepared {
     /// The commit the agent starts from as the image holds it: the last
     /// setup commit, else the base. The tests' fresh container is put
     /// there.
-    pub fn start(&self) -> &str {
+    pub(super) fn start(&self) -> &str {
         self.setup_commits.last().unwrap_or(&self.base)
     }
 
     /// What the runner records: a checkout whose folder is `dir` (the
     /// task's host folder), with the move, if any, as its warning.
-    pub fn into_checkout(self, dir: &Path, history: History) -> Checkout {
+    pub(super) fn into_checkout(self, dir: &Path, history: History) -> Checkout {
         Checkout {
             dir: dir.to_owned(),
             commit: self.base,
@@ -104,7 +104,7 @@ impl Prepared {
 
 /// Why the repo in the image was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
+pub(super) enum Refused {
     /// It could not be used at all (no repo, no base, dirty).
     Unusable(String),
     /// It was cleaned and still holds something past the base.
@@ -113,7 +113,7 @@ pub enum Refused {
 
 impl Refused {
     /// The task's checkout error; `repo` names the image and its workdir.
-    pub fn into_error(self, repo: String, rev: &str) -> CheckoutError {
+    pub(super) fn into_error(self, repo: String, rev: &str) -> CheckoutError {
         let rev = rev.to_owned();
         match self {
             Refused::Unusable(message) => CheckoutError::WorkingCopy { repo, rev, message },
@@ -124,7 +124,7 @@ impl Refused {
 
 /// A harness git script's output, or why it failed (timed out, or an exit
 /// code other than 0).
-pub fn git_result(outcome: &CommandOutcome, output: String) -> Result<String, EnvError> {
+pub(super) fn git_result(outcome: &CommandOutcome, output: String) -> Result<String, EnvError> {
     if outcome.timed_out {
         return Err(EnvError::ScriptTimedOut {
             seconds: GIT_TIMEOUT.as_secs(),
@@ -142,7 +142,7 @@ pub fn git_result(outcome: &CommandOutcome, output: String) -> Result<String, En
 
 /// [`prepare`]'s report or refusal, from its outcome (the script's last
 /// line says which, whatever its exit code).
-pub fn prepared(outcome: &CommandOutcome, output: &str) -> Result<Prepared, Refused> {
+pub(super) fn prepared(outcome: &CommandOutcome, output: &str) -> Result<Prepared, Refused> {
     if outcome.timed_out {
         return Err(Refused::Unusable(format!(
             "cleaning the repo timed out after {} s",
@@ -179,7 +179,7 @@ pub fn prepared(outcome: &CommandOutcome, output: &str) -> Result<Prepared, Refu
 /// `rev-list --all` is HEAD's ancestry, and the repo's objects
 /// (`cat-file --batch-all-objects`) are exactly the set `rev-list
 /// --objects HEAD` lists.
-pub fn prepare(base: &str, history: History) -> String {
+pub(super) fn prepare(base: &str, history: History) -> String {
     let artefacts: Vec<String> = BUILD_ARTEFACTS.iter().map(|rule| quote(rule)).collect();
     format!(
         "base={base}\nhistory={history}\nartefacts=({artefacts})\n{PREPARE}",
@@ -277,7 +277,7 @@ rm -rf "$work"
 echo "ONEBASH-REPO base=$full head=$head objects=$objects commits=$commits moved=$moved setup=$setup""#;
 
 /// Reads [`prepare`]'s output.
-pub fn read_report(output: &str) -> Result<Prepared, Refused> {
+pub(super) fn read_report(output: &str) -> Result<Prepared, Refused> {
     if let Some(message) = output.lines().rev().find_map(|l| l.strip_prefix(REFUSED)) {
         return Err(match message.strip_prefix("leaking: ") {
             Some(leak) => Refused::Leaking(leak.to_owned()),
@@ -337,7 +337,7 @@ pub fn read_report(output: &str) -> Result<Prepared, Refused> {
 /// UTF-8, which a UTF-8 patch cannot carry as it is: see
 /// [`not_utf8_files`]). Through an index of its own, made from `commit`,
 /// so the repo is left as it was and every file is compared by content.
-pub fn diff(commit: &str, binary: &[String]) -> String {
+pub(super) fn diff(commit: &str, binary: &[String]) -> String {
     let attributes: Vec<String> = binary
         .iter()
         .map(|path| quote(&format!("/{} binary", glob_escaped(path))))
@@ -374,7 +374,7 @@ fn glob_escaped(path: &str) -> String {
 }
 
 /// The files whose part of `patch` is not UTF-8, by their `b/` path.
-pub fn not_utf8_files(patch: &[u8]) -> Vec<String> {
+pub(super) fn not_utf8_files(patch: &[u8]) -> Vec<String> {
     let mut files = Vec::new();
     let mut sections: Vec<&[u8]> = Vec::new();
     let mut start = 0;
@@ -402,7 +402,7 @@ pub fn not_utf8_files(patch: &[u8]) -> Vec<String> {
 /// when the image has it elsewhere; the output is the base's full sha,
 /// which the test files are restored to (SWE-bench's eval script runs
 /// `git checkout BASE TEST_FILES` on its setup commit).
-pub fn to_start(base: &str, start: &str) -> String {
+pub(super) fn to_start(base: &str, start: &str) -> String {
     format!(
         r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 full=$(git rev-parse --verify --quiet {base}^{{commit}}) || {{ echo "the base commit is not in the image's repo"; exit 1; }}
@@ -416,7 +416,7 @@ echo "$full""#,
 
 /// Puts `paths` back as they are at `commit` (in the working tree and the
 /// index), removing those `commit` has not.
-pub fn restore(commit: &str, paths: &[String]) -> String {
+pub(super) fn restore(commit: &str, paths: &[String]) -> String {
     let words: Vec<String> = paths.iter().map(|p| quote(p)).collect();
     format!(
         r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
@@ -435,7 +435,7 @@ done"#,
 
 /// Applies the patch in `file` (relative to the repo) strictly, as `git
 /// apply` does, then removes the file.
-pub fn apply(file: &str) -> String {
+pub(super) fn apply(file: &str) -> String {
     format!(
         r#"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 git apply {file} 2>&1; code=$?
@@ -448,7 +448,7 @@ exit $code"#,
 /// What the repo in an image needs of the container it is in: the
 /// harness's git scripts (their output, or why they failed), and files
 /// copied in and out by paths relative to the workdir.
-pub trait Container: Sync {
+pub(super) trait Container: Sync {
     fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, EnvError>>;
     fn copy_in<'a>(
         &'a self,
@@ -461,7 +461,7 @@ pub trait Container: Sync {
 /// The repo an image holds, once prepared: what the diff and restores
 /// compare with, where the tests' container starts, and the agent's
 /// change for it.
-pub struct ImageRepo {
+pub(super) struct ImageRepo {
     /// `base_commit` as the task gives it.
     base: String,
     /// The commit the agent started from, as the image holds it
@@ -480,7 +480,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ImageRepo {
-    pub fn new(base: &str) -> ImageRepo {
+    pub(super) fn new(base: &str) -> ImageRepo {
         ImageRepo {
             base: base.to_owned(),
             start: Mutex::new(base.to_owned()),
@@ -490,14 +490,14 @@ impl ImageRepo {
     }
 
     /// [`prepare`] left the repo as `prepared` says.
-    pub fn prepared(&self, prepared: &Prepared) {
+    pub(super) fn prepared(&self, prepared: &Prepared) {
         *lock(&self.start) = prepared.start().to_owned();
         *lock(&self.commit) = prepared.head.clone();
     }
 
     /// The agent's change, from the repo in the image; kept for the tests'
     /// container.
-    pub async fn diff(&self, container: &dyn Container) -> Result<String, GitError> {
+    pub(super) async fn diff(&self, container: &dyn Container) -> Result<String, GitError> {
         let commit = lock(&self.commit).clone();
         let mut binary: Vec<String> = Vec::new();
         // Twice at most: text files that are not UTF-8 are diffed again as
@@ -528,7 +528,7 @@ impl ImageRepo {
 
     /// The tests' fresh container: the repo in the image at the commit the
     /// agent started from, with the agent's change applied.
-    pub async fn to_tests(&self, container: &dyn Container) -> Result<(), EnvError> {
+    pub(super) async fn to_tests(&self, container: &dyn Container) -> Result<(), EnvError> {
         let start = lock(&self.start).clone();
         let base = container
             .git(&to_start(&self.base, &start))
@@ -553,7 +553,7 @@ impl ImageRepo {
 
     /// Puts the files `patch` touches back as they are at the base, in the
     /// tests' container.
-    pub async fn restore(
+    pub(super) async fn restore(
         &self,
         container: &dyn Container,
         patch: &str,
@@ -571,7 +571,11 @@ impl ImageRepo {
     }
 
     /// Applies `patch` strictly, in the container.
-    pub async fn apply(&self, container: &dyn Container, patch: &str) -> Result<(), GitError> {
+    pub(super) async fn apply(
+        &self,
+        container: &dyn Container,
+        patch: &str,
+    ) -> Result<(), GitError> {
         let file = ".git/onebash-apply.diff";
         container
             .copy_in(Path::new(file), patch.as_bytes().to_vec())
@@ -589,7 +593,7 @@ impl ImageRepo {
 /// setup_command), run again in the tests' fresh environment, where what
 /// they did to the image's files is gone.
 #[derive(Default)]
-pub struct SetupLog {
+pub(super) struct SetupLog {
     commands: Mutex<Vec<(String, CommandEnv, Duration)>>,
     /// Set once the agent phase ended: harness commands from then on (the
     /// test patch's fallbacks) are not setup to run again.
@@ -598,7 +602,7 @@ pub struct SetupLog {
 
 impl SetupLog {
     /// Keeps `command` when it is the harness's, before the agent's end.
-    pub fn record(&self, command: &Command<'_>) {
+    pub(super) fn record(&self, command: &Command<'_>) {
         if command.trust == Trust::Harness && !self.agent_over.load(Ordering::Relaxed) {
             lock(&self.commands).push((
                 command.script.to_owned(),
@@ -609,13 +613,13 @@ impl SetupLog {
     }
 
     /// The agent phase is over: nothing more is kept.
-    pub fn agent_over(&self) {
+    pub(super) fn agent_over(&self) {
         self.agent_over.store(true, Ordering::Relaxed);
     }
 
     /// Runs every kept command again in `workspace`, in order; the first
     /// failure ends it.
-    pub async fn replay(&self, workspace: &dyn Workspace) -> Result<(), EnvError> {
+    pub(super) async fn replay(&self, workspace: &dyn Workspace) -> Result<(), EnvError> {
         let commands = lock(&self.commands).clone();
         for (script, env, timeout) in &commands {
             let outcome = workspace

@@ -8,17 +8,15 @@
 
 mod build;
 mod choose;
-pub mod container;
+pub(crate) mod container;
 mod error;
 mod host;
 mod image_repo;
-pub mod oci;
+pub(crate) mod oci;
 mod seam;
 
-pub use choose::choose;
-pub use container::Containers;
-pub use error::{BuildEnd, BuildLogError, EnvError};
-pub use host::Host;
-pub use seam::{
+pub(crate) use choose::choose;
+pub(crate) use error::{BuildEnd, BuildLogError, EnvError};
+pub(crate) use seam::{
     BoxFuture, Command, Entered, Environment, ImageBuild, Shell, Swept, Trust, Workspace,
 };

@@ -25,14 +25,14 @@ use crate::task::TaskSpec;
 
 /// A future an environment returns (boxed: environments are chosen at run
 /// time, behind `dyn`).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A workspace around the repo an image holds, and what its check found.
-pub type Entered = (Box<dyn Workspace>, Checkout);
+pub(crate) type Entered = (Box<dyn Workspace>, Checkout);
 
 /// Whose command it is, which decides how confined it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trust {
+pub(crate) enum Trust {
     /// The model's commands and the tests: in the sandbox, writing only the
     /// working copy, with the network only when `network`.
     Agent { network: bool },
@@ -43,7 +43,7 @@ pub enum Trust {
 
 /// One command for a workspace: `bash -c script` in the working copy.
 #[derive(Debug, Clone, Copy)]
-pub struct Command<'a> {
+pub(crate) struct Command<'a> {
     pub script: &'a str,
     pub timeout: Duration,
     /// The cleared environment it starts with (no API key).
@@ -52,10 +52,7 @@ pub struct Command<'a> {
 }
 
 /// A place tasks run, chosen once per run.
-pub trait Environment: Send + Sync {
-    /// Its name, as run.json and the trajectory record it.
-    fn name(&self) -> &'static str;
-
+pub(crate) trait Environment: Send + Sync {
     /// The workspace of one (task, epoch) around its working copy.
     /// `child` is what each of its commands sets on itself before it
     /// starts (the task's cgroup, its rlimits).
@@ -129,7 +126,7 @@ pub trait Environment: Send + Sync {
 
 /// What [`Environment::build_image`] did for a task.
 #[derive(Debug)]
-pub enum ImageBuild {
+pub(crate) enum ImageBuild {
     /// Nothing to build: the task brings no build context, or the engine
     /// has its image already.
     Ready,
@@ -140,13 +137,13 @@ pub enum ImageBuild {
 /// What a sweep removed: containers of an earlier attempt of this run, and
 /// of other runs whose onebash was killed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Swept {
+pub(crate) struct Swept {
     pub this_run: usize,
     pub other_runs: usize,
 }
 
 /// One (task, epoch)'s working copy, where its commands run.
-pub trait Workspace: Send + Sync {
+pub(crate) trait Workspace: Send + Sync {
     /// Runs one command to its end or its timeout (the whole process tree
     /// killed then), stdin closed, output captured head and tail.
     fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>>;
@@ -188,7 +185,7 @@ pub trait Workspace: Send + Sync {
 /// Where a series of commands goes: a workspace, and the environment and
 /// trust each of them gets (the agent's: its sandbox and network setting).
 #[derive(Clone, Copy)]
-pub struct Shell<'a> {
+pub(crate) struct Shell<'a> {
     pub workspace: &'a dyn Workspace,
     pub env: &'a CommandEnv,
     pub trust: Trust,
@@ -196,7 +193,7 @@ pub struct Shell<'a> {
 
 impl<'a> Shell<'a> {
     /// Runs `script` with `timeout` in the workspace.
-    pub fn run<'b>(
+    pub(crate) fn run<'b>(
         &self,
         script: &'b str,
         timeout: Duration,

@@ -5,4 +5,4 @@
 //! `runner/test_run.rs`.
 
 pub mod swebench;
-pub mod testlog;
+pub(crate) mod testlog;

@@ -26,7 +26,7 @@ pub enum TestStatus {
 }
 
 /// Statuses by test name. A test seen twice keeps its worst status.
-pub type TestResults = BTreeMap<String, TestStatus>;
+pub(crate) type TestResults = BTreeMap<String, TestStatus>;
 
 fn record(results: &mut TestResults, name: &str, status: TestStatus) {
     let name = name.trim();
@@ -41,7 +41,7 @@ fn record(results: &mut TestResults, name: &str, status: TestStatus) {
 }
 
 /// Parses a test command's console output.
-pub fn parse_output(text: &str) -> TestResults {
+pub(crate) fn parse_output(text: &str) -> TestResults {
     let mut results = TestResults::new();
     let lines: Vec<&str> = text.lines().collect();
     for (i, raw) in lines.iter().enumerate() {
@@ -65,7 +65,7 @@ pub fn parse_output(text: &str) -> TestResults {
 }
 
 /// The status a pytest-style word names.
-pub fn status_word(word: &str) -> Option<TestStatus> {
+pub(crate) fn status_word(word: &str) -> Option<TestStatus> {
     Some(match word {
         "PASSED" => TestStatus::Passed,
         "FAILED" => TestStatus::Failed,
@@ -116,14 +116,14 @@ fn unittest_verbose(line: &str) -> Option<(String, TestStatus)> {
 /// A JUnit file that is not well-formed XML, or that declares a DTD.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct JunitError(#[from] roxmltree::Error);
+pub(crate) struct JunitError(#[from] roxmltree::Error);
 
 /// Parses JUnit XML: `classname::name` per `<testcase>`, at any depth since
 /// some writers nest suites; failed when it holds `<failure>`, an error with
 /// `<error>`, skipped with `<skipped>` (XFAIL when pytest marks it
 /// `pytest.xfail`). Markup in CDATA, comments and
 /// messages is text, never a test.
-pub fn parse_junit(xml: &str) -> Result<TestResults, JunitError> {
+pub(crate) fn parse_junit(xml: &str) -> Result<TestResults, JunitError> {
     // The default options refuse any DTD, so no entity is expanded (billion
     // laughs) or fetched (external entities): the file comes out of a test
     // run the agent could have changed, and no JUnit writer declares one.
@@ -192,7 +192,7 @@ pub struct PerTestVerdict {
 }
 
 /// Grades by SWE-bench's rules.
-pub fn grade(
+pub(crate) fn grade(
     results: &TestResults,
     fail_to_pass: &[String],
     pass_to_pass: &[String],

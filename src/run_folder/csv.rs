@@ -9,7 +9,7 @@ use super::error::RunFolderError;
 use super::row::{COLUMNS, ResultRow};
 
 /// Appends rows to results.csv, the header first when the file is new.
-pub struct ResultsWriter {
+pub(crate) struct ResultsWriter {
     file: File,
 }
 
@@ -21,7 +21,7 @@ impl ResultsWriter {
 
     /// Opens results.csv at `path` for appending, writing the header
     /// first when the file is new.
-    pub fn open(path: &Path) -> Result<ResultsWriter, RunFolderError> {
+    pub(crate) fn open(path: &Path) -> Result<ResultsWriter, RunFolderError> {
         ResultsWriter::open_io(path).map_err(RunFolderError::write(path))
     }
 
@@ -42,7 +42,7 @@ impl ResultsWriter {
     }
 
     /// Writes one row with a single `write` and syncs it to disk.
-    pub fn append(&mut self, row: &ResultRow) -> std::io::Result<()> {
+    pub(crate) fn append(&mut self, row: &ResultRow) -> std::io::Result<()> {
         let mut writer = csv::WriterBuilder::new()
             .has_headers(false)
             .from_writer(Vec::new());

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     Passed,
     Failed,
     /// The harness, the API or the task's own setup failed: no verdict.
@@ -17,7 +17,7 @@ pub enum Status {
 
 impl Status {
     /// The CSV word.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Passed => "passed",
             Status::Failed => "failed",
@@ -28,7 +28,7 @@ impl Status {
 
 /// Token counts of one model call, or summed over a task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Every input token, cached reads and cache writes included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,

@@ -8,30 +8,30 @@ use crate::task::TaskId;
 
 /// Names of the files in a (task, epoch) folder. The trajectory's `diff`
 /// and `test` events give the last two relative to that folder.
-pub const TRAJECTORY: &str = "trajectory.jsonl";
+pub(crate) const TRAJECTORY: &str = "trajectory.jsonl";
 /// A Harbor task's image build output, when this task built it.
-pub const BUILD_LOG: &str = "build.log";
-pub const PATCH_DIFF: &str = "patch.diff";
-pub const TEST_LOG: &str = "test.log";
-pub const TESTS_JSON: &str = "tests.json";
+pub(crate) const BUILD_LOG: &str = "build.log";
+pub(crate) const PATCH_DIFF: &str = "patch.diff";
+pub(crate) const TEST_LOG: &str = "test.log";
+pub(crate) const TESTS_JSON: &str = "tests.json";
 
 /// The run folder's layout: the one place that knows where each file of a
 /// run lives (docs/results.md), for the run that writes them and for every
 /// command that reads them back.
 #[derive(Debug, Clone)]
-pub struct RunFolder {
+pub(crate) struct RunFolder {
     root: PathBuf,
 }
 
 impl RunFolder {
-    pub fn create(root: &Path) -> Result<RunFolder, RunFolderError> {
+    pub(crate) fn create(root: &Path) -> Result<RunFolder, RunFolderError> {
         let folder = RunFolder::at(root);
         folder.create_dir()?;
         Ok(folder)
     }
 
     /// The run folder at `root`, which may not exist yet.
-    pub fn at(root: &Path) -> RunFolder {
+    pub(crate) fn at(root: &Path) -> RunFolder {
         RunFolder {
             root: root.to_owned(),
         }
@@ -40,7 +40,7 @@ impl RunFolder {
     /// An existing run folder, to read. A run (and a merge) writes run.json
     /// before anything else, so a folder without one is not a run folder,
     /// or not yet one.
-    pub fn open(root: &Path) -> Result<RunFolder, RunFolderError> {
+    pub(crate) fn open(root: &Path) -> Result<RunFolder, RunFolderError> {
         let folder = RunFolder::at(root);
         if !root.is_dir() {
             return Err(RunFolderError::NoFolder(root.to_owned()));
@@ -52,55 +52,55 @@ impl RunFolder {
     }
 
     /// Makes the folder, and its parents, where missing.
-    pub fn create_dir(&self) -> Result<(), RunFolderError> {
+    pub(crate) fn create_dir(&self) -> Result<(), RunFolderError> {
         std::fs::create_dir_all(&self.root).map_err(|source| RunFolderError::Create {
             path: self.root.clone(),
             source,
         })
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
-    pub fn results_csv(&self) -> PathBuf {
+    pub(crate) fn results_csv(&self) -> PathBuf {
         self.root.join("results.csv")
     }
 
-    pub fn run_json(&self) -> PathBuf {
+    pub(crate) fn run_json(&self) -> PathBuf {
         self.root.join("run.json")
     }
 
     /// `run.lock`: held by the one onebash that runs in the folder (a run,
     /// or its resume), so that a second cannot interleave its rows or
     /// tear down the first one's containers.
-    pub fn lock_file(&self) -> PathBuf {
+    pub(crate) fn lock_file(&self) -> PathBuf {
         self.root.join("run.lock")
     }
 
     /// `tasks/`: a folder per task, one per epoch inside.
-    pub fn tasks_dir(&self) -> PathBuf {
+    pub(crate) fn tasks_dir(&self) -> PathBuf {
         self.root.join("tasks")
     }
 
     /// `tasks/<id>/epoch-<k>/`: trajectory, diff and test log of one (task, epoch).
-    pub fn task_dir(&self, task: &TaskId, epoch: u32) -> PathBuf {
+    pub(crate) fn task_dir(&self, task: &TaskId, epoch: u32) -> PathBuf {
         self.tasks_dir()
             .join(task.as_str())
             .join(format!("epoch-{epoch}"))
     }
 
-    pub fn trajectory(&self, task: &TaskId, epoch: u32) -> PathBuf {
+    pub(crate) fn trajectory(&self, task: &TaskId, epoch: u32) -> PathBuf {
         self.task_dir(task, epoch).join(TRAJECTORY)
     }
 
-    pub fn patch_diff(&self, task: &TaskId, epoch: u32) -> PathBuf {
+    pub(crate) fn patch_diff(&self, task: &TaskId, epoch: u32) -> PathBuf {
         self.task_dir(task, epoch).join(PATCH_DIFF)
     }
 
     /// The SWE-bench predictions of one epoch: `predictions.jsonl` for the
     /// first, `predictions.epoch-<k>.jsonl` for the others.
-    pub fn predictions(&self, epoch: u32) -> PathBuf {
+    pub(crate) fn predictions(&self, epoch: u32) -> PathBuf {
         if epoch == 1 {
             self.root.join("predictions.jsonl")
         } else {

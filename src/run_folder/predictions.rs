@@ -9,7 +9,10 @@ use super::row::ResultRow;
 /// diff against base_commit). Epoch 1 goes to `predictions.jsonl`, epoch k
 /// to `predictions.epoch-<k>.jsonl`, so each file has one line per task as
 /// the official evaluation expects. Rewritten whole from the rows.
-pub fn write_predictions(folder: &RunFolder, rows: &[ResultRow]) -> Result<(), RunFolderError> {
+pub(crate) fn write_predictions(
+    folder: &RunFolder,
+    rows: &[ResultRow],
+) -> Result<(), RunFolderError> {
     let mut by_epoch: std::collections::BTreeMap<u32, Vec<&ResultRow>> = Default::default();
     for row in rows {
         by_epoch.entry(row.epoch).or_default().push(row);

@@ -10,7 +10,7 @@ use super::row::{COLUMNS, ResultRow};
 /// Reads results.csv back. A last line without its newline is a row torn
 /// by a crash: it is not returned, and `torn_at` says where it starts so
 /// the caller can cut it off.
-pub fn read_rows(path: &Path) -> Result<RowsRead, RunFolderError> {
+pub(crate) fn read_rows(path: &Path) -> Result<RowsRead, RunFolderError> {
     let bytes = std::fs::read(path).map_err(RunFolderError::read(path))?;
     let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let torn_at = (whole < bytes.len()).then_some(whole as u64);
@@ -40,7 +40,7 @@ pub fn read_rows(path: &Path) -> Result<RowsRead, RunFolderError> {
 
 /// What [`read_rows`] found.
 #[derive(Debug)]
-pub struct RowsRead {
+pub(crate) struct RowsRead {
     pub rows: Vec<ResultRow>,
     /// Byte offset of a torn last line, if there is one.
     pub torn_at: Option<u64>,
@@ -53,7 +53,7 @@ pub struct RowsRead {
 
 /// Writes a whole results.csv (header and rows) through a temporary file
 /// and a rename: the file is complete before and after, never half.
-pub fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> Result<(), RunFolderError> {
+pub(crate) fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> Result<(), RunFolderError> {
     let tmp = path.with_extension("csv.tmp");
     {
         let mut writer = ResultsWriter::open_truncated(&tmp)?;

@@ -9,7 +9,7 @@ use super::outcome::{ExitReason, Status};
 
 /// One row of results.csv; fields in docs/results.md's column order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ResultRow {
+pub(crate) struct ResultRow {
     pub task_id: TaskId,
     pub epoch: u32,
     pub model: String,
@@ -64,7 +64,7 @@ impl ResultRow {
     /// A row with nothing counted yet: status `error`, no turns, tokens or
     /// times. A task fills it in as its stages end; one that never got far
     /// keeps it as it is.
-    pub fn blank(
+    pub(crate) fn blank(
         task_id: TaskId,
         epoch: u32,
         model: String,
@@ -103,12 +103,12 @@ impl ResultRow {
 }
 
 /// Rounds seconds to milliseconds for the CSV.
-pub fn round_seconds(seconds: f64) -> f64 {
+pub(crate) fn round_seconds(seconds: f64) -> f64 {
     (seconds * 1000.0).round() / 1000.0
 }
 
 /// Makes an error message fit one CSV cell on one line.
-pub fn one_line(message: &str) -> String {
+pub(crate) fn one_line(message: &str) -> String {
     let joined = message.split_whitespace().collect::<Vec<_>>().join(" ");
     if joined.chars().count() > 1000 {
         let cut: String = joined.chars().take(1000).collect();
@@ -119,7 +119,7 @@ pub fn one_line(message: &str) -> String {
 }
 
 /// The CSV header, in docs/results.md's order.
-pub const COLUMNS: &[&str] = &[
+pub(crate) const COLUMNS: &[&str] = &[
     "task_id",
     "epoch",
     "model",

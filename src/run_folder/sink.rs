@@ -11,7 +11,7 @@ use super::row::ResultRow;
 /// fill it: on an async worker that wait delayed the timers and output
 /// reads of every task on it. Rows are written in the order they are
 /// sent; a row sent is on disk once [`RowSink::finish`] returns.
-pub struct RowSink {
+pub(crate) struct RowSink {
     rows: std::sync::mpsc::Sender<ResultRow>,
     thread: std::thread::JoinHandle<Option<String>>,
 }
@@ -19,7 +19,10 @@ pub struct RowSink {
 impl RowSink {
     /// Starts the thread that appends to `writer` (results.csv at `path`,
     /// for messages).
-    pub fn start(mut writer: ResultsWriter, path: PathBuf) -> Result<RowSink, RunFolderError> {
+    pub(crate) fn start(
+        mut writer: ResultsWriter,
+        path: PathBuf,
+    ) -> Result<RowSink, RunFolderError> {
         let shown = path.clone();
         let (rows, received) = std::sync::mpsc::channel::<ResultRow>();
         let thread = std::thread::Builder::new()
@@ -43,14 +46,14 @@ impl RowSink {
     }
 
     /// Queues `row` (never waits).
-    pub fn send(&self, row: ResultRow) {
+    pub(crate) fn send(&self, row: ResultRow) {
         // The thread ends only when this sink is dropped or finished.
         let _ = self.rows.send(row);
     }
 
     /// Waits until every row sent is written (a blocking wait: call it off
     /// the async workers); the first write error, if any.
-    pub fn finish(self) -> Option<String> {
+    pub(crate) fn finish(self) -> Option<String> {
         drop(self.rows);
         self.thread
             .join()

@@ -24,11 +24,11 @@ use crate::run_folder::Status;
 use crate::run_folder::{ExitReason, Usage};
 use crate::sys::exec::CommandOutcome;
 
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// A command's record: what ran and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommandRecord {
+pub(crate) struct CommandRecord {
     pub command: String,
     pub exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -43,7 +43,7 @@ pub struct CommandRecord {
 }
 
 impl CommandRecord {
-    pub fn new(command: &str, outcome: &CommandOutcome) -> CommandRecord {
+    pub(crate) fn new(command: &str, outcome: &CommandOutcome) -> CommandRecord {
         CommandRecord {
             command: command.to_owned(),
             exit_code: outcome.exit_code,
@@ -65,7 +65,7 @@ impl CommandRecord {
 /// read (the tests below).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub(crate) enum Event {
     /// Always first.
     Header {
         format_version: u32,
@@ -232,7 +232,7 @@ pub enum Event {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PromptInfo {
+pub(crate) struct PromptInfo {
     pub name: String,
     pub sha256: String,
 }
@@ -253,7 +253,7 @@ struct Line<'a> {
 /// channel: a line of a command's output can be a megabyte, and writing it
 /// on an async worker would delay other tasks' timers and output reads.
 /// Lines reach the file in the order they were sent, one `write` each.
-pub struct TrajectoryWriter {
+pub(crate) struct TrajectoryWriter {
     lines: tokio::sync::mpsc::Sender<ToFile>,
     /// The writer thread's first error, sent when it ends.
     writer: tokio::sync::oneshot::Receiver<Option<String>>,
@@ -280,7 +280,7 @@ const QUEUED_LINES: usize = 64;
 
 impl TrajectoryWriter {
     /// Opens `path` for appending (making its folder), on a blocking thread.
-    pub async fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
+    pub(crate) async fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
         let owned = path.to_owned();
         let file = crate::sys::blocking::spawn(move || {
             if let Some(dir) = owned.parent() {
@@ -329,7 +329,7 @@ impl TrajectoryWriter {
 
     /// Cancel-safe: until a place in the queue is free nothing changes,
     /// and after that nothing waits.
-    pub async fn write(&mut self, event: &Event) {
+    pub(crate) async fn write(&mut self, event: &Event) {
         self.send_pending().await;
         let lines = self.lines.clone();
         let Ok(place) = lines.reserve().await else {
@@ -344,7 +344,7 @@ impl TrajectoryWriter {
     /// As [`Self::write`], from code that cannot wait (a callback): when
     /// the queue is full, the line waits here and goes first with the next
     /// `write`, so the order holds.
-    pub fn write_soon(&mut self, event: &Event) {
+    pub(crate) fn write_soon(&mut self, event: &Event) {
         let Some(line) = self.line(event) else {
             return;
         };
@@ -416,13 +416,13 @@ impl TrajectoryWriter {
     }
 
     /// The agent's commands written so far (`command` events), in order.
-    pub fn commands(&self) -> &[RecordedCommand] {
+    pub(crate) fn commands(&self) -> &[RecordedCommand] {
         &self.commands
     }
 
     /// The first write error so far, once every event written before this
     /// call is in the file.
-    pub async fn error(&mut self) -> Option<String> {
+    pub(crate) async fn error(&mut self) -> Option<String> {
         self.send_pending().await;
         let (answer, answered) = tokio::sync::oneshot::channel();
         if self.lines.send(ToFile::Sync(answer)).await.is_err() {
@@ -434,7 +434,7 @@ impl TrajectoryWriter {
     }
 
     /// Waits until every event is in the file; the first write error.
-    pub async fn finish(mut self) -> Option<String> {
+    pub(crate) async fn finish(mut self) -> Option<String> {
         self.send_pending().await;
         let TrajectoryWriter {
             lines,
@@ -472,7 +472,7 @@ pub enum ReadError {
 /// last one, torn by a crash) is skipped; an event of an unknown kind reads
 /// as [`Event::Unknown`]; a line of a known kind that does not fit it is an
 /// error naming the line, so a mismatch between writer and reader shows.
-pub fn read_trajectory(path: &Path) -> Result<Vec<Event>, ReadError> {
+pub(crate) fn read_trajectory(path: &Path) -> Result<Vec<Event>, ReadError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
         path: path.to_owned(),
         source,

@@ -3,8 +3,8 @@
 //! display of the run's events ([`progress`]) and `--resume` ([`resume`]).
 
 mod tasks;
-pub mod test_run;
+pub(crate) mod test_run;
 
-pub use tasks::{RunContext, run_task, run_tasks};
-pub mod progress;
-pub mod resume;
+pub(crate) use tasks::{RunContext, run_tasks};
+pub(crate) mod progress;
+pub(crate) mod resume;

@@ -20,7 +20,7 @@ struct Counts {
     errors: usize,
 }
 
-pub struct ProgressDisplay {
+pub(crate) struct ProgressDisplay {
     counts: Counts,
     total: usize,
     bars: Option<Bars>,
@@ -34,7 +34,7 @@ struct Bars {
 
 impl ProgressDisplay {
     /// Bars when stderr is a terminal, plain lines when it is not.
-    pub fn new() -> ProgressDisplay {
+    pub(crate) fn new() -> ProgressDisplay {
         let bars = std::io::stderr().is_terminal().then(|| {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
             let overall = multi.add(ProgressBar::new(0));
@@ -57,7 +57,7 @@ impl ProgressDisplay {
         }
     }
 
-    pub fn handle(&mut self, event: &RunEvent) {
+    pub(crate) fn handle(&mut self, event: &RunEvent) {
         match event {
             RunEvent::RunStarted { total } => {
                 self.total = *total;
@@ -120,7 +120,7 @@ impl ProgressDisplay {
     }
 
     /// Clears the bars before the summary is printed.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(bars) = self.bars.take() {
             for (_, bar) in bars.tasks {
                 bar.finish_and_clear();

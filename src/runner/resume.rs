@@ -22,7 +22,7 @@ use crate::task::TaskId;
 
 /// What a resumed run does.
 #[derive(Debug, Default)]
-pub struct ResumePlan {
+pub(crate) struct ResumePlan {
     /// Rows kept from before: their pairs are not run again.
     pub kept: Vec<ResultRow>,
     /// Rows dropped to be redone.
@@ -32,7 +32,7 @@ pub struct ResumePlan {
 }
 
 impl ResumePlan {
-    pub fn is_done(&self, task: &TaskId, epoch: u32) -> bool {
+    pub(crate) fn is_done(&self, task: &TaskId, epoch: u32) -> bool {
         self.kept
             .iter()
             .any(|row| &row.task_id == task && row.epoch == epoch)
@@ -44,7 +44,7 @@ impl ResumePlan {
 /// Whether the run in `folder` may be resumed with `config`: its run.json
 /// can be read and its settings that decide outcomes are this run's. Reads
 /// only, so it can come before anything else a run does.
-pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), ResumeError> {
+pub(crate) fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), ResumeError> {
     let before = crate::config::manifest::RunManifest::read(folder)?;
     let differences = compare_fingerprints(&before.fingerprint, &config.fingerprint());
     if !differences.is_empty() {
@@ -58,7 +58,7 @@ pub fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), Resu
 
 /// Why a run folder cannot be resumed: exit code 2.
 #[derive(Debug, thiserror::Error)]
-pub enum ResumeError {
+pub(crate) enum ResumeError {
     /// Its run.json or results.csv cannot be read, or results.csv cannot
     /// be rewritten.
     #[error(transparent)]
@@ -99,7 +99,7 @@ pub enum ResumeError {
 
 /// What a resume keeps and redoes; sets unfinished attempts aside. The
 /// caller has passed [`check_settings`].
-pub fn prepare(
+pub(crate) fn prepare(
     folder: &RunFolder,
     config: &RunConfig,
     work: &[(TaskId, u32)],
@@ -192,7 +192,7 @@ fn set_aside(dir: &Path, old_row: Option<&ResultRow>) -> Result<PathBuf, ResumeE
 }
 
 /// `key: was A, now B` for every setting that differs.
-pub fn compare_fingerprints(before: &Value, now: &Value) -> Vec<String> {
+pub(crate) fn compare_fingerprints(before: &Value, now: &Value) -> Vec<String> {
     let (Some(before), Some(now)) = (before.as_object(), now.as_object()) else {
         return vec!["the earlier run.json has no settings fingerprint".to_owned()];
     };

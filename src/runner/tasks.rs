@@ -36,7 +36,7 @@ use crate::sys::limits::TaskLimits;
 use crate::task::TaskSpec;
 
 /// What every task shares.
-pub struct RunContext {
+pub(crate) struct RunContext {
     pub config: RunConfig,
     pub client: ModelClient,
     pub cache: RepoCache,
@@ -50,7 +50,7 @@ pub struct RunContext {
 /// Runs the given (task index, epoch) pairs, in order, `-j` at a time, and
 /// emits a `TaskFinished` for each that started. Returns when all started
 /// tasks have ended.
-pub async fn run_tasks(ctx: Arc<RunContext>, work: Vec<(usize, u32)>) {
+pub(crate) async fn run_tasks(ctx: Arc<RunContext>, work: Vec<(usize, u32)>) {
     ctx.events.emit(RunEvent::RunStarted { total: work.len() });
     let slots = Arc::new(Semaphore::new(ctx.config.jobs));
     let mut running = JoinSet::new();
@@ -116,7 +116,7 @@ struct TaskRun<'a> {
 
 /// The pipeline of one (task, epoch): checkout, setup, agent, diff, tests.
 /// Never fails: what goes wrong becomes the row's status and error.
-pub async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRow {
+pub(crate) async fn run_task(ctx: &RunContext, task: &TaskSpec, epoch: u32) -> ResultRow {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mark = format!(
         "{}-{}-{}-{epoch}",

@@ -20,11 +20,11 @@ use crate::run_folder::trajectory::CommandRecord;
 use crate::task::TaskSpec;
 
 /// Settings every test command runs with, so that a verdict repeats.
-pub const TEST_SETTINGS: &[(&str, &str)] = &[("TZ", "UTC"), ("PYTHONHASHSEED", "0")];
+pub(crate) const TEST_SETTINGS: &[(&str, &str)] = &[("TZ", "UTC"), ("PYTHONHASHSEED", "0")];
 
 /// The tests ran; this is what they said.
 #[derive(Debug)]
-pub struct TestOutcome {
+pub(crate) struct TestOutcome {
     pub passed: bool,
     pub record: CommandRecord,
     /// Files the test patch touched, when there was one.
@@ -40,7 +40,7 @@ pub struct TestOutcome {
 
 /// The tests could not run: no verdict.
 #[derive(Debug, thiserror::Error)]
-pub enum GradeError {
+pub(crate) enum GradeError {
     #[error("failed to apply the test_patch: {0}")]
     TestPatch(String),
     #[error("failed to run the test command: {0}")]
@@ -65,7 +65,7 @@ pub enum GradeError {
 const FALLBACK_PATCH: &str = "onebash-test-patch.diff";
 
 /// The test timeout of a task: its own `test_timeout_s`, else the run's.
-pub fn test_timeout(task: &TaskSpec, default: Duration) -> Duration {
+pub(crate) fn test_timeout(task: &TaskSpec, default: Duration) -> Duration {
     task.test_timeout_s
         .map(Duration::from_secs_f64)
         .unwrap_or(default)
@@ -140,7 +140,7 @@ async fn apply_test_patch(
 
 /// Puts the hidden tests in, runs `test_command` through `shell` (the
 /// agent's sandbox, no network) and decides.
-pub async fn run_tests(
+pub(crate) async fn run_tests(
     task: &TaskSpec,
     shell: Shell<'_>,
     timeout: Duration,

@@ -14,7 +14,7 @@
 use std::cell::Cell;
 
 /// Runs `job` on a blocking thread at nice 10.
-pub fn spawn<T, F>(job: F) -> tokio::task::JoinHandle<T>
+pub(crate) fn spawn<T, F>(job: F) -> tokio::task::JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -27,7 +27,7 @@ where
 
 /// Deletes a folder and all in it (a working copy: thousands of files) on
 /// a blocking thread; one already gone is fine.
-pub async fn remove_dir(dir: std::path::PathBuf) -> std::io::Result<()> {
+pub(crate) async fn remove_dir(dir: std::path::PathBuf) -> std::io::Result<()> {
     spawn(move || match std::fs::remove_dir_all(&dir) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
         _ => Ok(()),
@@ -38,7 +38,7 @@ pub async fn remove_dir(dir: std::path::PathBuf) -> std::io::Result<()> {
 
 /// Writes a file (a task's test log, its diff) on a blocking thread: a
 /// write can wait for the disk while other tasks' checkouts fill it.
-pub async fn write_file(path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
+pub(crate) async fn write_file(path: std::path::PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
     spawn(move || std::fs::write(&path, bytes))
         .await
         .map_err(std::io::Error::other)?
@@ -51,7 +51,7 @@ thread_local! {
 /// Nice 10 for the calling thread, once (a thread's priority can be
 /// lowered without privileges, not raised again, and blocking threads are
 /// reused).
-pub fn lower_priority() {
+pub(crate) fn lower_priority() {
     if LOWERED.with(|lowered| lowered.replace(true)) {
         return;
     }
@@ -68,7 +68,7 @@ pub fn lower_priority() {
 
 /// Runs `job` on a new thread at the run's own priority, for work that must
 /// not yield to what it works against: killing a task's runaway processes.
-pub async fn urgent<T, F>(job: F) -> Option<T>
+pub(crate) async fn urgent<T, F>(job: F) -> Option<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

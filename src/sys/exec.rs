@@ -26,18 +26,18 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(1);
 /// Output kept per command: this much from the start and this much from the
 /// end (1 MiB in all); the middle is counted, not kept.
-pub const KEEP_HEAD_BYTES: usize = 512 * 1024;
-pub const KEEP_TAIL_BYTES: usize = 512 * 1024;
+pub(crate) const KEEP_HEAD_BYTES: usize = 512 * 1024;
+pub(crate) const KEEP_TAIL_BYTES: usize = 512 * 1024;
 
 /// The variable that marks every process a task starts, so the processes it
 /// leaves behind can be found even after they left its process group.
-pub const TASK_MARK_VAR: &str = "ONEBASH_TASK";
+pub(crate) const TASK_MARK_VAR: &str = "ONEBASH_TASK";
 
 /// The environment a command starts from: nothing of the harness's own
 /// environment but a short allowlist, plus fixed settings that keep tools
 /// non-interactive.
 #[derive(Debug, Clone)]
-pub struct CommandEnv {
+pub(crate) struct CommandEnv {
     vars: Vec<(String, String)>,
     /// The names whose values describe this machine (PATH, HOME, the
     /// locale, certificate bundles: copied from the harness or defaults
@@ -100,7 +100,7 @@ const FIXED: &[(&str, &str)] = &[
 
 impl CommandEnv {
     /// The allowlisted environment for one task, marked with `task_mark`.
-    pub fn for_task(task_mark: &str) -> CommandEnv {
+    pub(crate) fn for_task(task_mark: &str) -> CommandEnv {
         let mut vars: Vec<(String, String)> = PASSED_THROUGH
             .iter()
             .chain(CA_SETTINGS)
@@ -130,7 +130,7 @@ impl CommandEnv {
     /// keys were taken out of it at start-up, see `config::Secrets`),
     /// which says where the engine is (`DOCKER_HOST`, `XDG_RUNTIME_DIR`),
     /// plus the task's mark, so a client left behind is found.
-    pub fn engine_client(task_mark: &str) -> CommandEnv {
+    pub(crate) fn engine_client(task_mark: &str) -> CommandEnv {
         let mut vars: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| k != TASK_MARK_VAR)
             .collect();
@@ -145,7 +145,7 @@ impl CommandEnv {
     /// mark, the test settings, the proxies of a command with the
     /// network), without those that describe this machine: what a command
     /// in a container gets on top of its image's own environment.
-    pub fn harness_vars(&self) -> impl Iterator<Item = &(String, String)> {
+    pub(crate) fn harness_vars(&self) -> impl Iterator<Item = &(String, String)> {
         self.vars
             .iter()
             .filter(|(k, _)| !self.machine.iter().any(|m| m == k))
@@ -153,7 +153,7 @@ impl CommandEnv {
 
     /// The same environment plus the proxy settings, for a command that
     /// has the network.
-    pub fn with_network(&self) -> CommandEnv {
+    pub(crate) fn with_network(&self) -> CommandEnv {
         let mut vars = self.vars.clone();
         vars.extend(
             PROXY_SETTINGS
@@ -167,7 +167,7 @@ impl CommandEnv {
     }
 
     /// The same environment with one variable set (replaced if present).
-    pub fn with(&self, key: &str, value: &str) -> CommandEnv {
+    pub(crate) fn with(&self, key: &str, value: &str) -> CommandEnv {
         let mut vars: Vec<(String, String)> = self
             .vars
             .iter()
@@ -180,7 +180,7 @@ impl CommandEnv {
         CommandEnv { vars, machine }
     }
 
-    pub fn vars(&self) -> &[(String, String)] {
+    pub(crate) fn vars(&self) -> &[(String, String)] {
         &self.vars
     }
 }
@@ -189,7 +189,7 @@ impl CommandEnv {
 /// its arguments (bash, or bwrap around bash), where, with what, and for
 /// how long.
 #[derive(Debug)]
-pub struct Spawn<'a> {
+pub(crate) struct Spawn<'a> {
     pub program: OsString,
     pub args: Vec<OsString>,
     pub cwd: &'a Path,
@@ -201,7 +201,7 @@ pub struct Spawn<'a> {
 
 /// How a command ended.
 #[derive(Debug)]
-pub struct CommandOutcome {
+pub(crate) struct CommandOutcome {
     /// The exit code as a shell reports it: the code, or 128 + signal when the
     /// process was killed by a signal.
     pub exit_code: i32,
@@ -231,7 +231,7 @@ pub enum ExecError {
 /// At the timeout the whole group is killed; a process that escaped the
 /// group and still holds the pipe delays the return by at most
 /// [`DRAIN_AFTER_KILL`].
-pub async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
+pub(crate) async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
     let (program, args, stdin, helper) = through_helper(&spec)?;
@@ -442,7 +442,7 @@ pub enum ToolError {
 /// Runs a short program to completion with an empty environment and no
 /// input, for start-up probes (is bwrap usable?). Synchronous: it runs
 /// before the async runtime starts.
-pub fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), ToolError> {
+pub(crate) fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), ToolError> {
     run_tool(program, args, b"").map(|_| ())
 }
 
@@ -450,7 +450,7 @@ pub fn probe(program: &Path, args: &[std::ffi::OsString]) -> Result<(), ToolErro
 /// for the checkout's object stores; bwrap's start-up probe), blocking:
 /// an empty environment but PATH, `input` on stdin, stdout returned.
 /// Callers on the async runtime call it from a blocking thread.
-pub fn run_tool(
+pub(crate) fn run_tool(
     program: &Path,
     args: &[std::ffi::OsString],
     input: &[u8],
@@ -505,7 +505,7 @@ fn stdout_of(command: String, output: std::process::Output) -> Result<Vec<u8>, T
 /// `show_progress` sends its stdout and stderr to onebash's stderr instead
 /// of capturing them (a pull's progress). Callers on the async runtime
 /// call it from a blocking thread.
-pub fn run_client(
+pub(crate) fn run_client(
     program: &Path,
     args: &[OsString],
     show_progress: bool,
@@ -537,7 +537,7 @@ pub fn run_client(
 }
 
 /// SIGKILL to a whole process group. A group that is already gone is fine.
-pub fn kill_group(pgid: Option<u32>) {
+pub(crate) fn kill_group(pgid: Option<u32>) {
     let Some(pgid) = pgid.and_then(|p| libc::pid_t::try_from(p).ok()) else {
         return;
     };
@@ -555,7 +555,7 @@ pub fn kill_group(pgid: Option<u32>) {
 /// environment: what a task's commands left running, including daemons that
 /// called setsid. Repeats a few rounds so a process forked during the scan is
 /// caught too. Returns how many processes were signalled.
-pub fn kill_marked_processes(task_mark: &str) -> usize {
+pub(crate) fn kill_marked_processes(task_mark: &str) -> usize {
     let needle = format!("{TASK_MARK_VAR}={task_mark}\0").into_bytes();
     let own_pid = std::process::id();
     let mut killed = 0;
@@ -602,7 +602,7 @@ pub fn kill_marked_processes(task_mark: &str) -> usize {
 /// A command's output, bounded: the first `head_cap` bytes, the last
 /// `tail_cap` bytes, and counts of everything.
 #[derive(Debug, Clone)]
-pub struct CapturedOutput {
+pub(crate) struct CapturedOutput {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     head_cap: usize,
@@ -612,7 +612,7 @@ pub struct CapturedOutput {
 }
 
 impl CapturedOutput {
-    pub fn new(head_cap: usize, tail_cap: usize) -> CapturedOutput {
+    pub(crate) fn new(head_cap: usize, tail_cap: usize) -> CapturedOutput {
         CapturedOutput {
             head: Vec::new(),
             tail: VecDeque::new(),
@@ -623,7 +623,7 @@ impl CapturedOutput {
         }
     }
 
-    pub fn push(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         self.total_bytes += bytes.len() as u64;
         self.total_lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         let head_room = self.head_cap - self.head.len();
@@ -642,25 +642,25 @@ impl CapturedOutput {
         self.tail.extend(bytes);
     }
 
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.total_bytes
     }
 
-    pub fn total_lines(&self) -> u64 {
+    pub(crate) fn total_lines(&self) -> u64 {
         self.total_lines
     }
 
     /// Bytes received but not kept (the middle of a long output).
-    pub fn omitted_bytes(&self) -> u64 {
+    pub(crate) fn omitted_bytes(&self) -> u64 {
         self.total_bytes - (self.head.len() + self.tail.len()) as u64
     }
 
     /// The kept head and tail, decoded lossily (invalid UTF-8 becomes U+FFFD).
-    pub fn head_text(&self) -> String {
+    pub(crate) fn head_text(&self) -> String {
         String::from_utf8_lossy(&self.head).into_owned()
     }
 
-    pub fn tail_text(&self) -> String {
+    pub(crate) fn tail_text(&self) -> String {
         let (a, b) = self.tail.as_slices();
         let mut bytes = Vec::with_capacity(a.len() + b.len());
         bytes.extend_from_slice(a);
@@ -669,7 +669,7 @@ impl CapturedOutput {
     }
 
     /// Everything kept, as one text, with a marker where bytes were omitted.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let omitted = self.omitted_bytes();
         if omitted == 0 {
             // Nothing dropped: decode head and tail together so a character

@@ -4,8 +4,8 @@
 //! [`sandbox`] (bubblewrap's confinement of one command), [`blocking`]
 //! (work off the async workers) and [`lock`] (file locks).
 
-pub mod blocking;
-pub mod exec;
+pub(crate) mod blocking;
+pub(crate) mod exec;
 pub mod limits;
 pub mod lock;
-pub mod sandbox;
+pub(crate) mod sandbox;

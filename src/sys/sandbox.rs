@@ -17,7 +17,7 @@ use serde::Serialize;
 
 /// Folders every sandboxed command gets empty and private (tmpfs): what is
 /// in them on the host is out of its sight already.
-pub const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/dev/shm", "/run"];
+pub(crate) const PRIVATE_DIRS: [&str; 3] = ["/tmp", "/dev/shm", "/run"];
 
 /// `--sandbox`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -35,7 +35,7 @@ pub enum SandboxMode {
 /// namespace with no capabilities, its own PID, IPC, UTS and cgroup
 /// namespaces, in a session of its own, dying with its parent. The
 /// network namespace is the caller's choice. `env/oci` shares them.
-pub const ISOLATION: [&str; 9] = [
+pub(crate) const ISOLATION: [&str; 9] = [
     "--die-with-parent",
     "--new-session",
     "--unshare-user",
@@ -48,18 +48,18 @@ pub const ISOLATION: [&str; 9] = [
 ];
 
 /// No sandbox: for the harness's own commands (setup_command, patching).
-pub static NONE: Sandbox = Sandbox::None;
+pub(crate) static NONE: Sandbox = Sandbox::None;
 
 /// The sandbox a run uses, decided once.
 #[derive(Debug, Clone)]
-pub enum Sandbox {
+pub(crate) enum Sandbox {
     None,
     Bwrap(Bwrap),
 }
 
 /// What every bwrap command of a run shares.
 #[derive(Debug, Clone)]
-pub struct Bwrap {
+pub(crate) struct Bwrap {
     program: PathBuf,
     /// Files and folders the agent must not see (task file, run folder,
     /// secrets in $HOME), hidden behind /dev/null or an empty tmpfs.
@@ -119,7 +119,7 @@ pub enum SandboxError {
 /// The per-command part: where the command may write and whether it may
 /// reach the network.
 #[derive(Debug, Clone, Copy)]
-pub struct Confinement<'a> {
+pub(crate) struct Confinement<'a> {
     pub sandbox: &'a Sandbox,
     /// The only folder the command may write (besides private /tmp).
     pub writable: &'a Path,
@@ -131,7 +131,7 @@ impl Sandbox {
     /// Decides the run's sandbox. `hidden` are paths of this run (task
     /// file, run folder, cache folder). Returns the sandbox and, for `auto`
     /// without a working bwrap, a warning.
-    pub fn choose(
+    pub(crate) fn choose(
         mode: SandboxMode,
         hidden: &[PathBuf],
     ) -> Result<(Sandbox, Option<String>), SandboxError> {
@@ -154,7 +154,7 @@ impl Sandbox {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Sandbox::None => "none",
             Sandbox::Bwrap(_) => "bwrap",
@@ -164,7 +164,7 @@ impl Sandbox {
 
 impl Confinement<'_> {
     /// The program and arguments that run `bash -c command` in `cwd`.
-    pub fn command_line(&self, command: &str, cwd: &Path) -> (OsString, Vec<OsString>) {
+    pub(crate) fn command_line(&self, command: &str, cwd: &Path) -> (OsString, Vec<OsString>) {
         let bash = || vec![OsString::from("bash"), "-c".into(), command.into()];
         match self.sandbox {
             Sandbox::None => (OsString::from("bash"), bash()[1..].to_vec()),

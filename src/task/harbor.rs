@@ -19,13 +19,13 @@ use sha2::{Digest, Sha256};
 use crate::task::{HarborTask, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// The file that makes a folder a Harbor task.
-pub const TASK_TOML: &str = "task.toml";
+pub(crate) const TASK_TOML: &str = "task.toml";
 /// Where Harbor puts the task's `tests/` in the container.
-pub const TESTS_IN_CONTAINER: &str = "/tests";
+pub(crate) const TESTS_IN_CONTAINER: &str = "/tests";
 /// Where Harbor puts the task's `solution/` for the oracle.
-pub const SOLUTION_IN_CONTAINER: &str = "/solution";
+pub(crate) const SOLUTION_IN_CONTAINER: &str = "/solution";
 /// Where the verifier writes its reward.
-pub const VERIFIER_LOGS: &str = "/logs/verifier";
+pub(crate) const VERIFIER_LOGS: &str = "/logs/verifier";
 /// Harbor's default build timeout ([environment] build_timeout_sec).
 const DEFAULT_BUILD_TIMEOUT_S: f64 = 600.0;
 /// The repository every built image is tagged in.
@@ -33,7 +33,7 @@ const IMAGE_REPOSITORY: &str = "localhost/onebash-harbor";
 
 /// Why a task folder could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum HarborError {
+pub(crate) enum HarborError {
     #[error("{path}: cannot be read: {source}")]
     Read {
         path: PathBuf,
@@ -49,14 +49,14 @@ pub enum HarborError {
 
 /// Whether `path` is a folder onebash reads as Harbor tasks (a task
 /// folder, or a folder of them), rather than a JSONL file.
-pub fn is_task_folder(path: &Path) -> bool {
+pub(crate) fn is_task_folder(path: &Path) -> bool {
     path.is_dir()
 }
 
 /// Reads a task folder, or every task folder directly inside `path`, in
 /// name order. Every bad folder is reported; nothing is returned unless
 /// all are good. The hash is over every file read, folder by folder.
-pub fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
+pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
     let folders = if path.join(TASK_TOML).is_file() {
         vec![path.to_owned()]
     } else {
@@ -80,8 +80,8 @@ pub fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
     let mut tasks = Vec::new();
     let mut errors = Vec::new();
     let mut hasher = Sha256::new();
-    for (index, dir) in folders.iter().enumerate() {
-        match read_task(dir, index + 1) {
+    for dir in &folders {
+        match read_task(dir) {
             Ok((task, digest)) => {
                 hasher.update(task.id.as_str().as_bytes());
                 hasher.update(digest);
@@ -100,7 +100,7 @@ pub fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
 }
 
 /// One task folder: its task and the hash of its files.
-fn read_task(dir: &Path, position: usize) -> Result<(TaskSpec, [u8; 32]), HarborError> {
+fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(|source| HarborError::Read { path, source })
@@ -192,7 +192,6 @@ fn read_task(dir: &Path, position: usize) -> Result<(TaskSpec, [u8; 32]), Harbor
         repo_in_image: true,
         harbor: Some(std::sync::Arc::new(harbor)),
         extra: Map::new(),
-        line: position,
     };
     Ok((task, digest.finalize().into()))
 }
@@ -285,7 +284,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// `'...'` with every `'` closed, escaped and reopened.
-pub fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -457,7 +456,7 @@ fn shown(value: &toml::Value) -> String {
 /// The oracle's one command: `solution/`'s files written to `/solution`
 /// with quoted heredocs, then `bash /solution/solve.sh`, as Harbor's
 /// oracle agent runs it.
-pub fn oracle_command(harbor: &HarborTask) -> Option<String> {
+pub(crate) fn oracle_command(harbor: &HarborTask) -> Option<String> {
     if harbor.solution.is_empty() {
         return None;
     }
@@ -488,11 +487,12 @@ pub fn oracle_command(harbor: &HarborTask) -> Option<String> {
 /// Run as the harness in the container before test.sh: `/tests` and
 /// `/logs/verifier` emptied (so that nothing the agent left there counts,
 /// as Harbor does), then made again for the copy of `tests/`.
-pub const STAGE_VERIFIER: &str = "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier";
+pub(crate) const STAGE_VERIFIER: &str =
+    "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier";
 
 /// Prints the reward the verifier wrote, after a line saying which file:
 /// `reward.txt` first, else `reward.json`, as Harbor reads them.
-pub fn reward_script() -> String {
+pub(crate) fn reward_script() -> String {
     format!(
         "if [ -f {VERIFIER_LOGS}/reward.txt ]; then echo txt; cat {VERIFIER_LOGS}/reward.txt; \
          elif [ -f {VERIFIER_LOGS}/reward.json ]; then echo json; cat {VERIFIER_LOGS}/reward.json; \
@@ -502,7 +502,7 @@ pub fn reward_script() -> String {
 
 /// Why the verifier's reward cannot be read; each names the file it read.
 #[derive(Debug, thiserror::Error)]
-pub enum RewardError {
+pub(crate) enum RewardError {
     #[error("{logs}/reward.txt holds {text:?}, not a number", logs = VERIFIER_LOGS)]
     NotANumber { text: String },
     #[error("{logs}/reward.json is not valid JSON: {0}", logs = VERIFIER_LOGS)]
@@ -525,7 +525,7 @@ pub enum RewardError {
 
 /// The reward from [`reward_script`]'s output: reward.txt's one number, or
 /// reward.json's `reward` key (or its only key); why not otherwise.
-pub fn read_reward(output: &str) -> Result<f64, RewardError> {
+pub(crate) fn read_reward(output: &str) -> Result<f64, RewardError> {
     let (kind, rest) = output.split_once('\n').unwrap_or((output, ""));
     let number = |value: &Value| value.as_f64();
     let reward = match kind.trim() {

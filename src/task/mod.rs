@@ -5,14 +5,15 @@
 //! What can be wrong with a task line is in error.rs ([`LineError`]).
 
 mod error;
-pub mod harbor;
-pub mod prompt;
+pub(crate) mod harbor;
+pub(crate) mod prompt;
 mod spec;
-pub mod swebench;
-pub mod swebench_family;
+pub(crate) mod swebench;
+pub(crate) mod swebench_family;
 
-pub use error::{BadLine, FieldError, IdError, LineError, Refusal};
-pub use spec::{
+pub(crate) use error::IdError;
+#[cfg(test)]
+pub(crate) use spec::parse_tasks;
+pub(crate) use spec::{
     HarborTask, LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec, load_tasks,
-    parse_tasks, parse_tasks_with,
 };

@@ -13,11 +13,11 @@ use sha2::{Digest, Sha256};
 use crate::task::TaskSpec;
 
 /// The built-in prompt, compiled into the binary.
-pub const DEFAULT_PROMPT: &str = include_str!("../../prompts/default.toml");
+pub(crate) const DEFAULT_PROMPT: &str = include_str!("../../prompts/default.toml");
 
 /// A loaded prompt variant.
 #[derive(Debug, Clone)]
-pub struct PromptVariant {
+pub(crate) struct PromptVariant {
     pub name: String,
     /// sha256 of the file's bytes, hex.
     pub sha256: String,
@@ -27,7 +27,7 @@ pub struct PromptVariant {
 
 /// The two messages a task starts with.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RenderedPrompt {
+pub(crate) struct RenderedPrompt {
     pub system: String,
     pub instance: String,
 }
@@ -61,11 +61,11 @@ struct PromptFile {
 }
 
 impl PromptVariant {
-    pub fn builtin() -> Result<PromptVariant, PromptError> {
+    pub(crate) fn builtin() -> Result<PromptVariant, PromptError> {
         PromptVariant::parse(DEFAULT_PROMPT, "default", "built-in prompts/default.toml")
     }
 
-    pub fn load(path: &Path) -> Result<PromptVariant, PromptError> {
+    pub(crate) fn load(path: &Path) -> Result<PromptVariant, PromptError> {
         let text = std::fs::read_to_string(path).map_err(|source| PromptError::Read {
             path: path.display().to_string(),
             source,
@@ -102,12 +102,16 @@ impl PromptVariant {
     }
 
     /// `name@` and the first 12 hex digits of the sha256: the CSV's `prompt`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("{}@{}", self.name, &self.sha256[..12])
     }
 
     /// Renders both templates for a task. Undefined variables are errors.
-    pub fn render(&self, task: &TaskSpec, max_turns: u32) -> Result<RenderedPrompt, PromptError> {
+    pub(crate) fn render(
+        &self,
+        task: &TaskSpec,
+        max_turns: u32,
+    ) -> Result<RenderedPrompt, PromptError> {
         let context = minijinja::context! {
             task => task_context(task),
             problem_statement => task.problem_statement,
@@ -157,7 +161,7 @@ fn describe(err: &minijinja::Error) -> String {
     message
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -21,7 +21,7 @@ use crate::task::error::{BadLine, FieldError, IdError, LineError};
 /// 31 years). A deadline is the start of a command or task plus its
 /// duration, and must fit in an `Instant`: far larger values made a task
 /// panic.
-pub const MAX_SECONDS: f64 = 1e9;
+pub(crate) const MAX_SECONDS: f64 = 1e9;
 
 /// How many bad lines are listed before the rest are only counted.
 const MAX_LISTED_ERRORS: usize = 20;
@@ -78,7 +78,7 @@ impl fmt::Display for TaskId {
 
 /// One task, validated. Field meanings are those of docs/tasks.md.
 #[derive(Debug, Clone, Serialize)]
-pub struct TaskSpec {
+pub(crate) struct TaskSpec {
     pub id: TaskId,
     /// The repo as written in the task file.
     pub repo: String,
@@ -128,16 +128,13 @@ pub struct TaskSpec {
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
-    /// 1-based line number in the task file, for messages.
-    #[serde(skip)]
-    pub line: usize,
 }
 
 impl TaskSpec {
     /// The task as one JSON object, as the task file had it: every field,
     /// unknown ones back at the top level (a known field wins a clash). What
     /// templates and the trajectory header see.
-    pub fn to_json(&self) -> Map<String, Value> {
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
         let mut map = match serde_json::to_value(self) {
             Ok(Value::Object(map)) => map,
             _ => Map::new(),
@@ -154,7 +151,7 @@ impl TaskSpec {
 /// What onebash keeps of a Harbor task beyond the common task fields
 /// (`harbor.rs` reads it from the task folder).
 #[derive(Debug, Clone, PartialEq)]
-pub struct HarborTask {
+pub(crate) struct HarborTask {
     /// The task folder.
     pub dir: PathBuf,
     /// `environment/`, the build context; `None` when task.toml names a
@@ -211,7 +208,7 @@ fn render_line_errors(errors: &[impl fmt::Display]) -> String {
 
 /// How lines are read beyond their own fields.
 #[derive(Debug, Clone)]
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     /// Where SWE-bench `owner/name` repos are cloned from (`--repo-base`).
     pub repo_base: String,
     /// The test command of tasks that have none (`--test-command`), a
@@ -235,7 +232,7 @@ impl Default for LoadOptions {
 /// A task file as read: its tasks, and what identifies the bytes they came
 /// from.
 #[derive(Debug, Clone)]
-pub struct TaskFile {
+pub(crate) struct TaskFile {
     pub tasks: Vec<TaskSpec>,
     /// sha256 of the bytes the tasks were parsed from, in lowercase hex.
     pub sha256: String,
@@ -246,7 +243,7 @@ pub struct TaskFile {
 ///
 /// The file is read once: the tasks and the hash come from the same bytes,
 /// also when the file is a pipe (`<(jq ...)`) or changes meanwhile.
-pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile, TaskFileError> {
+pub(crate) fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile, TaskFileError> {
     let bytes = std::fs::read(path).map_err(|source| TaskFileError::Read {
         path: path.to_owned(),
         source,
@@ -264,7 +261,8 @@ pub fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile, TaskFi
 }
 
 /// [`parse_tasks_with`] with the default options.
-pub fn parse_tasks(
+#[cfg(test)]
+pub(crate) fn parse_tasks(
     text: &str,
     file_name: &str,
     base_dir: &Path,
@@ -273,7 +271,7 @@ pub fn parse_tasks(
 }
 
 /// The parsing half of [`load_tasks`], separate so it can be tested on strings.
-pub fn parse_tasks_with(
+pub(crate) fn parse_tasks_with(
     text: &str,
     file_name: &str,
     base_dir: &Path,
@@ -287,7 +285,7 @@ pub fn parse_tasks_with(
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = parse_line(line, line_no, base_dir, options).and_then(|task| {
+        let parsed = parse_line(line, base_dir, options).and_then(|task| {
             if seen.insert(task.id.as_str().to_owned()) {
                 Ok(task)
             } else {
@@ -314,12 +312,7 @@ pub fn parse_tasks_with(
     Ok(tasks)
 }
 
-fn parse_line(
-    line: &str,
-    line_no: usize,
-    base_dir: &Path,
-    options: &LoadOptions,
-) -> Result<TaskSpec, LineError> {
+fn parse_line(line: &str, base_dir: &Path, options: &LoadOptions) -> Result<TaskSpec, LineError> {
     let value: Value = serde_json::from_str(line).map_err(LineError::Json)?;
     let Value::Object(mut fields) = value else {
         return Err(LineError::NotAnObject);
@@ -408,7 +401,6 @@ fn parse_line(
         repo_in_image,
         harbor: None,
         extra: fields,
-        line: line_no,
     };
     complete_from_options(&mut task, instance, test_command.is_some(), options)?;
     Ok(task)
@@ -717,7 +709,6 @@ mod tests {
         assert_eq!(tasks.len(), 1);
         let task = &tasks[0];
         assert_eq!(task.id.as_str(), "t1");
-        assert_eq!(task.line, 2);
         assert_eq!(task.test_timeout_s, Some(5.0));
         assert!(task.extra.contains_key("extra_field"));
         assert_eq!(task.repo_location, "https://example.com/r.git");

@@ -16,18 +16,18 @@ use serde_json::{Map, Value};
 use crate::task::error::FieldError;
 
 /// Where `owner/name` repos are cloned from: a URL or a folder of mirrors.
-pub const DEFAULT_REPO_BASE: &str = "https://github.com";
+pub(crate) const DEFAULT_REPO_BASE: &str = "https://github.com";
 
 /// The metadata key that keeps an instance's `repo` as written.
-pub const SWEBENCH_REPO: &str = "swebench_repo";
+pub(crate) const SWEBENCH_REPO: &str = "swebench_repo";
 
 /// Whether a task line is a SWE-bench instance.
-pub fn is_instance(fields: &Map<String, Value>) -> bool {
+pub(crate) fn is_instance(fields: &Map<String, Value>) -> bool {
     fields.contains_key("instance_id") && !fields.contains_key("id")
 }
 
 /// Rewrites an instance's fields into onebash's, in place.
-pub fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), FieldError> {
+pub(crate) fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Result<(), FieldError> {
     if let Some(id) = fields.remove("instance_id") {
         fields.insert("id".to_owned(), id);
     }
@@ -95,7 +95,7 @@ fn is_owner_name(repo: &str) -> bool {
 /// `BASE/owner/name.git` for a URL; for a folder, `owner/name.git` or
 /// `owner/name` inside it, whichever exists (`.git` when neither does, so
 /// the checkout error names the expected path).
-pub fn repo_location(base: &str, repo: &str) -> String {
+pub(crate) fn repo_location(base: &str, repo: &str) -> String {
     let base = base.trim_end_matches('/');
     if base.contains("://") {
         return format!("{base}/{repo}.git");
@@ -110,7 +110,7 @@ pub fn repo_location(base: &str, repo: &str) -> String {
 }
 
 /// The files a unified diff touches (its `b/` side), in order.
-pub fn patch_files(patch: &str) -> Vec<String> {
+pub(crate) fn patch_files(patch: &str) -> Vec<String> {
     let mut files = Vec::new();
     for line in patch.lines() {
         if let Some(rest) = line.strip_prefix("diff --git ")

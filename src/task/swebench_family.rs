@@ -19,7 +19,7 @@ use crate::task::error::{FieldError, LineError, Refusal};
 
 /// Which set a line comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     /// ScaleAI's SWE-bench Pro: `dockerhub_tag`, `before_repo_set_cmd`,
     /// lowercase `fail_to_pass`...
     Pro,
@@ -30,18 +30,8 @@ pub enum Family {
     Smith,
 }
 
-impl Family {
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::Pro => "SWE-bench Pro",
-            Family::Multi => "Multi-SWE-bench",
-            Family::Smith => "SWE-smith",
-        }
-    }
-}
-
 /// The set a line's fields say it is from, if one of these.
-pub fn detect(fields: &Map<String, Value>) -> Option<Family> {
+pub(crate) fn detect(fields: &Map<String, Value>) -> Option<Family> {
     if fields.contains_key("id") {
         return None;
     }
@@ -60,7 +50,7 @@ pub fn detect(fields: &Map<String, Value>) -> Option<Family> {
 /// Rewrites a line of `family` into onebash's fields, in place, or says
 /// why onebash cannot use it. `test_command` is whether `--test-command`
 /// gives tasks one; `repo_base` is `--repo-base`.
-pub fn convert(
+pub(crate) fn convert(
     family: Family,
     fields: &mut Map<String, Value>,
     test_command: bool,

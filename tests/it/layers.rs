@@ -187,14 +187,18 @@ fn use_members(code: &str, start: &str) -> Vec<(String, String)> {
 }
 
 /// What the folder module `name` re-exports from the files below it
-/// (`pub use model::ModelClient;`): each item's name and its file.
+/// (`pub use model::ModelClient;`, or `pub(crate) use`, `pub(super) use`):
+/// each item's name and its file.
 fn reexports(
     name: &str,
     code: &str,
     modules: &BTreeMap<String, PathBuf>,
 ) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
-    for (path, item) in use_members(code, "pub use ") {
+    let members = ["pub use ", "pub(crate) use ", "pub(super) use "]
+        .into_iter()
+        .flat_map(|start| use_members(code, start));
+    for (path, item) in members {
         let parts: Vec<&str> = path.split("::").collect();
         let child = format!("{name}/{}", parts[0]);
         if parts.len() > 1 && modules.contains_key(&child) {
@@ -500,7 +504,7 @@ fn a_use_group_and_a_reexport_name_each_file() {
     let (modules, reexported) = sample_tree(
         &["agent", "agent/model", "agent/run"],
         "agent",
-        "pub use model::ModelClient;\npub use run::{run_agent, Limits as L};\n",
+        "pub use model::ModelClient;\npub(crate) use run::{run_agent, Limits as L};\n",
     );
     let file = |path| target(path, &modules, &reexported);
     assert_eq!(file("agent::ModelClient").as_deref(), Some("agent/model"));

@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 
 use super::conversation::{Example, Message, ToolSpec};
 
-pub const SCHEMA_VERSION: &str = "ATIF-v1.6";
+pub(super) const SCHEMA_VERSION: &str = "ATIF-v1.6";
 
-pub fn line(example: &Example) -> Value {
+pub(super) fn line(example: &Example) -> Value {
     let (meta, c) = (&example.meta, &example.conversation);
     let mut steps: Vec<Value> = Vec::new();
     let mut step = |mut fields: Map<String, Value>| {

@@ -50,7 +50,7 @@ pub enum ExportError {
 
 /// Which rows to export.
 #[derive(Debug, Default)]
-pub struct Selection {
+pub(crate) struct Selection {
     pub passed_only: bool,
     /// Empty: every exit reason.
     pub exit_reasons: Vec<ExitReason>,
@@ -70,7 +70,7 @@ impl Selection {
 
 /// What an export did, for the summary on stderr.
 #[derive(Debug, Default, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Rows the selection took.
     pub selected: usize,
     pub written: usize,
@@ -87,7 +87,7 @@ pub struct Summary {
 }
 
 /// `onebash export` as main calls it: to `-o FILE` or stdout.
-pub fn run(args: &ExportArgs) -> Result<Summary, ExportError> {
+pub(crate) fn run(args: &ExportArgs) -> Result<Summary, ExportError> {
     let selection = Selection {
         passed_only: args.passed,
         exit_reasons: args.exit_reason.clone(),
@@ -152,7 +152,7 @@ fn open_runs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, RunFolder, Vec<ResultRow
 
 /// Writes the selected rows of `runs`, in the order given (rows by task
 /// and epoch), as JSONL lines of `format`.
-pub fn export(
+pub(crate) fn export(
     runs: &[(PathBuf, RunFolder, Vec<ResultRow>)],
     format: ExportFormat,
     selection: &Selection,
@@ -233,7 +233,7 @@ fn example_of(
 
 impl Summary {
     /// The line main prints on stderr after the export.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut parts = vec![format!(
             "exported {} conversation{} of {} selected row{}",
             self.written,

@@ -16,7 +16,7 @@ use crate::run_folder::trajectory::Event;
 
 /// What the model was given and what it did, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Conversation {
+pub(super) struct Conversation {
     pub system: Option<String>,
     /// The tools of the requests, in OpenAI's function form (`name`,
     /// `description`, `parameters`): an Anthropic `input_schema` is the
@@ -32,7 +32,7 @@ pub struct Conversation {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
+pub(super) struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: Value,
@@ -41,7 +41,7 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// The tool in OpenAI's function form, which openai-chat and ATIF's
     /// `tool_definitions` both use.
-    pub fn openai_form(&self) -> Value {
+    pub(super) fn openai_form(&self) -> Value {
         json!({
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
@@ -50,7 +50,7 @@ impl ToolSpec {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum Message {
+pub(super) enum Message {
     User(String),
     Assistant {
         /// The model's text; `None` when it only called tools.
@@ -66,7 +66,7 @@ pub enum Message {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Call {
+pub(super) struct Call {
     pub id: String,
     pub name: String,
     /// The arguments as the model wrote them: a JSON text.
@@ -75,7 +75,7 @@ pub struct Call {
 
 /// Why a trajectory gives no conversation to export.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unusable {
+pub(super) enum Unusable {
     #[error("its trajectory has no header")]
     NoHeader,
     #[error("its model sent no answer (oracle, noop, or a first call that failed)")]
@@ -87,7 +87,7 @@ impl Conversation {
     /// whose calls were not all answered (the task timed out in a command,
     /// or onebash was stopped) is left out with what follows it: every
     /// format wants a call's answer beside it.
-    pub fn from_events(events: &[Event]) -> Result<Conversation, Unusable> {
+    pub(super) fn from_events(events: &[Event]) -> Result<Conversation, Unusable> {
         let template = events
             .iter()
             .find_map(|event| match event {
@@ -245,7 +245,7 @@ impl Conversation {
     /// arguments, outputs), hashed with SHA-256. Tool call ids are left
     /// out: a model makes them up anew on each run, and two runs that said
     /// and did the same are the same training example.
-    pub fn identity(&self) -> [u8; 32] {
+    pub(super) fn identity(&self) -> [u8; 32] {
         let mut ids: HashMap<String, usize> = HashMap::new();
         let mut index = |id: &str| -> usize {
             let next = ids.len();
@@ -271,7 +271,7 @@ impl Conversation {
     }
 
     /// Every text of the conversation, to rewrite in place (redaction).
-    pub fn texts_mut(&mut self) -> impl Iterator<Item = &mut String> {
+    pub(super) fn texts_mut(&mut self) -> impl Iterator<Item = &mut String> {
         let system = self.system.iter_mut();
         let messages = self.messages.iter_mut().flat_map(|m| {
             let texts: Vec<&mut String> = match m {
@@ -345,7 +345,7 @@ fn text_of(content: &Value) -> String {
 /// Where a conversation comes from and how it ended: the metadata the
 /// formats that have room for it carry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Meta {
+pub(super) struct Meta {
     /// The run folder, as given on the command line.
     pub run: String,
     pub task_id: String,
@@ -363,7 +363,7 @@ pub struct Meta {
 
 impl Meta {
     /// The header's part; the row's outcome is filled in by the caller.
-    pub fn of_header(events: &[Event]) -> Option<Meta> {
+    pub(super) fn of_header(events: &[Event]) -> Option<Meta> {
         events.iter().find_map(|event| match event {
             Event::Header {
                 onebash_version,
@@ -392,14 +392,14 @@ impl Meta {
 
 /// One exported line: a conversation and where it comes from.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Example {
+pub(super) struct Example {
     pub meta: Meta,
     pub conversation: Conversation,
 }
 
 /// A conversation of every kind of message, for the formats' tests.
 #[cfg(test)]
-pub mod sample {
+pub(super) mod sample {
     use super::*;
 
     fn usage(prompt: u64, completion: u64) -> Option<Usage> {
@@ -414,7 +414,7 @@ pub mod sample {
 
     /// A system prompt, the task, a turn with two calls, a turn with one,
     /// and a final answer.
-    pub fn example() -> Example {
+    pub(crate) fn example() -> Example {
         let call = |id: &str, command: &str| Call {
             id: id.to_owned(),
             name: "bash".to_owned(),

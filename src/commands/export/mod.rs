@@ -10,4 +10,4 @@ mod openai_chat;
 mod redact;
 mod sharegpt;
 
-pub use command::{ExportError, Selection, Summary, export, run};
+pub(crate) use command::{ExportError, run};

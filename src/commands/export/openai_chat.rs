@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::conversation::{Example, Message, ToolSpec};
 
-pub fn line(example: &Example) -> Value {
+pub(super) fn line(example: &Example) -> Value {
     let c = &example.conversation;
     let mut messages = Vec::new();
     if let Some(system) = &c.system {

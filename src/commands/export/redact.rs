@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-pub const REDACTED: &str = "[REDACTED]";
+pub(super) const REDACTED: &str = "[REDACTED]";
 
 /// Each pattern, and the group it replaces (0: the whole match).
 static PATTERNS: LazyLock<Vec<(Regex, usize)>> = LazyLock::new(|| {
@@ -44,7 +44,7 @@ static PATTERNS: LazyLock<Vec<(Regex, usize)>> = LazyLock::new(|| {
 });
 
 /// Replaces every secret-looking string in `text`; returns how many.
-pub fn redact(text: &mut String) -> usize {
+pub(super) fn redact(text: &mut String) -> usize {
     let mut count = 0;
     for (regex, group) in PATTERNS.iter() {
         // Spans first, then replaced from the end, so the offsets of the

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::conversation::{Call, Example, Message};
 
-pub fn line(example: &Example) -> Value {
+pub(super) fn line(example: &Example) -> Value {
     let c = &example.conversation;
     let mut turns: Vec<Value> = Vec::new();
     let mut outputs: Vec<&str> = Vec::new();

@@ -8,7 +8,7 @@ use super::{escape, page, percent, rect, svg_open, text};
 use crate::commands::compare::{Comparison, format_p};
 
 /// Where `compare --format html` writes when given no `--output`.
-pub fn default_compare_page() -> PathBuf {
+pub(crate) fn default_compare_page() -> PathBuf {
     PathBuf::from("compare.html")
 }
 
@@ -120,7 +120,7 @@ fn flipped_list(id: &str, pairs: &[(String, u32)]) -> String {
 }
 
 /// The comparison of two runs.
-pub fn compare_page(c: &Comparison) -> String {
+pub(crate) fn compare_page(c: &Comparison) -> String {
     let mut body = format!(
         "<header><h1>onebash compare</h1>\
          <p class=\"meta\"><span class=\"key a\"></span>A: <code>{}</code> ({})</p>\

@@ -7,10 +7,10 @@ mod page;
 mod report;
 mod transcript;
 
-pub use compare::{compare_page, default_compare_page};
-pub use page::{HtmlError, escape, write_file};
-pub use report::{report_page, write_report};
-pub use transcript::transcript_page;
+pub(crate) use compare::{compare_page, default_compare_page};
+pub(crate) use page::{HtmlError, escape, write_file};
+pub(crate) use report::write_report;
+pub(crate) use transcript::transcript_page;
 
 // The page helpers the pages share, for them only.
 use page::{

@@ -24,7 +24,7 @@ use crate::run_folder::trajectory::ReadError;
 /// Control characters other than tab and newlines become their visible
 /// Unicode pictures (ESC as `␛`), so colour codes in test output show as
 /// what they are instead of as invalid characters.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     for c in text.chars() {
         match c {
@@ -59,7 +59,7 @@ pub enum HtmlError {
 }
 
 /// Writes a page, making its folder first.
-pub fn write_file(path: &Path, text: &str) -> Result<(), HtmlError> {
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), HtmlError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| HtmlError::CreateDir {
             dir: dir.to_owned(),

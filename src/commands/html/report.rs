@@ -23,7 +23,7 @@ const TRANSCRIPTS: &str = "transcripts";
 /// Writes the report page at `page` and, in `transcripts/` next to it, one
 /// transcript page per row whose trajectory is in `run`. Returns how many
 /// transcripts were written.
-pub fn write_report(
+pub(crate) fn write_report(
     report: &Report,
     rows: &[ResultRow],
     run: &RunFolder,
@@ -393,7 +393,7 @@ fn count(n: usize, word: &str) -> String {
 }
 
 /// The run's page: summary, charts, measures, pass@k, the task table.
-pub fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> String {
+pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> String {
     let mut body = format!(
         "<header><h1>onebash report</h1><p class=\"meta\">run <code>{}</code> · model <b>{}</b> · prompt <b>{}</b></p></header>\n",
         escape(&r.run),

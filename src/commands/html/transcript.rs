@@ -50,7 +50,7 @@ fn shortened_pre(text: &str, class: &str) -> String {
 /// One (task, epoch)'s conversation; `back` links to the report page.
 /// Each turn is a `<section>`, from its model call to the next turn, the
 /// agent's end, the test or the result.
-pub fn transcript_page(entries: &[Entry], back: &str) -> String {
+pub(crate) fn transcript_page(entries: &[Entry], back: &str) -> String {
     let mut title = "transcript".to_owned();
     let mut body = format!(
         "<p class=\"meta\"><a href=\"{}\">&larr; report</a></p>\n",

@@ -20,20 +20,20 @@ use crate::run_folder::trajectory::Event;
 use crate::run_folder::{ResultRow, RunFolder, Status};
 
 /// The group of rows whose task line lacks the field.
-pub const NO_VALUE: &str = "(none)";
+pub(crate) const NO_VALUE: &str = "(none)";
 /// The group of rows without a readable trajectory header.
-pub const NO_TRAJECTORY: &str = "(no trajectory)";
+pub(crate) const NO_TRAJECTORY: &str = "(no trajectory)";
 
 /// The groups of `report --by FIELD`, also their JSON form (`by`).
 #[derive(Debug, Serialize)]
-pub struct Groups {
+pub(crate) struct Groups {
     pub field: String,
     /// By value, in order.
     pub groups: Vec<Group>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Group {
+pub(crate) struct Group {
     pub value: String,
     pub rows: usize,
     pub tasks: usize,
@@ -48,7 +48,7 @@ pub struct Group {
 impl Group {
     /// The pass rate and its interval as two table cells (`n/a` and `-`
     /// without a verdict), each percentage written by `percent`.
-    pub fn rate_cells(&self, percent: fn(f64) -> String) -> (String, String) {
+    pub(crate) fn rate_cells(&self, percent: fn(f64) -> String) -> (String, String) {
         match self.pass_rate {
             Some(rate) => (
                 percent(rate),
@@ -89,7 +89,7 @@ fn metadata_hint(keys: &BTreeSet<String>) -> String {
 }
 
 /// Groups `rows` by `field` of their task lines, read from `run`.
-pub fn group(run: &RunFolder, rows: &[ResultRow], field: &str) -> Result<Groups, ByError> {
+pub(crate) fn group(run: &RunFolder, rows: &[ResultRow], field: &str) -> Result<Groups, ByError> {
     let tasks: Vec<Option<Value>> = rows.iter().map(|row| task_line(run, row)).collect();
     let seen = tasks
         .iter()
@@ -128,7 +128,7 @@ fn lookup<'a>(task: &'a Value, field: &str) -> Option<&'a Value> {
 
 /// The groups of `rows`, whose task lines are `tasks` (same order; `None`
 /// where the trajectory could not be read).
-pub fn groups(field: &str, rows: &[ResultRow], tasks: &[Option<Value>]) -> Groups {
+pub(crate) fn groups(field: &str, rows: &[ResultRow], tasks: &[Option<Value>]) -> Groups {
     let mut by_value: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
     for (row, task) in rows.iter().zip(tasks) {
         let value = match task {
@@ -182,7 +182,7 @@ fn task_line(run: &RunFolder, row: &ResultRow) -> Option<Value> {
 }
 
 #[cfg(test)]
-pub mod tests {
+pub(crate) mod tests {
     use std::path::Path;
 
     use serde_json::json;
@@ -208,7 +208,7 @@ pub mod tests {
 
     /// A mixed run: two repos, a task without the field, a row without a
     /// trajectory, errors that are left out of the rate.
-    pub fn mixed_by_repo() -> Groups {
+    pub(crate) fn mixed_by_repo() -> Groups {
         use Status::*;
         let rows = vec![
             row("calc-1", Passed),

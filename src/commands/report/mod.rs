@@ -1,10 +1,12 @@
 //! `onebash report`: the [`Report`] of a run folder, built and rendered as
 //! text (summary.rs), and `--by FIELD` ([`by`]).
 
-pub mod by;
+pub(crate) mod by;
 mod summary;
 
-pub use summary::{
-    HistoryProbes, MEASURES, Measures, PassAtK, ProbedRow, PromptCache, Report, build,
-    history_probes_summary, prompt_cache_line, render,
+#[cfg(test)]
+pub(crate) use summary::PromptCache;
+pub(crate) use summary::{
+    HistoryProbes, MEASURES, Measures, Report, build, history_probes_summary, prompt_cache_line,
+    render,
 };

@@ -26,7 +26,7 @@ use super::by;
 
 /// Everything the report says, also its JSON form.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub run: String,
     pub model: Option<String>,
     pub prompt: Option<String>,
@@ -62,7 +62,7 @@ pub struct Report {
 /// took, the cost paid, and the cost of the same tokens at list price
 /// with every input token as plain input (run.json's price).
 #[derive(Debug, Serialize)]
-pub struct PromptCache {
+pub(crate) struct PromptCache {
     pub cached_input_tokens: u64,
     pub cache_write_tokens: u64,
     pub cost_usd: f64,
@@ -74,7 +74,7 @@ pub struct PromptCache {
 
 /// What the `history_probes` column says of the run.
 #[derive(Debug, Serialize)]
-pub struct HistoryProbes {
+pub(crate) struct HistoryProbes {
     /// Rows with the column filled.
     pub rows_audited: usize,
     /// Rows with at least one agent command that probed history.
@@ -86,7 +86,7 @@ pub struct HistoryProbes {
 
 /// A passed row with probes.
 #[derive(Debug, Serialize)]
-pub struct ProbedRow {
+pub(crate) struct ProbedRow {
     pub task_id: String,
     pub epoch: u32,
     /// Commands with probes (the column).
@@ -97,7 +97,7 @@ pub struct ProbedRow {
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
-pub struct Measures {
+pub(crate) struct Measures {
     pub prompt_tokens: f64,
     pub completion_tokens: f64,
     pub total_tokens: f64,
@@ -109,7 +109,7 @@ pub struct Measures {
 }
 
 #[derive(Debug, Serialize)]
-pub struct PassAtK {
+pub(crate) struct PassAtK {
     pub k: u32,
     /// Mean over tasks with at least k verdicts of the unbiased estimator.
     pub pass_at_k: f64,
@@ -117,7 +117,7 @@ pub struct PassAtK {
     pub tasks: usize,
 }
 
-pub fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>) -> Report {
+pub(crate) fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunManifest>) -> Report {
     let count = |status: Status| rows.iter().filter(|r| r.status == status).count();
     let (passed, failed, error) = (
         count(Status::Passed),
@@ -267,7 +267,7 @@ fn prompt_cache(rows: &[ResultRow], manifest: Option<&RunManifest>) -> Option<Pr
 }
 
 /// The report's line on the prompt cache.
-pub fn prompt_cache_line(c: &PromptCache) -> String {
+pub(crate) fn prompt_cache_line(c: &PromptCache) -> String {
     let share = if c.cost_without_cache_usd > 0.0 {
         format!(
             " ({} of the cost without it)",
@@ -347,7 +347,7 @@ fn percent(x: f64) -> String {
 type MeasureOf = fn(&Measures) -> f64;
 
 /// The rows of the measures table (text and HTML): name, getter, decimals.
-pub const MEASURES: &[(&str, MeasureOf, usize)] = &[
+pub(crate) const MEASURES: &[(&str, MeasureOf, usize)] = &[
     ("tokens", |m| m.total_tokens, 0),
     ("prompt tokens", |m| m.prompt_tokens, 0),
     ("completion tokens", |m| m.completion_tokens, 0),
@@ -357,7 +357,7 @@ pub const MEASURES: &[(&str, MeasureOf, usize)] = &[
 ];
 
 /// The report as text, or as markdown.
-pub fn render(r: &Report, markdown: bool) -> String {
+pub(crate) fn render(r: &Report, markdown: bool) -> String {
     let mut out = render_summary(r, markdown);
     out.push_str(&render_measures(r, markdown));
     if !r.pass_at_k.is_empty() {
@@ -504,7 +504,7 @@ fn rows_count(n: usize) -> String {
 }
 
 /// The first line of the history probes section.
-pub fn history_probes_summary(h: &HistoryProbes, rows: usize) -> String {
+pub(crate) fn history_probes_summary(h: &HistoryProbes, rows: usize) -> String {
     let older = match rows - h.rows_audited.min(rows) {
         0 => String::new(),
         1 => "; 1 row predates the audit".to_owned(),

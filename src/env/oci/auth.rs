@@ -21,7 +21,7 @@ use super::OciError;
 
 /// A user and password for one registry, and the file they came from.
 #[derive(Clone)]
-pub struct Credentials {
+pub(super) struct Credentials {
     pub user: String,
     pub password: String,
     pub file: PathBuf,
@@ -46,7 +46,7 @@ struct AuthEntry {
 }
 
 /// The files credentials are read from, in order, given the environment.
-pub fn config_files(var: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+pub(super) fn config_files(var: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let set = |name: &str| var(name).filter(|v| !v.is_empty());
     match (set("DOCKER_CONFIG"), set("HOME")) {
@@ -78,7 +78,7 @@ fn key_matches(key: &str, host: &str) -> bool {
 /// The credentials for `host` in the first of `files` that has them.
 /// A file that is missing is skipped; one that is not JSON is an error
 /// (naming the file only).
-pub fn credentials(files: &[PathBuf], host: &str) -> Result<Option<Credentials>, OciError> {
+pub(super) fn credentials(files: &[PathBuf], host: &str) -> Result<Option<Credentials>, OciError> {
     for file in files {
         let Ok(bytes) = std::fs::read(file) else {
             continue;
@@ -118,14 +118,14 @@ pub fn credentials(files: &[PathBuf], host: &str) -> Result<Option<Credentials>,
 
 /// A `WWW-Authenticate` challenge: its scheme (lowercased) and parameters.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Challenge {
+pub(super) struct Challenge {
     pub scheme: String,
     pub params: HashMap<String, String>,
 }
 
 /// Parses `Bearer realm="...",service="...",scope="..."` (values quoted
 /// or not; a quoted value may hold commas, as scopes do).
-pub fn parse_challenge(header: &str) -> Option<Challenge> {
+pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
     let header = header.trim();
     let (scheme, mut rest) = header.split_once(' ').unwrap_or((header, ""));
     if scheme.is_empty() {

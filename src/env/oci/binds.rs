@@ -19,19 +19,19 @@ use std::path::{Component, Path, PathBuf};
 use super::OciError;
 
 /// A layer's marker that empties its folder of what lower layers put there.
-pub const OPAQUE: &str = ".wh..wh..opq";
+pub(super) const OPAQUE: &str = ".wh..wh..opq";
 /// The prefix of a layer's marker that removes one name.
-pub const WHITEOUT: &str = ".wh.";
+pub(super) const WHITEOUT: &str = ".wh.";
 
 /// The fewest folders a one-layer folder holds (itself included) to be
 /// bound from its layer rather than made: each bind is a mount in every
 /// command's sandbox, each folder a block on disk.
-pub const BIND_FROM: usize = 8;
+pub(super) const BIND_FROM: usize = 8;
 
 /// A folder of a layer the sandbox binds, read-only, over the empty
 /// folder of the same path in the root.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Bind {
+pub(crate) struct Bind {
     /// The layer's folder on the host.
     pub source: PathBuf,
     /// Where it goes, as an absolute path inside the sandbox.
@@ -47,11 +47,11 @@ struct StoredBind {
 }
 
 /// The binds of a root being made.
-pub struct Planned(Vec<StoredBind>);
+pub(super) struct Planned(Vec<StoredBind>);
 
 impl Planned {
     /// The bound folders, relative to the root.
-    pub fn paths(&self) -> HashSet<PathBuf> {
+    pub(super) fn paths(&self) -> HashSet<PathBuf> {
         self.0
             .iter()
             .map(|bind| PathBuf::from(&bind.path))
@@ -59,7 +59,7 @@ impl Planned {
     }
 
     /// Writes them to `list` (`binds.json`).
-    pub fn write(&self, list: &Path) -> Result<(), OciError> {
+    pub(super) fn write(&self, list: &Path) -> Result<(), OciError> {
         let json = serde_json::to_vec(&self.0).map_err(|err| cache_error(list, err))?;
         fs::write(list, json).map_err(|err| cache_error(list, err))
     }
@@ -71,7 +71,7 @@ fn cache_error(what: &Path, err: impl std::fmt::Display) -> OciError {
 
 /// The binds of the root of `layers` (bottom first); the folders of
 /// `made` (relative paths) and those above them are never bound.
-pub fn plan(layers: &[PathBuf], made: &[&str]) -> io::Result<Planned> {
+pub(super) fn plan(layers: &[PathBuf], made: &[&str]) -> io::Result<Planned> {
     let mut sources = Sources::default();
     for (index, layer) in layers.iter().enumerate() {
         scan(layer, Path::new(""), index, &mut sources)?;
@@ -83,7 +83,7 @@ pub fn plan(layers: &[PathBuf], made: &[&str]) -> io::Result<Planned> {
 }
 
 /// The binds `list` holds, if it is there.
-pub fn read(list: &Path, layers: &[PathBuf]) -> Result<Option<Vec<Bind>>, OciError> {
+pub(super) fn read(list: &Path, layers: &[PathBuf]) -> Result<Option<Vec<Bind>>, OciError> {
     let bytes = match fs::read(list) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),

@@ -36,13 +36,13 @@ const JSON_LIMIT: usize = 16 * 1024 * 1024;
 const BLOB_ATTEMPTS: u32 = 4;
 
 /// A file of the cache that could not be written or read.
-pub fn cache_error(path: &Path, err: impl std::fmt::Display) -> OciError {
+pub(super) fn cache_error(path: &Path, err: impl std::fmt::Display) -> OciError {
     OciError::Cache(format!("{}: {err}", path.display()))
 }
 
 /// The HTTP side: a client, the registry's base URL, the authorization
 /// it accepted and the user's credentials for it.
-pub struct Net {
+pub(super) struct Net {
     http: reqwest::Client,
     host: String,
     base: String,
@@ -80,7 +80,7 @@ fn describe(err: &reqwest::Error) -> String {
 }
 
 impl Net {
-    pub fn new(reference: &Reference) -> Result<Net, OciError> {
+    pub(super) fn new(reference: &Reference) -> Result<Net, OciError> {
         let files = auth::config_files(|name| std::env::var(name).ok());
         let credentials = auth::credentials(&files, &reference.host)?;
         let http = reqwest::Client::builder()
@@ -265,7 +265,10 @@ impl Net {
 
     /// The manifest (or index) of `key` (a tag or a digest), and the
     /// digest the registry says it has.
-    pub async fn manifest(&mut self, key: &str) -> Result<(Vec<u8>, Option<Digest>), OciError> {
+    pub(super) async fn manifest(
+        &mut self,
+        key: &str,
+    ) -> Result<(Vec<u8>, Option<Digest>), OciError> {
         let response = self
             .get(&format!("/manifests/{key}"), Some(MANIFEST_TYPES), 0)
             .await?;
@@ -291,7 +294,7 @@ impl Net {
     }
 
     /// A config blob, whole.
-    pub async fn json_blob(&mut self, digest: &Digest) -> Result<Vec<u8>, OciError> {
+    pub(super) async fn json_blob(&mut self, digest: &Digest) -> Result<Vec<u8>, OciError> {
         let response = self.get(&format!("/blobs/{digest}"), None, 0).await?;
         if !response.status().is_success() {
             return Err(self.protocol(format!("the blob {digest}: {}", response.status())));
@@ -303,7 +306,7 @@ impl Net {
 
     /// A layer's blob into `done` through `partial`, resumed from what a
     /// broken try or a killed process left, checked before the rename.
-    pub async fn download(
+    pub(super) async fn download(
         &mut self,
         digest: &Digest,
         size: Option<u64>,

@@ -9,10 +9,10 @@ use super::OciError;
 
 /// A `sha256:<64 hex>` digest, checked to be one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Digest(String);
+pub(super) struct Digest(String);
 
 impl Digest {
-    pub fn parse(text: &str) -> Result<Digest, OciError> {
+    pub(super) fn parse(text: &str) -> Result<Digest, OciError> {
         let hex = text
             .strip_prefix("sha256:")
             .ok_or_else(|| OciError::Image(format!("unsupported digest {text:?} (sha256 only)")))?;
@@ -23,11 +23,11 @@ impl Digest {
     }
 
     /// The digest of `bytes`.
-    pub fn of(bytes: &[u8]) -> Digest {
+    pub(super) fn of(bytes: &[u8]) -> Digest {
         Digest::from_hasher(Sha256::new_with_prefix(bytes))
     }
 
-    pub fn from_hasher(hasher: Sha256) -> Digest {
+    pub(super) fn from_hasher(hasher: Sha256) -> Digest {
         let hex: String = hasher
             .finalize()
             .iter()
@@ -37,7 +37,7 @@ impl Digest {
     }
 
     /// The 64 hex digits: a file name.
-    pub fn hex(&self) -> &str {
+    pub(super) fn hex(&self) -> &str {
         &self.0["sha256:".len()..]
     }
 }

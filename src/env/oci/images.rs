@@ -33,19 +33,16 @@ use super::{layers, registry, rootfs, source};
 
 /// One image made ready: its root and what its config says.
 #[derive(Debug, Clone)]
-pub struct Image {
+pub(crate) struct Image {
     /// Its root file system: a folder, and layers' folders bound over it.
     pub root: rootfs::Root,
     /// The config's `Env`, in order.
     pub env: Vec<(String, String)>,
-    /// The config's `WorkingDir` (the working copy's place decides where
-    /// commands run, as with podman's `-w`; kept for messages).
-    pub working_dir: Option<String>,
 }
 
 /// Every image of a run, by the name tasks give it.
 #[derive(Debug, Clone, Default)]
-pub struct Images {
+pub(crate) struct Images {
     by_name: HashMap<String, Image>,
 }
 
@@ -54,7 +51,7 @@ impl Images {
     /// manifest (a registry's as `pull` says), unpacks the layers the
     /// cache lacks, assembles its root. Blocking; progress on stderr.
     /// Errors are whole messages.
-    pub fn prepare(
+    pub(crate) fn prepare(
         cache_dir: &Path,
         names: &[String],
         pull: PullPolicy,
@@ -76,12 +73,12 @@ impl Images {
         Ok(Images { by_name })
     }
 
-    pub fn get(&self, name: &str) -> Option<&Image> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Image> {
         self.by_name.get(name)
     }
 
     /// Any one image, for the probe.
-    pub fn first(&self) -> Option<&Image> {
+    pub(crate) fn first(&self) -> Option<&Image> {
         self.by_name.values().next()
     }
 }
@@ -112,6 +109,5 @@ fn prepare_one(
     Ok(Image {
         root,
         env: manifest.env(),
-        working_dir: manifest.config.config.working_dir.clone(),
     })
 }

@@ -33,7 +33,7 @@ use crate::sys::lock::FileLock;
 
 /// The cache's folder of unpacked layers.
 #[derive(Debug, Clone)]
-pub struct LayerCache {
+pub(super) struct LayerCache {
     dir: PathBuf,
 }
 
@@ -42,7 +42,7 @@ fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
 }
 
 impl LayerCache {
-    pub fn new(oci_dir: &Path) -> LayerCache {
+    pub(super) fn new(oci_dir: &Path) -> LayerCache {
         LayerCache {
             dir: oci_dir.join("layers"),
         }
@@ -50,13 +50,13 @@ impl LayerCache {
 
     /// Whether the layer of `diff_id` is unpacked (its folder exists only
     /// once whole).
-    pub fn has(&self, diff_id: &Digest) -> bool {
+    pub(super) fn has(&self, diff_id: &Digest) -> bool {
         self.dir.join(diff_id.hex()).is_dir()
     }
 
     /// The unpacked folder of `layer`, unpacking it from `source` unless
     /// it is there.
-    pub fn ensure(&self, source: &Source, layer: &LayerRef) -> Result<PathBuf, OciError> {
+    pub(super) fn ensure(&self, source: &Source, layer: &LayerRef) -> Result<PathBuf, OciError> {
         let hex = layer.diff_id.hex();
         let done = self.dir.join(hex);
         if done.is_dir() {
@@ -151,7 +151,7 @@ impl<R: BufRead> Read for Zstd<R> {
 
 /// Unpacks `reader` (a layer blob: gzip, zstd or a plain tar) into `dest`,
 /// then checks the blob's digest (when known) and the tar's.
-pub fn unpack_verified(
+pub(super) fn unpack_verified(
     reader: &mut dyn Read,
     dest: &Path,
     blob: Option<&Digest>,
@@ -474,7 +474,7 @@ fn link_target<R: Read>(
 }
 
 /// Unpacks a layer tar into `dest` under the rules in this file's header.
-pub fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
+pub(super) fn unpack(reader: &mut dyn Read, dest: &Path) -> Result<(), OciError> {
     let mut archive = tar::Archive::new(reader);
     let mut unpacker = Unpacker {
         dest,

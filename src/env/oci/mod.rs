@@ -19,6 +19,6 @@ mod rootfs;
 mod source;
 mod workspace;
 
-pub use error::{OciError, RegistryError};
-pub use images::{Image, Images};
-pub use workspace::{Oci, Settings};
+pub(crate) use error::OciError;
+pub(crate) use images::{Image, Images};
+pub(crate) use workspace::{Oci, Settings};

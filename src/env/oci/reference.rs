@@ -19,7 +19,7 @@ const DOCKER_HUB_API: &str = "registry-1.docker.io";
 
 /// One image in a registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reference {
+pub(super) struct Reference {
     /// The registry as the user named it (`docker.io` for Docker Hub).
     pub host: String,
     /// `library/debian`, `swebench/sweb.eval.x86_64.django_1776_django-11099`.
@@ -87,7 +87,7 @@ fn host_ok(host: &str) -> bool {
 
 impl Reference {
     /// Parses `docker://REF` or a bare `REF`.
-    pub fn parse(text: &str) -> Result<Reference, OciError> {
+    pub(super) fn parse(text: &str) -> Result<Reference, OciError> {
         let reference = text.strip_prefix("docker://").unwrap_or(text);
         let (name, digest) = match reference.split_once('@') {
             Some((name, digest)) => (
@@ -146,7 +146,7 @@ impl Reference {
     }
 
     /// Where the registry's API answers.
-    pub fn api_host(&self) -> &str {
+    pub(super) fn api_host(&self) -> &str {
         if self.host == DOCKER_HUB {
             DOCKER_HUB_API
         } else {
@@ -156,13 +156,13 @@ impl Reference {
 
     /// Whether the registry is on this machine: the only case where plain
     /// HTTP is used (nothing on the way can read or change the bytes).
-    pub fn is_loopback(&self) -> bool {
+    pub(super) fn is_loopback(&self) -> bool {
         is_loopback_host(&self.host)
     }
 }
 
 /// `127.0.0.1`, `localhost`, `[::1]` (any port), and `127.x.y.z`.
-pub fn is_loopback_host(host_port: &str) -> bool {
+pub(super) fn is_loopback_host(host_port: &str) -> bool {
     let host = match host_port.rsplit_once(':') {
         Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
         _ => host_port,

@@ -39,7 +39,7 @@ use crate::sys::lock::FileLock;
 /// returns its manifest, each layer's blob in the cache unless
 /// `unpacked(diff_id)` says the layer is already unpacked. Blocking (its
 /// own single-threaded runtime): called before the run's runtime starts.
-pub fn pull(
+pub(super) fn pull(
     oci_dir: &Path,
     reference: &Reference,
     policy: PullPolicy,
@@ -59,7 +59,7 @@ pub fn pull(
 }
 
 /// Where a layer's blob is kept until it is unpacked.
-pub fn blob_path(oci_dir: &Path, digest: &Digest) -> PathBuf {
+pub(super) fn blob_path(oci_dir: &Path, digest: &Digest) -> PathBuf {
     Store::new(oci_dir).blob_path(digest)
 }
 

@@ -29,7 +29,7 @@ use super::OciError;
 use super::binds::{self, OPAQUE, WHITEOUT};
 use crate::sys::lock::FileLock;
 
-pub use super::binds::Bind;
+pub(super) use super::binds::Bind;
 
 /// Mount points every sandbox uses: folders, then files.
 const DIRS: [&str; 5] = ["tmp", "dev", "proc", "run", "etc"];
@@ -41,7 +41,7 @@ fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
 
 /// An image's root: the folder bwrap binds at `/`, then `binds` over it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Root {
+pub(crate) struct Root {
     pub dir: PathBuf,
     pub binds: Vec<Bind>,
 }
@@ -50,7 +50,7 @@ impl Root {
     /// Where the path `rel` of the sandbox's root is on the host: a
     /// folder and the path left under it (in the bind whose target holds
     /// `rel`, the deepest, or else in the root's own tree).
-    pub fn resolve(&self, rel: &Path) -> (PathBuf, PathBuf) {
+    pub(crate) fn resolve(&self, rel: &Path) -> (PathBuf, PathBuf) {
         let absolute = Path::new("/").join(rel);
         self.binds
             .iter()
@@ -70,7 +70,7 @@ impl Root {
     /// Makes the folder `rel` (a task's workdir) a mount point unless it
     /// is one: in the root's own tree, or, inside a bound layer's folder
     /// (never written), it must be there already.
-    pub fn workdir(&self, rel: &Path) -> Result<(), OciError> {
+    pub(crate) fn workdir(&self, rel: &Path) -> Result<(), OciError> {
         let (base, rest) = self.resolve(rel);
         if base == self.dir {
             return mount_point(&base, &rest, true);
@@ -98,7 +98,7 @@ impl Root {
 
 /// The root of the image `id` (its config's hex digest) from `layers`
 /// (bottom first), built unless it is there.
-pub fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, OciError> {
+pub(super) fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<Root, OciError> {
     let dir = oci_dir.join("roots");
     let done = dir.join(id);
     if let Some(root) = read_root(&done, layers)? {
@@ -231,7 +231,7 @@ fn link_or_copy(from: &Path, to: &Path, kind: fs::FileType) -> io::Result<()> {
 /// Makes `rel` (a folder when `dir`, else an empty file) in `root` unless
 /// it is there, going through no symlink: bubblewrap mounts over it. A
 /// symlink where a mount point goes is refused (bwrap would follow it).
-pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
+pub(super) fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
     let refuse = |why: &str| OciError::Refused(format!("/{} in the image {why}", rel.display()));
     let mut at = root.to_path_buf();
     let parts: Vec<Component> = rel.components().collect();
@@ -284,7 +284,7 @@ pub fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
 /// the workdir is a task's (`--workdir`, a task's `workdir`); and the
 /// binds under it never show, since the copy is bound over the workdir.
 /// So roots made before this read the same way (no cache change).
-pub fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
+pub(super) fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciError> {
     let (mut from, rest) = root.resolve(rel);
     for part in rest.components() {
         let Component::Normal(part) = part else {

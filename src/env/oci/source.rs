@@ -25,7 +25,7 @@ use super::reference::Reference;
 
 /// An image the user named.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(super) enum Source {
     /// `docker-archive:PATH`: what `docker save` / `podman save` write.
     DockerArchive(PathBuf),
     /// `oci:PATH[:REF]`: an OCI image layout folder, and which of its
@@ -41,7 +41,7 @@ pub enum Source {
 impl Source {
     /// Parses a reference; relative paths are taken from the current
     /// folder. What names no local format is a registry's reference.
-    pub fn parse(reference: &str) -> Result<Source, OciError> {
+    pub(super) fn parse(reference: &str) -> Result<Source, OciError> {
         let absolute = |p: &str| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
         if let Some(path) = reference.strip_prefix("docker-archive:") {
             return Ok(Source::DockerArchive(absolute(path)));
@@ -68,22 +68,20 @@ impl Source {
 /// What the runtime needs of an image config (`config` of the OCI image
 /// spec), and the layers' uncompressed digests.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ImageConfig {
+pub(super) struct ImageConfig {
     #[serde(default)]
     pub config: RuntimeConfig,
     pub rootfs: RootFs,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RuntimeConfig {
+pub(super) struct RuntimeConfig {
     #[serde(rename = "Env", default)]
     pub env: Option<Vec<String>>,
-    #[serde(rename = "WorkingDir", default)]
-    pub working_dir: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RootFs {
+pub(super) struct RootFs {
     #[serde(default)]
     pub diff_ids: Vec<String>,
 }
@@ -91,7 +89,7 @@ pub struct RootFs {
 /// One layer: the digest of its tar once uncompressed (the cache's key),
 /// and of its blob as stored, when the source gives one apart.
 #[derive(Debug, Clone)]
-pub struct LayerRef {
+pub(super) struct LayerRef {
     pub diff_id: Digest,
     pub blob: Option<Digest>,
     /// Where its bytes are: a path inside the archive, or a file.
@@ -101,7 +99,7 @@ pub struct LayerRef {
 #[cfg(test)]
 impl LayerRef {
     /// A layer of an OCI layout at `location`, its blob not named apart.
-    pub fn for_test(diff_id: Digest, location: PathBuf) -> LayerRef {
+    pub(super) fn for_test(diff_id: Digest, location: PathBuf) -> LayerRef {
         LayerRef {
             diff_id,
             blob: None,
@@ -112,7 +110,7 @@ impl LayerRef {
 
 /// An image's config and layers, bottom first.
 #[derive(Debug, Clone)]
-pub struct Manifest {
+pub(super) struct Manifest {
     pub config_digest: Digest,
     pub config: ImageConfig,
     pub layers: Vec<LayerRef>,
@@ -120,7 +118,7 @@ pub struct Manifest {
 
 impl Manifest {
     /// The image's environment as pairs (`KEY=VALUE` entries).
-    pub fn env(&self) -> Vec<(String, String)> {
+    pub(super) fn env(&self) -> Vec<(String, String)> {
         self.config
             .config
             .env
@@ -140,7 +138,7 @@ fn read_error(path: &Path, err: impl std::fmt::Display) -> OciError {
 
 impl Source {
     /// Reads the manifest and config, checking the config's digest.
-    pub fn manifest(&self) -> Result<Manifest, OciError> {
+    pub(super) fn manifest(&self) -> Result<Manifest, OciError> {
         match self {
             Source::DockerArchive(path) => archive_manifest(path),
             Source::Layout { dir, reference } => layout_manifest(dir, reference.as_deref()),
@@ -153,7 +151,7 @@ impl Source {
 
     /// Calls `use_layer` with a reader of `layer`'s stored bytes
     /// (compressed or not).
-    pub fn with_layer<T>(
+    pub(super) fn with_layer<T>(
         &self,
         layer: &LayerRef,
         use_layer: impl FnOnce(&mut dyn Read) -> Result<T, OciError>,

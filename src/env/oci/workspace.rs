@@ -43,11 +43,9 @@ use crate::task::TaskSpec;
 
 /// What every task of an `oci` run shares.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub bwrap: PathBuf,
     pub images: Arc<Images>,
-    /// `--allow-network`, for the agent's commands (the tests' never).
-    pub network: bool,
     /// `--workdir`: where the working copy goes in tasks that name none.
     pub workdir: String,
 }
@@ -55,12 +53,11 @@ pub struct Settings {
 impl Settings {
     /// Finds bwrap and runs `true` over one of the images, to learn at
     /// start whether this machine allows it.
-    pub fn probe(images: Images, network: bool, workdir: String) -> Result<Settings, EnvError> {
+    pub(crate) fn probe(images: Images, workdir: String) -> Result<Settings, EnvError> {
         let bwrap = find_bwrap().ok_or(EnvError::OciNoBwrap)?;
         let settings = Settings {
             bwrap,
             images: Arc::new(images),
-            network,
             workdir,
         };
         if let Some(image) = settings.images.first() {
@@ -91,12 +88,12 @@ fn find_bwrap() -> Option<PathBuf> {
 }
 
 /// Tasks in their images under bwrap.
-pub struct Oci {
+pub(crate) struct Oci {
     settings: Arc<Settings>,
 }
 
 impl Oci {
-    pub fn new(settings: Settings) -> Oci {
+    pub(crate) fn new(settings: Settings) -> Oci {
         Oci {
             settings: Arc::new(settings),
         }
@@ -104,10 +101,6 @@ impl Oci {
 }
 
 impl Environment for Oci {
-    fn name(&self) -> &'static str {
-        "oci"
-    }
-
     fn enter<'a>(
         &'a self,
         task: &'a TaskSpec,
@@ -553,7 +546,6 @@ mod tests {
                 ("PATH".into(), "/opt/conda/bin:/usr/bin".into()),
                 ("LANG".into(), "C.UTF-8".into()),
             ],
-            working_dir: None,
         }
     }
 

@@ -19,7 +19,7 @@ const DEV_NULL: &str = "/dev/null";
 /// One file of a patch: its two sides as the headers name them (`a/x`,
 /// `b/x`, or `/dev/null`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PatchedFile {
+pub(crate) struct PatchedFile {
     pub source: String,
     pub target: String,
 }
@@ -27,7 +27,7 @@ pub struct PatchedFile {
 impl PatchedFile {
     /// unidiff's `path`: the source, or the target for a new file or a
     /// rename, less a one-letter prefix (`a/`, `b/`...).
-    pub fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         let rename = self.source != DEV_NULL
             && self.target != DEV_NULL
             && self.source.get(2..) != self.target.get(2..);
@@ -59,7 +59,7 @@ impl PatchedFile {
 /// The files of `patch`, in order, as `PatchSet(patch)` lists them. Where
 /// unidiff would raise (a `+++` without a `---`, a hunk outside a file),
 /// the files read so far.
-pub fn patched_files(patch: &str) -> Vec<PatchedFile> {
+pub(crate) fn patched_files(patch: &str) -> Vec<PatchedFile> {
     let mut files: Vec<PatchedFile> = Vec::new();
     // Whether the last file is still open (unidiff's `current_file`), and
     // whether its git header block is (its `patch_info`).
@@ -132,7 +132,7 @@ pub fn patched_files(patch: &str) -> Vec<PatchedFile> {
 
 /// `get_modified_files`: the source side of every file that has one,
 /// without its `a/` (sources without that prefix are left out).
-pub fn modified_files(patch: &str) -> Vec<String> {
+pub(crate) fn modified_files(patch: &str) -> Vec<String> {
     patched_files(patch)
         .into_iter()
         .filter(|f| f.source != DEV_NULL)
@@ -199,7 +199,7 @@ const CALYPSO_JSON: [&str; 10] = [
 /// `get_test_cmds_calypso`: per file of the test patch, a jest run of its
 /// package (a snapshot file runs the folder above its `__snapshots__`), or
 /// the e2e suite's; other files run nothing.
-pub fn calypso_test_commands(version: &str, test_patch: &str) -> Vec<String> {
+pub(crate) fn calypso_test_commands(version: &str, test_patch: &str) -> Vec<String> {
     static SNAPSHOT: OnceLock<Regex> = OnceLock::new();
     // A constant pattern: compiles.
     let snapshot = SNAPSHOT
