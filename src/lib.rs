@@ -1,7 +1,7 @@
 //! onebash: batch evaluation of LLM coding agents that have one tool, bash.
 //!
 //! A task goes through five stages, called in order by
-//! [`runner::run_task`]; the folders of `src/` are those stages, and a
+//! `runner::run_task` (runner/tasks.rs); the folders of `src/` are those stages, and a
 //! folder imports only the folders below it in `tests/it/layers.rs`'s
 //! order (ARCHITECTURE.md, "Layers"):
 //!

@@ -50,12 +50,30 @@ pub enum CommandError {
     Input(String),
     /// A run (or validate's) failed after its checks passed: its run
     /// folder could not be written, a `replay:` run folder could not be
-    /// read. The causes follow, joined by `: `.
-    #[error("{0:#}")]
+    /// read. The causes follow, joined by `: `, each once ([`chain`]).
+    #[error("{}", chain(.0))]
     Run(anyhow::Error),
     /// The async runtime of a run could not start.
     #[error("failed to start the async runtime: {0}")]
     Runtime(std::io::Error),
+}
+
+/// An error and its causes, joined by `: `, leaving out a cause whose
+/// words the text before it holds already: the run folder's errors
+/// (`RunFolderError`) name their I/O error in their own message and carry
+/// it as their source too, which anyhow's `{:#}` would print twice.
+fn chain(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let words = cause.to_string();
+        if text.is_empty() {
+            text = words;
+        } else if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+    }
+    text
 }
 
 impl CommandError {
@@ -137,6 +155,29 @@ mod tests {
         for (err, code, text) in cases {
             assert_eq!(err.exit_code(), code, "{err}");
             assert!(err.to_string().starts_with(text), "{err}");
+            // The I/O error a run folder error names is its source too:
+            // said once.
+            assert!(err.to_string().matches("(os error").count() <= 1, "{err}");
         }
+    }
+
+    /// A run's error reads as its causes, each once: a cause the message
+    /// names already is not repeated, one it does not name follows it.
+    #[test]
+    fn a_run_error_says_each_cause_once() {
+        let written = anyhow::Error::new(RunFolderError::Write {
+            path: "out/run.json".into(),
+            source: std::io::Error::from_raw_os_error(libc::EISDIR),
+        })
+        .context("the run stopped");
+        assert_eq!(
+            CommandError::Run(written).to_string(),
+            "the run stopped: failed to write out/run.json: Is a directory (os error 21)"
+        );
+        let plain = anyhow::anyhow!("no answer").context("the model preflight failed");
+        assert_eq!(
+            CommandError::Run(plain).to_string(),
+            "the model preflight failed: no answer"
+        );
     }
 }

@@ -186,7 +186,7 @@ pub struct PerTestVerdict {
     pub fail_to_pass: Vec<Graded>,
     pub pass_to_pass: Vec<Graded>,
     /// Set when the task was graded by SWE-bench's own recipe
-    /// (swebench_log.rs).
+    /// (grade/swebench/).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
 }

@@ -516,9 +516,11 @@ impl TaskRun<'_> {
         Tested::Verdict(verdict)
     }
 
-    /// The row of a task whose agent ran, from what each stage found. The
-    /// first failure decides the status and the exit reason; every error
-    /// is kept, in the order it happened ([`Errors`]).
+    /// The row of a task whose agent ran, from what each stage found: a
+    /// stage that ends the task without a verdict decides the status and
+    /// the exit reason (Ctrl-C: `interrupted`), an error that comes with a
+    /// verdict changes neither, and every error is kept, in the order it
+    /// happened ([`Errors`]).
     fn row(&self, found: Found) -> ResultRow {
         let mut row = self.agent_row(&found.agent);
         row.history_probes = Some(found.history_probes);
@@ -533,9 +535,7 @@ impl TaskRun<'_> {
             // The agent's end cannot be graded: it says why (status error).
             None => {}
             Some(Tested::Interrupted) => {
-                if row.exit_reason.is_gradable() {
-                    row.exit_reason = ExitReason::Interrupted;
-                }
+                row.exit_reason = ExitReason::Interrupted;
                 errors.push(INTERRUPTED);
             }
             Some(Tested::Failed { seconds, error }) => {

@@ -43,7 +43,7 @@ pub(crate) fn convert(fields: &mut Map<String, Value>, repo_base: &str) -> Resul
         }
     }
     // The instance's `owner/name` picks SWE-bench's eval spec
-    // (swebench_spec.rs); `repo` becomes a clone location.
+    // (grade/swebench/spec.rs); `repo` becomes a clone location.
     let instance_repo = fields.get("repo").cloned();
     match fields.get("repo") {
         Some(Value::String(repo)) if is_owner_name(repo) => {

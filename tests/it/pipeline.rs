@@ -1091,6 +1091,8 @@ fn a_run_folder_that_cannot_be_written_is_named_in_the_message() {
     assert_eq!(run.code, 1, "stderr:\n{}", run.stderr);
     let named = format!("error: failed to write {}: ", blocked.display());
     assert!(run.stderr.contains(&named), "{}", run.stderr);
+    // The OS error is said once, not again as the error's cause.
+    assert_eq!(run.stderr.matches("(os error").count(), 1, "{}", run.stderr);
     std::fs::remove_dir(&blocked).expect("rmdir");
 
     // SAFETY: geteuid has no preconditions.

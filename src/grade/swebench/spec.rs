@@ -234,7 +234,7 @@ fn lookup<'s>(
 enum Line {
     /// onebash runs it.
     Run(String),
-    /// onebash does it itself (grade.rs resets the test files and applies
+    /// onebash does it itself (runner/test_run.rs resets the test files and applies
     /// the test patch; the repo is the working directory) or leaves it
     /// out (`git status`, `git show`, `git diff` are only informational;
     /// `git config --global` would change the host's settings; the tests
@@ -528,7 +528,7 @@ mod tests {
              TERM=dumb ./runtest --durable --single unit/type/stream --only \"/*XTRIM*\"\n\
              : '>>>>> End Test Output'\n"
         );
-        // The package's script also resets and applies (grade.rs's work),
+        // The package's script also resets and applies (runner/test_run.rs's work),
         // and resets again after.
         let whole = package_script(&instance("redis/redis", "10068", patch)).expect("known");
         assert!(whole.starts_with("#!/bin/bash\nset -uxo pipefail\ncd /testbed\n"));
