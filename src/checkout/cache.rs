@@ -586,11 +586,25 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
         std::process::id(),
         COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    let copied = std::fs::copy(from, &partial).and_then(|_| std::fs::rename(&partial, to));
+    let copied = std::fs::copy(from, &partial).and_then(|_| publish(&partial, to));
     if copied.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
     copied
+}
+
+/// Puts a finished copy at `to` unless another task's copy got there
+/// first, in which case that one stays and every task links the same file
+/// (a rename would replace it, and the tasks that linked it before would
+/// hold a copy of their own). A file system without hard links renames.
+fn publish(partial: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(partial, to) {
+        Ok(()) => std::fs::remove_file(partial),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(partial)
+        }
+        Err(_) => std::fs::rename(partial, to),
+    }
 }
 
 /// The thread of [`RepoCache::prepare`]: stopped (after the fix under
@@ -954,6 +968,28 @@ fn patch_texts(diff: &Diff<'_>) -> Result<Vec<(PathBuf, Vec<u8>)>, GitError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    /// Two tasks copying the same pack at once: the copy that finishes
+    /// second leaves the first in place (same inode), so the tasks that
+    /// already linked it share it with the rest.
+    #[test]
+    fn a_copy_that_finishes_second_keeps_the_first() {
+        let tmp = tempfile::tempdir().expect("temp folder");
+        let to = tmp.path().join("pack-1.idx");
+        std::fs::write(&to, "idx bytes").expect("the first copy");
+        let first = std::fs::metadata(&to).expect("stat").ino();
+        let partial = tmp.path().join("pack-1.onebash-partial-2");
+        std::fs::write(&partial, "idx bytes").expect("the second copy");
+        publish(&partial, &to).expect("publish");
+        assert_eq!(std::fs::metadata(&to).expect("stat").ino(), first);
+        assert!(!partial.exists(), "the second copy is removed");
+        let fresh = tmp.path().join("pack-2.idx");
+        let partial = tmp.path().join("pack-2.onebash-partial-3");
+        std::fs::write(&partial, "other").expect("a copy");
+        publish(&partial, &fresh).expect("publish");
+        assert_eq!(std::fs::read_to_string(&fresh).expect("read"), "other");
+        assert!(!partial.exists(), "the copy is in place, its name gone");
+    }
 
     #[test]
     fn a_seeded_file_is_copied_when_it_cannot_be_linked() {
