@@ -1,9 +1,9 @@
 //! onebash: batch evaluation of LLM coding agents that have one tool, bash.
 //!
 //! A task goes through five stages, called in order by
-//! `runner::run_task` (runner/tasks.rs); the folders of `src/` are those stages, and a
-//! folder imports only the folders below it in `tests/it/layers.rs`'s
-//! order (ARCHITECTURE.md, "Layers"):
+//! `runner::run_task` (runner/tasks.rs); the folders of `src/` are those
+//! stages, and a folder imports only the folders below it in
+//! `tests/it/layers.rs`'s order (ARCHITECTURE.md, "Layers"):
 //!
 //! 1. [`task`]: the task file is read and checked whole before anything runs;
 //! 2. [`checkout`]: the repo is mirrored once into a cache and each task gets

@@ -20,8 +20,9 @@ pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05
 /// the previous request wrote (mini-swe-agent and SWE-agent do the same).
 const ROLLING_BREAKPOINTS: usize = 2;
 /// The Messages API requires `max_tokens`; this is used when
-/// `--max-output-tokens` is not given. (config/run_config.rs owns it: it checks the
-/// thinking budget against it, and may not depend on this file.)
+/// `--max-output-tokens` is not given. (config/run_config.rs owns it: it
+/// checks the thinking budget against it, and may not depend on this
+/// file.)
 pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = crate::config::ANTHROPIC_MAX_OUTPUT_TOKENS;
 
 pub(crate) struct AnthropicClient {
@@ -99,7 +100,8 @@ impl AnthropicClient {
         if let Some(p) = s.top_p {
             body.insert("top_p".into(), json!(p));
         }
-        // The Messages API has no seed; config/run_config.rs warns when one is given.
+        // The Messages API has no seed; config/run_config.rs warns when one
+        // is given.
         body.extend(s.extra.clone());
         body
     }

@@ -234,8 +234,8 @@ fn lookup<'s>(
 enum Line {
     /// onebash runs it.
     Run(String),
-    /// onebash does it itself (runner/test_run.rs resets the test files and applies
-    /// the test patch; the repo is the working directory) or leaves it
+    /// onebash does it itself (runner/test_run.rs resets the test files and
+    /// applies the test patch; the repo is the working directory) or leaves it
     /// out (`git status`, `git show`, `git diff` are only informational;
     /// `git config --global` would change the host's settings; the tests
     /// are not reset after the run, whose checkout or container goes).
@@ -528,8 +528,8 @@ mod tests {
              TERM=dumb ./runtest --durable --single unit/type/stream --only \"/*XTRIM*\"\n\
              : '>>>>> End Test Output'\n"
         );
-        // The package's script also resets and applies (runner/test_run.rs's work),
-        // and resets again after.
+        // The package's script also resets and applies (runner/test_run.rs's
+        // work), and resets again after.
         let whole = package_script(&instance("redis/redis", "10068", patch)).expect("known");
         assert!(whole.starts_with("#!/bin/bash\nset -uxo pipefail\ncd /testbed\n"));
         assert!(whole.contains("git checkout abc123 tests/unit/type/stream.tcl\ngit apply --verbose --reject - <<'EOF_114329324912'\n"));
