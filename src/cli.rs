@@ -147,11 +147,23 @@ pub enum Command {
         after_help = "Examples:\n  onebash pull tasks.jsonl --env oci --image 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace(\"__\", \"_1776_\") }}:latest'\n  onebash pull tasks.jsonl --env oci --shard 3/8 --cache-dir /local/onebash"
     )]
     Pull(PullArgs),
+    /// The datasets onebash knows by name (each `hf:OWNER/NAME:SPLIT` on the Hugging Face Hub), and those in the cache.
+    #[command(
+        after_help = "Examples:\n  onebash datasets\n  onebash run swe-bench-verified -m gpt-4.1 --env podman\n  onebash run hf:SWE-bench/SWE-bench_Lite@<sha>:dev --dry-run --env oci"
+    )]
+    Datasets(DatasetsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DatasetsArgs {
+    /// The cache whose datasets are listed, as for run [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
-    /// The task file (JSONL, one task per line).
+    /// The tasks, as for run: a JSONL file, or a dataset (`hf:OWNER/NAME[@REVISION][:SPLIT]` or a name `onebash datasets` lists); the dataset is cached too, so runs on machines without network read it.
     pub tasks: PathBuf,
     /// Where the images go: `oci` (onebash's cache, as `run --env oci` reads it), `podman` or `docker` (the engine's store).
     #[arg(long = "env", value_enum, default_value_t = EnvKind::Oci)]
@@ -285,7 +297,8 @@ pub struct MergeArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task file (JSONL, one task per line).
+    /// The tasks: a JSONL file (one task per line), a folder of Harbor tasks, or a dataset on the Hugging Face Hub: `hf:OWNER/NAME[@REVISION][:SPLIT]` (split `test` by default) or a name `onebash datasets` lists (`swe-bench-verified`).
+    #[arg(value_name = "TASKS")]
     pub tasks: PathBuf,
 
     /// Model name sent to the API; or `oracle` (applies each task's gold_patch, no API), `noop` (changes nothing), `replay:RUN_DIR` (plays back a recorded run).
@@ -445,8 +458,9 @@ pub struct RunArgs {
     pub allow_network: bool,
 
     /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from a registry (`docker://REF` or `REF`, as podman names it), `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
-    #[arg(long = "env", value_enum, default_value_t = EnvKind::Host)]
-    pub env_kind: EnvKind,
+    /// [default: host; tasks that name an image then stop the run, unless `--env host` is given]
+    #[arg(long = "env", value_enum)]
+    pub env: Option<EnvKind>,
 
     /// The image of tasks that have no `image` field: a template over the task's fields (and `instance_id`, the id), e.g. 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest'.
     #[arg(long, value_name = "TEMPLATE")]
@@ -487,6 +501,17 @@ pub struct RunArgs {
     /// Keep each task's working copy (under the run folder's workdirs/, or --workdirs) instead of deleting it.
     #[arg(long)]
     pub keep_workdirs: bool,
+
+    /// Make every check a run makes before its first task (flags, tasks, dataset, images, engine), print what would run, and stop: no model call, no run folder.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl RunArgs {
+    /// `--env`, host when not given.
+    pub fn env_kind(&self) -> EnvKind {
+        self.env.unwrap_or(EnvKind::Host)
+    }
 }
 
 use crate::task::MAX_SECONDS;

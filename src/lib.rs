@@ -32,6 +32,7 @@ mod checkout;
 pub mod cli;
 pub mod commands;
 pub mod config;
+mod dataset;
 mod env;
 mod events;
 pub mod grade;

@@ -41,6 +41,8 @@ fn main() {
         Command::Run(args) => unsafe { Secrets::take(args.api_key_env.as_deref()) },
         // SAFETY: as above. Its runs need no key; none stays behind.
         Command::Validate(_) => unsafe { Secrets::take(None) },
+        // SAFETY: as above. For HF_TOKEN, when the tasks are a dataset.
+        Command::Pull(_) => unsafe { Secrets::take(None) },
         _ => Secrets::default(),
     };
     let code = match onebash::commands::dispatch::dispatch(cli.command, &secrets) {

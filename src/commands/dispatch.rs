@@ -18,6 +18,10 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
     match command {
         // The arguments are checked first; only then is the machine looked
         // at (bwrap run once, cgroups found), still before the runtime.
+        Command::Run(args) if args.dry_run => {
+            let config = RunConfig::from_args(&args, secrets)?;
+            printed(crate::commands::dry_run::dry_run(&config)?)
+        }
         Command::Run(args) => {
             let config = RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?;
             for warning in &config.warnings {
@@ -38,12 +42,13 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
             args.output.as_deref(),
         )?),
         Command::Show(args) => printed(show::show(&args.target, args.task.as_deref(), args.epoch)?),
-        Command::Validate(args) => validate_command(&args),
+        Command::Validate(args) => validate_command(&args, secrets),
         Command::Export(args) => export_command(&args),
         Command::Pull(args) => {
-            println!("{}", pull::pull(&args)?);
+            println!("{}", pull::pull(&args, secrets)?);
             Ok(EXIT_OK)
         }
+        Command::Datasets(args) => printed(crate::commands::datasets::list(&args)),
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(
@@ -64,9 +69,9 @@ fn printed(text: String) -> Result<i32, CommandError> {
 
 /// `validate`: both runs' settings checked before either runs, each
 /// warning of the machine shown once.
-fn validate_command(args: &ValidateArgs) -> Result<i32, CommandError> {
+fn validate_command(args: &ValidateArgs, secrets: &Secrets) -> Result<i32, CommandError> {
     let out = args.out.clone().unwrap_or_else(default_validate_out);
-    let configs = validate::configs(&args.tasks, args.runs, &out, &args.run_flags)?;
+    let configs = validate::configs(&args.tasks, args.runs, &out, &args.run_flags, secrets)?;
     // Both phases run on the same machine: each warning once.
     let mut shown: Vec<&String> = Vec::new();
     for warning in configs.iter().flat_map(|config| &config.warnings) {

@@ -22,6 +22,9 @@ pub const EXIT_USAGE: i32 = 2;
 /// the key, or the first tasks all ended on the same refusal before any
 /// call was answered.
 pub const EXIT_API_REFUSED: i32 = 3;
+/// A dataset's Hub could not be reached and the cache does not hold the
+/// revision: nothing ran; the same command works once the network does.
+pub const EXIT_HUB_UNREACHABLE: i32 = 3;
 /// Ctrl-C or SIGTERM.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
@@ -82,11 +85,12 @@ impl CommandError {
     /// could not go on.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CommandError::Config(_)
-            | CommandError::Output(_)
+            CommandError::Config(err) if err.hub_unreachable() => EXIT_HUB_UNREACHABLE,
+            CommandError::Config(_) => EXIT_USAGE,
+            CommandError::Pull(err) => err.exit_code(),
+            CommandError::Output(_)
             | CommandError::Merge(_)
             | CommandError::Export(_)
-            | CommandError::Pull(_)
             | CommandError::Show(_)
             | CommandError::Input(_) => EXIT_USAGE,
             CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,

@@ -2,7 +2,9 @@
 //! command line, and `error` maps what failed to its exit code.
 
 pub(crate) mod compare;
+pub(crate) mod datasets;
 pub mod dispatch;
+pub(crate) mod dry_run;
 pub mod error;
 pub(crate) mod export;
 pub(crate) mod html;

@@ -15,27 +15,57 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 
 use crate::cli::{EnvKind, PullArgs};
-use crate::task::{LoadOptions, load_tasks};
+use crate::config::Secrets;
+use crate::config::source::{DatasetContext, SourceError};
+use crate::task::LoadOptions;
 
-/// Why the images could not be made ready: exit code 2.
+/// Why the images could not be made ready: exit code 2 (3 for a dataset
+/// whose Hub cannot be reached, as for run).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct PullError(String);
+pub enum PullError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl PullError {
+    pub(crate) fn exit_code(&self) -> i32 {
+        match self {
+            PullError::Source(err) if err.hub_unreachable() => {
+                crate::commands::error::EXIT_HUB_UNREACHABLE
+            }
+            PullError::Source(_) | PullError::Other(_) => crate::commands::error::EXIT_USAGE,
+        }
+    }
+}
 
 /// Makes the images ready; what to print on success.
-pub(crate) fn pull(args: &PullArgs) -> Result<String, PullError> {
+pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullError> {
     let options = LoadOptions {
         repo_base: args.repo_base.clone(),
         test_command: None,
         image: args.image.clone(),
     };
-    let file = load_tasks(&args.tasks, &options).map_err(|err| PullError(err.to_string()))?;
+    let cache_dir = args
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::config::default_cache_dir);
+    let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
+    let context = DatasetContext {
+        token: secrets.hf_token(),
+        cache_dir: cache_dir.clone(),
+        pinned_sha: None,
+    };
+    let file = crate::config::source::load(&args.tasks, &options, &context)?;
     let filter = args
         .filter
         .as_deref()
         .map(Regex::new)
         .transpose()
-        .map_err(|err| PullError(format!("--filter is not a valid regular expression: {err}")))?;
+        .map_err(|err| {
+            PullError::Other(format!("--filter is not a valid regular expression: {err}"))
+        })?;
     let mut images: Vec<String> = Vec::new();
     let mut without: Vec<&str> = Vec::new();
     for (i, task) in file.tasks.iter().enumerate() {
@@ -51,35 +81,30 @@ pub(crate) fn pull(args: &PullArgs) -> Result<String, PullError> {
         }
     }
     if !without.is_empty() {
-        return Err(PullError(format!(
+        return Err(PullError::Other(format!(
             "these tasks name no image: {}\nhint: give --image TEMPLATE, as for run",
             without.join(", ")
         )));
     }
     if images.is_empty() {
-        return Err(PullError(
+        return Err(PullError::Other(
             "no task is selected; hint: check --filter and --shard".to_owned(),
         ));
     }
-    let cache_dir = args
-        .cache_dir
-        .clone()
-        .unwrap_or_else(crate::config::default_cache_dir);
-    let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
     let count = images.len();
     let place = match args.env_kind {
         EnvKind::Oci => {
             crate::env::oci::Images::prepare(&cache_dir, &images, args.pull)
-                .map_err(|err| PullError(err.to_string()))?;
+                .map_err(|err| PullError::Other(err.to_string()))?;
             oci_dir(&cache_dir).display().to_string()
         }
         EnvKind::Podman | EnvKind::Docker => {
             crate::env::container::Engine::probe(args.env_kind, &images, args.pull)
-                .map_err(|err| PullError(err.to_string()))?;
+                .map_err(|err| PullError::Other(err.to_string()))?;
             format!("{}'s store", args.env_kind.engine().unwrap_or("the engine"))
         }
         EnvKind::Host => {
-            return Err(PullError(
+            return Err(PullError::Other(
                 "--env host runs no image: nothing to pull\nhint: --env oci, podman or docker"
                     .to_owned(),
             ));

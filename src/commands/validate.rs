@@ -42,6 +42,7 @@ pub(crate) fn configs(
     runs: u32,
     out: &Path,
     extra: &[String],
+    secrets: &crate::config::Secrets,
 ) -> Result<Vec<RunConfig>, CommandError> {
     let mut configs = Vec::new();
     for (model, phase_runs) in [("noop", 1), ("oracle", runs)] {
@@ -67,10 +68,7 @@ pub(crate) fn configs(
                 "internal error: validate built a command that is not `run`".to_owned(),
             ));
         };
-        configs.push(
-            RunConfig::from_args(&args, &crate::config::Secrets::default())
-                .and_then(RunConfig::probe)?,
-        );
+        configs.push(RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?);
     }
     Ok(configs)
 }
@@ -205,7 +203,13 @@ mod tests {
     #[test]
     fn a_flag_validate_sets_itself_is_refused_in_one_message() {
         let extra = ["--model".to_owned(), "other".to_owned()];
-        let Err(err) = configs(Path::new("tasks.jsonl"), 1, Path::new("out"), &extra) else {
+        let Err(err) = configs(
+            Path::new("tasks.jsonl"),
+            1,
+            Path::new("out"),
+            &extra,
+            &crate::config::Secrets::default(),
+        ) else {
             panic!("--model twice was taken");
         };
         assert_eq!(err.exit_code(), 2, "{err}");

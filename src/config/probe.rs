@@ -114,3 +114,61 @@ impl Probed {
         Ok((probed, warnings))
     }
 }
+
+/// What `run --dry-run` finds: the probes a run makes, without pulling,
+/// fetching or unpacking an image.
+#[derive(Debug, Clone)]
+pub(crate) struct Looked {
+    /// The name a run would record (`bwrap`, `none`, the engine).
+    pub sandbox_used: &'static str,
+    /// Each image once, in the order tasks name them, and whether it is
+    /// there or would be pulled.
+    pub images: Vec<(String, crate::env::oci::Readiness)>,
+    pub warnings: Vec<String>,
+}
+
+impl Probed {
+    /// [`Probed::probe`]'s checks, images looked at and not made ready: the
+    /// engine found and answering, each image in its store or (missing)
+    /// named by its registry; `--env oci`'s images in the cache or named by
+    /// theirs; bwrap on the host. An error is the one the run would stop
+    /// with.
+    pub(crate) fn look(
+        mode: SandboxMode,
+        hidden: &[PathBuf],
+        (env_kind, images, pull): (EnvKind, &[String], PullPolicy),
+        cache_dir: &Path,
+    ) -> Result<Looked, ProbeError> {
+        use crate::env::oci::Readiness;
+        let mut warnings = Vec::new();
+        let (sandbox_used, images) = match env_kind {
+            EnvKind::Podman | EnvKind::Docker => {
+                let (engine, to_pull) = Engine::look(env_kind, images, pull)?;
+                let mut states = Vec::new();
+                for image in images {
+                    if states.iter().any(|(seen, _)| seen == image) {
+                        continue;
+                    }
+                    let state = match (to_pull.contains(image), pull) {
+                        (false, _) => Readiness::Present,
+                        (true, PullPolicy::Always) => Readiness::ToPullAgain,
+                        (true, _) => crate::env::oci::look_in_registry(cache_dir, image)?,
+                    };
+                    states.push((image.clone(), state));
+                }
+                (engine.name(), states)
+            }
+            EnvKind::Oci => ("bwrap", crate::env::oci::look(cache_dir, images, pull)?),
+            EnvKind::Host => {
+                let (sandbox, warning) = Sandbox::choose(mode, hidden)?;
+                warnings.extend(warning);
+                (sandbox.name(), Vec::new())
+            }
+        };
+        Ok(Looked {
+            sandbox_used,
+            images,
+            warnings,
+        })
+    }
+}

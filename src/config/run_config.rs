@@ -22,17 +22,22 @@ use crate::checkout::History;
 use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
 use crate::config::pricing::{PRICES_TAKEN, Price, PriceError, builtin_price};
 use crate::config::probe::{ProbeError, Probed};
+use crate::config::source::{DatasetContext, DatasetRecord, SourceError};
 use crate::run_folder::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
 use crate::task::prompt::{PromptError, PromptVariant};
-use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks};
+use crate::task::{LoadOptions, TaskFileError, TaskSpec};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Variables that hold API keys, erased from the process at start-up.
-const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+/// The Hugging Face Hub's token (gated datasets), taken out of the
+/// environment with the API keys: no command of the agent can read it.
+const HF_TOKEN: &str = "HF_TOKEN";
+
+const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", HF_TOKEN];
 
 /// Which model answers.
 #[derive(Debug, Clone, Serialize)]
@@ -122,8 +127,11 @@ pub(crate) struct RunConfig<P = Probed> {
     pub retry_errors: bool,
     /// `--junit-path`, relative to the checkout.
     pub junit_path: Option<PathBuf>,
-    /// sha256 of the task file's bytes.
+    /// sha256 of the task file's bytes (of a dataset's file hashes).
     pub task_file_sha256: String,
+    /// The dataset the tasks are the rows of, as read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetRecord>,
     /// `--test-command`: the template for tasks that have no test command.
     pub test_command: Option<String>,
     pub sandbox_mode: SandboxMode,
@@ -195,6 +203,9 @@ pub(crate) use crate::cli::Shard;
 pub enum ConfigError {
     #[error(transparent)]
     Tasks(#[from] TaskFileError),
+    /// A task file or dataset that cannot be read.
+    #[error(transparent)]
+    Source(#[from] SourceError),
     #[error(transparent)]
     Prompt(#[from] PromptError),
     #[error("{0}")]
@@ -207,11 +218,27 @@ pub enum ConfigError {
     Probe(#[from] ProbeError),
 }
 
+impl ConfigError {
+    /// A dataset's Hub could not be reached and nothing usable was cached:
+    /// exit 3, as when the model API cannot be (else 2, the arguments').
+    pub(crate) fn hub_unreachable(&self) -> bool {
+        matches!(self, ConfigError::Source(err) if err.hub_unreachable())
+    }
+}
+
 impl RunConfig {
     /// The settings that decide outcomes. A resumed run and the shards of a
     /// merge must agree on every one; how many tasks run at once, which
     /// tasks are selected and where the cache is may differ.
     pub(crate) fn fingerprint(&self) -> serde_json::Value {
+        self.fingerprint_with(self.probed.sandbox_used)
+    }
+}
+
+impl<P> RunConfig<P> {
+    /// [`RunConfig::fingerprint`] with the sandbox a probe found (or, for
+    /// `--dry-run`, would find).
+    pub(crate) fn fingerprint_with(&self, sandbox_used: &str) -> serde_json::Value {
         let (provider, request) = match &self.model {
             ModelChoice::Oracle | ModelChoice::Noop | ModelChoice::Replay { .. } => (None, None),
             ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
@@ -234,7 +261,7 @@ impl RunConfig {
             "command_timeout_s": self.command_timeout.as_secs_f64(),
             "task_timeout_s": self.task_timeout.as_secs_f64(),
             "test_timeout_s": self.test_timeout.as_secs_f64(),
-            "sandbox": self.probed.sandbox_used,
+            "sandbox": sandbox_used,
             "junit_path": self.junit_path,
             "allow_network": self.allow_network,
             "limits": self.limits,
@@ -257,6 +284,15 @@ impl RunConfig {
             request.insert(
                 "interleaved_thinking".to_owned(),
                 serde_json::json!(api.request.interleaved_thinking),
+            );
+        }
+        // The commit a dataset's rows came from (their hashes are in
+        // task_file_sha256 already): in the fingerprint only for a dataset,
+        // so task-file runs from before datasets keep resuming.
+        if let (Some(dataset), Some(fields)) = (&self.dataset, fingerprint.as_object_mut()) {
+            fields.insert(
+                "dataset".to_owned(),
+                serde_json::json!(dataset.fingerprint()),
             );
         }
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
@@ -300,9 +336,24 @@ impl RunConfig<Unprobed> {
         args: &RunArgs,
         secrets: &Secrets,
     ) -> Result<RunConfig<Unprobed>, ConfigError> {
-        let (tasks, task_file_sha256) = select_tasks(args)?;
-        check_container_args(args, &tasks)?;
-        let mut warnings = Vec::new();
+        let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
+        let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
+        let out_dir_given = args.out.clone();
+        let context = DatasetContext {
+            token: secrets.hf_token(),
+            cache_dir: cache_dir.clone(),
+            // A resume reads the commit the run read before, whatever the
+            // revision's name points at now, and needs no network for it.
+            pinned_sha: match (&out_dir_given, args.resume) {
+                (Some(out), true) => crate::config::source::pinned_by(out, &args.tasks),
+                _ => None,
+            },
+        };
+        let selected = select_tasks(args, &context)?;
+        let tasks = selected.tasks;
+        let task_file_sha256 = selected.sha256;
+        let mut warnings = selected.warnings;
+        check_container_args(args, &tasks, &mut warnings)?;
         let model = model_choice(args, secrets, &mut warnings)?;
         if matches!(model, ModelChoice::Oracle) {
             check_gold_patches(&tasks)?;
@@ -318,8 +369,6 @@ impl RunConfig<Unprobed> {
         };
         let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
         check_out_dir(&out_dir, args.resume)?;
-        let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
-        let cache_dir = std::path::absolute(&cache_dir).unwrap_or(cache_dir);
         let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
         let workdirs_root = args.workdirs.as_deref().map(absolute);
         if let Some(root) = &workdirs_root {
@@ -330,7 +379,8 @@ impl RunConfig<Unprobed> {
             Some(root) => root.join(workdirs_name(&out_dir)),
         };
 
-        let hidden = hidden_paths(&args.tasks, &tasks, &out_dir, &cache_dir, workdirs_root);
+        let mut hidden = hidden_paths(&args.tasks, &tasks, &out_dir, &cache_dir, workdirs_root);
+        hidden.extend(selected.hidden);
         let limits = limits_of(args)?;
 
         Ok(RunConfig {
@@ -361,11 +411,12 @@ impl RunConfig<Unprobed> {
             retry_errors: args.retry_errors,
             junit_path: args.junit_path.clone(),
             task_file_sha256,
+            dataset: selected.dataset,
             test_command: args.test_command.clone(),
             sandbox_mode: args.sandbox,
             hidden,
             allow_network: args.allow_network,
-            env_kind: args.env_kind,
+            env_kind: args.env_kind(),
             image: args.image.clone(),
             workdir: args.workdir.clone(),
             cpus: args.cpus,
@@ -381,13 +432,7 @@ impl RunConfig<Unprobed> {
     /// can be made. `--sandbox bwrap` that cannot be had is an error like
     /// a bad argument (exit 2); a fallback adds a warning.
     pub(crate) fn probe(self) -> Result<RunConfig, ConfigError> {
-        // A Harbor task's image is built when the task starts.
-        let images: Vec<String> = self
-            .tasks
-            .iter()
-            .filter(|t| t.harbor.as_ref().is_none_or(|h| h.context.is_none()))
-            .filter_map(|t| t.image.clone())
-            .collect();
+        let images = self.images();
         let (probed, warnings) = Probed::probe(
             self.sandbox_mode,
             &self.hidden,
@@ -398,6 +443,28 @@ impl RunConfig<Unprobed> {
         let mut config = self.with_probed(probed);
         config.warnings.extend(warnings);
         Ok(config)
+    }
+
+    /// What [`RunConfig::probe`] checks, with nothing pulled or unpacked:
+    /// for `run --dry-run`.
+    pub(crate) fn look(&self) -> Result<crate::config::probe::Looked, ConfigError> {
+        let images = self.images();
+        Ok(Probed::look(
+            self.sandbox_mode,
+            &self.hidden,
+            (self.env_kind, &images, self.pull),
+            &self.cache_dir,
+        )?)
+    }
+
+    /// The images the probe makes ready, in task order. A Harbor task's
+    /// image is built when the task starts.
+    fn images(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .filter(|t| t.harbor.as_ref().is_none_or(|h| h.context.is_none()))
+            .filter_map(|t| t.image.clone())
+            .collect()
     }
 
     /// The same settings with what is known of the machine.
@@ -430,6 +497,7 @@ impl RunConfig<Unprobed> {
             retry_errors: self.retry_errors,
             junit_path: self.junit_path,
             task_file_sha256: self.task_file_sha256,
+            dataset: self.dataset,
             test_command: self.test_command,
             sandbox_mode: self.sandbox_mode,
             hidden: self.hidden,
@@ -446,9 +514,46 @@ impl RunConfig<Unprobed> {
     }
 }
 
+/// Tasks that name an image, run where no image is used. Without `--env`
+/// that is a mistake to stop at: SWE-bench's eval scripts then fail on the
+/// host in ways that read as the model's failure. `--env host` says it is
+/// meant, and gets one warning.
+fn image_guard(
+    args: &RunArgs,
+    tasks: &[TaskSpec],
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let named = tasks.iter().filter(|t| t.image.is_some()).count();
+    let Some(first) = tasks.iter().find(|t| t.image.is_some()) else {
+        return Ok(());
+    };
+    let image = first.image.as_deref().unwrap_or_default();
+    if args.env.is_none() {
+        let from = if args.image.is_some() {
+            "--image names an image for every task"
+        } else {
+            "tasks name an image"
+        };
+        return Err(ConfigError::Usage(format!(
+            "{from} ({named} of {}; the first, {}, runs in {image}), but no --env was chosen, and on the host the image is not used\nhint: run them in their images with --env podman, --env docker or --env oci; or give --env host to run them on this machine as they are",
+            tasks.len(),
+            first.id,
+        )));
+    }
+    warnings.push(format!(
+        "--env host: {named} tasks name an image (the first, {}: {image}); they run on this machine, not in it",
+        first.id
+    ));
+    Ok(())
+}
+
 /// The container flags, and an image for every selected task when tasks
 /// run in containers.
-fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), ConfigError> {
+fn check_container_args(
+    args: &RunArgs,
+    tasks: &[TaskSpec],
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
     let dir = &args.workdir;
     if !dir.starts_with('/') || dir.trim_end_matches('/').is_empty() {
         return Err(ConfigError::Usage(format!(
@@ -462,17 +567,17 @@ fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), Config
             "--cpus {cpus} must be a positive number"
         )));
     }
-    if args.env_kind.engine().is_none()
+    if args.env_kind().engine().is_none()
         && let Some(task) = tasks.iter().find(|t| t.harbor.is_some())
     {
         return Err(ConfigError::Usage(format!(
             "Harbor tasks (such as {}) run in the image their environment/ builds, which --env {} cannot do\nhint: run with --env podman or --env docker",
             task.id,
-            args.env_kind.image_backend().unwrap_or("host")
+            args.env_kind().image_backend().unwrap_or("host")
         )));
     }
-    let Some(engine) = args.env_kind.image_backend() else {
-        return Ok(());
+    let Some(engine) = args.env_kind().image_backend() else {
+        return image_guard(args, tasks, warnings);
     };
     let without: Vec<&str> = tasks
         .iter()
@@ -500,23 +605,19 @@ fn check_container_args(args: &RunArgs, tasks: &[TaskSpec]) -> Result<(), Config
     )))
 }
 
-/// The tasks of the task file (or Harbor folder) that `--shard`,
-/// `--filter` and `--limit` select, in order, and the file's sha256.
-fn select_tasks(args: &RunArgs) -> Result<(Vec<TaskSpec>, String), ConfigError> {
+/// The tasks of the task file, Harbor folder or dataset that `--shard`,
+/// `--filter` and `--limit` select, in order, with what identifies them.
+fn select_tasks(
+    args: &RunArgs,
+    context: &DatasetContext,
+) -> Result<crate::config::source::Loaded, ConfigError> {
     let options = LoadOptions {
         repo_base: args.repo_base.clone(),
         test_command: args.test_command.clone(),
         image: args.image.clone(),
     };
-    let TaskFile {
-        tasks: all_tasks,
-        sha256: task_file_sha256,
-    } = if crate::task::harbor::is_task_folder(&args.tasks) {
-        // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
-        crate::task::harbor::load(&args.tasks)?
-    } else {
-        load_tasks(&args.tasks, &options)?
-    };
+    let mut loaded = crate::config::source::load(&args.tasks, &options, context)?;
+    let all_tasks = std::mem::take(&mut loaded.tasks);
     let shard = args.shard;
     let filter = args
         .filter
@@ -548,7 +649,8 @@ fn select_tasks(args: &RunArgs) -> Result<(Vec<TaskSpec>, String), ConfigError> 
             "no task is selected; hint: check --filter, --shard and --limit".to_owned(),
         ));
     }
-    Ok((tasks, task_file_sha256))
+    loaded.tasks = tasks;
+    Ok(loaded)
 }
 
 /// `--model oracle` needs every task's solution.
@@ -922,6 +1024,11 @@ impl Secrets {
         Secrets { keys }
     }
 
+    /// `HF_TOKEN`, the Hub's token, when it was set.
+    pub(crate) fn hf_token(&self) -> Option<String> {
+        self.get(HF_TOKEN)
+    }
+
     fn get(&self, name: &str) -> Option<String> {
         self.keys
             .iter()
@@ -1042,6 +1149,101 @@ mod tests {
             panic!("not a run");
         };
         *run
+    }
+
+    /// Tasks that name an image, with no `--env`: the run stops before
+    /// anything, naming the first such task and the environments that use
+    /// images; `--env host` says it is meant, with one warning; `--image`
+    /// alone counts as naming one for every task.
+    #[test]
+    fn tasks_with_an_image_need_an_env() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        let plain = TASK_LINE.replace(r#""id": "t""#, r#""id": "plain""#);
+        let imaged = TASK_LINE.replace(r#""id": "t""#, r#""id": "boxed", "image": "img:1""#);
+        std::fs::write(&tasks, format!("{plain}\n{imaged}\n")).expect("write");
+        let out = dir.path().join("out");
+        let out = out.to_str().expect("a UTF-8 path");
+        let base = ["--model", "oracle", "--sandbox", "none", "-o", out];
+        let args = run_args(&tasks, &base);
+        let err = RunConfig::from_args(&args, &Secrets::default()).expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("tasks name an image (1 of 2; the first, boxed, runs in img:1), but no --env was chosen"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--env podman, --env docker or --env oci"),
+            "{text}"
+        );
+        assert!(!err.hub_unreachable());
+
+        let args = run_args(&tasks, &[&base[..], &["--env", "host"]].concat());
+        let config =
+            RunConfig::from_args(&args, &Secrets::default()).expect("--env host runs them");
+        let warned: Vec<&String> = config
+            .warnings
+            .iter()
+            .filter(|w| w.contains("img:1"))
+            .collect();
+        assert_eq!(warned.len(), 1, "{:?}", config.warnings);
+
+        std::fs::write(&tasks, format!("{plain}\n")).expect("write");
+        let args = run_args(&tasks, &base);
+        assert!(
+            RunConfig::from_args(&args, &Secrets::default()).is_ok(),
+            "no image: no guard"
+        );
+        let args = run_args(&tasks, &[&base[..], &["--image", "x:{{ id }}"]].concat());
+        let text = RunConfig::from_args(&args, &Secrets::default())
+            .expect_err("--image without --env")
+            .to_string();
+        assert!(
+            text.starts_with("--image names an image for every task"),
+            "{text}"
+        );
+    }
+
+    /// `--dry-run` makes the run's checks and prints the plan without
+    /// writing the run folder; a resume's other settings are refused as
+    /// the run would refuse them.
+    #[test]
+    fn a_dry_run_prints_the_plan_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        let lines: Vec<String> = (1..=7)
+            .map(|i| TASK_LINE.replace(r#""id": "t""#, &format!(r#""id": "t{i}""#)))
+            .collect();
+        std::fs::write(&tasks, lines.join("\n")).expect("write");
+        let out = dir.path().join("out");
+        let out_arg = out.to_str().expect("a UTF-8 path");
+        let args = run_args(
+            &tasks,
+            &[
+                "--model",
+                "oracle",
+                "--sandbox",
+                "none",
+                "-o",
+                out_arg,
+                "--runs",
+                "2",
+                "--dry-run",
+            ],
+        );
+        let config = RunConfig::from_args(&args, &Secrets::default()).expect("valid");
+        let plan = crate::commands::dry_run::dry_run(&config).expect("checks pass");
+        assert!(
+            plan.contains("tasks:    7 tasks x 2 epochs = 14 runs"),
+            "{plan}"
+        );
+        assert!(plan.contains("model:    oracle"), "{plan}");
+        assert!(plan.contains("env:      host (sandbox: none)"), "{plan}");
+        assert!(
+            plan.contains("  t1\n") && plan.contains("  ... and 2 more"),
+            "{plan}"
+        );
+        assert!(!out.exists(), "a dry run writes no run folder");
     }
 
     /// `onebash run <(jq ...)`: a pipe gives its bytes once. The file was

@@ -72,6 +72,29 @@ impl Engine {
         images: &[String],
         pull: PullPolicy,
     ) -> Result<Engine, EnvError> {
+        let (engine, to_pull) = Engine::look(kind, images, pull)?;
+        let name = engine.name();
+        for image in to_pull {
+            eprintln!("pulling {image}");
+            let args = [OsString::from("pull"), OsString::from(&image)];
+            run_client(&engine.program, &args, true).map_err(|source| EnvError::Pull {
+                engine: name,
+                image: image.clone(),
+                source,
+            })?;
+        }
+        Ok(engine)
+    }
+
+    /// [`Engine::probe`] without the pulls: the engine found and
+    /// answering, and the images it would pull as `pull` says (each once);
+    /// `--pull never` with an image missing is the error the run gives.
+    /// What `run --dry-run` checks.
+    pub(crate) fn look(
+        kind: EnvKind,
+        images: &[String],
+        pull: PullPolicy,
+    ) -> Result<(Engine, Vec<String>), EnvError> {
         let name = kind.engine().unwrap_or("podman");
         let program = find_on_path(name).ok_or(EnvError::EngineNotOnPath { engine: name })?;
         let engine = Engine { kind, program };
@@ -84,37 +107,25 @@ impl Engine {
                 unique.push(image);
             }
         }
-        let missing: Vec<&String> = match pull {
-            PullPolicy::Always => unique.clone(),
+        let missing: Vec<String> = match pull {
+            PullPolicy::Always => unique.into_iter().cloned().collect(),
             PullPolicy::Never | PullPolicy::Missing => unique
-                .iter()
-                .copied()
+                .into_iter()
                 .filter(|image| {
                     engine
                         .client(&["image", "inspect", image.as_str()])
                         .is_err()
                 })
+                .cloned()
                 .collect(),
         };
-        if missing.is_empty() {
-            return Ok(engine);
-        }
-        if pull == PullPolicy::Never {
+        if pull == PullPolicy::Never && !missing.is_empty() {
             return Err(EnvError::NotInStore {
                 engine: name,
-                images: missing.into_iter().cloned().collect(),
+                images: missing,
             });
         }
-        for image in missing {
-            eprintln!("pulling {image}");
-            let args = [OsString::from("pull"), OsString::from(image)];
-            run_client(&engine.program, &args, true).map_err(|source| EnvError::Pull {
-                engine: name,
-                image: image.clone(),
-                source,
-            })?;
-        }
-        Ok(engine)
+        Ok((engine, missing))
     }
 
     pub(crate) fn name(&self) -> &'static str {

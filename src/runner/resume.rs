@@ -45,8 +45,17 @@ impl ResumePlan {
 /// can be read and its settings that decide outcomes are this run's. Reads
 /// only, so it can come before anything else a run does.
 pub(crate) fn check_settings(folder: &RunFolder, config: &RunConfig) -> Result<(), ResumeError> {
+    check_fingerprint(folder, &config.fingerprint())
+}
+
+/// [`check_settings`] against a fingerprint (`run --dry-run`'s, made with
+/// the sandbox it would use).
+pub(crate) fn check_fingerprint(
+    folder: &RunFolder,
+    fingerprint: &serde_json::Value,
+) -> Result<(), ResumeError> {
     let before = crate::config::manifest::RunManifest::read(folder)?;
-    let differences = compare_fingerprints(&before.fingerprint, &config.fingerprint());
+    let differences = compare_fingerprints(&before.fingerprint, fingerprint);
     if !differences.is_empty() {
         return Err(ResumeError::Settings {
             folder: folder.root().to_owned(),

@@ -87,6 +87,10 @@ const HOME_SECRETS: &[&str] = &[
     ".config/gh",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    // The Hugging Face Hub's token (gated datasets), where its client
+    // keeps it by default; one in another $HF_HOME is hidden by the run.
+    ".cache/huggingface/token",
+    ".huggingface/token",
 ];
 
 /// Why bwrap cannot be had on this machine: the warning of `--sandbox

@@ -190,6 +190,7 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
         workdir: None,
         swebench: None,
         repo_in_image: true,
+        swebench5: Default::default(),
         harbor: Some(std::sync::Arc::new(harbor)),
         extra: Map::new(),
     };

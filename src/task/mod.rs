@@ -11,9 +11,10 @@ mod spec;
 pub(crate) mod swebench;
 pub(crate) mod swebench_family;
 
-pub(crate) use error::IdError;
+pub(crate) use error::{IdError, LineError};
 #[cfg(test)]
 pub(crate) use spec::parse_tasks;
 pub(crate) use spec::{
     HarborTask, LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec, load_tasks,
+    parse_rows,
 };

@@ -121,6 +121,10 @@ pub(crate) struct TaskSpec {
     /// SWE-bench instances. Under `--env host` it is not used.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub repo_in_image: bool,
+    /// A row in swebench 5's format: its own eval script, log parser and
+    /// eval type, kept as the row has them (grading by them is issue 27's).
+    #[serde(flatten)]
+    pub swebench5: Swebench5Fields,
     /// A Harbor task folder's own settings (image build, verifier,
     /// solution): its environment is its image, it has no repo.
     #[serde(skip)]
@@ -146,6 +150,18 @@ impl TaskSpec {
         }
         map
     }
+}
+
+/// The fields a swebench 5 row carries beyond SWE-bench's twelve (the
+/// dataset's `image` is the task's own `image`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct Swebench5Fields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_script: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_parser: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eval_type: Option<String>,
 }
 
 /// What onebash keeps of a Harbor task beyond the common task fields
@@ -277,25 +293,44 @@ pub(crate) fn parse_tasks_with(
     base_dir: &Path,
     options: &LoadOptions,
 ) -> Result<Vec<TaskSpec>, TaskFileError> {
+    let rows = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| (index + 1, object_of_line(line)));
+    parse_rows(rows, file_name, base_dir, options)
+}
+
+/// One line of a task file or row of a dataset, as read: its 1-based
+/// number, and its fields or why it could not be read.
+pub(crate) type Row = (usize, Result<Map<String, Value>, LineError>);
+
+/// Checks every row of a task file or dataset (`source` names it in each
+/// error: `SOURCE:ROW: what is wrong`); nothing is returned unless all
+/// rows are good. Relative repo paths are resolved against `base_dir`.
+pub(crate) fn parse_rows(
+    rows: impl IntoIterator<Item = Row>,
+    source: &str,
+    base_dir: &Path,
+    options: &LoadOptions,
+) -> Result<Vec<TaskSpec>, TaskFileError> {
     let mut tasks = Vec::new();
     let mut errors = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    for (index, line) in text.lines().enumerate() {
-        let line_no = index + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed = parse_line(line, base_dir, options).and_then(|task| {
-            if seen.insert(task.id.as_str().to_owned()) {
-                Ok(task)
-            } else {
-                Err(LineError::DuplicateId(task.id.as_str().to_owned()))
-            }
-        });
+    for (line_no, fields) in rows {
+        let parsed = fields
+            .and_then(|fields| parse_fields(fields, base_dir, options))
+            .and_then(|task| {
+                if seen.insert(task.id.as_str().to_owned()) {
+                    Ok(task)
+                } else {
+                    Err(LineError::DuplicateId(task.id.as_str().to_owned()))
+                }
+            });
         match parsed {
             Ok(task) => tasks.push(task),
             Err(error) => errors.push(BadLine {
-                file: file_name.to_owned(),
+                file: source.to_owned(),
                 line: line_no,
                 error,
             }),
@@ -306,17 +341,25 @@ pub(crate) fn parse_tasks_with(
     }
     if tasks.is_empty() {
         return Err(TaskFileError::NoTask {
-            file: file_name.to_owned(),
+            file: source.to_owned(),
         });
     }
     Ok(tasks)
 }
 
-fn parse_line(line: &str, base_dir: &Path, options: &LoadOptions) -> Result<TaskSpec, LineError> {
-    let value: Value = serde_json::from_str(line).map_err(LineError::Json)?;
-    let Value::Object(mut fields) = value else {
-        return Err(LineError::NotAnObject);
-    };
+/// A line of a task file as the object it must be.
+fn object_of_line(line: &str) -> Result<Map<String, Value>, LineError> {
+    match serde_json::from_str(line).map_err(LineError::Json)? {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(LineError::NotAnObject),
+    }
+}
+
+fn parse_fields(
+    mut fields: Map<String, Value>,
+    base_dir: &Path,
+    options: &LoadOptions,
+) -> Result<TaskSpec, LineError> {
     // A line of the newer SWE-bench family becomes a onebash line first.
     if let Some(family) = crate::task::swebench_family::detect(&fields) {
         crate::task::swebench_family::convert(
@@ -347,6 +390,11 @@ fn parse_line(line: &str, base_dir: &Path, options: &LoadOptions) -> Result<Task
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
     let image = take_string(&mut fields, "image", false, &mut problems);
     let workdir = take_string(&mut fields, "workdir", false, &mut problems);
+    let swebench5 = Swebench5Fields {
+        eval_script: take_string(&mut fields, "eval_script", false, &mut problems),
+        log_parser: take_string(&mut fields, "log_parser", false, &mut problems),
+        eval_type: take_string(&mut fields, "eval_type", false, &mut problems),
+    };
     let repo_in_image = take_bool(&mut fields, "repo_in_image", instance, &mut problems);
     let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
@@ -399,6 +447,7 @@ fn parse_line(line: &str, base_dir: &Path, options: &LoadOptions) -> Result<Task
         workdir,
         swebench: None,
         repo_in_image,
+        swebench5,
         harbor: None,
         extra: fields,
     };
@@ -689,6 +738,53 @@ fn kind_of(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dataset's rows go through the line checks: numbered as given
+    /// (an unreadable row keeps its number), each error as
+    /// `SOURCE:ROW: ...`, and a swebench 5 row keeps its own eval script,
+    /// parser and type.
+    #[test]
+    fn rows_are_checked_as_lines_are() {
+        let row =
+            |text: &str| -> Map<String, Value> { serde_json::from_str(text).expect("an object") };
+        let good = row(
+            r##"{"id": "a", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "eval_script": "#!/bin/bash\npytest", "log_parser": "pytest", "eval_type": "pytest"}"##,
+        );
+        let tasks = parse_rows(
+            [(1, Ok(good.clone()))],
+            "hf:acme/tasks",
+            Path::new("/"),
+            &LoadOptions::default(),
+        )
+        .expect("valid");
+        assert_eq!(
+            tasks[0].swebench5,
+            Swebench5Fields {
+                eval_script: Some("#!/bin/bash\npytest".to_owned()),
+                log_parser: Some("pytest".to_owned()),
+                eval_type: Some("pytest".to_owned()),
+            }
+        );
+        assert_eq!(tasks[0].to_json()["log_parser"], "pytest");
+        let mut bad = good.clone();
+        bad.insert("id".to_owned(), Value::from("b"));
+        bad.insert("eval_script".to_owned(), Value::from(3));
+        let err = parse_rows(
+            [
+                (1, Ok(good)),
+                (2, Err(LineError::NotAnObject)),
+                (3, Ok(bad)),
+            ],
+            "hf:acme/tasks",
+            Path::new("/"),
+            &LoadOptions::default(),
+        )
+        .expect_err("bad rows");
+        assert_eq!(
+            err.to_string(),
+            "hf:acme/tasks:2: expected a JSON object\nhf:acme/tasks:3: `eval_script` must be a string, got a number"
+        );
+    }
 
     const GOOD: &str = r#"{"id":"t1","repo":"https://example.com/r.git","base_commit":"abc","problem_statement":"fix it","test_command":"true"}"#;
 

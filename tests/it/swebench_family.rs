@@ -71,6 +71,9 @@ fn pro_and_multi_lines_run_end_to_end_with_a_test_command() {
             model.to_owned(),
             "--sandbox".to_owned(),
             "none".to_owned(),
+            // Their lines name images; on the host on purpose here.
+            "--env".to_owned(),
+            "host".to_owned(),
             "--repo-base".to_owned(),
             mirrors.display().to_string(),
             "--test-command".to_owned(),

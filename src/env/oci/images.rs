@@ -83,6 +83,68 @@ impl Images {
     }
 }
 
+/// Whether an image is ready before a run, as `run --dry-run` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// In the engine's store, or read from the cache or a local file.
+    Present,
+    /// Not there; the registry names this manifest digest for it.
+    ToPull(String),
+    /// Not there, to be pulled (the engine's store was asked, not the
+    /// registry: `--pull always` pulls every image again).
+    ToPullAgain,
+}
+
+/// [`Images::prepare`] without fetching or unpacking anything: each
+/// image's manifest found in the cache or a local file, or its digest
+/// asked of the registry. An error is the one a run would stop with.
+pub(crate) fn look(
+    cache_dir: &Path,
+    names: &[String],
+    pull: PullPolicy,
+) -> Result<Vec<(String, Readiness)>, EnvError> {
+    let oci_dir = cache_dir.join("oci");
+    let mut states: Vec<(String, Readiness)> = Vec::new();
+    for name in names {
+        if states.iter().any(|(seen, _)| seen == name) {
+            continue;
+        }
+        let state = look_one(&oci_dir, name, pull).map_err(|source| EnvError::OciImage {
+            image: name.clone(),
+            source,
+        })?;
+        states.push((name.clone(), state));
+    }
+    Ok(states)
+}
+
+fn look_one(oci_dir: &Path, name: &str, pull: PullPolicy) -> Result<Readiness, OciError> {
+    let source = source::Source::parse(name)?;
+    match &source {
+        source::Source::Registry(reference) => {
+            let (digest, cached) = registry::look(oci_dir, reference, pull)?;
+            Ok(if cached {
+                Readiness::Present
+            } else {
+                Readiness::ToPull(digest.to_string())
+            })
+        }
+        _ => source.manifest().map(|_| Readiness::Present),
+    }
+}
+
+/// The same for an engine's images: those missing from its store asked of
+/// the registry (by onebash's own client, as `--env oci` would pull them),
+/// so a name that no registry has stops the dry run as it would the run.
+pub(crate) fn look_in_registry(cache_dir: &Path, name: &str) -> Result<Readiness, EnvError> {
+    look_one(&cache_dir.join("oci"), name, PullPolicy::Always).map_err(|source| {
+        EnvError::OciImage {
+            image: name.to_owned(),
+            source,
+        }
+    })
+}
+
 fn prepare_one(
     oci_dir: &Path,
     cache: &layers::LayerCache,

@@ -20,5 +20,5 @@ mod source;
 mod workspace;
 
 pub(crate) use error::OciError;
-pub(crate) use images::{Image, Images};
+pub(crate) use images::{Image, Images, Readiness, look, look_in_registry};
 pub(crate) use workspace::{Oci, Settings};

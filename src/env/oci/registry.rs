@@ -58,6 +58,31 @@ pub(super) fn pull(
     runtime.block_on(puller.pull(unpacked))
 }
 
+/// The digest of `reference`'s manifest without fetching its layers,
+/// and whether it came from the cache (else the registry answered): what
+/// `run --dry-run` checks. `--pull never` with nothing cached is the error
+/// a run gives. Blocking, as [`pull`].
+pub(super) fn look(
+    oci_dir: &Path,
+    reference: &Reference,
+    policy: PullPolicy,
+) -> Result<(Digest, bool), OciError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| OciError::Cache(format!("cannot start an async runtime: {err}")))?;
+    let mut puller = Puller {
+        store: Store::new(oci_dir),
+        reference,
+        policy,
+        net: None,
+    };
+    runtime.block_on(async {
+        let digest = puller.resolve().await?;
+        Ok((digest, puller.net.is_none()))
+    })
+}
+
 /// Where a layer's blob is kept until it is unpacked.
 pub(super) fn blob_path(oci_dir: &Path, digest: &Digest) -> PathBuf {
     Store::new(oci_dir).blob_path(digest)

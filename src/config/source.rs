@@ -1,0 +1,193 @@
+//! Where a run's tasks come from: a JSONL task file, a folder of Harbor
+//! tasks, or a dataset on the Hugging Face Hub (`hf:OWNER/NAME`, or a name
+//! of `dataset::ALIASES`). One function, [`load`], for `run`, `validate`
+//! and `pull`, so the three read the same tasks from the same argument.
+//!
+//! A dataset's rows go through the same checks as a task file's lines, each
+//! error as `REFERENCE:ROW: what is wrong`. What was read (the commit, the
+//! files and their hashes) is kept as [`DatasetRecord`] for run.json, so a
+//! resume reads the same commit again, from the cache, with no network.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings};
+use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows};
+
+/// SWE-bench's image of an instance, as its harness names it (and
+/// `grade::swebench::spec::image_name`): what a row of a SWE-bench alias
+/// runs in when it names no image and no `--image` is given.
+pub(crate) const SWEBENCH_IMAGE_TEMPLATE: &str =
+    r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#;
+
+/// The tasks of the argument, and what identifies them.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub tasks: Vec<TaskSpec>,
+    /// sha256 of the task file's bytes; for a dataset, of its files' hashes
+    /// in order ([`Dataset::content_sha256`]).
+    pub sha256: String,
+    /// What was read, when the tasks are a dataset's rows.
+    pub dataset: Option<DatasetRecord>,
+    /// Files the sandbox must hide too: the Hub token's file, when the
+    /// token came from one.
+    pub hidden: Vec<PathBuf>,
+    pub warnings: Vec<String>,
+}
+
+/// A dataset as a run read it: in run.json's settings, and (as
+/// [`DatasetRecord::fingerprint`]) in its fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DatasetRecord {
+    /// The argument as typed (`swe-bench-lite`, `hf:acme/tasks@v1:dev`).
+    pub reference: String,
+    /// `OWNER/NAME` on the Hub.
+    pub repo: String,
+    /// The revision asked for (`main` when none was).
+    pub revision: String,
+    /// The commit it resolved to.
+    pub sha: String,
+    pub split: String,
+    pub files: Vec<DatasetFileRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DatasetFileRecord {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    pub size: u64,
+}
+
+impl DatasetRecord {
+    /// What a resume and the shards of a merge must agree on: the repo,
+    /// the commit and the split (not how the revision was named).
+    pub(crate) fn fingerprint(&self) -> String {
+        format!("{}@{}:{}", self.repo, self.sha, self.split)
+    }
+}
+
+/// How [`load`] reads a dataset beyond its reference.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DatasetContext {
+    /// `HF_TOKEN`, taken out of the environment by `main`.
+    pub token: Option<String>,
+    /// onebash's cache; datasets go into its `datasets/`.
+    pub cache_dir: PathBuf,
+    /// A commit to read instead of resolving the revision: what an earlier
+    /// attempt of the run read (`--resume`).
+    pub pinned_sha: Option<String>,
+}
+
+/// Why the tasks could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Tasks(#[from] TaskFileError),
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+}
+
+impl SourceError {
+    /// The Hub could not be reached and nothing usable was cached.
+    pub(crate) fn hub_unreachable(&self) -> bool {
+        matches!(self, SourceError::Dataset(err) if err.unreachable())
+    }
+}
+
+/// Reads the tasks `raw` names (see the module's comment); `options` as
+/// for a task file. A SWE-bench alias defaults `--image` to SWE-bench's
+/// image names.
+pub(crate) fn load(
+    raw: &Path,
+    options: &LoadOptions,
+    context: &DatasetContext,
+) -> Result<Loaded, SourceError> {
+    let reference = raw.to_str().and_then(DatasetRef::parse).transpose()?;
+    let Some(reference) = reference else {
+        let TaskFile { tasks, sha256 } = if crate::task::harbor::is_task_folder(raw) {
+            // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
+            crate::task::harbor::load(raw)?
+        } else {
+            load_tasks(raw, options)?
+        };
+        return Ok(Loaded {
+            tasks,
+            sha256,
+            dataset: None,
+            hidden: Vec::new(),
+            warnings: Vec::new(),
+        });
+    };
+    let typed = raw.display().to_string();
+    let settings = HubSettings::from_env(context.token.clone(), &context.cache_dir);
+    let mut asked = reference.clone();
+    if let Some(sha) = &context.pinned_sha {
+        asked.revision = Some(sha.clone());
+    }
+    let dataset = crate::dataset::open(&asked, &settings)?;
+    let mut options = options.clone();
+    if options.image.is_none() && reference.alias.is_some_and(|alias| alias.swebench) {
+        options.image = Some(SWEBENCH_IMAGE_TEMPLATE.to_owned());
+    }
+    let tasks = tasks_of(&dataset, &typed, &options)?;
+    Ok(Loaded {
+        tasks,
+        sha256: dataset.content_sha256(),
+        dataset: Some(record_of(&dataset, &reference, typed)),
+        hidden: settings.token_file().into_iter().collect(),
+        warnings: dataset.warnings.clone(),
+    })
+}
+
+/// The dataset's rows as tasks. Rows have no folder of their own: a
+/// relative repo path is taken from the current folder.
+fn tasks_of(
+    dataset: &Dataset,
+    typed: &str,
+    options: &LoadOptions,
+) -> Result<Vec<TaskSpec>, TaskFileError> {
+    let rows = dataset.rows().map(|row| match row {
+        Ok((number, fields)) => (number, Ok(fields)),
+        Err(error) => (error.row(), Err(error.into())),
+    });
+    parse_rows(rows, typed, Path::new("."), options)
+}
+
+fn record_of(dataset: &Dataset, reference: &DatasetRef, typed: String) -> DatasetRecord {
+    DatasetRecord {
+        reference: typed,
+        repo: reference.repo.clone(),
+        revision: reference
+            .revision
+            .clone()
+            .unwrap_or_else(|| "main".to_owned()),
+        sha: dataset.sha.clone(),
+        split: reference.split.clone(),
+        files: dataset
+            .files
+            .iter()
+            .map(|file| DatasetFileRecord {
+                path: file.path.clone(),
+                sha256: file.sha256.clone(),
+                size: file.size,
+            })
+            .collect(),
+    }
+}
+
+/// The commit an earlier attempt of the run in `out_dir` read, when it
+/// read the dataset `raw` names: a resume reads it again.
+pub(crate) fn pinned_by(out_dir: &Path, raw: &Path) -> Option<String> {
+    let folder = crate::run_folder::RunFolder::at(out_dir);
+    let manifest = crate::config::manifest::RunManifest::read(&folder).ok()?;
+    let record: DatasetRecord =
+        serde_json::from_value(manifest.settings.other.get("dataset")?.clone()).ok()?;
+    let reference = raw.to_str().and_then(DatasetRef::parse)?.ok()?;
+    // Another dataset, or the same one at another revision, is not pinned:
+    // the fingerprints then differ and the resume is refused as such.
+    let asked = reference.revision.as_deref().unwrap_or("main");
+    (record.repo == reference.repo && record.split == reference.split && record.revision == asked)
+        .then_some(record.sha)
+}
