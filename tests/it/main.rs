@@ -15,6 +15,7 @@ mod export;
 mod harbor;
 mod history;
 mod html;
+mod hub_parity;
 mod junit;
 mod layers;
 mod llama_server;
