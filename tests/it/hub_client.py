@@ -11,6 +11,10 @@
       Writes the rows (a JSON list of objects with string or null values)
       with pyarrow: snappy, dictionary encoding, two row groups; prints the
       rows pyarrow reads back, as JSON.
+
+  hub_client.py read-parquet FILE
+      Prints the rows pyarrow reads from FILE, as JSON, with each column's
+      type and the file's compression codecs.
 """
 
 import hashlib
@@ -80,6 +84,29 @@ def parquet(out, rows_json):
     print(json.dumps(back.read().to_pylist()))
 
 
+def read_parquet(path):
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    codecs = sorted(
+        {
+            file.metadata.row_group(g).column(c).compression
+            for g in range(file.metadata.num_row_groups)
+            for c in range(file.metadata.num_columns)
+        }
+    )
+    schema = file.schema_arrow
+    print(
+        json.dumps(
+            {
+                "rows": file.read().to_pylist(),
+                "types": {name: str(schema.field(name).type) for name in schema.names},
+                "codecs": codecs,
+            }
+        )
+    )
+
+
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
-    {"snapshot": snapshot, "parquet": parquet}[command](*args)
+    {"snapshot": snapshot, "parquet": parquet, "read-parquet": read_parquet}[command](*args)

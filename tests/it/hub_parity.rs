@@ -331,3 +331,43 @@ fn corrupted_bytes_keep_their_size_and_huggingface_hub_takes_them() {
     flipped[0] ^= 1;
     assert_eq!(files["data/dev.jsonl"], sha256_hex(&flipped));
 }
+
+/// What the tests serve as Parquet is Parquet to pyarrow too: the rows as
+/// written (lists as JSON strings, null as null), string columns, SNAPPY.
+#[test]
+fn parquet_of_reads_back_in_pyarrow_as_the_rows_it_was_given() {
+    let Some(python) = hf_python() else { return };
+    let fixture = Fixture::new();
+    let rows = [
+        json!({"instance_id": "a__b-1", "FAIL_TO_PASS": ["t::x", "t::y"], "hints_text": ""}),
+        json!({"instance_id": "a__b-2", "FAIL_TO_PASS": "[]", "version": 1.5, "hints_text": null}),
+    ];
+    let file = fixture.path("rows.parquet");
+    std::fs::write(&file, parquet_of(&rows)).expect("write");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/hub_client.py");
+    let output = Command::new(&python)
+        .args([script, "read-parquet"])
+        .arg(&file)
+        .output()
+        .expect("run hub_client.py");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(
+        read["rows"],
+        json!([
+            {"instance_id": "a__b-1", "FAIL_TO_PASS": "[\"t::x\",\"t::y\"]", "hints_text": "", "version": null},
+            {"instance_id": "a__b-2", "FAIL_TO_PASS": "[]", "hints_text": null, "version": "1.5"},
+        ])
+    );
+    assert!(
+        read["types"]
+            .as_object()
+            .is_some_and(|t| t.values().all(|v| v == "string")),
+        "{read}"
+    );
+    assert_eq!(read["codecs"], json!(["SNAPPY"]), "{read}");
+}
