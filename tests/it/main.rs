@@ -9,6 +9,7 @@ mod api_refusal;
 mod audit;
 mod clusters;
 mod container;
+mod datasets;
 mod demo;
 mod exec_safety;
 mod export;
