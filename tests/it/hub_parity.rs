@@ -21,7 +21,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::support::harness::{Fixture, hf_python};
-use crate::support::hub::{Dataset, Hub, Seen, lfs_pointer, sha256_hex};
+use crate::support::hub::{Dataset, Failure, Hub, Seen, lfs_pointer, sha256_hex};
 use crate::support::sync::HANG_GUARD;
 use crate::support::tables::{jsonl_of, parquet_of};
 
@@ -370,4 +370,76 @@ fn parquet_of_reads_back_in_pyarrow_as_the_rows_it_was_given() {
         "{read}"
     );
     assert_eq!(read["codecs"], json!(["SNAPPY"]), "{read}");
+}
+
+/// The Hub's failures are what the real client takes them for: a 503 of
+/// the tree is retried (the tree is read with backoff); a connection
+/// closed without an answer is the server disconnecting (which
+/// huggingface_hub does not retry at a file's HEAD: the download fails);
+/// a 500 of the info is a Hub that is down; a Hub dropped refuses
+/// connections.
+#[test]
+fn failures_are_taken_by_huggingface_hub_for_a_hub_flaky_down_or_gone() {
+    let Some(python) = hf_python() else { return };
+    let fixture = Fixture::new();
+    let hub = Hub::start();
+    let (dataset, _, jsonl) = two_splits();
+    hub.publish(dataset);
+    hub.fail(Seen::is_tree, Failure::Status(503), 1);
+    let got = snapshot(&python, &fixture, &hub, REPO, "main", None);
+    assert_eq!(ok_files(&got)["data/dev.jsonl"], sha256_hex(&jsonl));
+    assert_eq!(hub.count(Seen::is_tree), 2);
+
+    let head_of_dev = |s: &Seen| s.method == "HEAD" && s.names("data/dev.jsonl");
+    hub.fail(head_of_dev, Failure::Drop, 1);
+    let got = snapshot(&python, &fixture, &hub, REPO, "main", None);
+    assert_eq!(got["error"], "RemoteProtocolError", "{got}");
+    assert_eq!(
+        got["message"], "Server disconnected without sending a response.",
+        "{got}"
+    );
+
+    hub.fail(Seen::is_info, Failure::Status(500), usize::MAX);
+    let got = snapshot(&python, &fixture, &hub, REPO, "main", None);
+    assert_eq!(got["error"], "LocalEntryNotFoundError", "{got}");
+
+    let gone = Hub::start();
+    gone.publish(two_splits().0);
+    let endpoint_of_gone = gone.endpoint();
+    drop(gone);
+    let refused = std::net::TcpStream::connect(endpoint_of_gone.trim_start_matches("http://"));
+    assert!(refused.is_err(), "a dropped Hub still answers");
+}
+
+/// `hold` keeps a request unanswered until the log says so, and
+/// `wait_for` returns once a request has come: the real client's download
+/// waits at the CDN until another request reaches the Hub.
+#[test]
+fn a_held_request_waits_for_the_request_it_is_held_for() {
+    let Some(python) = hf_python() else { return };
+    let fixture = Fixture::new();
+    let hub = Hub::start();
+    let (dataset, parquet, _) = two_splits();
+    hub.publish(dataset);
+    let release = "/api/datasets/acme/release";
+    hub.hold(|s| s.cdn, move |log| log.iter().any(|s| s.path == release));
+    std::thread::scope(|scope| {
+        let download = scope.spawn(|| snapshot(&python, &fixture, &hub, REPO, "main", None));
+        let held = hub.wait_for("the CDN download", |s| s.cdn);
+        assert!(held.names(&sha256_hex(&parquet)));
+        assert!(!download.is_finished(), "the held download ended");
+        // Any request that reaches the Hub will do: a raw one here.
+        let mut stream = std::net::TcpStream::connect(hub.endpoint().trim_start_matches("http://"))
+            .expect("connect to the Hub");
+        std::io::Write::write_all(
+            &mut stream,
+            format!("GET {release} HTTP/1.1\r\nHost: hub\r\n\r\n").as_bytes(),
+        )
+        .expect("send");
+        let got = download.join().expect("the download's thread");
+        assert_eq!(
+            ok_files(&got)["data/test-00000-of-00001.parquet"],
+            sha256_hex(&parquet)
+        );
+    });
 }
