@@ -3,7 +3,8 @@
   hub_client.py snapshot REPO_ID REVISION CACHE_DIR
       huggingface_hub.snapshot_download of a dataset repo from HF_ENDPOINT
       (with HF_TOKEN, if set); prints one JSON object: {"ok": true,
-      "files": {path: sha256 of the bytes got}} or {"ok": false, "error":
+      "files": {path: sha256 of the bytes got}, "blobs": the names of the
+      blobs in its cache (each file's ETag)} or {"ok": false, "error":
       the exception's class, "classes": its class and bases, "status": the
       HTTP status, "message": its first line}.
 
@@ -54,7 +55,8 @@ def snapshot(repo_id, revision, cache_dir):
             with open(path, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
             files[os.path.relpath(path, folder)] = digest
-    print(json.dumps({"ok": True, "files": files}))
+    blobs = sorted(os.listdir(os.path.join(os.path.dirname(os.path.dirname(folder)), "blobs")))
+    print(json.dumps({"ok": True, "files": files, "blobs": blobs}))
 
 
 def parquet(out, rows_json):

@@ -21,7 +21,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::support::harness::{Fixture, hf_python};
-use crate::support::hub::{Dataset, Failure, Hub, Seen, lfs_pointer, sha256_hex};
+use crate::support::hub::{Dataset, Failure, Hub, Seen, git_blob_sha1, lfs_pointer, sha256_hex};
 use crate::support::sync::HANG_GUARD;
 use crate::support::tables::{jsonl_of, parquet_of};
 
@@ -139,6 +139,16 @@ fn snapshot_download_gets_every_file_byte_for_byte_by_branch_tag_and_sha() {
         let before = hub.requests().len();
         let got = snapshot(&python, &fixture, &hub, REPO, revision, None);
         assert_eq!(ok_files(&got), &want, "{revision}");
+        // The cache keeps each file under its ETag: a git blob's sha1, or
+        // the sha256 of an LFS file (its `X-Linked-Etag`).
+        let mut blobs = vec![
+            git_blob_sha1(&jsonl),
+            git_blob_sha1(&readme),
+            git_blob_sha1(&attributes),
+            sha256_hex(&parquet),
+        ];
+        blobs.sort();
+        assert_eq!(got["blobs"], json!(blobs), "{revision}");
         let seen: Vec<Seen> = hub.requests().into_iter().skip(before).collect();
         let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
         // A sha needs no info: snapshot_download goes to the tree at once.
