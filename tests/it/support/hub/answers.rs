@@ -346,7 +346,6 @@ fn tree(
     answer
 }
 
-#[allow(clippy::too_many_arguments)]
 fn resolve(
     shared: &Shared,
     repo: &Repo,
