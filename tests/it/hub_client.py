@@ -83,6 +83,13 @@ def parquet(out, rows_json):
     )
     back = pq.ParquetFile(out)
     assert back.metadata.num_row_groups == 2, back.metadata
+    chunks = [
+        back.metadata.row_group(g).column(c)
+        for g in range(back.metadata.num_row_groups)
+        for c in range(back.metadata.num_columns)
+    ]
+    assert all(chunk.compression == "SNAPPY" for chunk in chunks), chunks
+    assert any("RLE_DICTIONARY" in chunk.encodings for chunk in chunks), chunks
     print(json.dumps(back.read().to_pylist()))
 
 
