@@ -23,8 +23,10 @@
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 
 mod error;
+mod glob;
 mod reference;
 mod settings;
+mod splits;
 
 pub(crate) use error::DatasetError;
 pub(crate) use reference::{ALIASES, Alias, DatasetRef};
