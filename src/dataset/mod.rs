@@ -22,12 +22,16 @@
 // it does, only the tests here use this module.
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 
+mod cache;
 mod error;
 mod glob;
+mod hub;
+mod open;
 mod reference;
 mod settings;
 mod splits;
 
 pub(crate) use error::DatasetError;
+pub(crate) use open::{DataFile, Dataset, open};
 pub(crate) use reference::{ALIASES, Alias, DatasetRef};
 pub(crate) use settings::HubSettings;
