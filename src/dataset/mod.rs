@@ -28,10 +28,12 @@ mod glob;
 mod hub;
 mod open;
 mod reference;
+mod rows;
 mod settings;
 mod splits;
 
-pub(crate) use error::DatasetError;
+pub(crate) use error::{DatasetError, RowError};
 pub(crate) use open::{DataFile, Dataset, open};
 pub(crate) use reference::{ALIASES, Alias, DatasetRef};
+pub(crate) use rows::Fields;
 pub(crate) use settings::HubSettings;
