@@ -31,6 +31,8 @@ mod reference;
 mod rows;
 mod settings;
 mod splits;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use error::{DatasetError, RowError};
 pub(crate) use open::{DataFile, Dataset, open};
