@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(dev.revision.as_deref(), Some("v2"));
         assert_eq!(dev.split.as_deref(), Some("dev"));
         assert!(matches!(DatasetRef::parse("swe-bench-lite@"), Some(Err(_))));
-        assert!(matches!(DatasetRef::parse("swe-bench-lite+x"), None));
+        assert!(DatasetRef::parse("swe-bench-lite+x").is_none());
         for alias in ALIASES {
             assert_eq!(parsed(alias.name).repo, alias.repo);
             assert!(check_repo(alias.repo).is_ok(), "{}", alias.repo);
