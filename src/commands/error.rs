@@ -87,7 +87,10 @@ impl CommandError {
         match self {
             CommandError::Config(err) if err.hub_unreachable() => EXIT_HUB_UNREACHABLE,
             CommandError::Config(_) => EXIT_USAGE,
-            CommandError::Pull(err) => err.exit_code(),
+            CommandError::Pull(PullError::Source(err)) if err.hub_unreachable() => {
+                EXIT_HUB_UNREACHABLE
+            }
+            CommandError::Pull(_) => EXIT_USAGE,
             CommandError::Output(_)
             | CommandError::Merge(_)
             | CommandError::Export(_)

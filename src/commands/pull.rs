@@ -29,17 +29,6 @@ pub enum PullError {
     Other(String),
 }
 
-impl PullError {
-    pub(crate) fn exit_code(&self) -> i32 {
-        match self {
-            PullError::Source(err) if err.hub_unreachable() => {
-                crate::commands::error::EXIT_HUB_UNREACHABLE
-            }
-            PullError::Source(_) | PullError::Other(_) => crate::commands::error::EXIT_USAGE,
-        }
-    }
-}
-
 /// Makes the images ready; what to print on success.
 pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullError> {
     let options = LoadOptions {

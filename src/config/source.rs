@@ -204,12 +204,14 @@ fn record_of(dataset: &Dataset, typed: String) -> DatasetRecord {
 }
 
 /// The commit an earlier attempt of the run in `out_dir` read, when it
-/// read the dataset `raw` names: a resume reads it again.
+/// read the dataset `raw` names: a resume reads it again. Only this key of
+/// run.json is read (`RunManifest` is written from a `RunConfig`, which is
+/// built from this).
 pub(crate) fn pinned_by(out_dir: &Path, raw: &Path) -> Option<String> {
-    let folder = crate::run_folder::RunFolder::at(out_dir);
-    let manifest = crate::config::manifest::RunManifest::read(&folder).ok()?;
+    let path = crate::run_folder::RunFolder::at(out_dir).run_json();
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let record: DatasetRecord =
-        serde_json::from_value(manifest.settings.other.get("dataset")?.clone()).ok()?;
+        serde_json::from_value(manifest.get("settings")?.get("dataset")?.clone()).ok()?;
     let reference = raw.to_str().and_then(DatasetRef::parse)?.ok()?;
     // Another dataset, or the same one at another revision, is not pinned:
     // the fingerprints then differ and the resume is refused as such.

@@ -48,6 +48,11 @@ pub enum DatasetError {
         revision: String,
         url: String,
     },
+    /// 401 for the token itself: the Hub does not know it.
+    #[error(
+        "failed to open dataset {dataset}: the Hub refused the token: {message}\nhint: check HF_TOKEN (or the token file, $HF_TOKEN_PATH or $HF_HOME/token): a token of your account, from the Hub's settings, that can read the dataset"
+    )]
+    BadToken { dataset: String, message: String },
     /// 401 or 403 past "not found": a gated dataset whose terms are not
     /// accepted, or a token without access.
     #[error("failed to open dataset {dataset}: the Hub refused access ({status}): {}", denied(*token_sent, url))]
@@ -92,7 +97,7 @@ pub enum DatasetError {
     )]
     UnsupportedFormat { dataset: String, path: String },
     #[error(
-        "failed to open dataset {dataset}: corrupt download of {path}: expected {algorithm} {expected}, got {got} (the bad copy was deleted)\nhint: run again to fetch it again"
+        "failed to open dataset {dataset}: {path} does not match the Hub's hash: its {algorithm} is {got}, the Hub's is {expected} (downloaded twice; the bad copy was deleted)\nhint: run again to fetch it again; if it stays so, something between here and the Hub changes its bytes"
     )]
     Corrupt {
         dataset: String,
@@ -131,7 +136,7 @@ impl DatasetError {
 fn not_found(token_sent: bool, url: &str) -> String {
     if token_sent {
         format!(
-            "no such dataset, or the token sent cannot see it ({url})\nhint: check OWNER/NAME; for a private dataset use a token of an account that can read it"
+            "no such dataset, or the token sent cannot see it ({url})\nhint: check OWNER/NAME; for a private dataset use a token (HF_TOKEN) of an account that can read it"
         )
     } else {
         format!(

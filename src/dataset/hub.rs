@@ -382,6 +382,13 @@ impl<'a> Hub<'a> {
                 url: page,
             },
             (Some("EntryNotFound"), _, Some(path)) | (None, 404, Some(path)) => missing(path),
+            // A token the Hub does not know: 401 with no error code (its
+            // message says "Invalid credentials"), which huggingface_hub
+            // does not read as a missing repo either.
+            (None, 401, _) if token_sent => DatasetError::BadToken {
+                dataset,
+                message: header_message.unwrap_or_else(|| "401 Unauthorized".to_owned()),
+            },
             (Some("GatedRepo"), status, _) | (None, status @ 403, _) => DatasetError::Denied {
                 dataset,
                 status,

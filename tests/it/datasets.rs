@@ -793,31 +793,73 @@ fn the_swe_bench_lite_alias_plans_swebench_images() {
             .config("default", &[("dev", "data/dev-*"), ("test", "data/test-*")]),
     );
     let repo_base = format!("file://{}", mirrors.display());
-    let run = hf_run(
-        &fixture,
-        &hub.endpoint(),
-        "out",
-        "swe-bench-lite",
-        &[
-            "--dry-run",
-            "-m",
-            "oracle",
-            "--env",
-            "podman",
-            "--repo-base",
-            &repo_base,
-        ],
-        &[],
-    );
+    // SWE-bench's names for the two instances, given to the test image in
+    // podman's store (Docker Hub is out of reach here), and taken back
+    // however the test ends.
+    const IMAGES: &[&str] = &[
+        "swebench/sweb.eval.x86_64.acme_1776_ops-1:latest",
+        "swebench/sweb.eval.x86_64.acme_1776_ops-2:latest",
+    ];
+    let images = IMAGES;
+    struct Untag(&'static [&'static str]);
+    impl Drop for Untag {
+        fn drop(&mut self) {
+            // `podman untag IMAGE` alone would take every name off the
+            // test image: name the one to take.
+            for image in self.0 {
+                let _ = Command::new("podman")
+                    .args(["untag", image, image])
+                    .output();
+            }
+        }
+    }
+    let _untag = Untag(IMAGES);
+    for &image in images {
+        let tagged = Command::new("podman")
+            .args(["tag", IMAGE, image])
+            .status()
+            .expect("podman tag");
+        assert!(tagged.success(), "podman tag {IMAGE} {image}");
+    }
+    let plan = |out: &str| {
+        hf_run(
+            &fixture,
+            &hub.endpoint(),
+            out,
+            "swe-bench-lite",
+            &[
+                "--dry-run",
+                "-m",
+                "oracle",
+                "--env",
+                "podman",
+                "--repo-base",
+                &repo_base,
+            ],
+            &[],
+        )
+    };
+    let run = plan("out");
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert!(!run.out.exists(), "a dry run wrote {}", run.out.display());
-    let image = "swebench/sweb.eval.x86_64.acme_1776_ops-1:latest";
     assert!(
-        run.stdout.contains(image),
-        "no {image} in the plan:\n{}",
+        run.stdout.contains(&format!("{} (present)", images[0])),
+        "no {} in the plan:\n{}",
+        images[0],
         run.stdout
     );
     assert!(run.stdout.contains("acme__Ops-1"), "{}", run.stdout);
+    // An image that is not there is asked of its registry, as the run
+    // would pull it: here Docker Hub cannot be reached, so the dry run
+    // stops as the run would, naming the image.
+    let untagged = Command::new("podman")
+        .args(["untag", images[1], images[1]])
+        .status()
+        .expect("podman untag");
+    assert!(untagged.success());
+    let run = plan("out-missing");
+    assert_stopped_before_any_task(&run, 2);
+    assert!(run.stderr.contains(images[1]), "{}", run.stderr);
     let seen = hub.requests();
     assert!(
         seen.iter()

@@ -10,7 +10,8 @@ use serde_json::json;
 use super::rows::{TaskRow, row, write_parquet};
 use super::server::{Reply, Server};
 use super::{FakeFile, FakeHub, REPO, SHA, settings, sha256};
-use crate::dataset::{ALIASES, Alias, Dataset, DatasetError, DatasetRef, HubSettings, open};
+use crate::dataset::reference::Alias;
+use crate::dataset::{ALIASES, Dataset, DatasetError, DatasetRef, HubSettings, open};
 
 /// A port nothing listens on: every connection is refused.
 const CLOSED: &str = "http://127.0.0.1:1";
@@ -309,7 +310,7 @@ fn a_corrupt_download_is_fetched_once_more_then_an_error_and_deleted() {
     let oid = super::git_oid(b"{\"id\": \"a\"}\n");
     assert!(matches!(err, DatasetError::Corrupt { .. }), "{text}");
     assert!(
-        text.contains("corrupt download of data/test.jsonl")
+        text.contains("data/test.jsonl does not match the Hub's hash")
             && text.contains(&oid)
             && text.contains("run again"),
         "{text}"

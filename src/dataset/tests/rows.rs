@@ -14,7 +14,9 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use serde_json::{Value, json};
 
-use crate::dataset::{DataFile, Dataset, DatasetRef, Fields, RowError};
+use crate::dataset::open::DataFile;
+use crate::dataset::rows::Fields;
+use crate::dataset::{Dataset, DatasetRef, RowError};
 
 /// A row of the test schema: `tests` is a list column (`None`: null).
 pub(crate) struct TaskRow<'a> {
