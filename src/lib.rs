@@ -5,7 +5,8 @@
 //! stages, and a folder imports only the folders below it in
 //! `tests/it/layers.rs`'s order (ARCHITECTURE.md, "Layers"):
 //!
-//! 1. [`task`]: the task file is read and checked whole before anything runs;
+//! 1. [`task`]: the task file (or a Hub dataset's rows, [`dataset`]) is read
+//!    and checked whole before anything runs;
 //! 2. [`checkout`]: the repo is mirrored once into a cache and each task gets
 //!    a working copy at its base commit;
 //! 3. [`agent`]: the model works in the checkout with one tool, `bash`; every

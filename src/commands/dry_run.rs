@@ -144,3 +144,67 @@ fn env_name(kind: EnvKind) -> &'static str {
 fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 { one } else { many }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// One task with a gold patch, from an absolute repo path.
+    const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
+
+    fn run_args(tasks: &std::path::Path, args: &[&str]) -> crate::cli::RunArgs {
+        let tasks = tasks.to_str().expect("a UTF-8 path");
+        let argv = ["onebash", "run", tasks]
+            .into_iter()
+            .chain(args.iter().copied());
+        let Command::Run(run) = Cli::try_parse_from(argv).expect("valid arguments").command else {
+            panic!("not a run");
+        };
+        *run
+    }
+
+    /// `--dry-run` makes the run's checks and prints the plan without
+    /// writing the run folder; a resume's other settings are refused as
+    /// the run would refuse them.
+    #[test]
+    fn a_dry_run_prints_the_plan_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        let lines: Vec<String> = (1..=7)
+            .map(|i| TASK_LINE.replace(r#""id": "t""#, &format!(r#""id": "t{i}""#)))
+            .collect();
+        std::fs::write(&tasks, lines.join("\n")).expect("write");
+        let out = dir.path().join("out");
+        let out_arg = out.to_str().expect("a UTF-8 path");
+        let args = run_args(
+            &tasks,
+            &[
+                "--model",
+                "oracle",
+                "--sandbox",
+                "none",
+                "-o",
+                out_arg,
+                "--runs",
+                "2",
+                "--dry-run",
+            ],
+        );
+        let config =
+            RunConfig::from_args(&args, &crate::config::Secrets::default()).expect("valid");
+        let plan = dry_run(&config).expect("checks pass");
+        assert!(
+            plan.contains("tasks:    7 tasks x 2 epochs = 14 runs"),
+            "{plan}"
+        );
+        assert!(plan.contains("model:    oracle"), "{plan}");
+        assert!(plan.contains("env:      host (sandbox: none)"), "{plan}");
+        assert!(
+            plan.contains("  t1\n") && plan.contains("  ... and 2 more"),
+            "{plan}"
+        );
+        assert!(!out.exists(), "a dry run writes no run folder");
+    }
+}

@@ -1204,48 +1204,6 @@ mod tests {
         );
     }
 
-    /// `--dry-run` makes the run's checks and prints the plan without
-    /// writing the run folder; a resume's other settings are refused as
-    /// the run would refuse them.
-    #[test]
-    fn a_dry_run_prints_the_plan_and_writes_nothing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let tasks = dir.path().join("tasks.jsonl");
-        let lines: Vec<String> = (1..=7)
-            .map(|i| TASK_LINE.replace(r#""id": "t""#, &format!(r#""id": "t{i}""#)))
-            .collect();
-        std::fs::write(&tasks, lines.join("\n")).expect("write");
-        let out = dir.path().join("out");
-        let out_arg = out.to_str().expect("a UTF-8 path");
-        let args = run_args(
-            &tasks,
-            &[
-                "--model",
-                "oracle",
-                "--sandbox",
-                "none",
-                "-o",
-                out_arg,
-                "--runs",
-                "2",
-                "--dry-run",
-            ],
-        );
-        let config = RunConfig::from_args(&args, &Secrets::default()).expect("valid");
-        let plan = crate::commands::dry_run::dry_run(&config).expect("checks pass");
-        assert!(
-            plan.contains("tasks:    7 tasks x 2 epochs = 14 runs"),
-            "{plan}"
-        );
-        assert!(plan.contains("model:    oracle"), "{plan}");
-        assert!(plan.contains("env:      host (sandbox: none)"), "{plan}");
-        assert!(
-            plan.contains("  t1\n") && plan.contains("  ... and 2 more"),
-            "{plan}"
-        );
-        assert!(!out.exists(), "a dry run writes no run folder");
-    }
-
     /// `onebash run <(jq ...)`: a pipe gives its bytes once. The file was
     /// read a second time for its hash, which found the pipe empty, and
     /// run.json held the hash of no bytes at all.

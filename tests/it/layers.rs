@@ -59,6 +59,7 @@ const LAYERS: &[&str] = &[
     "audit",
     "checkout",
     "task",
+    "dataset",
     "grade",
     "sys",
 ];

@@ -600,6 +600,23 @@ pub fn swebench_python() -> Option<String> {
     .then_some(python)
 }
 
+/// The python that has the pinned `huggingface_hub` and `pyarrow`, under
+/// [`tool_present`]'s rule: `$ONEBASH_HF_PYTHON` (.ci/run installs them
+/// in a venv of its own), else `python3`.
+pub fn hf_python() -> Option<String> {
+    let python = std::env::var("ONEBASH_HF_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let found = Command::new(&python)
+        .args(["-c", "import huggingface_hub, pyarrow.parquet"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    tool_present(
+        found,
+        "huggingface_hub and pyarrow",
+        "see .ci/run's Hugging Face block, or point ONEBASH_HF_PYTHON at a python that has them",
+    )
+    .then_some(python)
+}
+
 /// How this python3's unittest names `method` of `class` (a dotted
 /// `module.Class`) in `-v` output: 3.11 added the method to the part in
 /// brackets.

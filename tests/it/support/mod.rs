@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod calc;
 pub mod harness;
+pub mod hub;
 pub mod messages;
 pub mod probes;
 pub mod processes;
@@ -13,4 +14,5 @@ pub mod responses_server;
 pub mod server;
 pub mod skips;
 pub mod sync;
+pub mod tables;
 pub mod world;

@@ -1,0 +1,274 @@
+//! What can go wrong with a Hub dataset: opening it ([`DatasetError`]:
+//! the reference, the Hub's answer, the cache, a download) and reading
+//! its rows ([`RowError`]). Texts read after "failed to" and name the
+//! dataset as `hf:OWNER/NAME@REVISION:SPLIT`; a `hint:` line says what to
+//! do when the user can fix it. No text ever holds the token.
+
+use std::path::PathBuf;
+
+/// Exit code of bad usage or bad input.
+const EXIT_USAGE: i32 = 2;
+/// Exit code of a service that cannot be used (the Hub out of reach and
+/// nothing usable cached), as for a model API that refuses the run.
+const EXIT_UNREACHABLE: i32 = 3;
+
+/// Why a dataset could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DatasetError {
+    #[error(
+        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. hf:SWE-bench/SWE-bench_Lite@main:test"
+    )]
+    BadReference { raw: String, why: String },
+    /// No connection (refused, no such host, timed out), or the Hub kept
+    /// failing (5xx, 429) through the retries, and nothing usable cached.
+    #[error(
+        "failed to open dataset {dataset}: the Hub at {endpoint} could not be reached: {why}\nhint: check the network or HF_ENDPOINT; a dataset opened once before is read from the cache with no network (pin its commit as @SHA, or set HF_HUB_OFFLINE=1)"
+    )]
+    Unreachable {
+        dataset: String,
+        endpoint: String,
+        why: String,
+    },
+    /// Offline (`HF_HUB_OFFLINE`) and the cache lacks what is needed.
+    #[error(
+        "failed to open dataset {dataset}: offline (HF_HUB_OFFLINE is set) and {why} in the cache at {}\nhint: run once with the network (unset HF_HUB_OFFLINE) to fill the cache",
+        cache.display()
+    )]
+    NotCached {
+        dataset: String,
+        why: String,
+        cache: PathBuf,
+    },
+    #[error("failed to open dataset {dataset}: {}", not_found(*token_sent, url))]
+    NoSuchDataset {
+        dataset: String,
+        /// The dataset's page, where a gated one's terms are accepted.
+        url: String,
+        token_sent: bool,
+    },
+    #[error(
+        "failed to open dataset {dataset}: the dataset has no revision `{revision}`\nhint: name a branch, tag or full commit sha of {url}/tree/main"
+    )]
+    NoSuchRevision {
+        dataset: String,
+        revision: String,
+        url: String,
+    },
+    /// 401 or 403 past "not found": a gated dataset whose terms are not
+    /// accepted, or a token without access.
+    #[error("failed to open dataset {dataset}: the Hub refused access ({status}): {}", denied(*token_sent, url))]
+    Denied {
+        dataset: String,
+        status: u16,
+        url: String,
+        token_sent: bool,
+    },
+    #[error("failed to open dataset {dataset}: {url} answered {status}{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    Http {
+        dataset: String,
+        url: String,
+        status: u16,
+        message: Option<String>,
+    },
+    #[error("failed to open dataset {dataset}: the answer of {url} cannot be read: {why}")]
+    BadAnswer {
+        dataset: String,
+        url: String,
+        why: String,
+    },
+    /// A file the dataset's listing names that the Hub does not have.
+    #[error("failed to open dataset {dataset}: the Hub has no file {path} at this commit")]
+    MissingFile { dataset: String, path: String },
+    #[error("failed to open dataset {dataset}: {}", no_split(split, found))]
+    NoSuchSplit {
+        dataset: String,
+        split: String,
+        /// The splits the dataset has, as its card or its file names say.
+        found: Vec<String>,
+    },
+    /// The split was not named and the dataset has several, none `test`.
+    #[error(
+        "failed to open dataset {dataset}: it has several splits ({}) and none was named\nhint: add one, e.g. {dataset}:{}",
+        found.join(", "),
+        found.first().map_or("test", String::as_str)
+    )]
+    WhichSplit { dataset: String, found: Vec<String> },
+    #[error(
+        "failed to open dataset {dataset}: {path} is neither Parquet, JSON Lines nor JSON\nhint: onebash reads .parquet, .jsonl and .json data files"
+    )]
+    UnsupportedFormat { dataset: String, path: String },
+    #[error(
+        "failed to open dataset {dataset}: corrupt download of {path}: expected {algorithm} {expected}, got {got} (the bad copy was deleted)\nhint: run again to fetch it again"
+    )]
+    Corrupt {
+        dataset: String,
+        path: String,
+        algorithm: &'static str,
+        expected: String,
+        got: String,
+    },
+    #[error("failed to open dataset {dataset}: cannot {action} {}: {source}", path.display())]
+    Cache {
+        dataset: String,
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The HTTP client or the runtime it runs on could not be made.
+    #[error("failed to open dataset {dataset}: cannot start the HTTP client: {why}")]
+    Client { dataset: String, why: String },
+}
+
+impl DatasetError {
+    /// 3 when the Hub could not be reached and nothing usable was cached
+    /// (or offline with nothing cached), else 2.
+    pub(crate) fn exit_code(&self) -> i32 {
+        match self {
+            DatasetError::Unreachable { .. } | DatasetError::NotCached { .. } => EXIT_UNREACHABLE,
+            _ => EXIT_USAGE,
+        }
+    }
+}
+
+/// The Hub says 401 + `RepoNotFound` for a missing dataset and for a
+/// private or gated one alike when no token is sent, so without a token
+/// "not found" may mean "not allowed".
+fn not_found(token_sent: bool, url: &str) -> String {
+    if token_sent {
+        format!(
+            "no such dataset, or the token sent cannot see it ({url})\nhint: check OWNER/NAME; for a private dataset use a token of an account that can read it"
+        )
+    } else {
+        format!(
+            "no such dataset, or it is private or gated ({url})\nhint: check OWNER/NAME; for a private or gated dataset set HF_TOKEN (no token was sent)"
+        )
+    }
+}
+
+fn denied(token_sent: bool, url: &str) -> String {
+    if token_sent {
+        format!(
+            "the token sent has no access\nhint: accept the dataset's terms at {url} with the token's account, or use a token that can read it (HF_TOKEN)"
+        )
+    } else {
+        format!(
+            "no token was sent\nhint: accept the dataset's terms at {url}, then set HF_TOKEN to a token of that account"
+        )
+    }
+}
+
+fn no_split(split: &str, found: &[String]) -> String {
+    if found.is_empty() {
+        format!(
+            "no data files for split `{split}`: no file of the dataset matches its card's `configs` or the usual names of data files"
+        )
+    } else {
+        format!(
+            "no split `{split}`; the dataset has: {}\nhint: name one after `:`, e.g. :{}",
+            found.join(", "),
+            found[0]
+        )
+    }
+}
+
+/// A row, or a whole file, of a split that could not be read. Reading
+/// goes on past a bad row; a file that cannot be read is one error.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to read {dataset}: {}: {why}", located(*row, place))]
+pub(crate) struct RowError {
+    /// `hf:OWNER/NAME@SHA:SPLIT`.
+    pub(crate) dataset: String,
+    /// The row's number across the split, from 1; `None` for a file.
+    pub(crate) row: Option<usize>,
+    /// The file, and where in it (`data/test.jsonl line 5`).
+    pub(crate) place: String,
+    pub(crate) why: String,
+}
+
+fn located(row: Option<usize>, place: &str) -> String {
+    match row {
+        Some(n) => format!("row {n} ({place})"),
+        None => place.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_unreachable_hub_with_nothing_cached_exits_3() {
+        let unreachable = DatasetError::Unreachable {
+            dataset: "hf:o/n".into(),
+            endpoint: "http://127.0.0.1:1".into(),
+            why: "connection refused".into(),
+        };
+        assert_eq!(unreachable.exit_code(), 3);
+        let offline = DatasetError::NotCached {
+            dataset: "hf:o/n".into(),
+            why: "no commit of main".into(),
+            cache: PathBuf::from("/c"),
+        };
+        assert_eq!(offline.exit_code(), 3);
+        let split = DatasetError::NoSuchSplit {
+            dataset: "hf:o/n".into(),
+            split: "tset".into(),
+            found: vec!["dev".into(), "test".into()],
+        };
+        assert_eq!(split.exit_code(), 2);
+        assert_eq!(
+            split.to_string(),
+            "failed to open dataset hf:o/n: no split `tset`; the dataset has: dev, test\nhint: name one after `:`, e.g. :dev"
+        );
+    }
+
+    #[test]
+    fn a_refusal_says_whether_a_token_was_sent_and_where_to_accept_terms() {
+        let url = "https://huggingface.co/datasets/o/n".to_owned();
+        let without = DatasetError::NoSuchDataset {
+            dataset: "hf:o/n".into(),
+            url: url.clone(),
+            token_sent: false,
+        };
+        assert!(
+            without.to_string().contains("private or gated"),
+            "{without}"
+        );
+        assert!(without.to_string().contains("set HF_TOKEN"), "{without}");
+        let gated = DatasetError::Denied {
+            dataset: "hf:o/n".into(),
+            status: 403,
+            url: url.clone(),
+            token_sent: true,
+        };
+        let text = gated.to_string();
+        assert!(
+            text.contains("token sent has no access") && text.contains(&url),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_row_error_names_its_row_and_place() {
+        let row = RowError {
+            dataset: "hf:o/n@abc:test".into(),
+            row: Some(7),
+            place: "data/test.jsonl line 2".into(),
+            why: "not an object".into(),
+        };
+        assert_eq!(
+            row.to_string(),
+            "failed to read hf:o/n@abc:test: row 7 (data/test.jsonl line 2): not an object"
+        );
+        let file = RowError {
+            dataset: "hf:o/n@abc:test".into(),
+            row: None,
+            place: "data/x.parquet".into(),
+            why: "bad magic".into(),
+        };
+        assert_eq!(
+            file.to_string(),
+            "failed to read hf:o/n@abc:test: data/x.parquet: bad magic"
+        );
+    }
+}
