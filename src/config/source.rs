@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings};
-use crate::task::{LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows};
+use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings, RowError};
+use crate::task::{
+    LineError, LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows,
+};
 
 /// SWE-bench's image of an instance, as its harness names it (and
 /// `grade::swebench::spec::image_name`): what a row of a SWE-bench alias
@@ -57,6 +59,8 @@ pub(crate) struct DatasetFileRecord {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Its git blob id (of the LFS pointer, for an LFS file).
+    pub oid: String,
     pub size: u64,
 }
 
@@ -87,6 +91,9 @@ pub enum SourceError {
     Tasks(#[from] TaskFileError),
     #[error(transparent)]
     Dataset(#[from] DatasetError),
+    /// A file of the dataset that cannot be read at all.
+    #[error(transparent)]
+    File(RowError),
 }
 
 impl SourceError {
@@ -135,42 +142,61 @@ pub(crate) fn load(
     Ok(Loaded {
         tasks,
         sha256: dataset.content_sha256(),
-        dataset: Some(record_of(&dataset, &reference, typed)),
-        hidden: settings.token_file().into_iter().collect(),
+        dataset: Some(record_of(&dataset, typed)),
+        hidden: settings.token_file.clone().into_iter().collect(),
         warnings: dataset.warnings.clone(),
     })
 }
 
 /// The dataset's rows as tasks. Rows have no folder of their own: a
-/// relative repo path is taken from the current folder.
+/// relative repo path is taken from the current folder. A row that cannot
+/// be read is a bad line; a file that cannot be read at all ends the
+/// reading and is the error.
 fn tasks_of(
     dataset: &Dataset,
     typed: &str,
     options: &LoadOptions,
-) -> Result<Vec<TaskSpec>, TaskFileError> {
-    let rows = dataset.rows().map(|row| match row {
-        Ok((number, fields)) => (number, Ok(fields)),
-        Err(error) => (error.row(), Err(error.into())),
-    });
-    parse_rows(rows, typed, Path::new("."), options)
+) -> Result<Vec<TaskSpec>, SourceError> {
+    let mut unreadable: Option<RowError> = None;
+    let rows = dataset
+        .rows()
+        .map_while(|row| match row {
+            Ok((number, fields)) => Some((number, Ok(fields))),
+            Err(RowError {
+                row: Some(number),
+                place,
+                why,
+                ..
+            }) => Some((
+                number,
+                Err(LineError::Unreadable(format!("{place}: {why}"))),
+            )),
+            Err(error) => {
+                unreadable = Some(error);
+                None
+            }
+        })
+        .collect::<Vec<_>>();
+    if let Some(error) = unreadable {
+        return Err(SourceError::File(error));
+    }
+    Ok(parse_rows(rows, typed, Path::new("."), options)?)
 }
 
-fn record_of(dataset: &Dataset, reference: &DatasetRef, typed: String) -> DatasetRecord {
+fn record_of(dataset: &Dataset, typed: String) -> DatasetRecord {
     DatasetRecord {
         reference: typed,
-        repo: reference.repo.clone(),
-        revision: reference
-            .revision
-            .clone()
-            .unwrap_or_else(|| "main".to_owned()),
+        repo: dataset.reference.repo.clone(),
+        revision: dataset.revision.clone(),
         sha: dataset.sha.clone(),
-        split: reference.split.clone(),
+        split: dataset.split.clone(),
         files: dataset
             .files
             .iter()
             .map(|file| DatasetFileRecord {
                 path: file.path.clone(),
                 sha256: file.sha256.clone(),
+                oid: file.oid.clone(),
                 size: file.size,
             })
             .collect(),
@@ -188,6 +214,9 @@ pub(crate) fn pinned_by(out_dir: &Path, raw: &Path) -> Option<String> {
     // Another dataset, or the same one at another revision, is not pinned:
     // the fingerprints then differ and the resume is refused as such.
     let asked = reference.revision.as_deref().unwrap_or("main");
-    (record.repo == reference.repo && record.split == reference.split && record.revision == asked)
-        .then_some(record.sha)
+    let same_split = reference
+        .split
+        .as_ref()
+        .is_none_or(|split| *split == record.split);
+    (record.repo == reference.repo && same_split && record.revision == asked).then_some(record.sha)
 }

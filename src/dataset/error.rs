@@ -6,15 +6,9 @@
 
 use std::path::PathBuf;
 
-/// Exit code of bad usage or bad input.
-const EXIT_USAGE: i32 = 2;
-/// Exit code of a service that cannot be used (the Hub out of reach and
-/// nothing usable cached), as for a model API that refuses the run.
-const EXIT_UNREACHABLE: i32 = 3;
-
 /// Why a dataset could not be opened.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DatasetError {
+pub enum DatasetError {
     #[error(
         "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. hf:SWE-bench/SWE-bench_Lite@main:test"
     )]
@@ -120,13 +114,14 @@ pub(crate) enum DatasetError {
 }
 
 impl DatasetError {
-    /// 3 when the Hub could not be reached and nothing usable was cached
-    /// (or offline with nothing cached), else 2.
-    pub(crate) fn exit_code(&self) -> i32 {
-        match self {
-            DatasetError::Unreachable { .. } | DatasetError::NotCached { .. } => EXIT_UNREACHABLE,
-            _ => EXIT_USAGE,
-        }
+    /// The Hub could not be reached (or must not be: offline) and nothing
+    /// usable was cached: exit 3, as for a model API that refuses the run
+    /// (else 2, bad input; `commands/error.rs` decides).
+    pub(crate) fn unreachable(&self) -> bool {
+        matches!(
+            self,
+            DatasetError::Unreachable { .. } | DatasetError::NotCached { .. }
+        )
     }
 }
 
@@ -175,7 +170,7 @@ fn no_split(split: &str, found: &[String]) -> String {
 /// goes on past a bad row; a file that cannot be read is one error.
 #[derive(Debug, thiserror::Error)]
 #[error("failed to read {dataset}: {}: {why}", located(*row, place))]
-pub(crate) struct RowError {
+pub struct RowError {
     /// `hf:OWNER/NAME@SHA:SPLIT`.
     pub(crate) dataset: String,
     /// The row's number across the split, from 1; `None` for a file.
@@ -203,19 +198,19 @@ mod tests {
             endpoint: "http://127.0.0.1:1".into(),
             why: "connection refused".into(),
         };
-        assert_eq!(unreachable.exit_code(), 3);
+        assert!(unreachable.unreachable());
         let offline = DatasetError::NotCached {
             dataset: "hf:o/n".into(),
             why: "no commit of main".into(),
             cache: PathBuf::from("/c"),
         };
-        assert_eq!(offline.exit_code(), 3);
+        assert!(offline.unreachable());
         let split = DatasetError::NoSuchSplit {
             dataset: "hf:o/n".into(),
             split: "tset".into(),
             found: vec!["dev".into(), "test".into()],
         };
-        assert_eq!(split.exit_code(), 2);
+        assert!(!split.unreachable());
         assert_eq!(
             split.to_string(),
             "failed to open dataset hf:o/n: no split `tset`; the dataset has: dev, test\nhint: name one after `:`, e.g. :dev"

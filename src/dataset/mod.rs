@@ -18,10 +18,6 @@
 //!   row;
 //! - error.rs: [`DatasetError`] (with its exit code) and [`RowError`].
 
-// The task stage that reads datasets comes next (issue 26, part 2); until
-// it does, only the tests here use this module.
-#![cfg_attr(not(test), allow(dead_code, unused_imports))]
-
 mod cache;
 mod error;
 mod glob;
@@ -35,7 +31,6 @@ mod splits;
 mod tests;
 
 pub(crate) use error::{DatasetError, RowError};
-pub(crate) use open::{DataFile, Dataset, open};
-pub(crate) use reference::{ALIASES, Alias, DatasetRef};
-pub(crate) use rows::Fields;
+pub(crate) use open::{Dataset, open};
+pub(crate) use reference::{ALIASES, DatasetRef};
 pub(crate) use settings::HubSettings;

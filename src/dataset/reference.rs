@@ -64,6 +64,34 @@ pub(crate) const ALIASES: &[Alias] = &[
         swebench: true,
         about: "SWE-bench Multilingual: 300 instances in 9 languages (test split)",
     },
+    Alias {
+        name: "swe-bench-multimodal",
+        repo: "SWE-bench/SWE-bench_Multimodal",
+        split: "dev",
+        swebench: true,
+        about: "SWE-bench Multimodal: 102 JavaScript instances with images (dev split: the test split's tests are withheld)",
+    },
+    Alias {
+        name: "swe-gym",
+        repo: "SWE-Gym/SWE-Gym",
+        split: "train",
+        swebench: false,
+        about: "SWE-Gym: 2,438 instances of 11 Python repos, SWE-bench's fields (train split; give --image)",
+    },
+    Alias {
+        name: "swe-bench-pro",
+        repo: "ScaleAI/SWE-bench_Pro",
+        split: "test",
+        swebench: false,
+        about: "SWE-bench Pro, the public set: 731 instances, images named by their rows (test split; give --test-command)",
+    },
+    Alias {
+        name: "multi-swe-bench",
+        repo: "ByteDance-Seed/Multi-SWE-bench",
+        split: "train",
+        swebench: false,
+        about: "Multi-SWE-bench: 1,632 instances in 7 languages, images named by their rows (its files form one split, train; give --test-command)",
+    },
 ];
 
 /// A dataset on the Hub, by reference: the repo, the revision asked for

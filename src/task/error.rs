@@ -96,6 +96,9 @@ pub enum LineError {
     Json(#[source] serde_json::Error),
     #[error("expected a JSON object")]
     NotAnObject,
+    /// A dataset's row that could not be read (where in its file, and why).
+    #[error("{0}")]
+    Unreadable(String),
     #[error(transparent)]
     Refused(#[from] Refusal),
     /// Every field that is wrong, in the order they are read.

@@ -181,7 +181,7 @@ fn a_dataset_runs_its_rows_and_run_json_names_its_sha_split_and_files() {
         );
         assert_all_passed(&run, &["t0", "t1"]);
         let manifest = run_json(&run);
-        let dataset = &manifest["dataset"];
+        let dataset = &manifest["settings"]["dataset"];
         assert_eq!(dataset["reference"], reference, "{manifest}");
         assert_eq!(dataset["repo"], REPO, "{manifest}");
         assert_eq!(dataset["revision"], revision, "{manifest}");
@@ -476,7 +476,10 @@ fn a_pinned_sha_once_cached_runs_with_the_hub_gone() {
         &[],
     );
     assert_all_passed(&second, &["t0", "t1"]);
-    assert_eq!(run_json(&second)["dataset"]["sha"], sha.as_str());
+    assert_eq!(
+        run_json(&second)["settings"]["dataset"]["sha"],
+        sha.as_str()
+    );
 }
 
 #[test]
@@ -514,7 +517,10 @@ fn offline_a_named_revision_uses_the_cached_ref_with_no_request() {
         after.is_empty(),
         "offline, onebash asked the Hub: {after:#?}"
     );
-    assert_eq!(run_json(&offline)["dataset"]["sha"], sha.as_str());
+    assert_eq!(
+        run_json(&offline)["settings"]["dataset"]["sha"],
+        sha.as_str()
+    );
 }
 
 /// A resume reads the sha its run was made from in run.json: with `main`
@@ -559,7 +565,10 @@ fn a_resume_of_a_named_revision_reads_its_sha_from_run_json_and_asks_nothing() {
     assert_all_passed(&resumed, &["t0", "t1", "t2"]);
     let after: Vec<Seen> = hub.requests().into_iter().skip(before).collect();
     assert!(after.is_empty(), "the resume asked the Hub: {after:#?}");
-    assert_eq!(run_json(&resumed)["dataset"]["sha"], sha.as_str());
+    assert_eq!(
+        run_json(&resumed)["settings"]["dataset"]["sha"],
+        sha.as_str()
+    );
     assert_eq!(resumed.trajectory(&torn)[0]["task"]["id"], torn.as_str());
 }
 
