@@ -137,9 +137,10 @@
 #             read and checked, each prompt rendered, nothing run. Wall
 #             time (median) and peak RSS (wait4's, the largest of 3) of
 #             each, their ratio, and the requests the Hub saw during them
-#             (0: a cached revision needs no network). Also each once with
-#             --limit 1 (every row read, one task checked): what is left
-#             is the reading.
+#             (0: a cached revision needs no network); CPU time too, steadier
+#             than wall time on a shared machine. Also each once with
+#             --limit 1 (every row still read and made a task, one checked
+#             further): what is left is the reading.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -574,8 +575,9 @@ def swe_dataset(jsonl, hub):
 
 def rusage(log, *command):
     """Runs `command` (stdout and stderr to `log`) and prints its wall time
-    (s) and its peak RSS (bytes: the largest resident set of the process
-    and the children it waited for, from wait4); fails as it fails."""
+    (s), its peak RSS (bytes: the largest resident set of the process and
+    the children it waited for, from wait4) and its CPU time (user + system,
+    s); fails as it fails."""
     with open(log, "wb") as out:
         t0 = time.perf_counter()
         child = subprocess.Popen([str(a) for a in command], stdin=subprocess.DEVNULL,
@@ -587,7 +589,7 @@ def rusage(log, *command):
         sys.stderr.write(f"{command[0]} exited with {child.returncode}; the end of its output:\n")
         sys.stderr.write("".join(open(log, errors="replace").readlines()[-5:]))
         sys.exit(1)
-    print(f"{wall:.4f} {usage.ru_maxrss * 1024}")
+    print(f"{wall:.4f} {usage.ru_maxrss * 1024} {usage.ru_utime + usage.ru_stime:.4f}")
 
 def table(path):
     rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
@@ -1213,51 +1215,57 @@ section_datasets() {
     # would be counted, not sent to huggingface.co.
     local hf_env=(env -u HF_TOKEN -u HF_TOKEN_PATH -u HF_HUB_OFFLINE "HF_ENDPOINT=http://127.0.0.1:$port" "HF_HOME=$dir/hf-home")
     local flags=(-m noop --sandbox none --dry-run --cache-dir "$dir/cache" -o "$dir/never")
-    # measure LOG SOURCE [ARGS]: a dry run of SOURCE, offline; sets $wall and $rss.
+    # measure LOG SOURCE [ARGS]: a dry run of SOURCE, offline; sets $wall,
+    # $rss and $cpu.
     measure() {
         local log=$1 source=$2 out
         shift 2
         out=$("${hf_env[@]}" HF_HUB_OFFLINE=1 python3 "$work/tools.py" rusage "$log" "$bin" run "$source" "${flags[@]}" "$@")
-        read -r wall rss <<< "$out"
+        read -r wall rss cpu <<< "$out"
         grep -q "^tasks: *$rows tasks" "$log" || [ $# != 0 ] || { echo "the dry run of $source did not plan $rows tasks: see $log" >&2; return 1; }
     }
     local out fill filled
     out=$("${hf_env[@]}" python3 "$work/tools.py" rusage "$dir/fill.log" "$bin" run hf:bench/swe-bench:test "${flags[@]}")
-    fill=${out% *}
+    fill=${out%% *}
     filled=$(($(wc -l < "$dir/hub.log") - 1))
     printf '  filling the cache (untimed): %d requests to the Hub, %.2f s\n' "$filled" "$fill"
-    local r wall rss hf_walls=() hf_rss=() js_walls=() js_rss=()
+    local r wall rss cpu hf_walls=() hf_rss=() hf_cpu=() js_walls=() js_rss=() js_cpu=()
     for r in 1 2 3; do
         measure "$dir/hf-$r.log" hf:bench/swe-bench:test
-        hf_walls+=("$wall") hf_rss+=("$rss")
+        hf_walls+=("$wall") hf_rss+=("$rss") hf_cpu+=("$cpu")
         measure "$dir/jsonl-$r.log" "$dir/rows.jsonl"
-        js_walls+=("$wall") js_rss+=("$rss")
-        printf '  round %d: hf (cached) %.3f s, %.1f MiB; JSONL %.3f s, %.1f MiB\n' "$r" "${hf_walls[-1]}" \
-            "$(calc "${hf_rss[-1]} / 2**20")" "${js_walls[-1]}" "$(calc "${js_rss[-1]} / 2**20")"
+        js_walls+=("$wall") js_rss+=("$rss") js_cpu+=("$cpu")
+        printf '  round %d: hf (cached) %.3f s (CPU %.3f s), %.1f MiB; JSONL %.3f s (CPU %.3f s), %.1f MiB\n' "$r" \
+            "${hf_walls[-1]}" "${hf_cpu[-1]}" "$(calc "${hf_rss[-1]} / 2**20")" \
+            "${js_walls[-1]}" "${js_cpu[-1]}" "$(calc "${js_rss[-1]} / 2**20")"
     done
-    local requests=$(($(wc -l < "$dir/hub.log") - 1 - filled))
-    # Where the time goes: the same with one task selected (every row is
-    # still read; only the selected task is checked and its prompt rendered).
+    # Where the time goes: the same with one task selected. Every row is
+    # still read and made a task; only the selected one goes through the
+    # run's later checks (its prompt rendered, its recipe looked up).
     local hf_one js_one
     measure "$dir/hf-limit.log" hf:bench/swe-bench:test --limit 1
     hf_one=$wall
     measure "$dir/jsonl-limit.log" "$dir/rows.jsonl" --limit 1
     js_one=$wall
+    # Every request after the fill: the cached runs' (0 expected).
+    local requests=$(($(wc -l < "$dir/hub.log") - 1 - filled))
     kill -TERM "$hub"
     wait "$hub" 2>/dev/null || true
     sed -i "/^$hub\$/d" "$work/servers"
-    local hf_s js_s hf_mib js_mib ratio
+    local hf_s js_s hf_c js_c hf_mib js_mib ratio
     hf_s=$(calc "sorted([${hf_walls[*]/%/,}])[1]")
     js_s=$(calc "sorted([${js_walls[*]/%/,}])[1]")
+    hf_c=$(calc "sorted([${hf_cpu[*]/%/,}])[1]")
+    js_c=$(calc "sorted([${js_cpu[*]/%/,}])[1]")
     hf_mib=$(calc "round(max([${hf_rss[*]/%/,}]) / 2**20, 1)")
     js_mib=$(calc "round(max([${js_rss[*]/%/,}]) / 2**20, 1)")
     ratio=$(calc "round($hf_s / $js_s, 2)")
-    printf '  median of 3: hf (cached) %.3f s, JSONL %.3f s: %.2fx; peak RSS %.1f MiB and %.1f MiB; %d requests to the Hub in the timed runs\n' \
-        "$hf_s" "$js_s" "$ratio" "$hf_mib" "$js_mib" "$requests"
-    printf '  with --limit 1 (all rows read, one task checked): hf %.3f s, JSONL %.3f s\n' "$hf_one" "$js_one"
+    printf '  median of 3: hf (cached) %.3f s, JSONL %.3f s: %.2fx (CPU time %.3f s and %.3f s: %.2fx); peak RSS %.1f MiB and %.1f MiB; %d requests to the Hub in the cached runs\n' \
+        "$hf_s" "$js_s" "$ratio" "$hf_c" "$js_c" "$(calc "$hf_c / $js_c")" "$hf_mib" "$js_mib" "$requests"
+    printf '  with --limit 1 (every row read and made a task, one checked further): hf %.3f s, JSONL %.3f s\n' "$hf_one" "$js_one"
     fig "datasets: s to plan $rows rows, hf: from the cache" "$(calc "round($hf_s, 3)")" "-" "median of 3"
     fig "datasets: s to plan $rows rows, JSONL" "$(calc "round($js_s, 3)")" "-" "median of 3"
-    fig "datasets: hf cache / JSONL, wall time" "${ratio}x" "-" ""
+    fig "datasets: hf cache / JSONL, wall time" "${ratio}x" "-" "CPU time $(calc "round($hf_c / $js_c, 2)")x"
     fig "datasets: peak RSS MiB, hf: from the cache" "$hf_mib" "-" "JSONL $js_mib"
     fig "datasets: Hub requests of the cached runs" "$requests" "0" "$([ "$requests" = 0 ] && echo ok || echo MISS)"
 }
