@@ -5,7 +5,8 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets"
+#   ONEBASH_HF_PYTHON  a python with pyarrow, for section datasets (default python3)
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
 #                   built from git revision $BENCH_BASELINE (default 061c8e7,
@@ -119,12 +120,33 @@
 #             run; `du` of <cache>/oci (hard links counted once) against
 #             the sum of the distinct layers' tar sizes (target: 1.2x),
 #             and how much of it is the images' roots.
+# datasets    Reading a dataset from the Hub's cache against reading the same
+#             rows as JSONL. 2,294 rows shaped like SWE-bench's test split
+#             (SWE-bench full: its 12 repos with its count of instances in
+#             each and versions its eval recipes know; 17 KB of text a row,
+#             39 MB in all: a problem statement, hints, a patch and a test
+#             patch of a few KB, the test lists as JSON-encoded strings),
+#             written by tools.py as JSONL and as parquet (pyarrow, snappy,
+#             1,000 rows a row group, as `datasets`' push_to_hub writes it;
+#             the python is $ONEBASH_HF_PYTHON, else python3, and the
+#             section is skipped without pyarrow). A scripted Hub
+#             (scripts/bench_hub_server.py) serves it as hf:bench/swe-bench;
+#             one `run --dry-run` fills the cache (untimed); then 3 rounds
+#             alternating of `run --dry-run -m noop --sandbox none` of the
+#             dataset with HF_HUB_OFFLINE=1 and of the JSONL: every row
+#             read and checked, each prompt rendered, nothing run. Wall
+#             time (median) and peak RSS (wait4's, the largest of 3) of
+#             each, their ratio, and the requests the Hub saw during them
+#             (0: a cached revision needs no network); CPU time too, steadier
+#             than wall time on a shared machine. Also each once with
+#             --limit 1 (every row still read and made a task, one checked
+#             further): what is left is the reading.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci datasets}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -173,7 +195,7 @@ fi
 
 # Helpers in Python: figures from run folders, timings of git, the table.
 cat > "$work/tools.py" <<'PY'
-import csv, json, os, random, shutil, statistics, subprocess, sys, time
+import csv, json, math, os, random, shutil, statistics, subprocess, sys, time
 
 def gen_repo(commits, files):
     """A fast-import stream: `files` modules, then commits touching 3 each."""
@@ -394,6 +416,180 @@ def image_tasks(path, n, repo, sha, layout):
             f.write(json.dumps({"id": f"img{i:03d}", "repo": repo, "base_commit": sha,
                                 "problem_statement": "bench", "test_command": "true",
                                 "image": f"oci:{layout}:app-{i}"}) + "\n")
+
+# The 12 repos of SWE-bench's test split with its count of instances in
+# each (2,294 in all), a few of the versions data/swebench-specs.json
+# knows for each, the first instance number and the package's folder.
+SWE_REPOS = [
+    ("django/django", 850, ["3.0", "3.1", "3.2", "4.0", "4.1", "4.2", "5.0"], 10000, "django"),
+    ("sympy/sympy", 386, ["1.1", "1.5", "1.7", "1.9", "1.11", "1.12"], 11000, "sympy"),
+    ("scikit-learn/scikit-learn", 229, ["0.20", "0.21", "0.22", "1.3"], 10000, "sklearn"),
+    ("sphinx-doc/sphinx", 187, ["3.5", "4.0", "4.4", "5.0", "7.1"], 7500, "sphinx"),
+    ("matplotlib/matplotlib", 184, ["3.5", "3.6", "3.7"], 18000, "lib/matplotlib"),
+    ("pytest-dev/pytest", 119, ["5.4", "6.0", "7.0", "8.0"], 5000, "src/_pytest"),
+    ("pydata/xarray", 110, ["0.12", "2022.03", "2022.06"], 3000, "xarray"),
+    ("astropy/astropy", 95, ["4.3", "5.0", "5.1", "5.2"], 12000, "astropy"),
+    ("pylint-dev/pylint", 57, ["2.13", "2.15", "3.0"], 4000, "pylint"),
+    ("psf/requests", 44, ["2.0", "2.3", "2.10"], 1100, "requests"),
+    ("mwaskom/seaborn", 22, ["0.12", "0.13"], 2800, "seaborn"),
+    ("pallets/flask", 11, ["2.0", "2.3"], 4040, "src/flask"),
+]
+# The size (bytes) each text field of a row is drawn around (lognormal,
+# sigma 0.6; a diff ends with a whole file, so diffs come out about 2x
+# larger): the means come out as problem_statement 3.7 KB, hints_text 1.6
+# KB (40% are empty), patch 3.5 KB, test_patch 4.3 KB, PASS_TO_PASS 3.6 KB
+# (10% empty), 17 KB a row: 39 MB of text over 2,294 rows, as SWE-bench's
+# test split.
+SWE_SIZES = {"problem_statement": 3500, "hints_text": 2500, "patch": 1500,
+             "test_patch": 2500, "PASS_TO_PASS": 4000}
+WORDS = ("the a an of to in is that it for on with as this be are not when by from "
+         "or but which should if can value error raise return call function method class "
+         "object field model query test case instance type argument default expected "
+         "actual behaviour behavior issue bug fix patch version python module import "
+         "attribute none true false list dict string number index array data frame "
+         "file path name key option setting config parameter output input result "
+         "works fails failing passes check handle support add remove change update "
+         "instead because however also only still already after before during using "
+         "used use see shown below above example minimal reproduce traceback warning "
+         "deprecated release docs documentation user users code line lines empty "
+         "missing wrong correct incorrect unexpected crash exception message format").split()
+
+def swe_text(rng, size):
+    """Prose of about `size` bytes, with a code block now and then."""
+    out, n = [], 0
+    while n < size:
+        if rng.random() < 0.15:
+            block = "\n```python\n" + "\n".join(swe_code(rng) for _ in range(rng.randint(3, 12))) + "\n```\n"
+        else:
+            words = rng.choices(WORDS, k=rng.randint(8, 30))
+            if rng.random() < 0.3:
+                words.insert(rng.randrange(len(words)), f"`{swe_ident(rng)}()`")
+            block = " ".join(words).capitalize() + (". " if rng.random() < 0.8 else ".\n\n")
+        out.append(block)
+        n += len(block)
+    return "".join(out)
+
+def swe_ident(rng):
+    return "_".join(rng.choices(WORDS[20:], k=rng.randint(1, 3)))
+
+def swe_code(rng):
+    pick = rng.randrange(6)
+    a, b, c = swe_ident(rng), swe_ident(rng), swe_ident(rng)
+    indent = "    " * rng.randint(0, 3)
+    return indent + [f"{a} = {b}({c}, {rng.randint(0, 99)})",
+                     f"if {a} is not None and {b}.{c}:",
+                     f"return self.{a}({b}={c})",
+                     f"def {a}(self, {b}, {c}=None):",
+                     f"raise ValueError(\"{a} must be a {b}, got %r\" % {c})",
+                     f"for {a} in {b}.{c}():"][pick]
+
+def swe_diff(rng, size, files):
+    """A unified diff of about `size` bytes over some of `files`."""
+    out, n = [], 0
+    while n < size:
+        path = rng.choice(files)
+        part = [f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"]
+        for _ in range(rng.randint(1, 4)):
+            start, ctx = rng.randint(1, 2000), [swe_code(rng) for _ in range(3)]
+            removed = [swe_code(rng) for _ in range(rng.randint(0, 6))]
+            added = [swe_code(rng) for _ in range(rng.randint(1, 12))]
+            part.append(f"@@ -{start},{len(removed) + 6} +{start},{len(added) + 6} @@ def {swe_ident(rng)}(self):\n")
+            part += [f" {l}\n" for l in ctx] + [f"-{l}\n" for l in removed] + [f"+{l}\n" for l in added]
+            part += [f" {l}\n" for l in (swe_code(rng) for _ in range(3))]
+        text = "".join(part)
+        out.append(text)
+        n += len(text)
+    return "".join(out)
+
+def swe_tests(rng, repo, size):
+    """A JSON-encoded list of test names of about `size` bytes, named the
+    way the repo's test runner names them."""
+    names, n = [], 2
+    while n < size:
+        if repo == "django/django":
+            name = f"test_{swe_ident(rng)} ({swe_ident(rng)}.tests.{swe_ident(rng).title().replace('_', '')}Tests)"
+        elif repo == "sympy/sympy":
+            name = f"test_{swe_ident(rng)}"
+        else:
+            name = f"tests/test_{swe_ident(rng)}.py::test_{swe_ident(rng)}"
+            if rng.random() < 0.3:
+                name += f"[{swe_ident(rng)}-{rng.randint(0, 9)}]"
+        names.append(name)
+        n += len(name) + 4
+    return json.dumps(names)
+
+def swe_row(rng, repo, number, version, package):
+    """One SWE-bench instance, its fields' sizes drawn around SWE_SIZES."""
+    size = lambda field: int(rng.lognormvariate(math.log(SWE_SIZES[field]) - 0.18, 0.6))
+    owner, name = repo.split("/")
+    files = [f"{package}/{swe_ident(rng)}.py" for _ in range(rng.randint(1, 3))]
+    tests = [f"tests/{swe_ident(rng)}/test_{swe_ident(rng)}.py" for _ in range(rng.randint(1, 3))]
+    return {
+        "repo": repo,
+        "instance_id": f"{owner}__{name}-{number}",
+        "base_commit": rng.randbytes(20).hex(),
+        "patch": swe_diff(rng, size("patch"), files),
+        "test_patch": swe_diff(rng, size("test_patch"), tests),
+        "problem_statement": swe_text(rng, size("problem_statement")),
+        "hints_text": swe_text(rng, size("hints_text")) if rng.random() < 0.6 else "",
+        "created_at": f"20{rng.randint(12, 23)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
+                      f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z",
+        "version": version,
+        "FAIL_TO_PASS": swe_tests(rng, repo, rng.randint(40, 600)),
+        "PASS_TO_PASS": swe_tests(rng, repo, size("PASS_TO_PASS")) if rng.random() < 0.9 else "[]",
+        "environment_setup_commit": rng.randbytes(20).hex(),
+    }
+
+def swe_dataset(jsonl, hub):
+    """SWE-bench's test split as the bench makes it (SWE_REPOS, SWE_SIZES):
+    `jsonl`, one row a line, and the dataset repo folder `hub` holding it
+    as parquet (data/test-00000-of-00001.parquet, snappy, 1,000 rows a row
+    group and the `huggingface` schema metadata, as `datasets`'
+    push_to_hub writes it) and the Hub's .gitattributes. Needs pyarrow.
+    Prints: rows, MB of text, mean KB a row, JSONL MB, parquet MB, row
+    groups."""
+    import pyarrow as pa, pyarrow.parquet as pq
+    rng = random.Random(4)
+    rows = []
+    for repo, count, versions, first, package in SWE_REPOS:
+        number = first
+        for _ in range(count):
+            number += rng.randint(1, 12)
+            rows.append(swe_row(rng, repo, number, rng.choice(versions), package))
+    with open(jsonl, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    columns = list(rows[0])
+    table = pa.table({c: pa.array([r[c] for r in rows], pa.string()) for c in columns})
+    features = {c: {"dtype": "string", "_type": "Value"} for c in columns}
+    table = table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})})
+    path = os.path.join(hub, "data", "test-00000-of-00001.parquet")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(table, path, compression="snappy", row_group_size=1000)
+    with open(os.path.join(hub, ".gitattributes"), "w") as f:
+        f.write("*.parquet filter=lfs diff=lfs merge=lfs -text\n*.jsonl filter=lfs diff=lfs merge=lfs -text\n")
+    text = sum(len(v.encode()) for r in rows for v in r.values())
+    print(len(rows), round(text / 1e6, 1), round(text / len(rows) / 1e3, 1),
+          round(os.path.getsize(jsonl) / 1e6, 1), round(os.path.getsize(path) / 1e6, 1),
+          pq.ParquetFile(path).num_row_groups)
+
+def rusage(log, *command):
+    """Runs `command` (stdout and stderr to `log`) and prints its wall time
+    (s), its peak RSS (bytes: the largest resident set of the process and
+    the children it waited for, from wait4) and its CPU time (user + system,
+    s); fails as it fails."""
+    with open(log, "wb") as out:
+        t0 = time.perf_counter()
+        child = subprocess.Popen([str(a) for a in command], stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=out)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - t0
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.stderr.write(f"{command[0]} exited with {child.returncode}; the end of its output:\n")
+        sys.stderr.write("".join(open(log, errors="replace").readlines()[-5:]))
+        sys.exit(1)
+    print(f"{wall:.4f} {usage.ru_maxrss * 1024} {usage.ru_utime + usage.ru_stime:.4f}")
 
 def table(path):
     rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
@@ -995,6 +1191,83 @@ section_oci() {
         "$(calc "$roots_du / 1e6")" "$(calc "$roots_du / 1e6 / $oci_images")" "$ready"
     fig "oci: disk of $oci_images images / their distinct layers" "${ratio}x" "<= 1.2x" "$(calc "'ok' if $ratio <= 1.2 else 'MISS'")"
     fig "oci: MB of roots per image" "$(calc "round($roots_du / 1e6 / $oci_images, 2)")" "-" ""
+}
+
+section_datasets() {
+    local python=${ONEBASH_HF_PYTHON:-python3} dir=$work/ds
+    if ! "$python" -c "import pyarrow.parquet" > /dev/null 2>&1; then
+        echo "  skipped: no python with pyarrow ($python; .ci/run makes one, or point ONEBASH_HF_PYTHON at one)"
+        fig "datasets: hf cache / JSONL, wall time" "skipped" "-" "no pyarrow"
+        return 0
+    fi
+    mkdir -p "$dir/hub"
+    local rows text mean jsonl_mb parquet_mb groups
+    read -r rows text mean jsonl_mb parquet_mb groups <<< "$("$python" "$work/tools.py" swe_dataset "$dir/rows.jsonl" "$dir/hub")"
+    echo "$rows SWE-bench-shaped rows, $text MB of text ($mean KB a row): JSONL $jsonl_mb MB, parquet $parquet_mb MB (snappy, $groups row groups); \`run --dry-run -m noop --sandbox none\` of hf:bench/swe-bench from the cache (HF_HUB_OFFLINE=1) against the JSONL, 3 rounds alternating"
+    python3 scripts/bench_hub_server.py "$dir/hub" bench/swe-bench > "$dir/hub.log" &
+    local hub=$!
+    echo "$hub" >> "$work/servers"
+    while [ ! -s "$dir/hub.log" ]; do sleep 0.05; done
+    # The Hub's log: its port, then a line per request.
+    local port
+    port=$(head -n 1 "$dir/hub.log")
+    # Every run sees the bench's Hub, so a request the cached runs made
+    # would be counted, not sent to huggingface.co.
+    local hf_env=(env -u HF_TOKEN -u HF_TOKEN_PATH -u HF_HUB_OFFLINE "HF_ENDPOINT=http://127.0.0.1:$port" "HF_HOME=$dir/hf-home")
+    local flags=(-m noop --sandbox none --dry-run --cache-dir "$dir/cache" -o "$dir/never")
+    # measure LOG SOURCE [ARGS]: a dry run of SOURCE, offline; sets $wall,
+    # $rss and $cpu.
+    measure() {
+        local log=$1 source=$2 out
+        shift 2
+        out=$("${hf_env[@]}" HF_HUB_OFFLINE=1 python3 "$work/tools.py" rusage "$log" "$bin" run "$source" "${flags[@]}" "$@")
+        read -r wall rss cpu <<< "$out"
+        grep -q "^tasks: *$rows tasks" "$log" || [ $# != 0 ] || { echo "the dry run of $source did not plan $rows tasks: see $log" >&2; return 1; }
+    }
+    local out fill filled
+    out=$("${hf_env[@]}" python3 "$work/tools.py" rusage "$dir/fill.log" "$bin" run hf:bench/swe-bench:test "${flags[@]}")
+    fill=${out%% *}
+    filled=$(($(wc -l < "$dir/hub.log") - 1))
+    printf '  filling the cache (untimed): %d requests to the Hub, %.2f s\n' "$filled" "$fill"
+    local r wall rss cpu hf_walls=() hf_rss=() hf_cpu=() js_walls=() js_rss=() js_cpu=()
+    for r in 1 2 3; do
+        measure "$dir/hf-$r.log" hf:bench/swe-bench:test
+        hf_walls+=("$wall") hf_rss+=("$rss") hf_cpu+=("$cpu")
+        measure "$dir/jsonl-$r.log" "$dir/rows.jsonl"
+        js_walls+=("$wall") js_rss+=("$rss") js_cpu+=("$cpu")
+        printf '  round %d: hf (cached) %.3f s (CPU %.3f s), %.1f MiB; JSONL %.3f s (CPU %.3f s), %.1f MiB\n' "$r" \
+            "${hf_walls[-1]}" "${hf_cpu[-1]}" "$(calc "${hf_rss[-1]} / 2**20")" \
+            "${js_walls[-1]}" "${js_cpu[-1]}" "$(calc "${js_rss[-1]} / 2**20")"
+    done
+    # Where the time goes: the same with one task selected. Every row is
+    # still read and made a task; only the selected one goes through the
+    # run's later checks (its prompt rendered, its recipe looked up).
+    local hf_one js_one
+    measure "$dir/hf-limit.log" hf:bench/swe-bench:test --limit 1
+    hf_one=$wall
+    measure "$dir/jsonl-limit.log" "$dir/rows.jsonl" --limit 1
+    js_one=$wall
+    # Every request after the fill: the cached runs' (0 expected).
+    local requests=$(($(wc -l < "$dir/hub.log") - 1 - filled))
+    kill -TERM "$hub"
+    wait "$hub" 2>/dev/null || true
+    sed -i "/^$hub\$/d" "$work/servers"
+    local hf_s js_s hf_c js_c hf_mib js_mib ratio
+    hf_s=$(calc "sorted([${hf_walls[*]/%/,}])[1]")
+    js_s=$(calc "sorted([${js_walls[*]/%/,}])[1]")
+    hf_c=$(calc "sorted([${hf_cpu[*]/%/,}])[1]")
+    js_c=$(calc "sorted([${js_cpu[*]/%/,}])[1]")
+    hf_mib=$(calc "round(max([${hf_rss[*]/%/,}]) / 2**20, 1)")
+    js_mib=$(calc "round(max([${js_rss[*]/%/,}]) / 2**20, 1)")
+    ratio=$(calc "round($hf_s / $js_s, 2)")
+    printf '  median of 3: hf (cached) %.3f s, JSONL %.3f s: %.2fx (CPU time %.3f s and %.3f s: %.2fx); peak RSS %.1f MiB and %.1f MiB; %d requests to the Hub in the cached runs\n' \
+        "$hf_s" "$js_s" "$ratio" "$hf_c" "$js_c" "$(calc "$hf_c / $js_c")" "$hf_mib" "$js_mib" "$requests"
+    printf '  with --limit 1 (every row read and made a task, one checked further): hf %.3f s, JSONL %.3f s\n' "$hf_one" "$js_one"
+    fig "datasets: s to plan $rows rows, hf: from the cache" "$(calc "round($hf_s, 3)")" "-" "median of 3"
+    fig "datasets: s to plan $rows rows, JSONL" "$(calc "round($js_s, 3)")" "-" "median of 3"
+    fig "datasets: hf cache / JSONL, wall time" "${ratio}x" "-" "CPU time $(calc "round($hf_c / $js_c, 2)")x"
+    fig "datasets: peak RSS MiB, hf: from the cache" "$hf_mib" "-" "JSONL $js_mib"
+    fig "datasets: Hub requests of the cached runs" "$requests" "0" "$([ "$requests" = 0 ] && echo ok || echo MISS)"
 }
 
 # The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one
