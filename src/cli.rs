@@ -297,7 +297,7 @@ pub struct MergeArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The tasks: a JSONL file (one task per line), a folder of Harbor tasks, or a dataset on the Hugging Face Hub: `hf:OWNER/NAME[@REVISION][:SPLIT]` (split `test` by default) or a name `onebash datasets` lists (`swe-bench-verified`).
+    /// The tasks: a JSONL file (one task per line), a folder of Harbor tasks, or a dataset on the Hugging Face Hub: `hf:OWNER/NAME[@REVISION][:SPLIT]` (the split: its only one, else `test`) or a name `onebash datasets` lists (`swe-bench-verified`).
     #[arg(value_name = "TASKS")]
     pub tasks: PathBuf,
 
