@@ -147,7 +147,7 @@ pub enum Command {
         after_help = "Examples:\n  onebash pull tasks.jsonl --env oci --image 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace(\"__\", \"_1776_\") }}:latest'\n  onebash pull tasks.jsonl --env oci --shard 3/8 --cache-dir /local/onebash"
     )]
     Pull(PullArgs),
-    /// The datasets onebash knows by name (each `hf:OWNER/NAME:SPLIT` on the Hugging Face Hub), and those in the cache.
+    /// The datasets onebash knows by name (each `hf:OWNER/NAME:SPLIT` on the Hugging Face Hub), and where datasets are cached.
     #[command(
         after_help = "Examples:\n  onebash datasets\n  onebash run swe-bench-verified -m gpt-4.1 --env podman\n  onebash run hf:SWE-bench/SWE-bench_Lite@<sha>:dev --dry-run --env oci"
     )]

@@ -88,6 +88,9 @@ env_kind=${ENV:-host}
 # Where tasks run: on the node under the sandbox, or in their images (the
 # image is then the sandbox: bwrap over its root, --sandbox has no say).
 where=(--sandbox "$sandbox")
+# ENV=host given says tasks that name an image run on the node anyway (run
+# stops on them when no --env is given).
+[ "${ENV:-}" != host ] || where+=(--env host)
 if [ "$env_kind" != host ]; then
     where=(--env "$env_kind")
     [ -z "${IMAGE:-}" ] || where+=(--image "$IMAGE")

@@ -47,6 +47,9 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
         pinned_sha: None,
     };
     let file = crate::config::source::load(&args.tasks, &options, &context)?;
+    for warning in &file.warnings {
+        eprintln!("warning: {warning}");
+    }
     let filter = args
         .filter
         .as_deref()
@@ -99,8 +102,20 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
             ));
         }
     };
+    let dataset = file
+        .dataset
+        .as_ref()
+        .map(|d| {
+            format!(
+                "dataset {}: commit {} in {}\n",
+                d.reference,
+                d.sha,
+                cache_dir.join("datasets").display()
+            )
+        })
+        .unwrap_or_default();
     Ok(format!(
-        "{count} image{} ready in {place}",
+        "{dataset}{count} image{} ready in {place}",
         if count == 1 { "" } else { "s" }
     ))
 }

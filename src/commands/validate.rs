@@ -68,6 +68,11 @@ pub(crate) fn configs(
                 "internal error: validate built a command that is not `run`".to_owned(),
             ));
         };
+        if args.dry_run {
+            return Err(CommandError::Input(
+                "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`".to_owned(),
+            ));
+        }
         configs.push(RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?);
     }
     Ok(configs)
@@ -219,6 +224,17 @@ mod tests {
             "{err}"
         );
         assert!(!err.starts_with("error:"), "main adds the prefix: {err}");
+        let extra = ["--dry-run".to_owned()];
+        let Err(err) = configs(
+            Path::new("tasks.jsonl"),
+            1,
+            Path::new("out"),
+            &extra,
+            &crate::config::Secrets::default(),
+        ) else {
+            panic!("--dry-run was taken");
+        };
+        assert!(err.to_string().starts_with("--dry-run is run's"), "{err}");
     }
 
     fn row(task: &str, status: Status, exit_reason: ExitReason, error: &str) -> ResultRow {

@@ -152,7 +152,7 @@ impl Probed {
                     let state = match (to_pull.contains(image), pull) {
                         (false, _) => Readiness::Present,
                         (true, PullPolicy::Always) => Readiness::ToPullAgain,
-                        (true, _) => crate::env::oci::look_in_registry(cache_dir, image)?,
+                        (true, _) => crate::env::oci::look_in_registry(image)?,
                     };
                     states.push((image.clone(), state));
                 }

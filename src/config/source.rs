@@ -73,7 +73,7 @@ impl DatasetRecord {
 }
 
 /// How [`load`] reads a dataset beyond its reference.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct DatasetContext {
     /// `HF_TOKEN`, taken out of the environment by `main`.
     pub token: Option<String>,
@@ -82,6 +82,16 @@ pub(crate) struct DatasetContext {
     /// A commit to read instead of resolving the revision: what an earlier
     /// attempt of the run read (`--resume`).
     pub pinned_sha: Option<String>,
+}
+
+impl std::fmt::Debug for DatasetContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetContext")
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("cache_dir", &self.cache_dir)
+            .field("pinned_sha", &self.pinned_sha)
+            .finish()
+    }
 }
 
 /// Why the tasks could not be read.
@@ -142,7 +152,7 @@ pub(crate) fn load(
     Ok(Loaded {
         tasks,
         sha256: dataset.content_sha256(),
-        dataset: Some(record_of(&dataset, typed)),
+        dataset: Some(record_of(&dataset, &reference, typed)),
         hidden: settings.token_file.clone().into_iter().collect(),
         warnings: dataset.warnings.clone(),
     })
@@ -183,11 +193,14 @@ fn tasks_of(
     Ok(parse_rows(rows, typed, Path::new("."), options)?)
 }
 
-fn record_of(dataset: &Dataset, typed: String) -> DatasetRecord {
+/// `reference` as typed: a resume asks for the commit the first attempt
+/// read, and the record keeps the revision the user named (else the next
+/// resume would not know the record as its own).
+fn record_of(dataset: &Dataset, reference: &DatasetRef, typed: String) -> DatasetRecord {
     DatasetRecord {
         reference: typed,
         repo: dataset.reference.repo.clone(),
-        revision: dataset.revision.clone(),
+        revision: reference.revision_or_main().to_owned(),
         sha: dataset.sha.clone(),
         split: dataset.split.clone(),
         files: dataset

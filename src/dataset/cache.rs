@@ -228,14 +228,18 @@ impl RepoCache {
         if let Some(parent) = link.parent() {
             fs::create_dir_all(parent).map_err(io("make", parent))?;
         }
-        // A link of another run made after the check above is as good as
-        // ours; one that points elsewhere (an older layout) is replaced.
-        let _ = fs::remove_file(&link);
-        match std::os::unix::fs::symlink(&target, &link) {
-            Ok(()) => Ok(link),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(link),
-            Err(err) => Err(io("link", &link)(err)),
-        }
+        // Made aside and renamed over the old one (an older layout's), so
+        // a run reading the snapshot meanwhile finds one link or the
+        // other, never none.
+        let aside = link.with_file_name(format!(
+            ".{}.{}.link",
+            link.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+            std::process::id()
+        ));
+        let _ = fs::remove_file(&aside);
+        std::os::unix::fs::symlink(&target, &aside).map_err(io("link", &aside))?;
+        fs::rename(&aside, &link).map_err(io("link", &link))?;
+        Ok(link)
     }
 }
 

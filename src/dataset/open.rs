@@ -23,8 +23,6 @@ use crate::dataset::splits;
 pub(crate) struct Dataset {
     /// As resolved: `revision` the commit sha, `split` the split read.
     pub(crate) reference: DatasetRef,
-    /// The revision asked for (`main` when none was).
-    pub(crate) revision: String,
     /// The commit, 40 hex digits.
     pub(crate) sha: String,
     pub(crate) split: String,
@@ -331,7 +329,6 @@ impl Opening<'_> {
                 split: Some(split.clone()),
                 alias: self.reference.alias,
             },
-            revision: self.reference.revision_or_main().to_owned(),
             sha: sha.to_owned(),
             split,
             files,
@@ -449,7 +446,6 @@ mod tests {
                 split: None,
                 alias: None,
             },
-            revision: "main".into(),
             sha: "c".repeat(40),
             split: "test".into(),
             files,

@@ -88,6 +88,7 @@ fn hf_command(
         .args(args);
     for name in [
         "HF_TOKEN",
+        "HF_TOKEN_PATH",
         "HUGGING_FACE_HUB_TOKEN",
         "HF_HUB_OFFLINE",
         "HF_HUB_CACHE",
@@ -272,6 +273,13 @@ fn a_gated_dataset_without_a_good_token_stops_naming_it_and_hf_token() {
             &env,
         );
         assert_stopped_before_any_task(&run, 2);
+        if let Some(token) = token {
+            assert!(
+                !run.stderr.contains(token),
+                "the token in stderr: {}",
+                run.stderr
+            );
+        }
         for what in ["acme/gated", "HF_TOKEN"] {
             assert!(
                 run.stderr.contains(what),
@@ -302,6 +310,23 @@ fn a_gated_dataset_without_a_good_token_stops_naming_it_and_hf_token() {
             .all(|s| s.authorization.is_none()),
         "the token went to the CDN: {seen:#?}"
     );
+    // Nor anywhere in what the run wrote or printed.
+    assert!(!run.stderr.contains("hf_granted") && !run.stdout.contains("hf_granted"));
+    let mut folders = vec![run.out.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("read the run folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains("hf_granted"),
+                    "the token is in {}",
+                    path.display()
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -569,7 +594,30 @@ fn a_resume_of_a_named_revision_reads_its_sha_from_run_json_and_asks_nothing() {
         run_json(&resumed)["settings"]["dataset"]["sha"],
         sha.as_str()
     );
+    assert_eq!(
+        run_json(&resumed)["settings"]["dataset"]["revision"],
+        "main",
+        "run.json keeps the revision asked for, not the commit the resume pinned"
+    );
     assert_eq!(resumed.trajectory(&torn)[0]["task"]["id"], torn.as_str());
+    // And a second resume (with --retry-errors, so it reads the dataset
+    // again) is pinned the same way: the first one's run.json still says
+    // `main`.
+    let again = hf_run(
+        &fixture,
+        &hub.endpoint(),
+        "out",
+        "hf:acme/tasks",
+        &["-m", "oracle", "--resume", "--retry-errors"],
+        &[],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let after: Vec<Seen> = hub.requests().into_iter().skip(before).collect();
+    assert!(
+        after.is_empty(),
+        "the second resume asked the Hub: {after:#?}"
+    );
+    assert_eq!(run_json(&again)["settings"]["dataset"]["sha"], sha.as_str());
 }
 
 // ---------------------------------------------------------------------------
@@ -821,12 +869,8 @@ fn the_swe_bench_lite_alias_plans_swebench_images() {
             .expect("podman tag");
         assert!(tagged.success(), "podman tag {IMAGE} {image}");
     }
-    let plan = |out: &str| {
-        hf_run(
-            &fixture,
-            &hub.endpoint(),
-            out,
-            "swe-bench-lite",
+    let plan = |out: &str, extra: &[&str]| {
+        let args = [
             &[
                 "--dry-run",
                 "-m",
@@ -835,11 +879,13 @@ fn the_swe_bench_lite_alias_plans_swebench_images() {
                 "podman",
                 "--repo-base",
                 &repo_base,
-            ],
-            &[],
-        )
+            ][..],
+            extra,
+        ]
+        .concat();
+        hf_run(&fixture, &hub.endpoint(), out, "swe-bench-lite", &args, &[])
     };
-    let run = plan("out");
+    let run = plan("out", &[]);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert!(!run.out.exists(), "a dry run wrote {}", run.out.display());
     assert!(
@@ -850,16 +896,17 @@ fn the_swe_bench_lite_alias_plans_swebench_images() {
     );
     assert!(run.stdout.contains("acme__Ops-1"), "{}", run.stdout);
     // An image that is not there is asked of its registry, as the run
-    // would pull it: here Docker Hub cannot be reached, so the dry run
-    // stops as the run would, naming the image.
-    let untagged = Command::new("podman")
-        .args(["untag", images[1], images[1]])
-        .status()
-        .expect("podman untag");
-    assert!(untagged.success());
-    let run = plan("out-missing");
+    // would pull it: here one on a port nothing listens at, so the dry
+    // run stops as the run would, naming the image.
+    let missing = "127.0.0.1:1/swebench/{{ instance_id | lower }}:latest";
+    let run = plan("out-missing", &["--image", missing]);
     assert_stopped_before_any_task(&run, 2);
-    assert!(run.stderr.contains(images[1]), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("127.0.0.1:1/swebench/acme__ops-1:latest"),
+        "{}",
+        run.stderr
+    );
     let seen = hub.requests();
     assert!(
         seen.iter()

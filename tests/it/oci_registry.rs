@@ -135,6 +135,52 @@ fn text(output: &Output) -> (i32, String, String) {
 /// unpacked whole, its blob gone; then `--pull missing` asks nothing,
 /// `--pull always` asks the tag again but fetches no blob, and `--pull
 /// never` works with the registry gone, but not on an empty cache.
+/// `run --dry-run --env oci`: an image the cache lacks is "to pull", its
+/// digest asked of the registry with a HEAD, nothing fetched or written;
+/// once pulled, it is present (a manifest in the cache alone would not
+/// make it so: a `--pull never` run needs its layers).
+#[test]
+fn a_dry_run_asks_the_registry_with_a_head_and_fetches_nothing() {
+    let registry = Registry::start(Auth::Open);
+    let built = Built::hello("dry\n");
+    built.publish(&registry, "test/app", "v1");
+    let world = World::new();
+    let image = format!("docker://{}/test/app:v1", registry.host());
+    let out = world.fixture.path("out");
+    let dry = || {
+        text(
+            &world
+                .command("run", &image)
+                .args(["-m", "noop", "--dry-run", "-o"])
+                .arg(&out)
+                .output()
+                .expect("run onebash"),
+        )
+    };
+    let (code, stdout, stderr) = dry();
+    assert_eq!(code, 0, "{stderr}");
+    let manifest_digest = digest(&built.manifest);
+    assert!(
+        stdout.contains(&format!("(to pull: {manifest_digest})")),
+        "{stdout}"
+    );
+    let seen = registry.seen();
+    assert!(
+        seen.iter()
+            .filter(|s| s.path.contains("/manifests/"))
+            .all(|s| s.method == "HEAD")
+            && !seen.iter().any(|s| s.path.contains("/blobs/")),
+        "{seen:?}"
+    );
+    assert!(!out.exists(), "a dry run made the run folder");
+    assert!(!world.oci().exists(), "a dry run wrote to the image cache");
+    let (code, _, stderr) = text(&world.pull(&image, &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = dry();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(&format!("{image} (present)")), "{stdout}");
+}
+
 #[test]
 fn a_registry_image_is_pulled_through_the_bearer_token_flow_and_cached() {
     let registry = Registry::start(Auth::Bearer { basic: None });

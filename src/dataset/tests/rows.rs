@@ -164,7 +164,6 @@ pub(crate) fn local_dataset(files: &[(&str, &Path)]) -> Dataset {
             split: Some("test".into()),
             alias: None,
         },
-        revision: "main".into(),
         sha: super::SHA.into(),
         split: "test".into(),
         files: files

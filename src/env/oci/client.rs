@@ -114,9 +114,20 @@ impl Net {
         accept: Option<&str>,
         from: u64,
     ) -> Result<reqwest::Response, OciError> {
+        self.send(reqwest::Method::GET, path, accept, from).await
+    }
+
+    /// [`Net::get`] with another method (HEAD).
+    async fn send(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        accept: Option<&str>,
+        from: u64,
+    ) -> Result<reqwest::Response, OciError> {
         let url = format!("{}{path}", self.base);
         for round in 0..2 {
-            let mut request = self.http.get(&url);
+            let mut request = self.http.request(method.clone(), &url);
             if let Some(accept) = accept {
                 request = request.header(ACCEPT, accept);
             }
@@ -291,6 +302,35 @@ impl Net {
             .await
             .map_err(|why| self.protocol(format!("the manifest {key}: {why}")))?;
         Ok((bytes, announced))
+    }
+
+    /// The digest the registry gives `key` (a tag), asked with HEAD: what
+    /// `run --dry-run` needs, and a HEAD is not a pull to Docker Hub's rate
+    /// limit. `None` when the registry answers without a digest.
+    pub(super) async fn manifest_digest(&mut self, key: &str) -> Result<Option<Digest>, OciError> {
+        let response = self
+            .send(
+                reqwest::Method::HEAD,
+                &format!("/manifests/{key}"),
+                Some(MANIFEST_TYPES),
+                0,
+            )
+            .await?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(RegistryError::NotFound(format!(
+                "{}/{}:{key}",
+                self.host, self.repository
+            ))
+            .into());
+        }
+        if !response.status().is_success() {
+            return Err(self.protocol(format!("the manifest {key}: {}", response.status())));
+        }
+        Ok(response
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| Digest::parse(v).ok()))
     }
 
     /// A config blob, whole.

@@ -90,8 +90,8 @@ pub(crate) enum Readiness {
     Present,
     /// Not there; the registry names this manifest digest for it.
     ToPull(String),
-    /// Not there, to be pulled (the engine's store was asked, not the
-    /// registry: `--pull always` pulls every image again).
+    /// To be pulled, no registry asked: `--pull always` pulls every image
+    /// again, and an engine reads a local source itself.
     ToPullAgain,
 }
 
@@ -120,28 +120,35 @@ pub(crate) fn look(
 
 fn look_one(oci_dir: &Path, name: &str, pull: PullPolicy) -> Result<Readiness, OciError> {
     let source = source::Source::parse(name)?;
-    match &source {
-        source::Source::Registry(reference) => {
-            let (digest, cached) = registry::look(oci_dir, reference, pull)?;
-            Ok(if cached {
-                Readiness::Present
-            } else {
-                Readiness::ToPull(digest.to_string())
-            })
-        }
-        _ => source.manifest().map(|_| Readiness::Present),
+    let source::Source::Registry(reference) = &source else {
+        return source.manifest().map(|_| Readiness::Present);
+    };
+    // Present: all a `--pull never` run needs is in the cache (the
+    // manifest, the config, each layer unpacked or its blob kept), as
+    // `registry::pull` under `never` finds it, fetching nothing.
+    let cache = layers::LayerCache::new(oci_dir);
+    let here = registry::pull(oci_dir, reference, PullPolicy::Never, &|d| cache.has(d));
+    match (here, pull) {
+        (Ok(_), PullPolicy::Never | PullPolicy::Missing) => Ok(Readiness::Present),
+        (Err(err), PullPolicy::Never) => Err(err),
+        _ => registry::look(reference).map(|digest| Readiness::ToPull(digest.to_string())),
     }
 }
 
-/// The same for an engine's images: those missing from its store asked of
-/// the registry (by onebash's own client, as `--env oci` would pull them),
-/// so a name that no registry has stops the dry run as it would the run.
-pub(crate) fn look_in_registry(cache_dir: &Path, name: &str) -> Result<Readiness, EnvError> {
-    look_one(&cache_dir.join("oci"), name, PullPolicy::Always).map_err(|source| {
-        EnvError::OciImage {
-            image: name.to_owned(),
-            source,
+/// The same for an image missing from an engine's store: its registry
+/// asked for the digest (by onebash's own client, with a HEAD), so a name
+/// that no registry has stops the dry run as it would the run. A local
+/// source (`docker-archive:`) is the engine's to read.
+pub(crate) fn look_in_registry(name: &str) -> Result<Readiness, EnvError> {
+    let asked = source::Source::parse(name).and_then(|source| match source {
+        source::Source::Registry(reference) => {
+            registry::look(&reference).map(|digest| Readiness::ToPull(digest.to_string()))
         }
+        _ => Ok(Readiness::ToPullAgain),
+    });
+    asked.map_err(|source| EnvError::OciImage {
+        image: name.to_owned(),
+        source,
     })
 }
 

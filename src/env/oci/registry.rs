@@ -58,28 +58,27 @@ pub(super) fn pull(
     runtime.block_on(puller.pull(unpacked))
 }
 
-/// The digest of `reference`'s manifest without fetching its layers,
-/// and whether it came from the cache (else the registry answered): what
-/// `run --dry-run` checks. `--pull never` with nothing cached is the error
-/// a run gives. Blocking, as [`pull`].
-pub(super) fn look(
-    oci_dir: &Path,
-    reference: &Reference,
-    policy: PullPolicy,
-) -> Result<(Digest, bool), OciError> {
+/// The digest the registry gives `reference`, asked with a HEAD (a GET
+/// of the manifest when the registry gives no digest so), nothing written
+/// to the cache: whether an image missing here can be pulled, for `run
+/// --dry-run`. Blocking, as [`pull`].
+pub(super) fn look(reference: &Reference) -> Result<Digest, OciError> {
+    if let Some(digest) = &reference.digest {
+        return Ok(digest.clone());
+    }
+    let Some(tag) = reference.tag.clone() else {
+        return Err(OciError::Image(format!("{reference} has no tag")));
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| OciError::Cache(format!("cannot start an async runtime: {err}")))?;
-    let mut puller = Puller {
-        store: Store::new(oci_dir),
-        reference,
-        policy,
-        net: None,
-    };
     runtime.block_on(async {
-        let digest = puller.resolve().await?;
-        Ok((digest, puller.net.is_none()))
+        let mut net = Net::new(reference)?;
+        match net.manifest_digest(&tag).await? {
+            Some(digest) => Ok(digest),
+            None => Ok(Digest::of(&net.manifest(&tag).await?.0)),
+        }
     })
 }
 

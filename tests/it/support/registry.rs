@@ -62,6 +62,7 @@ pub enum Fault {
 /// One request as received.
 #[derive(Clone, Debug)]
 pub struct Seen {
+    pub method: String,
     pub path: String,
     pub authorization: Option<String>,
     pub range: Option<String>,
@@ -193,6 +194,7 @@ fn serve(state: &State, addr: SocketAddr, mut stream: TcpStream) -> std::io::Res
         }
     }
     let seen = Seen {
+        method: line.split_whitespace().next().unwrap_or("").to_owned(),
         path: path.clone(),
         authorization: headers.get("authorization").cloned(),
         range: headers.get("range").cloned(),

@@ -110,6 +110,10 @@ pub(super) struct Shared {
     /// Notified on each request logged and when the Hub stops.
     pub(super) changed: Condvar,
     pub(super) stop: AtomicBool,
+    /// A held request that [`HANG_GUARD`] let go before what it waited
+    /// for came: the test did not get the order it asked for, and the
+    /// Hub's drop fails it.
+    pub(super) hold_expired: AtomicBool,
     /// Open connections, shut down when the Hub is dropped.
     pub(super) connections: Mutex<HashMap<u64, TcpStream>>,
     pub(super) next_id: AtomicU64,
@@ -136,6 +140,7 @@ impl Hub {
             faults: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
+            hold_expired: AtomicBool::new(false),
             connections: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             hub: hub.local_addr().expect("local_addr"),
@@ -317,6 +322,10 @@ impl Drop for Hub {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+        assert!(
+            std::thread::panicking() || !self.shared.hold_expired.load(Ordering::SeqCst),
+            "a held request was let go before what it waited for came (HANG_GUARD)"
+        );
     }
 }
 
@@ -388,13 +397,15 @@ fn serve(shared: &Shared, mut stream: TcpStream, cdn: bool) -> std::io::Result<(
             .position(|hold| !hold.used && (hold.what)(&seen));
         if let Some(index) = hold {
             state.holds[index].used = true;
-            let state = shared
+            let (state, waited) = shared
                 .changed
                 .wait_timeout_while(state, HANG_GUARD, |state| {
                     !shared.stop.load(Ordering::SeqCst) && !(state.holds[index].until)(&state.log)
                 })
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+                .unwrap_or_else(PoisonError::into_inner);
+            if waited.timed_out() {
+                shared.hold_expired.store(true, Ordering::SeqCst);
+            }
             drop(state);
         }
         failure
