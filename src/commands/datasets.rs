@@ -35,3 +35,29 @@ pub(crate) fn list(args: &DatasetsArgs) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name is listed with the Hub id and split it reads, and the
+    /// cache folder named is the one `--cache-dir` gives.
+    #[test]
+    fn every_name_is_listed_with_its_hub_id_and_split() {
+        let text = list(&DatasetsArgs {
+            cache_dir: Some("/tmp/c".into()),
+        });
+        assert_eq!(ALIASES.len(), 8);
+        for alias in ALIASES {
+            let line = text
+                .lines()
+                .find(|line| line.starts_with(&format!("{} ", alias.name)))
+                .unwrap_or_else(|| panic!("{} is not listed:\n{text}", alias.name));
+            assert!(
+                line.contains(&format!("hf:{}:{}", alias.repo, alias.split)),
+                "{line}"
+            );
+        }
+        assert!(text.contains("Cached in /tmp/c/datasets"), "{text}");
+    }
+}
