@@ -134,11 +134,9 @@ fn plan(config: &RunConfig<Unprobed>, looked: &Looked) -> String {
     out
 }
 
+/// `--env`'s word: the image backends' names, and `host`.
 fn env_name(kind: EnvKind) -> &'static str {
-    match kind {
-        EnvKind::Host => "host",
-        kind => kind.image_backend().unwrap_or("host"),
-    }
+    kind.image_backend().unwrap_or("host")
 }
 
 fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {

@@ -50,6 +50,14 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
     for warning in &file.warnings {
         eprintln!("warning: {warning}");
     }
+    // `load` reads Harbor folders too (a run takes them); their images are
+    // built from environment/ when a task starts, not pulled.
+    if let Some(task) = file.tasks.iter().find(|t| t.harbor.is_some()) {
+        return Err(PullError::Other(format!(
+            "{} is a Harbor task: its image is built from its environment/ when it runs, so there is nothing to pull",
+            task.id
+        )));
+    }
     let filter = args
         .filter
         .as_deref()

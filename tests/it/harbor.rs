@@ -396,4 +396,15 @@ fn harbor_tasks_are_refused_on_the_host() {
         "{}",
         oracle.stderr
     );
+    // Nor is there an image to pull ahead: it is built when the task runs.
+    let pull = crate::support::harness::onebash()
+        .arg("pull")
+        .arg(root.join("only"))
+        .args(["--env", "podman", "--cache-dir"])
+        .arg(fixture.path("cache"))
+        .output()
+        .expect("run onebash pull");
+    let stderr = String::from_utf8_lossy(&pull.stderr);
+    assert_eq!(pull.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("only is a Harbor task"), "{stderr}");
 }

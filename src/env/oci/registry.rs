@@ -45,10 +45,7 @@ pub(super) fn pull(
     policy: PullPolicy,
     unpacked: &dyn Fn(&Digest) -> bool,
 ) -> Result<Manifest, OciError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| OciError::Cache(format!("cannot start an async runtime: {err}")))?;
+    let runtime = runtime()?;
     let puller = Puller {
         store: Store::new(oci_dir),
         reference,
@@ -69,10 +66,7 @@ pub(super) fn look(reference: &Reference) -> Result<Digest, OciError> {
     let Some(tag) = reference.tag.clone() else {
         return Err(OciError::Image(format!("{reference} has no tag")));
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| OciError::Cache(format!("cannot start an async runtime: {err}")))?;
+    let runtime = runtime()?;
     runtime.block_on(async {
         let mut net = Net::new(reference)?;
         match net.manifest_digest(&tag).await? {
@@ -80,6 +74,15 @@ pub(super) fn look(reference: &Reference) -> Result<Digest, OciError> {
             None => Ok(Digest::of(&net.manifest(&tag).await?.0)),
         }
     })
+}
+
+/// The single-threaded runtime [`pull`] and [`look`] block on: both run
+/// before the run's own runtime starts.
+fn runtime() -> Result<tokio::runtime::Runtime, OciError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| OciError::Cache(format!("cannot start an async runtime: {err}")))
 }
 
 /// Where a layer's blob is kept until it is unpacked.
