@@ -280,8 +280,36 @@ impl Net {
         &mut self,
         key: &str,
     ) -> Result<(Vec<u8>, Option<Digest>), OciError> {
+        let (response, announced) = self.manifest_answer(reqwest::Method::GET, key).await?;
+        let bytes = read_limited(response, JSON_LIMIT)
+            .await
+            .map_err(|why| self.protocol(format!("the manifest {key}: {why}")))?;
+        Ok((bytes, announced))
+    }
+
+    /// The digest the registry gives `key` (a tag), asked with HEAD: what
+    /// `run --dry-run` needs, and a HEAD is not a pull to Docker Hub's rate
+    /// limit. `None` when the registry answers without a digest.
+    pub(super) async fn manifest_digest(&mut self, key: &str) -> Result<Option<Digest>, OciError> {
+        let (_, announced) = self.manifest_answer(reqwest::Method::HEAD, key).await?;
+        Ok(announced)
+    }
+
+    /// The registry's answer for `key`'s manifest, asked with `method`, when
+    /// it is a success (404 is [`RegistryError::NotFound`]), and the digest
+    /// it announces (`Docker-Content-Digest`).
+    async fn manifest_answer(
+        &mut self,
+        method: reqwest::Method,
+        key: &str,
+    ) -> Result<(reqwest::Response, Option<Digest>), OciError> {
         let response = self
-            .get(&format!("/manifests/{key}"), Some(MANIFEST_TYPES), 0)
+            .send(
+                method,
+                &format!("/manifests/{key}"),
+                Some(MANIFEST_TYPES),
+                0,
+            )
             .await?;
         if response.status() == StatusCode::NOT_FOUND {
             return Err(RegistryError::NotFound(format!(
@@ -298,39 +326,7 @@ impl Net {
             .get("docker-content-digest")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| Digest::parse(v).ok());
-        let bytes = read_limited(response, JSON_LIMIT)
-            .await
-            .map_err(|why| self.protocol(format!("the manifest {key}: {why}")))?;
-        Ok((bytes, announced))
-    }
-
-    /// The digest the registry gives `key` (a tag), asked with HEAD: what
-    /// `run --dry-run` needs, and a HEAD is not a pull to Docker Hub's rate
-    /// limit. `None` when the registry answers without a digest.
-    pub(super) async fn manifest_digest(&mut self, key: &str) -> Result<Option<Digest>, OciError> {
-        let response = self
-            .send(
-                reqwest::Method::HEAD,
-                &format!("/manifests/{key}"),
-                Some(MANIFEST_TYPES),
-                0,
-            )
-            .await?;
-        if response.status() == StatusCode::NOT_FOUND {
-            return Err(RegistryError::NotFound(format!(
-                "{}/{}:{key}",
-                self.host, self.repository
-            ))
-            .into());
-        }
-        if !response.status().is_success() {
-            return Err(self.protocol(format!("the manifest {key}: {}", response.status())));
-        }
-        Ok(response
-            .headers()
-            .get("docker-content-digest")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| Digest::parse(v).ok()))
+        Ok((response, announced))
     }
 
     /// A config blob, whole.
