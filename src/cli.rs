@@ -578,6 +578,25 @@ pub enum Format {
     Html,
 }
 
+/// `onebash run TASKS ARGS` as the command line parses it: for the tests
+/// of the layers that take `RunArgs` (config, commands).
+#[cfg(test)]
+pub(crate) fn run_args(tasks: &std::path::Path, args: &[&str]) -> RunArgs {
+    let tasks = tasks.to_str().expect("a UTF-8 path");
+    let argv = ["onebash", "run", tasks]
+        .into_iter()
+        .chain(args.iter().copied());
+    let Command::Run(run) = Cli::try_parse_from(argv).expect("valid arguments").command else {
+        panic!("not a run");
+    };
+    *run
+}
+
+/// One task with a gold patch, from an absolute repo path: the task file
+/// of those tests.
+#[cfg(test)]
+pub(crate) const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;

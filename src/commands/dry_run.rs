@@ -146,22 +146,7 @@ fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    /// One task with a gold patch, from an absolute repo path.
-    const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
-
-    fn run_args(tasks: &std::path::Path, args: &[&str]) -> crate::cli::RunArgs {
-        let tasks = tasks.to_str().expect("a UTF-8 path");
-        let argv = ["onebash", "run", tasks]
-            .into_iter()
-            .chain(args.iter().copied());
-        let Command::Run(run) = Cli::try_parse_from(argv).expect("valid arguments").command else {
-            panic!("not a run");
-        };
-        *run
-    }
+    use crate::cli::{TASK_LINE, run_args};
 
     /// `--dry-run` makes the run's checks and prints the plan without
     /// writing the run folder; a resume's other settings are refused as

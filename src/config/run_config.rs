@@ -1131,25 +1131,8 @@ pub(crate) fn default_cache_dir() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-    use crate::cli::{Cli, Command};
-
-    /// One task with a gold patch, from an absolute repo path.
-    const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
-
-    /// `onebash run TASKS ARGS` as the command line parses it.
-    fn run_args(tasks: &Path, args: &[&str]) -> RunArgs {
-        let tasks = tasks.to_str().expect("a UTF-8 path");
-        let argv = ["onebash", "run", tasks]
-            .into_iter()
-            .chain(args.iter().copied());
-        let Command::Run(run) = Cli::try_parse_from(argv).expect("valid arguments").command else {
-            panic!("not a run");
-        };
-        *run
-    }
+    use crate::cli::{TASK_LINE, run_args};
 
     /// Tasks that name an image, with no `--env`: the run stops before
     /// anything, naming the first such task and the environments that use
