@@ -239,6 +239,17 @@ pub enum ExportFormat {
     Atif,
 }
 
+/// `--grading`: a rule set by its name.
+pub(crate) fn grading_rules(name: &str) -> Result<crate::grade::swebench::Rules, String> {
+    crate::grade::swebench::Rules::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = crate::grade::swebench::ALL_RULES
+            .iter()
+            .map(|rules| rules.as_str())
+            .collect();
+        format!("unknown rules {name:?}; expected one of: {}", names.join(", "))
+    })
+}
+
 /// An exit reason as results.csv writes it.
 fn exit_reason(raw: &str) -> Result<ExitReason, String> {
     serde_json::from_value(serde_json::Value::String(raw.to_owned())).map_err(|_| {
@@ -316,6 +327,10 @@ pub struct RunArgs {
     /// A JUnit XML file the test command writes, relative to the checkout: per-test results are read from it instead of the output.
     #[arg(long, value_name = "PATH")]
     pub junit_path: Option<PathBuf>,
+
+    /// The rules tests are graded by: `swebench-4.1` or `swebench-5.0` (docs/results.md, "Grading rules"). Default: the row's format decides (a swebench 5 row, with its own `eval_script` or `log_parser`, by 5.0's; any other by 4.1's).
+    #[arg(long, value_name = "RULES", value_parser = grading_rules)]
+    pub grading: Option<crate::grade::swebench::Rules>,
 
     /// Wire protocol: `openai` (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, OpenRouter...), `openai-responses` (OpenAI's Responses API) or `anthropic` (Messages).
     #[arg(long, value_enum, default_value_t = Provider::Openai)]

@@ -23,6 +23,7 @@ use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
 use crate::config::pricing::{PRICES_TAKEN, Price, PriceError, builtin_price};
 use crate::config::probe::{ProbeError, Probed};
 use crate::config::source::{DatasetContext, DatasetRecord, SourceError};
+use crate::grade::swebench::Rules;
 use crate::run_folder::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
@@ -127,6 +128,9 @@ pub(crate) struct RunConfig<P = Probed> {
     pub retry_errors: bool,
     /// `--junit-path`, relative to the checkout.
     pub junit_path: Option<PathBuf>,
+    /// `--grading`: the rules every task is graded by; `None` (run.json's
+    /// `null`): each row's format decides ([`Rules::by_format`]).
+    pub grading: Option<Rules>,
     /// sha256 of the task file's bytes (of a dataset's file hashes).
     pub task_file_sha256: String,
     /// The dataset the tasks are the rows of, as read.
@@ -298,6 +302,11 @@ impl<P> RunConfig<P> {
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
             fields.insert("test_command".to_owned(), serde_json::json!(template));
         }
+        // The rules a verdict is reached by; when not given, the rows'
+        // format decides, and the rows are in task_file_sha256 already.
+        if let (Some(rules), Some(fields)) = (self.grading, fingerprint.as_object_mut()) {
+            fields.insert("grading".to_owned(), serde_json::json!(rules));
+        }
         // Likewise `--history none`: the default is what runs from before
         // the flag did (as far as the past goes).
         if let (History::None, Some(fields)) = (self.history, fingerprint.as_object_mut()) {
@@ -410,6 +419,7 @@ impl RunConfig<Unprobed> {
             resume: args.resume,
             retry_errors: args.retry_errors,
             junit_path: args.junit_path.clone(),
+            grading: args.grading,
             task_file_sha256,
             dataset: selected.dataset,
             test_command: args.test_command.clone(),
@@ -496,6 +506,7 @@ impl RunConfig<Unprobed> {
             resume: self.resume,
             retry_errors: self.retry_errors,
             junit_path: self.junit_path,
+            grading: self.grading,
             task_file_sha256: self.task_file_sha256,
             dataset: self.dataset,
             test_command: self.test_command,

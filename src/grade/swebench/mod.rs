@@ -2,7 +2,8 @@
 //! the per-repo recipes ([`spec`]: eval script, image, parser), the test
 //! patch's files ([`patch`]), the log parsers ([`log`], one file per
 //! language family: python.rs, javascript.rs, java.rs, native.rs,
-//! php_ruby.rs, over lines.rs) and the package's grading rules (grading.rs).
+//! php_ruby.rs, over lines.rs) the package's grading rules (grading.rs), and the two rule sets,
+//! 4.1's and 5.0's ([`Rules`]).
 
 mod grading;
 mod java;
@@ -13,8 +14,10 @@ mod native;
 pub(crate) mod patch;
 mod php_ruby;
 mod python;
+mod rules;
 pub mod spec;
 
 pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
 pub use lines::{STATUSES, StatusMap};
+pub use rules::{ALL_RULES, ApplyChain, Rules};
 pub use log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
