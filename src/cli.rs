@@ -246,7 +246,10 @@ pub(crate) fn grading_rules(name: &str) -> Result<crate::grade::swebench::Rules,
             .iter()
             .map(|rules| rules.as_str())
             .collect();
-        format!("unknown rules {name:?}; expected one of: {}", names.join(", "))
+        format!(
+            "unknown rules {name:?}; expected one of: {}",
+            names.join(", ")
+        )
     })
 }
 

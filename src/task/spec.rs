@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::grade::swebench::Rules;
 use crate::grade::swebench::spec::{SpecError, SwebenchEval};
 use crate::task::error::{BadLine, FieldError, IdError, LineError};
 
@@ -149,6 +150,20 @@ impl TaskSpec {
             }
         }
         map
+    }
+
+    /// The rules the task is graded by: `chosen` (`--grading`) when given,
+    /// else its row's format's ([`Rules::by_format`]).
+    pub(crate) fn rules(&self, chosen: Option<Rules>) -> Rules {
+        chosen.unwrap_or_else(|| Rules::by_format(self.swebench5.is_swebench5()))
+    }
+}
+
+impl Swebench5Fields {
+    /// Whether the row is in swebench 5's format: it carries its own eval
+    /// script or log parser.
+    pub(crate) fn is_swebench5(&self) -> bool {
+        self.eval_script.is_some() || self.log_parser.is_some()
     }
 }
 
@@ -766,6 +781,9 @@ mod tests {
             }
         );
         assert_eq!(tasks[0].to_json()["log_parser"], "pytest");
+        // Its format picks swebench 5.0's rules unless --grading says.
+        assert_eq!(tasks[0].rules(None), Rules::Swebench50);
+        assert_eq!(tasks[0].rules(Some(Rules::Swebench41)), Rules::Swebench41);
         let mut bad = good.clone();
         bad.insert("id".to_owned(), Value::from("b"));
         bad.insert("eval_script".to_owned(), Value::from(3));

@@ -19,5 +19,5 @@ pub mod spec;
 
 pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
 pub use lines::{STATUSES, StatusMap};
-pub use rules::{ALL_RULES, ApplyChain, Rules};
 pub use log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
+pub use rules::{ALL_RULES, ApplyChain, Rules};
