@@ -600,6 +600,29 @@ pub fn swebench_python() -> Option<String> {
     .then_some(python)
 }
 
+/// The python that has the `swebench` 5.x package (`--grading
+/// swebench-5.0`'s parity), under [`tool_present`]'s rule:
+/// `$ONEBASH_SWEBENCH5_PYTHON` (.ci/run installs it in a venv of its own);
+/// there is no fallback to `python3`, which has 4.1.0 when it has one.
+pub fn swebench5_python() -> Option<String> {
+    let python = std::env::var("ONEBASH_SWEBENCH5_PYTHON").ok();
+    let found = python.as_deref().is_some_and(|python| {
+        Command::new(python)
+            .args([
+                "-c",
+                "import swebench, sys; sys.exit(not swebench.__version__.startswith('5.'))",
+            ])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    });
+    tool_present(
+        found,
+        "the swebench 5 package",
+        "pip install swebench==5.0.2 in a venv and point ONEBASH_SWEBENCH5_PYTHON at its python",
+    )
+    .then(|| python.unwrap_or_default())
+}
+
 /// The python that has the pinned `huggingface_hub` and `pyarrow`, under
 /// [`tool_present`]'s rule: `$ONEBASH_HF_PYTHON` (.ci/run installs them
 /// in a venv of its own), else `python3`.
