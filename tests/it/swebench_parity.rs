@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use onebash::grade::swebench::spec::{Instance, eval_for, image_name, package_script, specs};
-use onebash::grade::swebench::{Parser, Rules, StatusMap, grade_output};
+use onebash::grade::swebench::{
+    Parser, Rules, StatusMap, grade_output, instance_report, parser_for_5, record_test_exit_code,
+};
 use serde_json::{Value, json};
 
 use crate::support::backend::{Backend, ImageTags, under_each_backend};
-use crate::support::harness::swebench_python;
+use crate::support::harness::{swebench_python, swebench5_python};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swebench-logs")
@@ -1061,5 +1063,209 @@ fn package_agrees(
         assert_eq!(theirs["resolved"], *resolution == "RESOLVED_FULL", "{id}");
         // Every status onebash read is the package's, and no other.
         assert_eq!(run.tests_json(id)["statuses"], theirs["statuses"], "{id}");
+    }
+}
+
+/// The cases of the logs where the two rule sets part (rules/cases.json).
+fn rule_cases() -> Vec<Value> {
+    let dir = fixtures().join("rules");
+    let text = std::fs::read_to_string(dir.join("cases.json")).expect("rules/cases.json");
+    let mut cases: Vec<Value> = serde_json::from_str(&text).expect("a JSON list");
+    for case in &mut cases {
+        let log = dir.join(case["log"].as_str().expect("log"));
+        case["log_path"] = json!(log.display().to_string());
+    }
+    cases
+}
+
+/// A case as 5.0's rows name it: its parser by 5.0's registry name (the
+/// 4.1 recipe's, when the case has none) and its eval_type.
+fn as_swebench5(case: &Value) -> Value {
+    let mut case = case.clone();
+    let repo = case["repo"].as_str().expect("repo").to_owned();
+    let entry = &specs().repos[&repo];
+    if case.get("log_parser").is_none() {
+        case["log_parser"] = json!(entry.parser.clone().expect("a parser"));
+    }
+    if case.get("eval_type").is_none() {
+        let fail_only = specs().fail_only_repos.contains(&repo);
+        case["eval_type"] = json!(if fail_only {
+            "fail_only"
+        } else {
+            "pass_and_fail"
+        });
+    }
+    case
+}
+
+/// onebash's grade of a case under `rules`, shaped as the fixture
+/// scripts answer: statuses, applied, resolution, resolved and the
+/// report.json of a model patch. None when onebash does not mirror the
+/// case's parser under `rules`.
+fn onebash_under(rules: Rules, case: &Value) -> Option<Value> {
+    let instance = Instance {
+        instance_id: case["instance_id"].as_str().expect("instance_id"),
+        repo: case["repo"].as_str().expect("repo"),
+        version: case["version"].as_str().expect("version"),
+        base_commit: "",
+        test_patch: "",
+    };
+    let eval = eval_for(&instance).unwrap_or_else(|err| panic!("{}: {err}", instance.repo));
+    let (parser, fail_only) = match rules {
+        Rules::Swebench41 => (eval.parser, eval.fail_only),
+        Rules::Swebench50 => {
+            let case = as_swebench5(case);
+            let name = case["log_parser"].as_str().expect("log_parser");
+            (
+                parser_for_5(name, instance.instance_id).ok()?,
+                case["eval_type"] == "fail_only",
+            )
+        }
+    };
+    let log = std::fs::read_to_string(case["log_path"].as_str().expect("path")).expect("log");
+    let graded = grade_output(
+        rules,
+        parser,
+        fail_only,
+        &log,
+        &strings(&case["FAIL_TO_PASS"]),
+        &strings(&case["PASS_TO_PASS"]),
+    );
+    let report = instance_report(
+        rules,
+        instance.instance_id,
+        Some("diff"),
+        Some(&graded.instance_grade()),
+    );
+    let report: Value = serde_json::from_str(&report.to_json()).expect("report.json");
+    Some(json!({
+        "statuses": graded.statuses,
+        "applied": graded.applied,
+        "resolution": graded.verdict.resolution,
+        "resolved": graded.verdict.resolved,
+        "report": report,
+    }))
+}
+
+/// What differs between onebash's answers and the package's, case by case.
+fn differences(rules: Rules, cases: &[Value], theirs: &Value) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (case, theirs) in cases
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
+        let Some(ours) = onebash_under(rules, case) else {
+            continue;
+        };
+        for key in ["statuses", "applied", "resolution", "resolved", "report"] {
+            if ours[key] != theirs[key] {
+                wrong.push(format!(
+                    "{} under {rules}: {key}\n  onebash: {}\n  swebench: {}",
+                    case["name"], ours[key], theirs[key]
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn recorded_logs_grade_under_5_0_rules_as_the_5_0_package_grades_them() {
+    let Some(python) = swebench5_python() else {
+        return;
+    };
+    let cases: Vec<Value> = cases()
+        .iter()
+        .chain(&rule_cases())
+        .map(as_swebench5)
+        .collect();
+    let theirs = package_answer(&python, "swebench5_grade.py", &cases);
+    assert_eq!(theirs["swebench"], "5.0.2");
+    let unmirrored: std::collections::BTreeSet<String> = cases
+        .iter()
+        .filter(|case| onebash_under(Rules::Swebench50, case).is_none())
+        .map(|case| case["log_parser"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    // Only the two parsers 5.0.2 rewrote otherwise are left out.
+    assert_eq!(
+        unmirrored,
+        ["parse_log_gradle_custom", "parse_log_maven"]
+            .map(str::to_owned)
+            .into(),
+    );
+    let wrong = differences(Rules::Swebench50, &cases, &theirs);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_rule_logs_grade_as_each_package_grades_them_and_the_rule_sets_part_where_they_say() {
+    let (Some(python4), Some(python5)) = (swebench_python(), swebench5_python()) else {
+        return;
+    };
+    let cases = rule_cases();
+    let old = package_answer(&python4, "swebench_grade.py", &cases);
+    let five: Vec<Value> = cases.iter().map(as_swebench5).collect();
+    let new = package_answer(&python5, "swebench5_grade.py", &five);
+    let mut wrong = differences(Rules::Swebench41, &cases, &old);
+    wrong.extend(differences(Rules::Swebench50, &five, &new));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The cases this file was written for: where the two versions differ.
+    let parted: Vec<&str> = cases
+        .iter()
+        .zip(old["results"].as_array().expect("results"))
+        .zip(new["results"].as_array().expect("results"))
+        .filter(|((_, a), b)| a["resolved"] != b["resolved"])
+        .map(|((case, _), _)| case["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        parted,
+        [
+            "skipped-f2p",
+            "spoofed-pass",
+            "empty-no-suite",
+            "truncated-agree"
+        ]
+    );
+}
+
+#[test]
+fn the_5_0_eval_script_records_the_exit_code_as_the_5_0_package_does() {
+    let Some(python) = swebench5_python() else {
+        return;
+    };
+    let mut scripts: Vec<String> = ["pallets/flask", "django/django", "markedjs/marked"]
+        .iter()
+        .map(|repo| {
+            let (version, _) = specs().repos[*repo]
+                .versions
+                .iter()
+                .next()
+                .expect("a version");
+            package_script(&Instance {
+                instance_id: "o__r-1",
+                repo,
+                version,
+                base_commit: "abc123",
+                test_patch: &realistic_test_patch(repo, "py"),
+            })
+            .expect("a script")
+        })
+        .collect();
+    scripts.push("#!/bin/bash\nset -uxo pipefail\nmake test\n".to_owned());
+    let input: Vec<Value> = scripts.iter().map(|s| json!({"script": s})).collect();
+    let theirs = package_answer(&python, "swebench5_grade.py", &input);
+    for (script, theirs) in scripts
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
+        // parse_eval_script's cut: the text stripped, the shebang and
+        // `set` lines out.
+        let recorded = record_test_exit_code(script.trim());
+        let ours: Vec<&str> = recorded
+            .split('\n')
+            .filter(|line| !["#!/bin/bash", "set -uxo pipefail"].contains(line))
+            .collect();
+        let theirs: Vec<String> = strings(theirs);
+        assert_eq!(ours, theirs, "{script}");
     }
 }
