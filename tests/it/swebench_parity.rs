@@ -1269,3 +1269,109 @@ fn the_5_0_eval_script_records_the_exit_code_as_the_5_0_package_does() {
         assert_eq!(ours, theirs, "{script}");
     }
 }
+
+/// The hidden tests with the new one skipped, as a patch that skips its
+/// FAIL_TO_PASS test on the grader's machine would leave it.
+const HIDDEN_SKIPPED: &str = "import unittest\nfrom calc import add, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    @unittest.skip(\"no database\")\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n";
+
+#[test]
+fn a_skipped_fail_to_pass_test_passes_under_4_1_and_fails_under_5_0_and_the_default_is_the_row_s() {
+    use crate::support::harness::{Fixture, diff_of, git, unittest_name};
+    let fixture = Fixture::new();
+    let (work, _) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", CALC),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        work.join("tests/runtests.py"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    let mirrors = fixture.mirrors(&work, "django/django");
+    let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN_SKIPPED)]);
+    let row = |id: &str| {
+        json!({
+            "instance_id": id,
+            "repo": "django/django",
+            "base_commit": base,
+            "problem_statement": "add() subtracts.",
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!([unittest_name("calc_tests.tests.CalcTests", "test_add")]).to_string(),
+            "PASS_TO_PASS": json!([unittest_name("calc_tests.tests.CalcTests", "test_sub")]).to_string(),
+            "version": "4.2",
+        })
+    };
+    // A swebench 5 row: its own eval script (which resets the test file
+    // and applies the test patch itself) and parser.
+    let mut five = row("django__django-5");
+    five["eval_script"] = json!(format!(
+        "#!/bin/bash\nset -uxo pipefail\ngit checkout {base} -- tests/calc_tests/tests.py\n\
+         git apply -v - <<'EOF_114329324912'\n{test_patch}\nEOF_114329324912\n\
+         : '>>>>> Start Test Output'\n./tests/runtests.py --verbosity 2 calc_tests.tests\n\
+         : '>>>>> End Test Output'\ngit checkout {base} -- tests/calc_tests/tests.py\n"
+    ));
+    five["log_parser"] = json!("parse_log_django");
+    five["eval_type"] = json!("pass_and_fail");
+    let tasks = fixture.tasks(&[row("django__django-4"), five]);
+    let mirrors_arg = mirrors.to_str().expect("utf-8");
+    let run = |name: &str, grading: Option<&str>| {
+        let mut args = vec!["--model", "noop", "--repo-base", mirrors_arg];
+        if let Some(rules) = grading {
+            args.extend(["--grading", rules]);
+        }
+        fixture.run_into(&fixture.path(name), &tasks, &args, &[])
+    };
+    let (default, old, new) = (
+        run("default", None),
+        run("old", Some("swebench-4.1")),
+        run("new", Some("swebench-5.0")),
+    );
+    let cases = [
+        (&default, "django__django-4", "swebench-4.1", "passed"),
+        (&default, "django__django-5", "swebench-5.0", "failed"),
+        (&old, "django__django-4", "swebench-4.1", "passed"),
+        (&old, "django__django-5", "swebench-4.1", "passed"),
+        (&new, "django__django-4", "swebench-5.0", "failed"),
+        (&new, "django__django-5", "swebench-5.0", "failed"),
+    ];
+    for (run, id, rules, status) in cases {
+        let row = run.row(id);
+        assert_eq!(
+            row["status"], status,
+            "{id} by {rules}: {row:?}\n{}",
+            run.stderr
+        );
+        let tests = run.tests_json(id);
+        assert_eq!(tests["verdict"]["rules"], rules, "{id}: {tests}");
+        assert_eq!(run.events(id, "test")[0]["rules"], rules, "{id}");
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
+        assert!(log.contains("skipped 'no database'"), "{id}: {log}");
+        // 5.0's eval script records the test command's exit status.
+        assert_eq!(
+            log.contains(">>>>> Test Exit Code: 0"),
+            rules == "swebench-5.0",
+            "{id} by {rules}: {log}"
+        );
+    }
+    // The row's own script put the test patch in itself, once.
+    let log =
+        std::fs::read_to_string(new.task_dir("django__django-5").join("test.log")).expect("log");
+    assert!(
+        log.contains("Applied patch tests/calc_tests/tests.py cleanly"),
+        "{log}"
+    );
+    assert!(
+        new.events("django__django-5", "test")[0]
+            .get("test_patch_method")
+            .is_none()
+    );
+}
