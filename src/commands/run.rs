@@ -26,6 +26,7 @@ use crate::commands::error::{
 use crate::config::manifest::RunManifest;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
+use crate::grade::swebench::Rules;
 use crate::run_folder::{
     ResultRow, ResultsWriter, RowSink, RunFolder, RunFolderError, Status, write_predictions,
 };
@@ -44,7 +45,7 @@ pub(crate) async fn run(config: RunConfig) -> anyhow::Result<i32> {
 /// the run before anything is written, the run folder and the work to do,
 /// the tasks themselves, and the summary with the exit code.
 pub(crate) async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<i32> {
-    let client = model_client(&config.model)?;
+    let client = model_client(&config.model, config.grading)?;
     let folder = RunFolder::at(&config.out_dir);
     if let Some(code) = refuse_early(&folder, &config, &client).await {
         return Ok(code);
@@ -69,9 +70,12 @@ pub(crate) async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::
 
 /// The client of the model the run asks: an API behind its retries, gate
 /// and price, or one that needs no API (oracle, noop, a replay).
-fn model_client(model: &ModelChoice) -> anyhow::Result<ModelClient> {
+fn model_client(model: &ModelChoice, grading: Option<Rules>) -> anyhow::Result<ModelClient> {
     Ok(match model {
-        ModelChoice::Oracle => ModelClient::oracle(),
+        ModelChoice::Oracle { .. } => ModelClient::oracle(),
+        ModelChoice::Predictions { file, .. } => {
+            ModelClient::predictions(Arc::clone(file), grading)
+        }
         ModelChoice::Noop => ModelClient::noop(),
         ModelChoice::Replay { run_dir, .. } => {
             let store = ReplayStore::open(run_dir)?;
