@@ -2,9 +2,10 @@
 //! graded as onebash's own agents' work, from a predictions file in each
 //! of the shapes `run_evaluation` takes, on the host and under each image
 //! backend, sharded and merged; a file with bad entries refused before
-//! anything runs; a resume with a changed file refused. The verdicts
-//! against the swebench package's own code are in
-//! `predictions_parity.rs`.
+//! anything runs; a resume with a changed file refused. And the
+//! SWE-bench-shaped instances of `swebench_parity.rs` graded from
+//! predictions, against what the swebench package's own code (4.1.0 and
+//! 5.x) loads, applies and grades of the same predictions.
 
 use std::path::{Path, PathBuf};
 
@@ -349,3 +350,209 @@ under_each_backend!(
     predictions_in_images,
     super::predictions_are_graded_in_each_backend
 );
+
+/// What the swebench package makes of `predictions` for `instances`
+/// (tests/fixtures/predictions/swebench_predictions.py's answer).
+fn package_view(python: &str, predictions: &Path, repo: &Path, instances: &[Value]) -> Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.json");
+    let given = json!({"predictions_path": predictions, "repo": repo, "instances": instances});
+    std::fs::write(&input, given.to_string()).expect("write");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/predictions/swebench_predictions.py");
+    let output = std::process::Command::new(python)
+        .arg(script)
+        .arg(&input)
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the script's JSON")
+}
+
+/// Django-shaped instances graded by SWE-bench's django recipe from
+/// predictions in each shape (a full fix, a partial one, an empty patch,
+/// one that does not apply, an instance without a prediction and a
+/// prediction for no instance), under 4.1's rules and 5.0's: what
+/// onebash loads, puts in and grades is what the package's
+/// `get_predictions_from_file`, `GIT_APPLY_CMDS` and `get_eval_report`
+/// make of the same predictions and onebash's test logs.
+#[test]
+fn predictions_get_the_swebench_package_s_verdicts() {
+    use crate::support::harness::{git, swebench_python, swebench5_python, unittest_name};
+    use crate::swebench_parity::{CALC, HIDDEN, RUNTESTS, VISIBLE};
+    let pythons: Vec<(String, &str)> = [
+        swebench_python().map(|p| (p, "swebench-4.1")),
+        swebench5_python().map(|p| (p, "swebench-5.0")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if pythons.is_empty() {
+        return;
+    }
+    let fixture = Fixture::new();
+    let (work, _) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", &format!("{CALC}")),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let runner = work.join("tests/runtests.py");
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    let mirrors = fixture.mirrors(&work, "django/django");
+    let added = CALC.replacen("a - b", "a + b", 1);
+    let full = diff_of(
+        &work,
+        &[(
+            "calc.py",
+            &added.replacen("a + b\n\n\ndef sub", "a * b\n\n\ndef sub", 1),
+        )],
+    );
+    let partial = diff_of(&work, &[("calc.py", &added)]);
+    let bad = full.replace("-    return a - b", "-    return a / b");
+    let f2p = [
+        unittest_name("calc_tests.tests.CalcTests", "test_add"),
+        unittest_name("calc_tests.tests.CalcTests", "test_mul"),
+    ];
+    let p2p = [unittest_name("calc_tests.tests.CalcTests", "test_sub")];
+    let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN)]);
+    let ids = [
+        "django__django-1",
+        "django__django-2",
+        "django__django-3",
+        "django__django-4",
+        "django__django-5",
+    ];
+    let rows: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({
+                "instance_id": id,
+                "repo": "django/django",
+                "base_commit": base,
+                "problem_statement": "add() subtracts and mul() adds.",
+                "patch": full,
+                "test_patch": test_patch,
+                "FAIL_TO_PASS": json!(f2p).to_string(),
+                "PASS_TO_PASS": json!(p2p).to_string(),
+                "version": "4.2",
+            })
+        })
+        .collect();
+    let tasks = fixture.tasks(&rows);
+    let prediction = |id: &str, patch: Value| json!({"instance_id": id, "model_name_or_path": "org/agent", "model_patch": patch});
+    let predictions = [
+        prediction(ids[0], json!(full)),
+        prediction(ids[1], json!(partial)),
+        prediction(ids[2], json!("")),
+        prediction(ids[3], json!(bad)),
+        prediction("django__django-99", json!(full)),
+    ];
+    let mirrors = mirrors.display().to_string();
+    for (python, rules) in &pythons {
+        for shape in ["jsonl", "list", "keyed"] {
+            let file = write_predictions(&fixture, &predictions, shape);
+            let model = format!("predictions:{}", file.display());
+            let out = fixture.path(&format!("out-{rules}-{shape}"));
+            let args = [
+                "--model",
+                &model,
+                "--repo-base",
+                &mirrors,
+                "--grading",
+                rules,
+            ];
+            let run = fixture.run_into(&out, &tasks, &args, &[]);
+            assert_eq!(run.code, 1, "{rules} {shape}: stderr:\n{}", run.stderr);
+            let instances: Vec<Value> = ids
+                .iter()
+                .map(|id| {
+                    let log = run.task_dir(id).join("test.log");
+                    json!({
+                        "instance_id": id,
+                        "repo": "django/django",
+                        "version": "4.2",
+                        "FAIL_TO_PASS": f2p,
+                        "PASS_TO_PASS": p2p,
+                        "test_log": log.exists().then(|| log.display().to_string()),
+                    })
+                })
+                .collect();
+            let theirs = package_view(python, &file, &work, &instances);
+            let what = format!("{rules} ({}) {shape}", theirs["swebench"]);
+            let loaded = theirs["loaded"].as_array().expect("loaded");
+            let settings = &run_json(&out)["settings"]["predictions"];
+            assert_eq!(settings["count"], loaded.len(), "{what}");
+            let known: Vec<&Value> = loaded
+                .iter()
+                .filter(|p| ids.contains(&p["instance_id"].as_str().unwrap_or_default()))
+                .collect();
+            let unknown: Vec<&str> = loaded
+                .iter()
+                .filter_map(|p| p["instance_id"].as_str())
+                .filter(|id| !ids.contains(id))
+                .collect();
+            assert_eq!(settings["unknown"], json!(unknown), "{what}");
+            let missing: Vec<&str> = ids
+                .iter()
+                .copied()
+                .filter(|id| !known.iter().any(|p| p["instance_id"] == *id))
+                .collect();
+            assert_eq!(settings["missing"], json!(missing), "{what}");
+            assert_eq!(run.rows().len(), known.len(), "{what}");
+            for prediction in known {
+                let id = prediction["instance_id"].as_str().expect("id");
+                let row = run.row(id);
+                assert_eq!(
+                    row["model"], prediction["model_name_or_path"],
+                    "{what} {id}"
+                );
+                let ours = (row["status"].as_str(), row["exit_reason"].as_str());
+                if prediction["empty"] == true {
+                    assert_eq!(ours, ("failed", "empty_patch"), "{what} {id}");
+                    continue;
+                }
+                let applied = theirs["applied"][id].as_bool().expect("applied");
+                assert_eq!(
+                    row["exit_reason"] != "patch_error",
+                    applied,
+                    "{what} {id}: {row:?}"
+                );
+                if !applied {
+                    assert_eq!(row["status"], "error", "{what} {id}");
+                    continue;
+                }
+                let resolved = theirs["resolved"][id].as_bool().expect("resolved");
+                assert_eq!(row["passed"] == "true", resolved, "{what} {id}: {row:?}");
+            }
+            // The cases are all there: one resolved, one not, one empty,
+            // one that does not apply.
+            let outcome: Vec<(String, String)> = ids[..4]
+                .iter()
+                .map(|id| {
+                    let row = run.row(id);
+                    (row["status"].clone(), row["exit_reason"].clone())
+                })
+                .collect();
+            let expected = [
+                ("passed", "completed"),
+                ("failed", "completed"),
+                ("failed", "empty_patch"),
+                ("error", "patch_error"),
+            ]
+            .map(|(s, e)| (s.to_owned(), e.to_owned()));
+            assert_eq!(outcome, expected, "{what}");
+        }
+    }
+}
