@@ -398,7 +398,7 @@ fn predictions_get_the_swebench_package_s_verdicts() {
     let (work, _) = fixture.repo(
         "work",
         &[
-            ("calc.py", &format!("{CALC}")),
+            ("calc.py", CALC),
             ("tests/runtests.py", RUNTESTS),
             ("tests/calc_tests/__init__.py", ""),
             ("tests/calc_tests/tests.py", VISIBLE),
