@@ -9,7 +9,7 @@
 //! its native message format in the history: the loop treats messages as
 //! opaque JSON.
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,13 +17,16 @@ use serde_json::Value;
 use crate::agent::anthropic::AnthropicClient;
 use crate::agent::openai::OpenAiClient;
 use crate::agent::oracle;
+use crate::agent::predictions;
 use crate::agent::replay::{RecordedFormat, ReplayStore};
 use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::{ModelError, ModelReply};
 use crate::config::pricing::Price;
+use crate::grade::swebench::Rules;
 use crate::run_folder::Usage;
 use crate::task::TaskSpec;
+use crate::task::predictions::PredictionFile;
 use crate::task::prompt::RenderedPrompt;
 
 /// A retry about to happen, for the trajectory.
@@ -46,6 +49,12 @@ pub(crate) enum Protocol {
     /// Answers at once, without a tool call: changes nothing.
     Noop,
     Replay(ReplayStore),
+    /// Another agent's patches, each put in by its task's rule set
+    /// (`--grading`, else the task's format's).
+    Predictions {
+        file: Arc<PredictionFile>,
+        grading: Option<Rules>,
+    },
 }
 
 /// A model: a protocol, and how the run reaches it.
@@ -97,7 +106,10 @@ impl ModelClient {
             Protocol::OpenAi(client) => Some(client.url().to_owned()),
             Protocol::Anthropic(client) => Some(client.url().to_owned()),
             Protocol::Responses(client) => Some(client.endpoint().url().to_owned()),
-            Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => None,
+            Protocol::Oracle
+            | Protocol::Noop
+            | Protocol::Replay(_)
+            | Protocol::Predictions { .. } => None,
         }
     }
 
@@ -108,7 +120,10 @@ impl ModelClient {
             Protocol::OpenAi(client) => client.preflight().await,
             Protocol::Anthropic(client) => client.preflight().await,
             Protocol::Responses(client) => client.endpoint().preflight().await,
-            Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => Ok(()),
+            Protocol::Oracle
+            | Protocol::Noop
+            | Protocol::Replay(_)
+            | Protocol::Predictions { .. } => Ok(()),
         }
     }
 
@@ -172,6 +187,16 @@ impl ModelClient {
         )
     }
 
+    /// Answers with each task's prediction; costs nothing.
+    pub(crate) fn predictions(file: Arc<PredictionFile>, grading: Option<Rules>) -> ModelClient {
+        ModelClient::new(
+            Protocol::Predictions { file, grading },
+            RetryPolicy::new(0, Duration::ZERO),
+            Gate::new(1),
+            Some(Price::FREE),
+        )
+    }
+
     /// Plays back a recorded run; costs nothing.
     pub(crate) fn replay(store: ReplayStore) -> ModelClient {
         ModelClient::new(
@@ -182,7 +207,8 @@ impl ModelClient {
         )
     }
 
-    /// `openai`, `anthropic`, `openai-responses` or `oracle`: recorded in
+    /// `openai`, `anthropic`, `openai-responses`, `oracle`, `noop`,
+    /// `replay` or `predictions`: recorded in
     /// the trajectory header.
     pub(crate) fn provider(&self) -> &'static str {
         match self.protocol {
@@ -192,6 +218,7 @@ impl ModelClient {
             Protocol::Oracle => "oracle",
             Protocol::Noop => "noop",
             Protocol::Replay(_) => "replay",
+            Protocol::Predictions { .. } => "predictions",
         }
     }
 
@@ -213,7 +240,10 @@ impl ModelClient {
             Protocol::Anthropic(_) => RecordedFormat::Anthropic,
             Protocol::Responses(_) => RecordedFormat::Responses,
             Protocol::Replay(store) => store.format,
-            Protocol::OpenAi(_) | Protocol::Oracle | Protocol::Noop => RecordedFormat::OpenAi,
+            Protocol::OpenAi(_)
+            | Protocol::Oracle
+            | Protocol::Noop
+            | Protocol::Predictions { .. } => RecordedFormat::OpenAi,
         }
     }
 
@@ -271,7 +301,10 @@ impl ModelClient {
             Protocol::OpenAi(client) => client.request_template(),
             Protocol::Anthropic(client) => client.request_template(),
             Protocol::Responses(client) => client.request_template(),
-            Protocol::Oracle | Protocol::Noop | Protocol::Replay(_) => serde_json::json!({}),
+            Protocol::Oracle
+            | Protocol::Noop
+            | Protocol::Replay(_)
+            | Protocol::Predictions { .. } => serde_json::json!({}),
         }
     }
 
@@ -320,6 +353,9 @@ impl ModelClient {
                     Protocol::Responses(client) => client.complete(system, messages).await,
                     Protocol::Oracle => return oracle::complete(task, messages),
                     Protocol::Noop => return Ok(oracle::nothing()),
+                    Protocol::Predictions { file, grading } => {
+                        return predictions::complete(file, *grading, task, messages);
+                    }
                     Protocol::Replay(store) => {
                         let recording = store
                             .load(&task.id, epoch)

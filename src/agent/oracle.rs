@@ -1,7 +1,9 @@
 //! `--model oracle`: a model that applies the task's gold patch with one bash
 //! call and then stops. It checks that a task is solvable and that the
 //! harness grades a right answer as right, with no API. `--model noop`, its
-//! opposite, changes nothing: every task must fail under it.
+//! opposite, changes nothing: every task must fail under it. The pieces
+//! of a scripted answer (one bash call, a final text, a patch written to
+//! a file by a heredoc) are shared with `predictions.rs`.
 
 use serde_json::{Value, json};
 
@@ -12,16 +14,8 @@ use crate::task::TaskSpec;
 /// The oracle's answer to a history: a tool call that applies the gold patch
 /// when it has not answered yet, else a final text.
 pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, ModelError> {
-    let answered = messages
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
-        .count();
-    if answered > 0 {
-        return Ok(reply(
-            json!({"role": "assistant", "content": "Applied the gold patch."}),
-            Vec::new(),
-            "stop",
-        ));
+    if answered(messages) > 0 {
+        return Ok(final_text("Applied the gold patch."));
     }
     // A Harbor task's oracle is its solution/solve.sh, run in place.
     let command = match &task.harbor {
@@ -35,30 +29,12 @@ pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply
             ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
         })?),
     };
-    let call = ToolCall {
-        id: "oracle-1".to_owned(),
-        name: "bash".to_owned(),
-        arguments: json!({"command": command}).to_string(),
-    };
-    let message = json!({
-        "role": "assistant",
-        "content": null,
-        "tool_calls": [{
-            "id": call.id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": call.arguments},
-        }],
-    });
-    Ok(reply(message, vec![call], "tool_calls"))
+    Ok(bash_call("oracle-1", &command))
 }
 
 /// The `noop` model's answer: no tool call, nothing changed.
 pub(crate) fn nothing() -> ModelReply {
-    reply(
-        json!({"role": "assistant", "content": "I change nothing."}),
-        Vec::new(),
-        "stop",
-    )
+    final_text("I change nothing.")
 }
 
 fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> ModelReply {
@@ -77,19 +53,67 @@ fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> Mode
 /// fallbacks SWE-bench uses: `git apply`, `git apply --3way`, `patch
 /// --fuzz=5`. The output says which worked.
 fn apply_command(patch: &str) -> String {
-    let mut delimiter = "ONEBASH_GOLD_PATCH".to_owned();
+    format!(
+        "{}\n\
+         if git apply --whitespace=nowarn \"$gold\"; then echo 'onebash: applied with git apply'\n\
+         elif git apply --whitespace=nowarn --3way \"$gold\"; then echo 'onebash: applied with git apply --3way'\n\
+         elif patch --batch --no-backup-if-mismatch --fuzz=5 -p1 -i \"$gold\"; then echo 'onebash: applied with patch --fuzz=5'\n\
+         else echo 'onebash: the gold patch does not apply' >&2; rm -f \"$gold\"; exit 1; fi\n\
+         rm -f \"$gold\"",
+        write_patch("gold", "ONEBASH_GOLD_PATCH", patch)
+    )
+}
+
+/// The bash that writes `patch` to a new file outside the repo (`mktemp`)
+/// whose path is in `$variable`: a quoted heredoc, its delimiter grown
+/// from `delimiter` until no line of the patch is it. Ends without a
+/// newline.
+pub(crate) fn write_patch(variable: &str, delimiter: &str, patch: &str) -> String {
+    let mut delimiter = delimiter.to_owned();
     while patch.lines().any(|line| line == delimiter) {
         delimiter.push('_');
     }
     let newline = if patch.ends_with('\n') { "" } else { "\n" };
     format!(
-        "gold=$(mktemp) && cat > \"$gold\" <<'{delimiter}'\n{patch}{newline}{delimiter}\n\
-         if git apply --whitespace=nowarn \"$gold\"; then echo 'onebash: applied with git apply'\n\
-         elif git apply --whitespace=nowarn --3way \"$gold\"; then echo 'onebash: applied with git apply --3way'\n\
-         elif patch --batch --no-backup-if-mismatch --fuzz=5 -p1 -i \"$gold\"; then echo 'onebash: applied with patch --fuzz=5'\n\
-         else echo 'onebash: the gold patch does not apply' >&2; rm -f \"$gold\"; exit 1; fi\n\
-         rm -f \"$gold\""
+        "{variable}=$(mktemp) && cat > \"${variable}\" <<'{delimiter}'\n{patch}{newline}{delimiter}"
     )
+}
+
+/// A reply of one bash tool call, `command`, with the call's `id`.
+pub(crate) fn bash_call(id: &str, command: &str) -> ModelReply {
+    let call = ToolCall {
+        id: id.to_owned(),
+        name: "bash".to_owned(),
+        arguments: json!({"command": command}).to_string(),
+    };
+    let message = json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }],
+    });
+    reply(message, vec![call], "tool_calls")
+}
+
+/// A final reply of `text`, with no tool call.
+pub(crate) fn final_text(text: &str) -> ModelReply {
+    reply(
+        json!({"role": "assistant", "content": text}),
+        Vec::new(),
+        "stop",
+    )
+}
+
+/// How many answers the model gave in `messages` (the oracle's and the
+/// predictions' answers are counted, not remembered).
+pub(crate) fn answered(messages: &[Value]) -> usize {
+    messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .count()
 }
 
 #[cfg(test)]

@@ -65,6 +65,7 @@ impl ModelError {
             ModelError::Transport(_) | ModelError::Malformed(_) => true,
             ModelError::ContextOverflow(_)
             | ModelError::Repeated { .. }
+            | ModelError::PatchDoesNotApply(_)
             | ModelError::RecordingEnded { .. } => false,
         }
     }

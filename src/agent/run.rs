@@ -329,6 +329,7 @@ async fn ask_model(
                 .await;
             let reason = match err {
                 ModelError::ContextOverflow(_) => ExitReason::ContextOverflow,
+                ModelError::PatchDoesNotApply(_) => ExitReason::PatchError,
                 _ => ExitReason::ApiError,
             };
             return Err(Ended {

@@ -74,6 +74,10 @@ pub(crate) enum ModelError {
         message: String,
         times: u32,
     },
+    /// `--model predictions:FILE`: the task's patch went in by none of
+    /// its rule set's commands; the last attempt's output.
+    #[error("the prediction's patch does not apply: {0}")]
+    PatchDoesNotApply(String),
     /// A replayed recording has no more answers: the loop ends as the
     /// recording did.
     #[error("the recording ended ({})", reason.as_str())]

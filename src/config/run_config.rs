@@ -12,6 +12,7 @@
 //! check itself (`--shard`, durations, ranges) are clap's, in `cli.rs`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use regex::Regex;
@@ -27,8 +28,11 @@ use crate::grade::swebench::Rules;
 use crate::run_folder::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
+use crate::task::predictions::{
+    Prediction, PredictionFile, PredictionsError, PredictionsRecord, load_predictions,
+};
 use crate::task::prompt::{PromptError, PromptVariant};
-use crate::task::{LoadOptions, TaskFileError, TaskSpec};
+use crate::task::{LoadOptions, TaskFileError, TaskId, TaskSpec};
 
 const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -44,8 +48,12 @@ const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", HF_TOKEN
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum ModelChoice {
-    /// Applies each task's gold patch; no API.
-    Oracle,
+    /// Applies each task's gold patch; no API. `name` is `gold` when it
+    /// was asked for by SWE-bench's name for it (`-m gold`).
+    Oracle {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'static str>,
+    },
     /// Changes nothing: answers at once without a tool call. The baseline
     /// every task must fail (`validate` uses it).
     Noop,
@@ -53,6 +61,14 @@ pub(crate) enum ModelChoice {
     Replay { spec: String, run_dir: PathBuf },
     /// A model behind an API.
     Api(Box<ApiModel>),
+    /// Another agent's patches (`predictions:FILE`): each task's is put in
+    /// as SWE-bench puts a model patch in; no API.
+    Predictions {
+        /// `predictions:FILE` as given.
+        spec: String,
+        #[serde(skip)]
+        file: Arc<PredictionFile>,
+    },
 }
 
 /// A model behind an API, and how to reach it.
@@ -80,10 +96,27 @@ impl ModelChoice {
     /// The name in the CSV's `model` column.
     pub(crate) fn name(&self) -> &str {
         match self {
-            ModelChoice::Oracle => "oracle",
+            ModelChoice::Oracle { name } => name.unwrap_or("oracle"),
             ModelChoice::Noop => "noop",
-            ModelChoice::Replay { spec, .. } => spec,
+            ModelChoice::Replay { spec, .. } | ModelChoice::Predictions { spec, .. } => spec,
             ModelChoice::Api(api) => &api.name,
+        }
+    }
+
+    /// The `model` column of a task's rows: a prediction's own
+    /// `model_name_or_path`, else [`ModelChoice::name`].
+    pub(crate) fn row_name(&self, task: &TaskId) -> &str {
+        match self.prediction(task) {
+            Some(prediction) => &prediction.model_name_or_path,
+            None => self.name(),
+        }
+    }
+
+    /// The task's prediction, when the model is a predictions file.
+    pub(crate) fn prediction(&self, task: &TaskId) -> Option<&Prediction> {
+        match self {
+            ModelChoice::Predictions { file, .. } => file.get(task.as_str()),
+            _ => None,
         }
     }
 }
@@ -136,6 +169,10 @@ pub(crate) struct RunConfig<P = Probed> {
     /// The dataset the tasks are the rows of, as read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataset: Option<DatasetRecord>,
+    /// `--model predictions:FILE`: the file, and the tasks it has no
+    /// prediction for and the predictions that name no task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictions: Option<PredictionsRecord>,
     /// `--test-command`: the template for tasks that have no test command.
     pub test_command: Option<String>,
     pub sandbox_mode: SandboxMode,
@@ -212,6 +249,9 @@ pub enum ConfigError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Prompt(#[from] PromptError),
+    /// `--model predictions:FILE` that cannot be read.
+    #[error(transparent)]
+    Predictions(#[from] PredictionsError),
     #[error("{0}")]
     Usage(String),
     /// `--price` that cannot be read.
@@ -244,8 +284,8 @@ impl<P> RunConfig<P> {
     /// `--dry-run`, would find).
     pub(crate) fn fingerprint_with(&self, sandbox_used: &str) -> serde_json::Value {
         let (provider, request) = match &self.model {
-            ModelChoice::Oracle | ModelChoice::Noop | ModelChoice::Replay { .. } => (None, None),
             ModelChoice::Api(api) => (Some(api.provider), Some(&api.request)),
+            _ => (None, None),
         };
         let mut fingerprint = serde_json::json!({
             "task_file_sha256": self.task_file_sha256,
@@ -309,6 +349,16 @@ impl<P> RunConfig<P> {
         }
         // Likewise `--history none`: the default is what runs from before
         // the flag did (as far as the past goes).
+        // The predictions are their bytes, wherever the file is: a resume
+        // or a shard with a changed file is refused, a moved one is not.
+        if let (Some(predictions), Some(fields)) = (&self.predictions, fingerprint.as_object_mut())
+        {
+            fields.insert("model".to_owned(), serde_json::json!("predictions"));
+            fields.insert(
+                "predictions_sha256".to_owned(),
+                serde_json::json!(predictions.sha256),
+            );
+        }
         if let (History::None, Some(fields)) = (self.history, fingerprint.as_object_mut()) {
             fields.insert("history".to_owned(), serde_json::json!(self.history));
         }
@@ -358,14 +408,18 @@ impl RunConfig<Unprobed> {
                 _ => None,
             },
         };
-        let selected = select_tasks(args, &context)?;
+        let prediction_file = prediction_file(args)?;
+        let (selected, predictions) = select_tasks(args, &context, prediction_file.as_deref())?;
         let tasks = selected.tasks;
         let task_file_sha256 = selected.sha256;
         let mut warnings = selected.warnings;
+        if let Some(record) = &predictions {
+            prediction_warnings(record, &args.tasks, &mut warnings);
+        }
         check_container_args(args, &tasks, &mut warnings)?;
-        let model = model_choice(args, secrets, &mut warnings)?;
-        if matches!(model, ModelChoice::Oracle) {
-            check_gold_patches(&tasks)?;
+        let model = model_choice(args, secrets, prediction_file, &mut warnings)?;
+        if let ModelChoice::Oracle { .. } = model {
+            check_gold_patches(&tasks, model.name())?;
         }
 
         let prompt = checked_prompt(args, &tasks)?;
@@ -390,6 +444,12 @@ impl RunConfig<Unprobed> {
 
         let mut hidden = hidden_paths(&args.tasks, &tasks, &out_dir, &cache_dir, workdirs_root);
         hidden.extend(selected.hidden);
+        // Other tasks' patches are not this task's to read.
+        hidden.extend(
+            predictions
+                .as_ref()
+                .map(|record| std::path::absolute(&record.path).unwrap_or(record.path.clone())),
+        );
         let limits = limits_of(args)?;
 
         Ok(RunConfig {
@@ -422,6 +482,7 @@ impl RunConfig<Unprobed> {
             grading: args.grading,
             task_file_sha256,
             dataset: selected.dataset,
+            predictions,
             test_command: args.test_command.clone(),
             sandbox_mode: args.sandbox,
             hidden,
@@ -473,6 +534,8 @@ impl RunConfig<Unprobed> {
         self.tasks
             .iter()
             .filter(|t| t.harbor.as_ref().is_none_or(|h| h.context.is_none()))
+            // An empty prediction runs nothing, in no container.
+            .filter(|t| self.model.prediction(&t.id).is_none_or(|p| !p.is_empty()))
             .filter_map(|t| t.image.clone())
             .collect()
     }
@@ -509,6 +572,7 @@ impl RunConfig<Unprobed> {
             grading: self.grading,
             task_file_sha256: self.task_file_sha256,
             dataset: self.dataset,
+            predictions: self.predictions,
             test_command: self.test_command,
             sandbox_mode: self.sandbox_mode,
             hidden: self.hidden,
@@ -617,11 +681,14 @@ fn check_container_args(
 }
 
 /// The tasks of the task file, Harbor folder or dataset that `--shard`,
-/// `--filter` and `--limit` select, in order, with what identifies them.
+/// `--filter` and `--limit` select, in order, with what identifies them;
+/// with predictions, only those that have one, and how the predictions
+/// met the tasks.
 fn select_tasks(
     args: &RunArgs,
     context: &DatasetContext,
-) -> Result<crate::config::source::Loaded, ConfigError> {
+    predictions: Option<&PredictionFile>,
+) -> Result<(crate::config::source::Loaded, Option<PredictionsRecord>), ConfigError> {
     let options = LoadOptions {
         repo_base: args.repo_base.clone(),
         test_command: args.test_command.clone(),
@@ -629,6 +696,10 @@ fn select_tasks(
     };
     let mut loaded = crate::config::source::load(&args.tasks, &options, context)?;
     let all_tasks = std::mem::take(&mut loaded.tasks);
+    let all_ids: Vec<String> = match predictions {
+        Some(_) => all_tasks.iter().map(|t| t.id.as_str().to_owned()).collect(),
+        None => Vec::new(),
+    };
     let shard = args.shard;
     let filter = args
         .filter
@@ -660,12 +731,70 @@ fn select_tasks(
             "no task is selected; hint: check --filter, --shard and --limit".to_owned(),
         ));
     }
+    let Some(file) = predictions else {
+        loaded.tasks = tasks;
+        return Ok((loaded, None));
+    };
+    let selected = tasks.len();
+    let (tasks, record) = file.match_tasks(all_ids.iter().map(String::as_str), tasks);
+    if tasks.is_empty() {
+        return Err(ConfigError::Usage(format!(
+            "none of the {selected} selected tasks has a prediction in {}\nhint: its `instance_id`s must be the tasks' ids; check the file, --filter, --shard and --limit",
+            file.path.display()
+        )));
+    }
     loaded.tasks = tasks;
-    Ok(loaded)
+    Ok((loaded, Some(record)))
 }
 
-/// `--model oracle` needs every task's solution.
-fn check_gold_patches(tasks: &[TaskSpec]) -> Result<(), ConfigError> {
+/// How many ids a warning lists before it only counts the rest.
+const LISTED_IDS: usize = 5;
+
+/// The warnings of a predictions run: the selected tasks that have no
+/// prediction (not run), and every prediction that names no task, one
+/// line each, or a count and the first few.
+fn prediction_warnings(record: &PredictionsRecord, tasks: &Path, warnings: &mut Vec<String>) {
+    let file = record.path.display();
+    if !record.missing.is_empty() {
+        warnings.push(format!(
+            "{} selected tasks have no prediction in {file} and are not run: {}",
+            record.missing.len(),
+            listed(&record.missing)
+        ));
+    }
+    if record.unknown.len() <= LISTED_IDS {
+        for id in &record.unknown {
+            warnings.push(format!(
+                "{file}: the prediction for {id:?} names no task of {}; it is not run",
+                tasks.display()
+            ));
+        }
+    } else {
+        warnings.push(format!(
+            "{file}: {} predictions name no task of {} and are not run: {}",
+            record.unknown.len(),
+            tasks.display(),
+            listed(&record.unknown)
+        ));
+    }
+}
+
+/// `a, b, c` or `a, b, c, d, e and 7 more`.
+fn listed(ids: &[String]) -> String {
+    let shown = ids
+        .iter()
+        .take(LISTED_IDS)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match ids.len().saturating_sub(LISTED_IDS) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+/// `--model oracle` (or `gold`, `name`) needs every task's solution.
+fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), ConfigError> {
     let missing: Vec<&str> = tasks
         .iter()
         .filter(|t| match &t.harbor {
@@ -676,7 +805,7 @@ fn check_gold_patches(tasks: &[TaskSpec]) -> Result<(), ConfigError> {
         .collect();
     if !missing.is_empty() {
         return Err(ConfigError::Usage(format!(
-            "--model oracle needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
+            "--model {name} needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
             missing.join(", ")
         )));
     }
@@ -748,9 +877,25 @@ fn limits_of(args: &RunArgs) -> Result<Limits, ConfigError> {
     })
 }
 
+/// `--model predictions:FILE`'s file, read and checked.
+fn prediction_file(args: &RunArgs) -> Result<Option<Arc<PredictionFile>>, ConfigError> {
+    let Some(path) = args.model.strip_prefix("predictions:") else {
+        return Ok(None);
+    };
+    if path.is_empty() {
+        return Err(ConfigError::Usage(
+            "--model predictions: names no file\nhint: --model predictions:preds.json".to_owned(),
+        ));
+    }
+    Ok(Some(Arc::new(load_predictions(Path::new(path))?)))
+}
+
+/// The model `--model` names; `predictions` is the file
+/// [`prediction_file`] read for `predictions:FILE`.
 fn model_choice(
     args: &RunArgs,
     secrets: &Secrets,
+    predictions: Option<Arc<PredictionFile>>,
     warnings: &mut Vec<String>,
 ) -> Result<ModelChoice, ConfigError> {
     let (url_env, default_url, default_key_env) = match args.provider {
@@ -779,7 +924,17 @@ fn model_choice(
         ));
     }
     if args.model == "oracle" {
-        return Ok(ModelChoice::Oracle);
+        return Ok(ModelChoice::Oracle { name: None });
+    }
+    // SWE-bench's name for the gold patches as predictions.
+    if args.model == "gold" {
+        return Ok(ModelChoice::Oracle { name: Some("gold") });
+    }
+    if let Some(file) = predictions {
+        return Ok(ModelChoice::Predictions {
+            spec: args.model.clone(),
+            file,
+        });
     }
     if args.model == "noop" {
         return Ok(ModelChoice::Noop);

@@ -75,6 +75,13 @@ pub enum ExitReason {
     CheckoutError,
     SetupError,
     Interrupted,
+    /// `--model predictions:FILE`: the task's prediction is empty or
+    /// null; nothing ran, and it counts as unresolved (status `failed`).
+    EmptyPatch,
+    /// `--model predictions:FILE`: the prediction's patch applies in no
+    /// way its rule set tries; not graded (status `error`), as SWE-bench
+    /// counts an error instance.
+    PatchError,
     /// onebash itself failed (a bug): the row says so rather than vanish.
     InternalError,
 }
@@ -89,6 +96,7 @@ impl ExitReason {
                 | ExitReason::CheckoutError
                 | ExitReason::SetupError
                 | ExitReason::Interrupted
+                | ExitReason::PatchError
                 | ExitReason::InternalError
         )
     }
@@ -106,6 +114,8 @@ impl ExitReason {
             ExitReason::CheckoutError => "checkout_error",
             ExitReason::SetupError => "setup_error",
             ExitReason::Interrupted => "interrupted",
+            ExitReason::EmptyPatch => "empty_patch",
+            ExitReason::PatchError => "patch_error",
             ExitReason::InternalError => "internal_error",
         }
     }

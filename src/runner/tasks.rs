@@ -192,6 +192,19 @@ impl TaskRun<'_> {
                 format!("failed to find how SWE-bench grades this task: {reason}"),
             ));
         }
+        // An empty prediction is SWE-bench's empty patch: nothing to put
+        // in, so no checkout and no container; unresolved.
+        if ctx
+            .config
+            .model
+            .prediction(&self.task.id)
+            .is_some_and(|prediction| prediction.is_empty())
+        {
+            let mut row = blank_row(ctx, self.task, self.epoch, ExitReason::EmptyPatch);
+            row.status = Status::Failed;
+            row.wall_seconds = round_seconds(self.wall.elapsed().as_secs_f64());
+            return row;
+        }
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
         // A Harbor task's image is built from its environment/ first; a
         // failed build is the task's setup error, the run goes on.
@@ -612,7 +625,7 @@ impl TaskRun<'_> {
             onebash_version: env!("CARGO_PKG_VERSION").to_owned(),
             task: serde_json::Value::Object(task.to_json()),
             epoch: self.epoch,
-            model: config.model.name().to_owned(),
+            model: config.model.row_name(&task.id).to_owned(),
             provider: ctx.client.provider().to_owned(),
             prompt: PromptInfo {
                 name: config.prompt.name.clone(),
@@ -797,7 +810,7 @@ fn blank_row(ctx: &RunContext, task: &TaskSpec, epoch: u32, exit_reason: ExitRea
     ResultRow::blank(
         task.id.clone(),
         epoch,
-        ctx.config.model.name().to_owned(),
+        ctx.config.model.row_name(&task.id).to_owned(),
         ctx.config.prompt.label(),
         exit_reason,
     )

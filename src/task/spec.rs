@@ -222,7 +222,7 @@ pub enum TaskFileError {
     Invalid(Vec<String>),
 }
 
-fn render_line_errors(errors: &[impl fmt::Display]) -> String {
+pub(crate) fn render_line_errors(errors: &[impl fmt::Display]) -> String {
     let mut out = errors
         .iter()
         .take(MAX_LISTED_ERRORS)
