@@ -152,6 +152,37 @@ impl TaskSpec {
         map
     }
 
+    /// A task read back from its trajectory's header (what [`to_json`]
+    /// wrote), by the loading code of a task line, for `regrade`: the same
+    /// fields, the repo where the run found it, and a SWE-bench instance's
+    /// eval again when the header's test command is that eval's script
+    /// (the run graded it SWE-bench's way). A Harbor task's own settings
+    /// are not in the header: its reward decides, not a test log.
+    ///
+    /// [`to_json`]: TaskSpec::to_json
+    pub(crate) fn from_header(task: &Value) -> Result<TaskSpec, LineError> {
+        let Value::Object(fields) = task else {
+            return Err(LineError::NotAnObject);
+        };
+        let mut fields = fields.clone();
+        let location = fields.remove("repo_location");
+        let mut spec = parse_fields(fields, Path::new("/"), &LoadOptions::default())?;
+        if let Some(Value::String(location)) = location {
+            spec.repo_location = location;
+        }
+        let is_instance = spec
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(crate::task::swebench::SWEBENCH_REPO));
+        if is_instance
+            && let Ok(eval) = swebench_eval(&spec)
+            && eval.script == spec.test_command
+        {
+            spec.swebench = Some(Ok(eval));
+        }
+        Ok(spec)
+    }
+
     /// The rules the task is graded by: `chosen` (`--grading`) when given,
     /// else its row's format's ([`Rules::by_format`]).
     pub(crate) fn rules(&self, chosen: Option<Rules>) -> Rules {

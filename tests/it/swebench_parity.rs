@@ -381,7 +381,7 @@ fn eval_scripts_are_the_package_s_for_every_repo_and_version() {
 /// A django-shaped repo: SWE-bench's django recipe runs
 /// `./tests/runtests.py --verbosity 2 ... MODULES`; this one runs
 /// unittest on the modules it is given, as verbosely.
-const RUNTESTS: &str = r#"#!/usr/bin/env python3
+pub(crate) const RUNTESTS: &str = r#"#!/usr/bin/env python3
 import configparser, os, sys, unittest
 here = os.path.dirname(os.path.abspath(__file__))
 # Its options from a file of the repo's, as pytest's from tox.ini: at 1,
@@ -402,8 +402,8 @@ suite = unittest.defaultTestLoader.loadTestsFromNames(labels)
 result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
 sys.exit(not result.wasSuccessful())
 "#;
-const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
-const VISIBLE: &str = "import unittest\nfrom calc import sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
+pub(crate) const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+pub(crate) const VISIBLE: &str = "import unittest\nfrom calc import sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
 const HIDDEN: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
 
 /// The scripted agent's whole fix: add() adds, mul() multiplies.
