@@ -791,6 +791,7 @@ pub(crate) mod sample {
             record: record("true", 0, 0.2, "ok"),
             log_path: "test.log".to_owned(),
             per_test: None,
+            rules: None,
         }
     }
 

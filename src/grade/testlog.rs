@@ -12,9 +12,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+use super::swebench::Rules;
+use super::swebench::report::{Split, TestsStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum TestStatus {
     Passed,
@@ -189,27 +192,77 @@ pub struct PerTestVerdict {
     /// (grade/swebench/).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
+    /// The rule set it was graded by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Rules>,
+    /// Why the statuses were not taken as the run's (5.0: a failing exit
+    /// code with no failure read), which fails the task whatever they say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
 }
 
-/// Grades by SWE-bench's rules.
+impl PerTestVerdict {
+    /// The verdict as SWE-bench's report lists: each listed test under
+    /// `success` when it is ok, else under `failure`.
+    pub(crate) fn tests_status(&self) -> TestsStatus {
+        let split = |graded: &[Graded]| {
+            let (ok, bad): (Vec<&Graded>, Vec<&Graded>) = graded.iter().partition(|g| g.ok);
+            let names = |list: Vec<&Graded>| list.into_iter().map(|g| g.name.clone()).collect();
+            Split {
+                success: names(ok),
+                failure: names(bad),
+            }
+        };
+        TestsStatus {
+            fail_to_pass: split(&self.fail_to_pass),
+            pass_to_pass: split(&self.pass_to_pass),
+            ..TestsStatus::default()
+        }
+    }
+}
+
+/// Grades by SWE-bench's rules, as `rules` has them where they apply to
+/// onebash's own reading: every FAIL_TO_PASS test must be PASSED or
+/// XFAIL (a skipped one fails, under both: onebash's own grading always
+/// did what 5.0 does), every PASS_TO_PASS test PASSED, XFAIL or SKIPPED,
+/// a missing test fails. A name cut short in the instance matches the
+/// tests it starts: under 4.1 any name, the worst status of them; under
+/// 5.0 only a parametrized id cut inside its brackets (more `[` than
+/// `]`) whose candidates agree on pass against fail, else it is missing.
+/// 5.0's exit-code rule takes the test command's real exit code
+/// (`exit_code`, None when there is none to trust): non-zero with no
+/// FAILED or ERROR read makes the statuses invalid, and the task fails.
 pub(crate) fn grade(
+    rules: Rules,
     results: &TestResults,
     fail_to_pass: &[String],
     pass_to_pass: &[String],
+    exit_code: Option<i32>,
 ) -> PerTestVerdict {
+    let bad = |s: &TestStatus| matches!(s, TestStatus::Failed | TestStatus::Error);
     let find = |name: &str| -> Option<TestStatus> {
         if let Some(status) = results.get(name) {
             return Some(*status);
         }
-        // A name cut short in the instance: every test it starts, worst first.
+        if rules == Rules::Swebench50 && name.matches('[').count() <= name.matches(']').count() {
+            return None;
+        }
         let matching: Vec<TestStatus> = results
             .range(name.to_owned()..)
             .take_while(|(k, _)| k.starts_with(name))
             .map(|(_, s)| *s)
             .collect();
+        let passing = |s: &TestStatus| matches!(s, TestStatus::Passed | TestStatus::Xfail);
+        if rules == Rules::Swebench50
+            && matching.iter().any(passing)
+            && !matching.iter().all(passing)
+        {
+            return None;
+        }
+        // Every test it starts, worst first.
         matching
             .iter()
-            .find(|s| matches!(s, TestStatus::Failed | TestStatus::Error))
+            .find(|s| bad(s))
             .or(matching.first())
             .copied()
     };
@@ -231,11 +284,26 @@ pub(crate) fn grade(
         pass_to_pass,
         &[TestStatus::Passed, TestStatus::Xfail, TestStatus::Skipped],
     );
+    let invalid = match exit_code {
+        Some(code)
+            if rules == Rules::Swebench50
+                && code != 0
+                && !results.is_empty()
+                && !results.values().any(bad) =>
+        {
+            Some(format!(
+                "the test command exited with {code} but no test failed in its output"
+            ))
+        }
+        _ => None,
+    };
     PerTestVerdict {
-        resolved: f2p.iter().chain(&p2p).all(|g| g.ok),
+        resolved: invalid.is_none() && f2p.iter().chain(&p2p).all(|g| g.ok),
         fail_to_pass: f2p,
         pass_to_pass: p2p,
         resolution: None,
+        rules: Some(rules),
+        invalid,
     }
 }
 
@@ -630,38 +698,92 @@ XFAIL tests/test_ops.py::test_known - reason: bug 12
         let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         // Resolved: F2P passed or xfail, P2P passed.
         let verdict = grade(
+            Rules::Swebench41,
             &results,
             &names(&[
                 "tests/test_ops.py::test_add",
                 "tests/test_ops.py::test_known",
             ]),
             &names(&["tests/test_ops.py::test_sub"]),
+            None,
         );
         assert!(verdict.resolved);
         // A PASS_TO_PASS test that broke.
         let verdict = grade(
+            Rules::Swebench41,
             &results,
             &names(&["tests/test_ops.py::test_add"]),
             &names(&["tests/test_ops.py::test_div"]),
+            None,
         );
         assert!(!verdict.resolved);
         assert_eq!(verdict.pass_to_pass[0].status, Some(Failed));
         // A missing test fails.
-        let verdict = grade(&results, &names(&["tests/test_ops.py::test_missing"]), &[]);
+        let verdict = grade(
+            Rules::Swebench41,
+            &results,
+            &names(&["tests/test_ops.py::test_missing"]),
+            &[],
+            None,
+        );
         assert!(!verdict.resolved);
         assert_eq!(verdict.fail_to_pass[0].status, None);
         // A parametrized id cut short matches by prefix.
         let verdict = grade(
+            Rules::Swebench41,
             &results,
             &names(&["tests/test_ops.py::test_param[a-very-long-param"]),
             &[],
+            None,
         );
         assert!(verdict.resolved, "{verdict:?}");
         // Skipped is fine for PASS_TO_PASS only.
         let mut skipped = TestResults::new();
         skipped.insert("t::s".to_owned(), Skipped);
-        assert!(grade(&skipped, &[], &names(&["t::s"])).resolved);
-        assert!(!grade(&skipped, &names(&["t::s"]), &[]).resolved);
+        for rules in [Rules::Swebench41, Rules::Swebench50] {
+            assert!(grade(rules, &skipped, &[], &names(&["t::s"]), None).resolved);
+            assert!(!grade(rules, &skipped, &names(&["t::s"]), &[], None).resolved);
+        }
+    }
+
+    #[test]
+    fn five_zero_rules_on_onebash_s_own_reading() {
+        let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let results: TestResults = [
+            ("t::p[one-a]", Passed),
+            ("t::p[one-b]", Xfail),
+            ("t::q[one-a]", Passed),
+            ("t::q[one-b]", Failed),
+            ("t::plain_long", Passed),
+        ]
+        .into_iter()
+        .map(|(n, s)| (n.to_owned(), s))
+        .collect();
+        let resolved =
+            |rules, f2p: &[&str], exit| grade(rules, &results, &names(f2p), &[], exit).resolved;
+        use Rules::{Swebench41 as Old, Swebench50 as New};
+        // Agreeing candidates pass under both; disagreeing ones fail
+        // under both (4.1: the worst; 5.0: no match).
+        assert!(resolved(Old, &["t::p[one"], None) && resolved(New, &["t::p[one"], None));
+        assert!(!resolved(Old, &["t::q[one"], None) && !resolved(New, &["t::q[one"], None));
+        // A name cut outside brackets matches by prefix in 4.1 only.
+        assert!(resolved(Old, &["t::plain"], None));
+        assert!(!resolved(New, &["t::plain"], None));
+        // A failing exit code with no failure read: invalid in 5.0 only.
+        let passed: TestResults = [("t::a".to_owned(), Passed)].into_iter().collect();
+        let spoofed = grade(New, &passed, &names(&["t::a"]), &[], Some(1));
+        assert!(!spoofed.resolved);
+        assert!(
+            spoofed
+                .invalid
+                .as_deref()
+                .is_some_and(|why| why.contains("exited with 1"))
+        );
+        assert!(grade(Old, &passed, &names(&["t::a"]), &[], Some(1)).resolved);
+        assert!(grade(New, &passed, &names(&["t::a"]), &[], Some(0)).resolved);
+        // With a failure read, the exit code is the failure's.
+        let verdict = grade(New, &results, &names(&["t::p[one-a]"]), &[], Some(1));
+        assert!(verdict.resolved && verdict.invalid.is_none());
     }
 
     #[test]

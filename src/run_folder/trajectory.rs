@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::audit::{Probe, ProbedCommand, RecordedCommand};
 use crate::checkout::History;
+use crate::grade::swebench::Rules;
 use crate::run_folder::Status;
 use crate::run_folder::{ExitReason, Usage};
 use crate::sys::exec::CommandOutcome;
@@ -216,6 +217,10 @@ pub(crate) enum Event {
         /// lists its tests (also in tests.json).
         #[serde(skip_serializing_if = "Option::is_none", default)]
         per_test: Option<Value>,
+        /// The rule set the output was graded by (none for a Harbor task,
+        /// and in trajectories written before there were two).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        rules: Option<Rules>,
     },
     End {
         status: Status,
@@ -654,6 +659,7 @@ mod tests {
                 record: record("pytest"),
                 log_path: "test.log".to_owned(),
                 per_test: Some(json!({"statuses": {"test_a": "passed"}, "verdict": "resolved"})),
+                rules: Some(Rules::Swebench50),
             },
             Event::End {
                 status: Status::Error,

@@ -467,6 +467,7 @@ impl TaskRun<'_> {
                 .map_err(GradeError::Environment)?;
             run_tests(
                 task,
+                task.rules(config.grading),
                 self.shell(workspace, false),
                 timeout,
                 config.junit_path.as_deref(),
@@ -524,6 +525,7 @@ impl TaskRun<'_> {
                 record: outcome.record,
                 log_path: TEST_LOG.to_owned(),
                 per_test,
+                rules: outcome.decision.as_ref().map(|decision| decision.rules),
             })
             .await;
         Tested::Verdict(verdict)

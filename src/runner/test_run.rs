@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::env::{Shell, Trust};
-use crate::grade::swebench;
+use crate::grade::swebench::{self, InstanceGrade, Rules, TestsStatus};
 use crate::grade::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
 use crate::run_folder::trajectory::CommandRecord;
 use crate::task::TaskSpec;
@@ -36,6 +36,8 @@ pub(crate) struct TestOutcome {
     pub per_test: Option<(TestResults, PerTestVerdict)>,
     /// A Harbor task's reward, which decides its verdict.
     pub reward: Option<f64>,
+    /// What the output decided (None for a Harbor task).
+    pub decision: Option<Decision>,
 }
 
 /// The tests could not run: no verdict.
@@ -54,6 +56,9 @@ pub(crate) enum GradeError {
         "no test result could be read from the test output{0}; hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path"
     )]
     NoTests(String),
+    /// A Harbor task is decided by its verifier's reward, not its log.
+    #[error("a Harbor task is graded by the reward its verifier wrote, not by its test log")]
+    ByReward,
     /// A Harbor task's verifier ran but its reward cannot be read.
     #[error(
         "failed to read the verifier's reward: {0}; hint: test.sh must write a number to /logs/verifier/reward.txt or {{\"reward\": N}} to reward.json"
@@ -139,9 +144,11 @@ async fn apply_test_patch(
 }
 
 /// Puts the hidden tests in, runs `test_command` through `shell` (the
-/// agent's sandbox, no network) and decides.
+/// agent's sandbox, no network) and decides by `rules` ([`decide`]); a
+/// Harbor task by the reward its verifier wrote.
 pub(crate) async fn run_tests(
     task: &TaskSpec,
+    rules: Rules,
     shell: Shell<'_>,
     timeout: Duration,
     junit_path: Option<&Path>,
@@ -177,73 +184,134 @@ pub(crate) async fn run_tests(
             test_patch_method: None,
             per_test: None,
             reward: Some(reward),
+            decision: None,
         });
     }
+    // A JUnit file is read from the workspace now; the output is read by
+    // `decide` itself.
+    let statuses = match junit_path {
+        Some(rel) if !matches!(task.swebench, Some(Ok(_))) && lists_tests(task) => {
+            Some(read_junit(shell, rel).await?)
+        }
+        _ => None,
+    };
+    let decision = decide(task, rules, &record, statuses)?;
+    Ok(TestOutcome {
+        test_patch_method,
+        passed: decision.passed,
+        record,
+        test_patch_files,
+        per_test: decision.per_test.clone(),
+        reward: None,
+        decision: Some(decision),
+    })
+}
+
+/// What the tests' output decided, by which rules.
+#[derive(Debug, Clone)]
+pub(crate) struct Decision {
+    pub passed: bool,
+    pub rules: Rules,
+    /// Per-test statuses and verdict, when the task lists its tests or is
+    /// a SWE-bench instance.
+    pub per_test: Option<(TestResults, PerTestVerdict)>,
+    /// SWE-bench's per-instance report pieces: whether its log counts as
+    /// "patch_successfully_applied", and the four test lists.
+    #[allow(
+        dead_code,
+        reason = "read by the writer of report.json and by regrade, which land on other branches of issue 27"
+    )]
+    pub report: InstanceGrade,
+}
+
+/// Whether the task names tests to grade one by one; empty lists name
+/// none.
+fn lists_tests(task: &TaskSpec) -> bool {
+    let named = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
+    named(&task.fail_to_pass) || named(&task.pass_to_pass)
+}
+
+/// What the tests' output decides, running nothing: the test stage and
+/// `regrade` call it. `statuses` are per-test statuses already read (a
+/// JUnit file, tests.json's saved statuses); None reads them from
+/// `record.output`. A SWE-bench instance is always read from the output
+/// (its rules need the whole log: markers, harness lines, the recorded
+/// exit code), `statuses` unused; a timed-out run of one grades as an
+/// empty output, as in the package. A task that lists its tests is graded
+/// by onebash's own per-test rules (testlog.rs, under `rules` where they
+/// apply) and its report lists are that verdict's; any other by its exit
+/// code, with empty lists. A Harbor task is decided by its verifier's
+/// reward, which only the workspace holds: refused here.
+pub(crate) fn decide(
+    task: &TaskSpec,
+    rules: Rules,
+    record: &CommandRecord,
+    statuses: Option<TestResults>,
+) -> Result<Decision, GradeError> {
+    if task.harbor.is_some() {
+        return Err(GradeError::ByReward);
+    }
+    let fail_to_pass = task.fail_to_pass.as_deref().unwrap_or_default();
+    let pass_to_pass = task.pass_to_pass.as_deref().unwrap_or_default();
     if let Some(Ok(eval)) = &task.swebench {
-        // SWE-bench's own reading: its parser between the markers, its
-        // rules; a run that timed out or lost a marker gives no statuses
-        // (unresolved), as in the package.
-        let output = if outcome.timed_out {
+        let output = if record.timed_out {
             ""
         } else {
             record.output.as_str()
         };
         let graded = swebench::grade_output(
+            rules,
             eval.parser,
             eval.fail_only,
             output,
-            task.fail_to_pass.as_deref().unwrap_or_default(),
-            task.pass_to_pass.as_deref().unwrap_or_default(),
+            fail_to_pass,
+            pass_to_pass,
         );
-        let (map, verdict) = (graded.statuses, graded.verdict);
-        return Ok(TestOutcome {
-            test_patch_method,
-            passed: verdict.resolved,
-            record,
-            test_patch_files,
-            per_test: Some((swebench::to_results(&map), verdict)),
-            reward: None,
+        return Ok(Decision {
+            passed: graded.verdict.resolved,
+            rules,
+            report: graded.instance_grade(),
+            per_test: Some((swebench::to_results(&graded.statuses), graded.verdict)),
         });
     }
-    // Per-test grading when the task names tests; empty lists name none.
-    let lists_tests = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
-    let per_test = if lists_tests(&task.fail_to_pass) || lists_tests(&task.pass_to_pass) {
-        let results = test_results(shell, junit_path, &record).await?;
-        if results.is_empty() {
-            return Err(GradeError::NoTests(String::new()));
-        }
-        let verdict = grade(
-            &results,
-            task.fail_to_pass.as_deref().unwrap_or_default(),
-            task.pass_to_pass.as_deref().unwrap_or_default(),
-        );
-        Some((results, verdict))
-    } else {
-        None
-    };
-    Ok(TestOutcome {
-        test_patch_method,
-        passed: match &per_test {
-            Some((_, verdict)) => verdict.resolved,
-            None => outcome.exit_code == 0 && !outcome.timed_out,
+    if !lists_tests(task) {
+        let passed = record.exit_code == 0 && !record.timed_out;
+        return Ok(Decision {
+            passed,
+            rules,
+            per_test: None,
+            report: InstanceGrade {
+                applied: true,
+                resolved: passed,
+                tests_status: TestsStatus::default(),
+            },
+        });
+    }
+    let results = statuses.unwrap_or_else(|| parse_output(&record.output));
+    if results.is_empty() {
+        return Err(GradeError::NoTests(String::new()));
+    }
+    let verdict = grade(
+        rules,
+        &results,
+        fail_to_pass,
+        pass_to_pass,
+        Some(record.exit_code),
+    );
+    Ok(Decision {
+        passed: verdict.resolved,
+        rules,
+        report: InstanceGrade {
+            applied: verdict.invalid.is_none(),
+            resolved: verdict.resolved,
+            tests_status: verdict.tests_status(),
         },
-        record,
-        test_patch_files,
-        per_test,
-        reward: None,
+        per_test: Some((results, verdict)),
     })
 }
 
-/// The per-test results of a run: from the JUnit file at `junit_path` in
-/// the working copy, else read from the test command's output.
-async fn test_results(
-    shell: Shell<'_>,
-    junit_path: Option<&Path>,
-    record: &CommandRecord,
-) -> Result<TestResults, GradeError> {
-    let Some(rel) = junit_path else {
-        return Ok(parse_output(&record.output));
-    };
+/// The per-test results in the JUnit file at `rel` in the working copy.
+async fn read_junit(shell: Shell<'_>, rel: &Path) -> Result<TestResults, GradeError> {
     let shown = || format!("{}/{}", shell.workspace.location(), rel.display());
     let bytes = shell.workspace.read(rel).await.map_err(|err| {
         GradeError::NoTests(format!(
@@ -361,6 +429,7 @@ mod tests {
         };
         let outcome = run_tests(
             &tasks[0],
+            Rules::Swebench41,
             shell,
             Duration::from_secs(60),
             Some(Path::new("report.xml")),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use onebash::grade::swebench::spec::{Instance, eval_for, image_name, package_script, specs};
-use onebash::grade::swebench::{Parser, StatusMap, grade_output};
+use onebash::grade::swebench::{Parser, Rules, StatusMap, grade_output};
 use serde_json::{Value, json};
 
 use crate::support::backend::{Backend, ImageTags, under_each_backend};
@@ -83,6 +83,7 @@ fn onebash(case: &Value) -> (StatusMap, String, bool) {
     let eval = eval_for(&instance).unwrap_or_else(|err| panic!("{repo}: {err}"));
     let log = std::fs::read_to_string(case["log_path"].as_str().expect("path")).expect("log");
     let graded = grade_output(
+        Rules::Swebench41,
         eval.parser,
         eval.fail_only,
         &log,

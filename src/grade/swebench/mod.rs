@@ -2,8 +2,9 @@
 //! the per-repo recipes ([`spec`]: eval script, image, parser), the test
 //! patch's files ([`patch`]), the log parsers ([`log`], one file per
 //! language family: python.rs, javascript.rs, java.rs, native.rs,
-//! php_ruby.rs, over lines.rs) the package's grading rules (grading.rs), and the two rule sets,
-//! 4.1's and 5.0's ([`Rules`]).
+//! php_ruby.rs, over lines.rs) the package's grading rules under either
+//! rule set (grading.rs), the two rule sets, 4.1's and 5.0's ([`Rules`]),
+//! and the per-instance report.json ([`report`]).
 
 mod grading;
 mod java;
@@ -14,10 +15,15 @@ mod native;
 pub(crate) mod patch;
 mod php_ruby;
 mod python;
+pub mod report;
 mod rules;
 pub mod spec;
 
-pub use grading::{EvalGrade, grade, grade_output, parse_eval_output, to_results};
+pub use grading::{
+    BAD_CODES, EvalGrade, TEST_EXIT_CODE, grade, grade_output, parse_eval_output,
+    record_test_exit_code, recorded_exit_code, to_results,
+};
 pub use lines::{STATUSES, StatusMap};
 pub use log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
+pub use report::{InstanceGrade, InstanceReport, Split, TestsStatus, instance_report};
 pub use rules::{ALL_RULES, ApplyChain, Rules};
