@@ -26,12 +26,14 @@ use serde_json::Value;
 
 use crate::config::manifest::RunManifest;
 use crate::grade::swebench::Rules;
-use crate::grade::testlog::TestResults;
+use crate::grade::testlog::{PerTestVerdict, TestResults};
 use crate::run_folder::trajectory::{CommandRecord, Event, read_trajectory};
 use crate::run_folder::{
     ResultRow, RunFolder, RunFolderError, Status, one_line, read_rows, replace_rows,
     write_atomically, write_predictions, write_rows_atomically,
 };
+use crate::runner::report_json;
+use crate::runner::test_run::decide;
 use crate::sys::lock::FileLock;
 use crate::task::TaskSpec;
 
@@ -272,7 +274,7 @@ fn regrade_row(
     };
     let rules = task.rules(rules);
     let mut again = row.clone();
-    match grade_again(&task, rules, &record, statuses) {
+    match grade_again(folder, row, &task, rules, &record, statuses) {
         Ok(graded) => {
             again.passed = graded.passed;
             again.status = if graded.passed {
@@ -340,51 +342,48 @@ struct Graded {
     why: Option<String>,
 }
 
-/// The test stage's decision on a saved log. Until the test stage's
-/// `decide` lands (issue 27's rules), 4.1's reading, as `run_tests` has it.
+/// The test stage's decision on a saved log (`runner::test_run::decide`),
+/// and the files the run would have written for it.
 fn grade_again(
+    folder: &RunFolder,
+    row: &ResultRow,
     task: &TaskSpec,
-    _rules: Rules,
+    rules: Rules,
     record: &CommandRecord,
     statuses: Option<TestResults>,
 ) -> Result<Graded, String> {
-    use crate::grade::swebench;
-    use crate::grade::testlog::{grade, parse_output};
-    let lists = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
-    let f2p = task.fail_to_pass.as_deref().unwrap_or_default();
-    let p2p = task.pass_to_pass.as_deref().unwrap_or_default();
-    let per_test = if let Some(Ok(eval)) = &task.swebench {
-        let output = if record.timed_out {
-            ""
-        } else {
-            record.output.as_str()
-        };
-        let graded = swebench::grade_output(eval.parser, eval.fail_only, output, f2p, p2p);
-        Some((swebench::to_results(&graded.statuses), graded.verdict))
-    } else if lists(&task.fail_to_pass) || lists(&task.pass_to_pass) {
-        let results = statuses.unwrap_or_else(|| parse_output(&record.output));
-        if results.is_empty() {
-            return Err("no test result could be read from the test output".to_owned());
-        }
-        let verdict = grade(&results, f2p, p2p);
-        Some((results, verdict))
-    } else {
-        None
-    };
-    let passed = match &per_test {
-        Some((_, verdict)) => verdict.resolved,
-        None => record.exit_code == 0 && !record.timed_out,
-    };
-    let tests_json = per_test.as_ref().map(|(results, verdict)| {
+    let decision = decide(task, rules, record, statuses).map_err(|err| err.to_string())?;
+    let tests_json = decision.per_test.as_ref().map(|(results, verdict)| {
         let value = serde_json::json!({"statuses": results, "verdict": verdict});
         serde_json::to_string_pretty(&value).unwrap_or_default()
     });
+    let patch = std::fs::read_to_string(folder.patch_diff(&row.task_id, row.epoch));
+    let report_json = report_json(task, &decision, patch.as_deref().unwrap_or(""), record);
     Ok(Graded {
-        passed,
+        passed: decision.passed,
+        why: decision
+            .per_test
+            .as_ref()
+            .and_then(|(_, verdict)| why(verdict)),
         tests_json,
-        report_json: None,
-        why: None,
+        report_json,
     })
+}
+
+/// Why a verdict is what it is: why the rules did not take the log, else
+/// the listed tests that count as failed.
+fn why(verdict: &PerTestVerdict) -> Option<String> {
+    if let Some(invalid) = &verdict.invalid {
+        return Some(invalid.clone());
+    }
+    let failing: Vec<&str> = verdict
+        .fail_to_pass
+        .iter()
+        .chain(&verdict.pass_to_pass)
+        .filter(|test| !test.ok)
+        .map(|test| test.name.as_str())
+        .collect();
+    (!failing.is_empty()).then(|| format!("failing: {}", failing.join(", ")))
 }
 
 /// Writes (or removes) a regraded row's tests.json and report.json in the

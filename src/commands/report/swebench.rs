@@ -101,7 +101,7 @@ pub(crate) fn build(
     let mut seen_5_0 = false;
     let mut outcomes = BTreeMap::new();
     for row in &rows {
-        let (outcome, is_5_0) = outcome(folder, row);
+        let (outcome, is_5_0) = outcome(folder, row, predictions.is_some());
         seen_5_0 |= is_5_0;
         outcomes.insert(row.task_id.as_str().to_owned(), (outcome, *row));
     }
@@ -195,15 +195,16 @@ fn id_list(predictions: Option<&serde_json::Value>, key: &str) -> BTreeSet<Strin
 }
 
 /// What a row came to, and whether its report.json is in 5.0's shape
-/// (it has `infra_failure`).
-fn outcome(folder: &RunFolder, row: &ResultRow) -> (Outcome, bool) {
+/// (it has `infra_failure`). The patch of a `predictions` run's row is its
+/// prediction, empty exactly when the row says `empty_patch` (one that
+/// did not apply, or whose checkout failed, left no patch.diff but was not
+/// empty: the package's error); any other run's is its patch.diff, as its
+/// predictions.jsonl has it.
+fn outcome(folder: &RunFolder, row: &ResultRow, predictions_run: bool) -> (Outcome, bool) {
     let (task, epoch) = (&row.task_id, row.epoch);
-    // A prediction that does not apply left no patch.diff, but its patch
-    // was not empty: the package's error (no report.json), not an empty patch.
     let patch_empty =
-        std::fs::metadata(folder.patch_diff(task, epoch)).map_or(true, |m| m.len() == 0);
-    let reason = row.exit_reason;
-    if reason == ExitReason::EmptyPatch || (reason != ExitReason::PatchError && patch_empty) {
+        || std::fs::metadata(folder.patch_diff(task, epoch)).map_or(true, |m| m.len() == 0);
+    if row.exit_reason == ExitReason::EmptyPatch || (!predictions_run && patch_empty()) {
         return (Outcome::EmptyPatch, false);
     }
     let Ok(text) = std::fs::read_to_string(folder.report_json(task, epoch)) else {
@@ -233,21 +234,22 @@ fn truthy(value: &serde_json::Value) -> bool {
 }
 
 /// The test output as run_evaluation's test_output.txt would hold it: the
-/// test log, and the line it appends when the tests timed out (read from
-/// the trajectory's `test` event).
+/// test log, and the line it appends when the tests timed out, with the
+/// timeout in whole seconds as its `--timeout` is (from the trajectory).
 fn test_output(folder: &RunFolder, row: &ResultRow) -> String {
     let (task, epoch) = (&row.task_id, row.epoch);
     let mut text = std::fs::read_to_string(folder.test_log(task, epoch)).unwrap_or_default();
     let events = read_trajectory(&folder.trajectory(task, epoch)).unwrap_or_default();
     let timeout = events.iter().find_map(|event| match event {
-        Event::Test { record, .. } if record.timed_out => Some(record.duration_s),
+        Event::Header { settings, .. } => settings.get("test_timeout_s")?.as_f64(),
         _ => None,
     });
-    if let Some(seconds) = timeout {
-        text.push_str(&format!(
-            "\n\nTimeout error: {} seconds exceeded.",
-            seconds.round()
-        ));
+    let timed_out = events
+        .iter()
+        .any(|event| matches!(event, Event::Test { record, .. } if record.timed_out));
+    if timed_out {
+        let seconds = timeout.unwrap_or_default().round();
+        text.push_str(&format!("\n\nTimeout error: {seconds} seconds exceeded."));
     }
     text
 }
