@@ -1305,16 +1305,17 @@ section_datasets() {
 }
 
 section_regrade() {
-    local dir=$work/regrade model
+    local dir=$work/regrade model label
     mkdir -p "$dir"
     tools predictions "$dir/tasks.jsonl" "$dir/preds.jsonl" "$regrade_tasks" "$work/repo" "$sha"
-    if "$bin" run --help | grep -q 'predictions:'; then
-        model=(-m "predictions:$dir/preds.jsonl")
+    if "$bin" run "$dir/tasks.jsonl" -m "predictions:$dir/preds.jsonl" --env host --sandbox none \
+        --dry-run -o "$dir/never" --cache-dir "$work/cache" > "$dir/dry-run.log" 2>&1; then
+        model=(-m "predictions:$dir/preds.jsonl") label="-m predictions:FILE"
     else
-        model=(-m oracle)
+        model=(-m oracle) label="-m oracle"
         echo "  this onebash has no -m predictions:FILE: the live run is -m oracle with the same patches as gold_patch"
     fi
-    echo "$regrade_tasks predictions, a quick test command each; live: \`run ${model[*]##*/} --env host --sandbox none -j $(nproc)\`; from saved logs: \`regrade\`"
+    echo "$regrade_tasks predictions, a quick test command each; live: \`run $label --env host --sandbox none -j $(nproc)\`; from saved logs: \`regrade\`"
     local out live_s live_rss live_cpu re_s re_rss re_cpu in_s in_rss in_cpu
     out=$(python3 "$work/tools.py" rusage "$dir/live.log" "$bin" run "$dir/tasks.jsonl" "${model[@]}" \
         --env host --sandbox none -j "$(nproc)" -o "$dir/live" --cache-dir "$work/cache")
@@ -1332,7 +1333,7 @@ section_regrade() {
     printf '  live:             %7.3f s (CPU %.3f s), peak RSS %6.1f MiB\n' "$live_s" "$live_cpu" "$(calc "$live_rss / 2**20")"
     printf '  regrade -o:       %7.3f s (CPU %.3f s), peak RSS %6.1f MiB: %sx faster than live\n' "$re_s" "$re_cpu" "$(calc "$re_rss / 2**20")" "$ratio"
     printf '  regrade in place: %7.3f s (CPU %.3f s), peak RSS %6.1f MiB (--grading swebench-5.0)\n' "$in_s" "$in_cpu" "$(calc "$in_rss / 2**20")"
-    fig "regrade: s to grade $n predictions live" "$(calc "round($live_s, 3)")" "-" "${model[0]} ${model[1]##*/}"
+    fig "regrade: s to grade $n predictions live" "$(calc "round($live_s, 3)")" "-" "$label"
     fig "regrade: s to regrade them from saved logs" "$(calc "round($re_s, 3)")" "-" "in place $(calc "round($in_s, 3)") s"
     fig "regrade: live / regrade, wall time" "${ratio}x" "-" ""
     fig "regrade: peak RSS MiB, live / regrade" "$(calc "round($live_rss / 2**20, 1)") / $(calc "round($re_rss / 2**20, 1)")" "-" ""

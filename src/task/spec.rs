@@ -1133,4 +1133,44 @@ mod tests {
             "{err}"
         );
     }
+
+    /// `regrade` rebuilds a task from what its trajectory's header holds:
+    /// the same fields, and a SWE-bench instance graded SWE-bench's way
+    /// gets its eval again; one whose test command is another's does not.
+    #[test]
+    fn a_header_s_task_reads_back_as_the_task_it_was() {
+        let line = serde_json::json!({
+            "instance_id": "psf__requests-1",
+            "repo": "psf/requests",
+            "base_commit": "abc1234",
+            "problem_statement": "p",
+            "patch": "diff --git a/x.py b/x.py\n",
+            "test_patch": "diff --git a/tests/test_x.py b/tests/test_x.py\n",
+            "FAIL_TO_PASS": "[\"tests/test_x.py::test_a\"]",
+            "PASS_TO_PASS": "[]",
+            "version": "2.0",
+            "hints_text": "kept as an unknown field",
+        });
+        let tasks = parse_tasks(&line.to_string(), "t.jsonl", Path::new("/")).expect("a task");
+        let task = &tasks[0];
+        let Some(Ok(eval)) = &task.swebench else {
+            panic!("requests 2.0 has a recipe: {:?}", task.swebench)
+        };
+        let header = Value::Object(task.to_json());
+        let again = TaskSpec::from_header(&header).expect("reads back");
+        assert_eq!(Value::Object(again.to_json()), header);
+        assert_eq!(again.repo_location, task.repo_location);
+        assert_eq!(
+            again.swebench.as_ref().and_then(|e| e.as_ref().ok()),
+            Some(eval)
+        );
+        let mut other = task.to_json();
+        other.insert("test_command".to_owned(), Value::from("pytest -x"));
+        let again = TaskSpec::from_header(&Value::Object(other)).expect("reads back");
+        assert!(again.swebench.is_none());
+        assert!(matches!(
+            TaskSpec::from_header(&Value::from("a string")),
+            Err(LineError::NotAnObject)
+        ));
+    }
 }
