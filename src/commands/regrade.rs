@@ -96,7 +96,7 @@ pub(crate) fn regrade(
     let manifest = RunManifest::read(&source)?;
     // A run still going (or a resume) holds the lock: its rows are not
     // final, and an in-place rewrite would race its appends.
-    let _lock = lock(&source)?;
+    let _lock = lock(&source, out.is_none())?;
     let read = read_rows(&source.results_csv())?;
     if read.torn_at.is_some() {
         return Err(RegradeError::Refused(format!(
@@ -166,10 +166,13 @@ pub(crate) fn regrade(
 }
 
 /// The run folder's lock, or a refusal when another onebash holds it.
-fn lock(folder: &RunFolder) -> Result<FileLock, RegradeError> {
+/// Reading it into another folder (`!in_place`) also works where the lock
+/// cannot be taken (a read-only copy of a run: nothing runs in it).
+fn lock(folder: &RunFolder, in_place: bool) -> Result<Option<FileLock>, RegradeError> {
     let path = folder.lock_file();
     match FileLock::try_acquire(&path) {
-        Ok(Some(lock)) => Ok(lock),
+        Ok(Some(lock)) => Ok(Some(lock)),
+        Err(_) if !in_place => Ok(None),
         Ok(None) => Err(RegradeError::Refused(format!(
             "the run folder {} is in use by another onebash (it holds {})\nhint: wait for that run to end",
             folder.root().display(),
