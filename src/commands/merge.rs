@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use crate::config::manifest::RunManifest;
 use crate::run_folder::{
@@ -41,9 +41,11 @@ pub(crate) fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     let mut first: Option<(PathBuf, RunManifest)> = None;
     let mut rows: Vec<ResultRow> = Vec::new();
     let mut owner: HashMap<(TaskId, u32), &Path> = HashMap::new();
+    let mut shards = ShardSettings::default();
     for run in runs {
         let folder = RunFolder::open(run)?;
         let manifest = crate::config::manifest::RunManifest::read(&folder)?;
+        shards.add(&manifest);
         match &first {
             None => first = Some((run.clone(), manifest)),
             Some((first_run, first_manifest)) => {
@@ -89,6 +91,7 @@ pub(crate) fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     let mut settings = first.settings;
     settings.shard = None;
     settings.out_dir = out.to_owned();
+    shards.apply(&mut settings.other);
     let folder = RunFolder::create(out)?;
     for run in runs {
         let tasks = RunFolder::at(run).tasks_dir();
@@ -122,6 +125,46 @@ pub(crate) fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     };
     manifest.write(&folder)?;
     Ok(rows.len())
+}
+
+/// The settings that are each shard's own part of the whole, added up:
+/// the tasks it ran, and (a predictions run) its tasks without a
+/// prediction. The predictions that name no task are the same in every
+/// shard (they are found among all the task file's tasks).
+#[derive(Default)]
+struct ShardSettings {
+    task_count: Option<u64>,
+    missing: Vec<Value>,
+}
+
+impl ShardSettings {
+    fn add(&mut self, manifest: &RunManifest) {
+        let other = &manifest.settings.other;
+        if let Some(count) = other.get("task_count").and_then(Value::as_u64) {
+            *self.task_count.get_or_insert(0) += count;
+        }
+        let missing = other
+            .get("predictions")
+            .and_then(|p| p.get("missing"))
+            .and_then(Value::as_array);
+        for id in missing.into_iter().flatten() {
+            if !self.missing.contains(id) {
+                self.missing.push(id.clone());
+            }
+        }
+    }
+
+    fn apply(self, settings: &mut Map<String, Value>) {
+        if let Some(count) = self.task_count {
+            settings.insert("task_count".to_owned(), json!(count));
+        }
+        if let Some(predictions) = settings
+            .get_mut("predictions")
+            .and_then(Value::as_object_mut)
+        {
+            predictions.insert("missing".to_owned(), Value::Array(self.missing));
+        }
+    }
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> MergeError {

@@ -28,7 +28,8 @@ use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
 use crate::grade::swebench::Rules;
 use crate::run_folder::{
-    ResultRow, ResultsWriter, RowSink, RunFolder, RunFolderError, Status, write_predictions,
+    ExitReason, ResultRow, ResultsWriter, RowSink, RunFolder, RunFolderError, Status,
+    write_predictions,
 };
 use crate::runner::progress::ProgressDisplay;
 use crate::runner::resume;
@@ -417,7 +418,16 @@ fn finish(
     // The runner started nothing more once the first tasks all ended on the
     // same refusal of the API.
     let refused = ctx.client.refused_run();
-    let summary = Summary::of(&rows);
+    let mut summary = Summary::of(&rows);
+    summary.predictions = ctx
+        .config
+        .predictions
+        .as_ref()
+        .map(|record| PredictionCounts {
+            count: record.count,
+            missing: record.missing.len(),
+            unknown: record.unknown.len(),
+        });
     manifest.finished_at = Some(now());
     manifest.interrupted = Some(interrupted);
     manifest.stopped = refused.as_ref().map(|error| {
@@ -466,9 +476,23 @@ struct Summary {
     passed: usize,
     failed: usize,
     errors: usize,
+    /// Rows of an empty prediction (failed, nothing ran).
+    empty_patches: usize,
     prompt_tokens: u64,
     completion_tokens: u64,
     total_tokens: u64,
+    /// `--model predictions:FILE`: how the predictions met the tasks.
+    predictions: Option<PredictionCounts>,
+}
+
+/// What a predictions run's summary counts of its file.
+#[derive(Debug, Clone, Copy)]
+struct PredictionCounts {
+    count: usize,
+    /// Selected tasks without a prediction (not run).
+    missing: usize,
+    /// Predictions that name no task (not run).
+    unknown: usize,
 }
 
 impl Summary {
@@ -483,6 +507,9 @@ impl Summary {
                 Status::Failed => summary.failed += 1,
                 Status::Error => summary.errors += 1,
             }
+            if row.exit_reason == ExitReason::EmptyPatch {
+                summary.empty_patches += 1;
+            }
             summary.prompt_tokens += row.prompt_tokens;
             summary.completion_tokens += row.completion_tokens;
             summary.total_tokens += row.total_tokens;
@@ -491,7 +518,7 @@ impl Summary {
     }
 
     fn to_json(&self) -> serde_json::Value {
-        json!({
+        let mut summary = json!({
             "rows": self.rows,
             "passed": self.passed,
             "failed": self.failed,
@@ -499,7 +526,13 @@ impl Summary {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
-        })
+        });
+        if let (Some(counts), Some(fields)) = (self.predictions, summary.as_object_mut()) {
+            fields.insert("empty_patch".to_owned(), json!(self.empty_patches));
+            fields.insert("without_prediction".to_owned(), json!(counts.missing));
+            fields.insert("unknown_predictions".to_owned(), json!(counts.unknown));
+        }
+        summary
     }
 
     fn render(&self, selected: usize) -> String {
@@ -523,6 +556,12 @@ impl Summary {
         );
         if self.rows < selected {
             text.push_str(&format!("\n{} runs did not start", selected - self.rows));
+        }
+        if let Some(counts) = self.predictions {
+            text.push_str(&format!(
+                "\npredictions: {} in the file; {} empty (failed, not run); {} selected tasks without one and {} for no task, not run",
+                counts.count, self.empty_patches, counts.missing, counts.unknown
+            ));
         }
         text
     }

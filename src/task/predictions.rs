@@ -142,6 +142,10 @@ pub enum PredictionsError {
     NoPrediction { file: String },
 }
 
+/// One entry of the file as read: where it is, and its JSON or why it
+/// is not JSON.
+type Entry = (Place, Result<Value, EntryError>);
+
 /// Reads and checks a whole predictions file; nothing is returned unless
 /// every entry is good. The file is read once: the predictions and the
 /// hash come from the same bytes.
@@ -172,48 +176,47 @@ pub(crate) fn parse_predictions(
     text: &str,
     file: &str,
 ) -> Result<(Shape, Vec<Prediction>), PredictionsError> {
-    let (shape, entries): (Shape, Vec<(Place, Result<Value, EntryError>)>) =
-        if text.trim_start().starts_with('[') {
-            let parsed = serde_json::from_str(text).map_err(|source| PredictionsError::Json {
-                file: file.to_owned(),
-                source,
-            })?;
-            let items = match parsed {
-                Value::Array(items) => items,
-                // A text that starts with `[` and parses is a list.
-                other => {
-                    return Err(PredictionsError::Shape {
-                        file: file.to_owned(),
-                        got: kind(&other),
-                    });
-                }
-            };
-            let entries = items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (Place::Entry(i + 1), Ok(v)))
-                .collect();
-            (Shape::List, entries)
-        } else {
-            match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(map)) if !is_one_prediction(&map) => {
-                    let entries = map
-                        .into_iter()
-                        .map(|(key, v)| (Place::Key(key), Ok(v)))
-                        .collect();
-                    (Shape::Keyed, entries)
-                }
-                // A single prediction, over one line or several.
-                Ok(value @ Value::Object(_)) => (Shape::Jsonl, vec![(Place::Line(1), Ok(value))]),
-                Ok(other) => {
-                    return Err(PredictionsError::Shape {
-                        file: file.to_owned(),
-                        got: kind(&other),
-                    });
-                }
-                Err(_) => (Shape::Jsonl, json_lines(text)),
+    let (shape, entries): (Shape, Vec<Entry>) = if text.trim_start().starts_with('[') {
+        let parsed = serde_json::from_str(text).map_err(|source| PredictionsError::Json {
+            file: file.to_owned(),
+            source,
+        })?;
+        let items = match parsed {
+            Value::Array(items) => items,
+            // A text that starts with `[` and parses is a list.
+            other => {
+                return Err(PredictionsError::Shape {
+                    file: file.to_owned(),
+                    got: kind(&other),
+                });
             }
         };
+        let entries = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (Place::Entry(i + 1), Ok(v)))
+            .collect();
+        (Shape::List, entries)
+    } else {
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) if !is_one_prediction(&map) => {
+                let entries = map
+                    .into_iter()
+                    .map(|(key, v)| (Place::Key(key), Ok(v)))
+                    .collect();
+                (Shape::Keyed, entries)
+            }
+            // A single prediction, over one line or several.
+            Ok(value @ Value::Object(_)) => (Shape::Jsonl, vec![(Place::Line(1), Ok(value))]),
+            Ok(other) => {
+                return Err(PredictionsError::Shape {
+                    file: file.to_owned(),
+                    got: kind(&other),
+                });
+            }
+            Err(_) => (Shape::Jsonl, json_lines(text)),
+        }
+    };
     let mut predictions = Vec::new();
     let mut errors = Vec::new();
     let mut first: HashMap<String, Place> = HashMap::new();
@@ -256,7 +259,7 @@ fn is_one_prediction(map: &Map<String, Value>) -> bool {
     map.contains_key("instance_id") && !map.values().all(Value::is_object)
 }
 
-fn json_lines(text: &str) -> Vec<(Place, Result<Value, EntryError>)> {
+fn json_lines(text: &str) -> Vec<Entry> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())

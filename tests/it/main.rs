@@ -26,6 +26,7 @@ mod oci_registry;
 mod old_run_folder;
 mod patches;
 mod pipeline;
+mod predictions;
 mod regrade;
 mod replay;
 mod report_by;

@@ -19,11 +19,10 @@ use crate::support::harness::{
     Fixture, RunOutput, diff_of, git, onebash, swebench_python, swebench5_python, task,
     unittest_name,
 };
-use crate::swebench_parity::{CALC, RUNTESTS, VISIBLE};
+use crate::swebench_parity::{CALC, HIDDEN, RUNTESTS, VISIBLE};
 
 /// The hidden tests of the instance whose FAIL_TO_PASS test_add is skipped.
 const SKIPPING: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    @unittest.skip('not today')\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
-const HIDDEN: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
 
 /// The rows the two rule sets disagree on, and what 5.0 makes of them.
 const DISAGREE: [&str; 2] = [
