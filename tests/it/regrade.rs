@@ -19,7 +19,7 @@ use crate::support::harness::{
     Fixture, RunOutput, diff_of, git, onebash, swebench_python, swebench5_python, task,
     unittest_name,
 };
-use crate::swebench_parity::{CALC, HIDDEN, RUNTESTS, VISIBLE};
+use crate::swebench_parity::{CALC, HIDDEN, django_shaped_repo};
 
 /// The hidden tests of the instance whose FAIL_TO_PASS test_add is skipped.
 const SKIPPING: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    @unittest.skip('not today')\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
@@ -52,25 +52,7 @@ const MODEL: &str = "org/model";
 
 fn world() -> World {
     let fixture = Fixture::new();
-    let (work, _) = fixture.repo(
-        "work",
-        &[
-            ("calc.py", CALC),
-            ("tests/runtests.py", RUNTESTS),
-            ("tests/calc_tests/__init__.py", ""),
-            ("tests/calc_tests/tests.py", VISIBLE),
-        ],
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        work.join("tests/runtests.py"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
-    git(&work, &["add", "tests/runtests.py"]);
-    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
-    let base = git(&work, &["rev-parse", "HEAD"]);
-    let mirrors = fixture.mirrors(&work, "django/django");
+    let (work, base, mirrors) = django_shaped_repo(&fixture);
     let gold = diff_of(
         &work,
         &[(

@@ -407,6 +407,38 @@ pub(crate) const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, 
 pub(crate) const VISIBLE: &str = "import unittest\nfrom calc import sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
 pub(crate) const HIDDEN: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
 
+/// A django-shaped repo (calc.py, tests/runtests.py, the visible tests),
+/// its base commit (runtests.py committed as a program), and the mirrors
+/// folder that holds it as django/django.git: under `--repo-base MIRRORS`
+/// an instance of it is graded by SWE-bench's django 4.2 recipe, with no
+/// test command given.
+pub(crate) fn django_shaped_repo(
+    fixture: &crate::support::harness::Fixture,
+) -> (PathBuf, String, PathBuf) {
+    use crate::support::harness::git;
+    use std::os::unix::fs::PermissionsExt;
+    let (work, first) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", CALC),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    std::fs::set_permissions(
+        work.join("tests/runtests.py"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    assert_ne!(first, base);
+    let mirrors = fixture.mirrors(&work, "django/django");
+    (work, base, mirrors)
+}
+
 /// The scripted agent's whole fix: add() adds, mul() multiplies.
 const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
 
@@ -723,30 +755,9 @@ struct ShapedImage {
 /// verdict and status must be the package's on onebash's test log.
 /// Returns the test log of the whole fix.
 fn django_instances_match_the_package(in_image: Option<Backend>) -> String {
-    use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
+    use crate::support::harness::{Fixture, diff_of, scripted_agent, unittest_name};
     let fixture = Fixture::new();
-    // The mirror is django/django.git under --repo-base, so the instance
-    // is graded by SWE-bench's django 4.2 recipe: no test command given.
-    let (work, sha) = fixture.repo(
-        "work",
-        &[
-            ("calc.py", CALC),
-            ("tests/runtests.py", RUNTESTS),
-            ("tests/calc_tests/__init__.py", ""),
-            ("tests/calc_tests/tests.py", VISIBLE),
-        ],
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        work.join("tests/runtests.py"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
-    git(&work, &["add", "tests/runtests.py"]);
-    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
-    let sha_x = git(&work, &["rev-parse", "HEAD"]);
-    assert_ne!(sha, sha_x);
-    let mirrors = fixture.mirrors(&work, "django/django");
+    let (work, sha_x, mirrors) = django_shaped_repo(&fixture);
     let gold = diff_of(
         &work,
         &[(
