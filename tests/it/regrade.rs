@@ -16,10 +16,9 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, diff_of, git, onebash, swebench_python, swebench5_python, task,
-    unittest_name,
+    Fixture, RunOutput, diff_of, onebash, swebench_python, swebench5_python, task,
 };
-use crate::swebench_parity::{CALC, HIDDEN, django_shaped_repo};
+use crate::swebench_parity::{DjangoShaped, HIDDEN};
 
 /// The hidden tests of the instance whose FAIL_TO_PASS test_add is skipped.
 const SKIPPING: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    @unittest.skip('not today')\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
@@ -52,36 +51,8 @@ const MODEL: &str = "org/model";
 
 fn world() -> World {
     let fixture = Fixture::new();
-    let (work, base, mirrors) = django_shaped_repo(&fixture);
-    let gold = diff_of(
-        &work,
-        &[(
-            "calc.py",
-            &CALC.replacen("a - b", "a + b", 1).replacen(
-                "a + b\n\n\ndef sub",
-                "a * b\n\n\ndef sub",
-                1,
-            ),
-        )],
-    );
-    let f2p = vec![
-        unittest_name("calc_tests.tests.CalcTests", "test_add"),
-        unittest_name("calc_tests.tests.CalcTests", "test_mul"),
-    ];
-    let p2p = vec![unittest_name("calc_tests.tests.CalcTests", "test_sub")];
-    let instance = |id: &str, hidden: &str| {
-        json!({
-            "instance_id": id,
-            "repo": "django/django",
-            "base_commit": base,
-            "problem_statement": "add() subtracts and mul() adds.",
-            "patch": gold,
-            "test_patch": diff_of(&work, &[("tests/calc_tests/tests.py", hidden)]),
-            "FAIL_TO_PASS": json!(f2p).to_string(),
-            "PASS_TO_PASS": json!(p2p).to_string(),
-            "version": "4.2",
-        })
-    };
+    let django = DjangoShaped::new(&fixture);
+    let instance = |id: &str, hidden: &str| django.instance(id, "4.2", hidden);
     let (plain, plain_base) = fixture.repo("plain", &[("README", "plain\n")]);
     let change = diff_of(&plain, &[("README", "plain, changed\n")]);
     let own = |id: &str, command: &str, extra: Value| {
@@ -137,9 +108,9 @@ fn world() -> World {
         fixture,
         tasks,
         predictions,
-        mirrors,
-        f2p,
-        p2p,
+        mirrors: django.mirrors,
+        f2p: django.f2p,
+        p2p: django.p2p,
     }
 }
 
