@@ -153,21 +153,32 @@ pub(crate) async fn run_tests(
     timeout: Duration,
     junit_path: Option<&Path>,
 ) -> Result<TestOutcome, GradeError> {
+    let graded_by_recipe = matches!(task.swebench, Some(Ok(_)));
+    // A swebench 5 row's own eval script resets the test_patch's files to
+    // the base and applies the test_patch itself, as it does under the
+    // package, so onebash does not apply it first: the script then sees
+    // the tree the package's run sees (the agent's change alone). Applied
+    // twice, a test_patch that adds a file would make the script's reset
+    // (`git checkout BASE -- FILES`, where the new file is unknown) fail
+    // and its own apply fail on the file already there, a log the
+    // package never writes.
+    let own_script = graded_by_recipe && task.swebench5.eval_script.is_some();
     let (test_patch_files, test_patch_method) = match &task.test_patch {
-        Some(patch) => {
+        Some(patch) if !own_script => {
             let (files, method) = apply_test_patch(shell, patch).await?;
             (Some(files), Some(method))
         }
-        None => (None, None),
+        _ => (None, None),
     };
     let env = TEST_SETTINGS
         .iter()
         .fold(shell.env.clone(), |env, (k, v)| env.with(k, v));
+    let command = test_command(task, rules);
     let outcome = Shell { env: &env, ..shell }
-        .run(&task.test_command, timeout)
+        .run(&command, timeout)
         .await
         .map_err(|err| GradeError::Exec(err.to_string()))?;
-    let record = CommandRecord::new(&task.test_command, &outcome);
+    let record = CommandRecord::new(&command, &outcome);
     if task.harbor.is_some() {
         // Harbor's verdict is the reward test.sh wrote, whatever its exit
         // code: 1 passes, anything else fails (fractions are kept).
@@ -190,9 +201,7 @@ pub(crate) async fn run_tests(
     // A JUnit file is read from the workspace now; the output is read by
     // `decide` itself.
     let statuses = match junit_path {
-        Some(rel) if !matches!(task.swebench, Some(Ok(_))) && lists_tests(task) => {
-            Some(read_junit(shell, rel).await?)
-        }
+        Some(rel) if !graded_by_recipe && lists_tests(task) => Some(read_junit(shell, rel).await?),
         _ => None,
     };
     let decision = decide(task, rules, &record, statuses)?;
@@ -205,6 +214,18 @@ pub(crate) async fn run_tests(
         reward: None,
         decision: Some(decision),
     })
+}
+
+/// The command the test stage runs: the task's, and for a SWE-bench
+/// instance graded by 5.0's rules its eval script made to record the test
+/// command's exit status after the end marker, as 5.0's `make_test_spec`
+/// does (`record_test_exit_code`).
+pub(crate) fn test_command(task: &TaskSpec, rules: Rules) -> String {
+    if rules == Rules::Swebench50 && matches!(task.swebench, Some(Ok(_))) {
+        swebench::record_test_exit_code(&task.test_command)
+    } else {
+        task.test_command.clone()
+    }
 }
 
 /// What the tests' output decided, by which rules.

@@ -123,7 +123,8 @@ pub(crate) struct TaskSpec {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub repo_in_image: bool,
     /// A row in swebench 5's format: its own eval script, log parser and
-    /// eval type, kept as the row has them (grading by them is issue 27's).
+    /// eval type, which grade it (`swebench` holds the eval built from
+    /// them) unless a test command is given.
     #[serde(flatten)]
     pub swebench5: Swebench5Fields,
     /// A Harbor task folder's own settings (image build, verifier,
@@ -641,8 +642,9 @@ fn complete_from_options(
     Ok(())
 }
 
-/// SWE-bench's eval of an instance, by the `owner/name` and `version` it
-/// came with.
+/// SWE-bench's eval of an instance: a swebench 5 row's own (its
+/// `eval_script`, `log_parser`, `eval_type`), else the recipe of the
+/// `owner/name` and `version` it came with.
 fn swebench_eval(task: &TaskSpec) -> Result<SwebenchEval, SpecError> {
     let metadata = task.metadata.as_ref();
     let field = |key: &str| -> Option<String> {
@@ -652,15 +654,35 @@ fn swebench_eval(task: &TaskSpec) -> Result<SwebenchEval, SpecError> {
             _ => None,
         }
     };
+    let row = &task.swebench5;
+    let instance = |repo: &'_ str, version: &'_ str| -> Result<SwebenchEval, SpecError> {
+        let instance = crate::grade::swebench::spec::Instance {
+            instance_id: task.id.as_str(),
+            repo,
+            version,
+            base_commit: &task.base_commit,
+            test_patch: task.test_patch.as_deref().unwrap_or(""),
+        };
+        if row.is_swebench5() {
+            // A swebench 5 row carries its own recipe: no spec is looked up.
+            crate::grade::swebench::spec::row_eval(
+                &instance,
+                row.eval_script.as_deref(),
+                row.log_parser.as_deref(),
+                row.eval_type.as_deref(),
+            )
+        } else {
+            crate::grade::swebench::spec::eval_for(&instance)
+        }
+    };
+    if row.is_swebench5() {
+        let repo = field(crate::task::swebench::SWEBENCH_REPO).unwrap_or_default();
+        let version = field("version").unwrap_or_default();
+        return instance(&repo, &version);
+    }
     let repo = field(crate::task::swebench::SWEBENCH_REPO).ok_or(SpecError::Missing("repo"))?;
     let version = field("version").ok_or(SpecError::Missing("version"))?;
-    crate::grade::swebench::spec::eval_for(&crate::grade::swebench::spec::Instance {
-        instance_id: task.id.as_str(),
-        repo: &repo,
-        version: &version,
-        base_commit: &task.base_commit,
-        test_patch: task.test_patch.as_deref().unwrap_or(""),
-    })
+    instance(&repo, &version)
 }
 
 /// Renders a template flag for a task over `context` (its fields, and

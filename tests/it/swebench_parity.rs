@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use onebash::grade::swebench::spec::{Instance, eval_for, image_name, package_script, specs};
-use onebash::grade::swebench::{Parser, Rules, StatusMap, grade_output};
+use onebash::grade::swebench::{
+    Parser, Rules, StatusMap, grade_output, instance_report, parser_for_5, record_test_exit_code,
+};
 use serde_json::{Value, json};
 
 use crate::support::backend::{Backend, ImageTags, under_each_backend};
-use crate::support::harness::swebench_python;
+use crate::support::harness::{swebench_python, swebench5_python};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swebench-logs")
@@ -1085,4 +1087,314 @@ fn package_agrees(
         // Every status onebash read is the package's, and no other.
         assert_eq!(run.tests_json(id)["statuses"], theirs["statuses"], "{id}");
     }
+}
+
+/// The cases of the logs where the two rule sets part (rules/cases.json).
+fn rule_cases() -> Vec<Value> {
+    let dir = fixtures().join("rules");
+    let text = std::fs::read_to_string(dir.join("cases.json")).expect("rules/cases.json");
+    let mut cases: Vec<Value> = serde_json::from_str(&text).expect("a JSON list");
+    for case in &mut cases {
+        let log = dir.join(case["log"].as_str().expect("log"));
+        case["log_path"] = json!(log.display().to_string());
+    }
+    cases
+}
+
+/// A case as 5.0's rows name it: its parser by 5.0's registry name (the
+/// 4.1 recipe's, when the case has none) and its eval_type.
+fn as_swebench5(case: &Value) -> Value {
+    let mut case = case.clone();
+    let repo = case["repo"].as_str().expect("repo").to_owned();
+    let entry = &specs().repos[&repo];
+    if case.get("log_parser").is_none() {
+        case["log_parser"] = json!(entry.parser.clone().expect("a parser"));
+    }
+    if case.get("eval_type").is_none() {
+        let fail_only = specs().fail_only_repos.contains(&repo);
+        case["eval_type"] = json!(if fail_only {
+            "fail_only"
+        } else {
+            "pass_and_fail"
+        });
+    }
+    case
+}
+
+/// onebash's grade of a case under `rules`, shaped as the fixture
+/// scripts answer: statuses, applied, resolution, resolved and the
+/// report.json of a model patch. None when onebash does not mirror the
+/// case's parser under `rules`.
+fn onebash_under(rules: Rules, case: &Value) -> Option<Value> {
+    let instance = Instance {
+        instance_id: case["instance_id"].as_str().expect("instance_id"),
+        repo: case["repo"].as_str().expect("repo"),
+        version: case["version"].as_str().expect("version"),
+        base_commit: "",
+        test_patch: "",
+    };
+    let eval = eval_for(&instance).unwrap_or_else(|err| panic!("{}: {err}", instance.repo));
+    let (parser, fail_only) = match rules {
+        Rules::Swebench41 => (eval.parser, eval.fail_only),
+        Rules::Swebench50 => {
+            let case = as_swebench5(case);
+            let name = case["log_parser"].as_str().expect("log_parser");
+            (
+                parser_for_5(name, instance.instance_id).ok()?,
+                case["eval_type"] == "fail_only",
+            )
+        }
+    };
+    let log = std::fs::read_to_string(case["log_path"].as_str().expect("path")).expect("log");
+    let graded = grade_output(
+        rules,
+        parser,
+        fail_only,
+        &log,
+        &strings(&case["FAIL_TO_PASS"]),
+        &strings(&case["PASS_TO_PASS"]),
+    );
+    let report = instance_report(
+        rules,
+        instance.instance_id,
+        Some("diff"),
+        Some(&graded.instance_grade()),
+    );
+    let report: Value = serde_json::from_str(&report.to_json()).expect("report.json");
+    Some(json!({
+        "statuses": graded.statuses,
+        "applied": graded.applied,
+        "resolution": graded.verdict.resolution,
+        "resolved": graded.verdict.resolved,
+        "report": report,
+    }))
+}
+
+/// What differs between onebash's answers and the package's, case by case.
+fn differences(rules: Rules, cases: &[Value], theirs: &Value) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (case, theirs) in cases
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
+        let Some(ours) = onebash_under(rules, case) else {
+            continue;
+        };
+        for key in ["statuses", "applied", "resolution", "resolved", "report"] {
+            if ours[key] != theirs[key] {
+                wrong.push(format!(
+                    "{} under {rules}: {key}\n  onebash: {}\n  swebench: {}",
+                    case["name"], ours[key], theirs[key]
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn recorded_logs_grade_under_5_0_rules_as_the_5_0_package_grades_them() {
+    let Some(python) = swebench5_python() else {
+        return;
+    };
+    let cases: Vec<Value> = cases()
+        .iter()
+        .chain(&rule_cases())
+        .map(as_swebench5)
+        .collect();
+    let theirs = package_answer(&python, "swebench5_grade.py", &cases);
+    assert_eq!(theirs["swebench"], "5.0.2");
+    let unmirrored: std::collections::BTreeSet<String> = cases
+        .iter()
+        .filter(|case| onebash_under(Rules::Swebench50, case).is_none())
+        .map(|case| case["log_parser"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    // Only the two parsers 5.0.2 rewrote otherwise are left out.
+    assert_eq!(
+        unmirrored,
+        ["parse_log_gradle_custom", "parse_log_maven"]
+            .map(str::to_owned)
+            .into(),
+    );
+    let wrong = differences(Rules::Swebench50, &cases, &theirs);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_rule_logs_grade_as_each_package_grades_them_and_the_rule_sets_part_where_they_say() {
+    let (Some(python4), Some(python5)) = (swebench_python(), swebench5_python()) else {
+        return;
+    };
+    let cases = rule_cases();
+    let old = package_answer(&python4, "swebench_grade.py", &cases);
+    let five: Vec<Value> = cases.iter().map(as_swebench5).collect();
+    let new = package_answer(&python5, "swebench5_grade.py", &five);
+    let mut wrong = differences(Rules::Swebench41, &cases, &old);
+    wrong.extend(differences(Rules::Swebench50, &five, &new));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The cases this file was written for: where the two versions differ.
+    let parted: Vec<&str> = cases
+        .iter()
+        .zip(old["results"].as_array().expect("results"))
+        .zip(new["results"].as_array().expect("results"))
+        .filter(|((_, a), b)| a["resolved"] != b["resolved"])
+        .map(|((case, _), _)| case["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        parted,
+        [
+            "skipped-f2p",
+            "spoofed-pass",
+            "empty-no-suite",
+            "truncated-agree"
+        ]
+    );
+}
+
+#[test]
+fn the_5_0_eval_script_records_the_exit_code_as_the_5_0_package_does() {
+    let Some(python) = swebench5_python() else {
+        return;
+    };
+    let mut scripts: Vec<String> = ["pallets/flask", "django/django", "markedjs/marked"]
+        .iter()
+        .map(|repo| {
+            let (version, _) = specs().repos[*repo]
+                .versions
+                .iter()
+                .next()
+                .expect("a version");
+            package_script(&Instance {
+                instance_id: "o__r-1",
+                repo,
+                version,
+                base_commit: "abc123",
+                test_patch: &realistic_test_patch(repo, "py"),
+            })
+            .expect("a script")
+        })
+        .collect();
+    scripts.push("#!/bin/bash\nset -uxo pipefail\nmake test\n".to_owned());
+    let input: Vec<Value> = scripts.iter().map(|s| json!({"script": s})).collect();
+    let theirs = package_answer(&python, "swebench5_grade.py", &input);
+    for (script, theirs) in scripts
+        .iter()
+        .zip(theirs["results"].as_array().expect("results"))
+    {
+        // parse_eval_script's cut: the text stripped, the shebang and
+        // `set` lines out.
+        let recorded = record_test_exit_code(script.trim());
+        let ours: Vec<&str> = recorded
+            .split('\n')
+            .filter(|line| !["#!/bin/bash", "set -uxo pipefail"].contains(line))
+            .collect();
+        let theirs: Vec<String> = strings(theirs);
+        assert_eq!(ours, theirs, "{script}");
+    }
+}
+
+/// The hidden tests with the new one skipped, as a patch that skips its
+/// FAIL_TO_PASS test on the grader's machine would leave it.
+const HIDDEN_SKIPPED: &str = "import unittest\nfrom calc import add, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    @unittest.skip(\"no database\")\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n";
+
+#[test]
+fn a_skipped_fail_to_pass_test_passes_under_4_1_and_fails_under_5_0_and_the_default_is_the_row_s() {
+    use crate::support::harness::{Fixture, diff_of, git, unittest_name};
+    let fixture = Fixture::new();
+    let (work, _) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", CALC),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        work.join("tests/runtests.py"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    let mirrors = fixture.mirrors(&work, "django/django");
+    let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN_SKIPPED)]);
+    let row = |id: &str| {
+        json!({
+            "instance_id": id,
+            "repo": "django/django",
+            "base_commit": base,
+            "problem_statement": "add() subtracts.",
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!([unittest_name("calc_tests.tests.CalcTests", "test_add")]).to_string(),
+            "PASS_TO_PASS": json!([unittest_name("calc_tests.tests.CalcTests", "test_sub")]).to_string(),
+            "version": "4.2",
+        })
+    };
+    // A swebench 5 row: its own eval script (which resets the test file
+    // and applies the test patch itself) and parser.
+    let mut five = row("django__django-5");
+    five["eval_script"] = json!(format!(
+        "#!/bin/bash\nset -uxo pipefail\ngit checkout {base} -- tests/calc_tests/tests.py\n\
+         git apply -v - <<'EOF_114329324912'\n{test_patch}\nEOF_114329324912\n\
+         : '>>>>> Start Test Output'\n./tests/runtests.py --verbosity 2 calc_tests.tests\n\
+         : '>>>>> End Test Output'\ngit checkout {base} -- tests/calc_tests/tests.py\n"
+    ));
+    five["log_parser"] = json!("parse_log_django");
+    five["eval_type"] = json!("pass_and_fail");
+    let tasks = fixture.tasks(&[row("django__django-4"), five]);
+    let mirrors_arg = mirrors.to_str().expect("utf-8");
+    let run = |name: &str, grading: Option<&str>| {
+        let mut args = vec!["--model", "noop", "--repo-base", mirrors_arg];
+        if let Some(rules) = grading {
+            args.extend(["--grading", rules]);
+        }
+        fixture.run_into(&fixture.path(name), &tasks, &args, &[])
+    };
+    let (default, old, new) = (
+        run("default", None),
+        run("old", Some("swebench-4.1")),
+        run("new", Some("swebench-5.0")),
+    );
+    let cases = [
+        (&default, "django__django-4", "swebench-4.1", "passed"),
+        (&default, "django__django-5", "swebench-5.0", "failed"),
+        (&old, "django__django-4", "swebench-4.1", "passed"),
+        (&old, "django__django-5", "swebench-4.1", "passed"),
+        (&new, "django__django-4", "swebench-5.0", "failed"),
+        (&new, "django__django-5", "swebench-5.0", "failed"),
+    ];
+    for (run, id, rules, status) in cases {
+        let row = run.row(id);
+        assert_eq!(
+            row["status"], status,
+            "{id} by {rules}: {row:?}\n{}",
+            run.stderr
+        );
+        let tests = run.tests_json(id);
+        assert_eq!(tests["verdict"]["rules"], rules, "{id}: {tests}");
+        assert_eq!(run.events(id, "test")[0]["rules"], rules, "{id}");
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
+        assert!(log.contains("skipped 'no database'"), "{id}: {log}");
+        // 5.0's eval script records the test command's exit status.
+        assert_eq!(
+            log.contains(">>>>> Test Exit Code: 0"),
+            rules == "swebench-5.0",
+            "{id} by {rules}: {log}"
+        );
+    }
+    // The row's own script put the test patch in itself, once.
+    let log =
+        std::fs::read_to_string(new.task_dir("django__django-5").join("test.log")).expect("log");
+    assert!(
+        log.contains("Applied patch tests/calc_tests/tests.py cleanly"),
+        "{log}"
+    );
+    assert!(
+        new.events("django__django-5", "test")[0]
+            .get("test_patch_method")
+            .is_none()
+    );
 }

@@ -114,9 +114,9 @@ pub fn parse_eval_output(rules: Rules, parser: Parser, output: &str) -> Option<S
         return None;
     }
     let section = after.split(END_TEST_OUTPUT).next().unwrap_or_default();
-    let mut map = parser.parse(section);
+    let mut map = parser.parse_as(rules, section);
     if map.is_empty() {
-        map = parser.parse(output);
+        map = parser.parse_as(rules, output);
     }
     if rules == Rules::Swebench50 {
         if map.is_empty() && !suite_ran(output) {

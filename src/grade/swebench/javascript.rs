@@ -23,15 +23,31 @@ fn indent(line: &str) -> usize {
     line.chars().take_while(|c| py_space(*c)).count()
 }
 
-pub(super) fn jest(log: &str) -> StatusMap {
+/// `parse_log_jest`. `v5`: 5.0.2's, which strips the name (a name
+/// before a duration keeps no trailing space).
+pub(super) fn jest(log: &str, v5: bool) -> StatusMap {
     static JEST: OnceLock<Regex> = OnceLock::new();
     let re = pattern(&JEST, r"^\s*(✓|✕|○)\s(.+?)(?:\s\((\d+\s*m?s)\))?$");
-    per_line(log, re, (2, 1), |symbol| match symbol {
+    let status = |symbol: &str| match symbol {
         "✓" => Some("PASSED"),
         "✕" => Some("FAILED"),
         "○" => Some("SKIPPED"),
         _ => None,
-    })
+    };
+    if !v5 {
+        return per_line(log, re, (2, 1), status);
+    }
+    let mut map = StatusMap::new();
+    for line in log.split('\n') {
+        let Some(found) = re.captures(strip(line)) else {
+            continue;
+        };
+        let group = |i: usize| found.get(i).map_or("", |m| m.as_str());
+        if let Some(word) = status(group(1)) {
+            set(&mut map, strip(group(2)), word);
+        }
+    }
+    map
 }
 
 pub(super) fn jest_json(log: &str) -> StatusMap {

@@ -17,6 +17,7 @@
 
 use serde::Serialize;
 
+use super::Rules;
 use super::lines::StatusMap;
 
 /// What SWE-bench's eval script echoes around the test command (through
@@ -112,6 +113,41 @@ pub enum ParserError {
     /// instance's number and raises on any other.
     #[error("SWE-bench's {parser} knows no instance {instance}")]
     Instance { parser: String, instance: String },
+    /// A parser of 5.0.2's registry that onebash has only as 4.1.0 wrote
+    /// it, or not at all.
+    #[error(
+        "onebash cannot read logs as swebench 5.0.2's log parser {0} does (it mirrors 4.1.0's parsers and the ones 5.0.2 changed among them, not this one)"
+    )]
+    Unmirrored(String),
+}
+
+/// The parser a swebench 5 row names (`log_parser`, a key of 5.0.2's
+/// `PARSER_REGISTRY`), where onebash reads logs as that function does:
+/// the names 4.1.0 had, whose function 5.0.2 kept or changed in a way
+/// onebash mirrors ([`Parser::parse_as`]), and the registry's aliases of
+/// them (`parse_log_flask` is `parse_log_pytest`). maven's and
+/// gradle_custom's changed otherwise, and the parsers new in 5.0 are not
+/// mirrored: [`ParserError::Unmirrored`].
+pub fn parser_for_5(name: &str, instance_id: &str) -> Result<Parser, ParserError> {
+    let canonical = match name {
+        "parse_log_astroid"
+        | "parse_log_flask"
+        | "parse_log_marshmallow"
+        | "parse_log_pvlib"
+        | "parse_log_pyvista"
+        | "parse_log_sqlfluff"
+        | "parse_log_xarray" => "parse_log_pytest",
+        "parse_log_pydicom" | "parse_log_requests" | "parse_log_pylint" => {
+            "parse_log_pytest_options"
+        }
+        "parse_log_astropy" | "parse_log_scikit" | "parse_log_sphinx" => "parse_log_pytest_v2",
+        other => other,
+    };
+    match parser_for(canonical, instance_id) {
+        Ok(parser) if parser.mirrors(Rules::Swebench50) => Ok(parser),
+        Ok(_) | Err(ParserError::Unknown(_)) => Err(ParserError::Unmirrored(name.to_owned())),
+        Err(err) => Err(err),
+    }
 }
 
 /// The parser the package's `MAP_REPO_TO_PARSER` function `name` applies
@@ -182,21 +218,40 @@ impl Parser {
         })
     }
 
-    /// Reads statuses out of `log` as the package's function does.
+    /// Whether [`Parser::parse_as`] reads as the package of `rules` does:
+    /// always for 4.1; for 5.0 all but maven's and gradle_custom's, which
+    /// 5.0.2 rewrote to pair results with interleaved test lines.
+    pub fn mirrors(self, rules: Rules) -> bool {
+        rules == Rules::Swebench41 || !matches!(self, Parser::Maven | Parser::GradleCustom)
+    }
+
+    /// Reads statuses out of `log` as 4.1.0's function does.
     pub fn parse(self, log: &str) -> StatusMap {
+        self.parse_as(Rules::Swebench41, log)
+    }
+
+    /// Reads statuses out of `log` as the function of the package whose
+    /// rules are `rules` does. 5.0.2 changed pytest's parsers (`SKIPPED
+    /// [N]` summaries left out; pytest_v2's ids whole) and jest's (names
+    /// stripped), which onebash mirrors, and maven's and gradle_custom's
+    /// (results matched to interleaved test lines), which it does not:
+    /// those two read as 4.1.0's under either rules ([`Parser::mirrors`]).
+    pub fn parse_as(self, rules: Rules, log: &str) -> StatusMap {
         use super::{java as jv, javascript as js, native as nt, php_ruby as pr, python as py};
+        let v5 = rules == Rules::Swebench50;
         match self {
-            Parser::Pytest => py::pytest(log, |line| line.to_owned(), |name| name.to_owned()),
-            Parser::PytestOptions => py::pytest(log, |line| line.to_owned(), py::cut_option),
+            Parser::Pytest => py::pytest(log, v5, |line| line.to_owned(), |name| name.to_owned()),
+            Parser::PytestOptions => py::pytest(log, v5, |line| line.to_owned(), py::cut_option),
             Parser::Matplotlib => py::pytest(
                 log,
+                v5,
                 |line| {
                     line.replace("MouseButton.LEFT", "1")
                         .replace("MouseButton.RIGHT", "3")
                 },
                 |name| name.to_owned(),
             ),
-            Parser::PytestV2 => py::pytest_v2(log),
+            Parser::PytestV2 => py::pytest_v2(log, v5),
             Parser::Django => py::django(log),
             Parser::Seaborn => py::seaborn(log),
             Parser::Sympy => py::sympy(log),
@@ -205,7 +260,7 @@ impl Parser {
             Parser::Marked => js::marked(log),
             Parser::P5js => js::p5js(log),
             Parser::ReactPdf => js::react_pdf(log),
-            Parser::Jest => js::jest(log),
+            Parser::Jest => js::jest(log, v5),
             Parser::JestJson => js::jest_json(log),
             Parser::Vitest => js::vitest(log),
             Parser::Karma => js::karma(log),

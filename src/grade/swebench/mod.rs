@@ -24,6 +24,6 @@ pub use grading::{
     record_test_exit_code, recorded_exit_code, to_results,
 };
 pub use lines::{STATUSES, StatusMap};
-pub use log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for};
+pub use log::{END_TEST_OUTPUT, Parser, ParserError, START_TEST_OUTPUT, parser_for, parser_for_5};
 pub use report::{InstanceGrade, InstanceReport, Split, TestsStatus, instance_report};
 pub use rules::{ALL_RULES, ApplyChain, Rules};

@@ -12,11 +12,23 @@ fn starts_with_status(line: &str) -> bool {
     STATUSES.iter().any(|s| line.starts_with(s))
 }
 
+/// 5.0's `_is_skip_summary`: pytest's `SKIPPED [N] path:line: reason`
+/// line, whose `[N]` is no test.
+fn skip_summary(status: &str, name: &str) -> bool {
+    status == "SKIPPED"
+        && name.len() > 2
+        && name.starts_with('[')
+        && name.ends_with(']')
+        && name[1..name.len() - 1].chars().all(|c| c.is_ascii_digit())
+}
+
 /// `parse_log_pytest` and the parsers built on it: a line that starts with
 /// a status word gives `map[word 2] = word 1` (a FAILED line first loses
-/// its ` - `, joining the message to the name's word list).
+/// its ` - `, joining the message to the name's word list). `v5`: 5.0.2's
+/// version, which leaves out `SKIPPED [N]` summary lines.
 pub(super) fn pytest(
     log: &str,
+    v5: bool,
     rewrite: impl Fn(&str) -> String,
     name: impl Fn(&str) -> String,
 ) -> StatusMap {
@@ -30,7 +42,7 @@ pub(super) fn pytest(
             line = line.replace(" - ", " ");
         }
         let parts = words(&line);
-        if parts.len() <= 1 {
+        if parts.len() <= 1 || (v5 && skip_summary(parts[0], parts[1])) {
             continue;
         }
         map.insert(name(parts[1]), parts[0].to_owned());
@@ -58,7 +70,11 @@ pub(super) fn cut_option(name: &str) -> String {
     format!("{main}[{option}]")
 }
 
-pub(super) fn pytest_v2(log: &str) -> StatusMap {
+/// `parse_log_pytest_v2`. `v5`: 5.0.2's version: a FAILED line is cut at
+/// its first ` - ` (the message never enters the id), a name is every
+/// word but the status (a parametrized id with spaces stays whole), and
+/// `SKIPPED [N]` summary lines are left out.
+pub(super) fn pytest_v2(log: &str, v5: bool) -> StatusMap {
     static COLOUR: OnceLock<Regex> = OnceLock::new();
     let colour = COLOUR.get_or_init(|| Regex::new(r"\[(\d+)m").expect("a valid pattern"));
     let mut map = StatusMap::new();
@@ -69,18 +85,29 @@ pub(super) fn pytest_v2(log: &str) -> StatusMap {
             .filter(|c| !('\u{1}'..='\u{1f}').contains(c))
             .collect();
         if starts_with_status(&line) {
-            let line = if line.starts_with("FAILED") {
-                line.replace(" - ", " ")
-            } else {
-                line
+            let line = match (line.starts_with("FAILED"), v5) {
+                (true, false) => line.replace(" - ", " "),
+                (true, true) => line.split(" - ").next().unwrap_or_default().to_owned(),
+                (false, _) => line,
             };
             let parts = words(&line);
-            if parts.len() >= 2 {
+            if parts.len() < 2 {
+                continue;
+            }
+            if !v5 {
                 map.insert(parts[1].to_owned(), parts[0].to_owned());
+            } else if !skip_summary(parts[0], parts[1]) {
+                map.insert(parts[1..].join(" "), parts[0].to_owned());
             }
         } else if STATUSES.iter().any(|s| line.ends_with(s)) {
             let parts = words(&line);
-            if parts.len() >= 2 {
+            if parts.len() < 2 {
+                continue;
+            }
+            if v5 {
+                let last = parts.len() - 1;
+                map.insert(parts[..last].join(" "), parts[last].to_owned());
+            } else {
                 map.insert(parts[0].to_owned(), parts[1].to_owned());
             }
         }

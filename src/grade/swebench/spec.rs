@@ -142,6 +142,60 @@ pub enum SpecError {
         "the SWE-bench instance has no `{0}`, which picks its eval spec; hint: give a test command with --test-command"
     )]
     Missing(&'static str),
+    /// A swebench 5 row whose `log_parser` onebash cannot read by.
+    #[error("the row's log_parser: {0}; hint: give a test command with --test-command")]
+    RowParser(#[source] ParserError),
+    /// A swebench 5 row without one of the fields it is graded by.
+    #[error(
+        "the swebench 5 row has `{has}` but no `{missing}`; hint: give both, or a test command with --test-command"
+    )]
+    RowIncomplete {
+        has: &'static str,
+        missing: &'static str,
+    },
+    #[error("the row's eval_type {0:?} is neither \"pass_and_fail\" nor \"fail_only\"")]
+    EvalType(String),
+}
+
+/// A swebench 5 row's own eval (`make_test_spec`): its `eval_script` run
+/// as it is, read by its `log_parser` ([`super::parser_for_5`]), graded
+/// "no test FAILED" when its `eval_type` is `fail_only` (absent:
+/// `pass_and_fail`).
+pub fn row_eval(
+    instance: &Instance,
+    eval_script: Option<&str>,
+    log_parser: Option<&str>,
+    eval_type: Option<&str>,
+) -> Result<SwebenchEval, SpecError> {
+    let (script, parser_name) = match (eval_script, log_parser) {
+        (Some(script), Some(parser)) => (script, parser),
+        (Some(_), None) => {
+            return Err(SpecError::RowIncomplete {
+                has: "eval_script",
+                missing: "log_parser",
+            });
+        }
+        (None, _) => {
+            return Err(SpecError::RowIncomplete {
+                has: "log_parser",
+                missing: "eval_script",
+            });
+        }
+    };
+    let parser =
+        super::parser_for_5(parser_name, instance.instance_id).map_err(SpecError::RowParser)?;
+    let fail_only = match eval_type {
+        None | Some("pass_and_fail") => false,
+        Some("fail_only") => true,
+        Some(other) => return Err(SpecError::EvalType(other.to_owned())),
+    };
+    Ok(SwebenchEval {
+        repo: instance.repo.to_owned(),
+        version: instance.version.to_owned(),
+        parser,
+        fail_only,
+        script: script.to_owned(),
+    })
 }
 
 /// The fields of an instance its eval is built from.
