@@ -335,7 +335,7 @@ pub struct RunArgs {
     #[arg(value_name = "TASKS")]
     pub tasks: PathBuf,
 
-    /// Model name sent to the API; or `oracle` (applies each task's gold_patch, no API), `noop` (changes nothing), `replay:RUN_DIR` (plays back a recorded run).
+    /// Model name sent to the API; or `oracle` (applies each task's gold_patch, no API; `gold` is the same, named as SWE-bench names it), `noop` (changes nothing), `replay:RUN_DIR` (plays back a recorded run), `predictions:FILE` (grades another agent's patches: JSONL, a JSON list, or a JSON object keyed by instance id).
     #[arg(short, long)]
     pub model: String,
 

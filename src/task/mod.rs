@@ -1,7 +1,8 @@
 //! Stage 1: the tasks. [`TaskSpec`] and the line parser (spec.rs), and
 //! every way tasks come in: a SWE-bench instance ([`swebench`]) and its
 //! family of datasets ([`swebench_family`]), a Harbor task folder
-//! ([`harbor`]), another agent's predictions ([`predictions`]); and the prompt a task is rendered into ([`prompt`]).
+//! ([`harbor`]), another agent's predictions ([`predictions`]); and the
+//! prompt a task is rendered into ([`prompt`]).
 //! What can be wrong with a task line is in error.rs ([`LineError`]).
 
 mod error;
