@@ -171,10 +171,11 @@ impl TaskSpec {
         if let Some(Value::String(location)) = location {
             spec.repo_location = location;
         }
-        let is_instance = spec
-            .metadata
-            .as_ref()
-            .is_some_and(|m| m.contains_key(crate::task::swebench::SWEBENCH_REPO));
+        let is_instance = spec.swebench5.is_swebench5()
+            || spec
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.contains_key(crate::task::swebench::SWEBENCH_REPO));
         if is_instance
             && let Ok(eval) = swebench_eval(&spec)
             && eval.script == spec.test_command
@@ -1194,5 +1195,26 @@ mod tests {
             TaskSpec::from_header(&Value::from("a string")),
             Err(LineError::NotAnObject)
         ));
+        // A swebench 5 row: its own script and parser, read back too.
+        let row = serde_json::json!({
+            "instance_id": "o__r-5",
+            "repo": "o/r",
+            "base_commit": "abc1234",
+            "problem_statement": "p",
+            "FAIL_TO_PASS": "[\"tests/test_x.py::test_a\"]",
+            "PASS_TO_PASS": "[]",
+            "eval_script": "#!/bin/bash\npytest -rA tests/test_x.py",
+            "log_parser": "parse_log_pytest",
+            "eval_type": "pass_and_fail",
+        });
+        let tasks = parse_tasks(&row.to_string(), "t.jsonl", Path::new("/")).expect("a task");
+        let eval = tasks[0]
+            .swebench
+            .clone()
+            .expect("graded by its row")
+            .expect("a recipe");
+        let again = TaskSpec::from_header(&Value::Object(tasks[0].to_json())).expect("reads back");
+        assert_eq!(again.swebench, Some(Ok(eval)));
+        assert_eq!(again.rules(None), Rules::Swebench50);
     }
 }
