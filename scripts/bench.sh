@@ -5,7 +5,7 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets regrade"
 #   ONEBASH_HF_PYTHON  a python with pyarrow, for section datasets (default python3)
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
@@ -141,12 +141,26 @@
 #             than wall time on a shared machine. Also each once with
 #             --limit 1 (every row still read and made a task, one checked
 #             further): what is left is the reading.
+# regrade     Grading predictions from saved logs against grading them live.
+#             REGRADE_TASKS tasks (500; 50 with BENCH_QUICK=1) on the
+#             one-file repo, each with a prediction (a one-line change of
+#             README.md) and a test command that prints a pytest-style
+#             PASSED line for its FAIL_TO_PASS test (a quick test command:
+#             what is measured is the harness, not the tests). Live: `run
+#             -m predictions:FILE --env host --sandbox none -j $(nproc)`
+#             (each prediction applied to a working copy, the tests run;
+#             `-m oracle` with the same patches as gold_patch where this
+#             onebash has no `predictions:`, said in the output); then
+#             `regrade` of that run folder into a new one (-o) and again
+#             in place, under the other rules: every row's saved log read
+#             and graded again, no checkout, no process. Wall time and
+#             peak RSS (wait4's) of each, and the ratio live / regrade.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci datasets}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci datasets regrade}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -157,7 +171,7 @@ if [ "$quick" = 1 ]; then
     late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
     ct_tasks=2 ct_turns=5 ct_execs=10 oci_images=5
-    cache_turns=10
+    cache_turns=10 regrade_tasks=50
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
@@ -166,7 +180,7 @@ else
     late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
     ct_tasks=4 ct_turns=20 ct_execs=40 oci_images=50
-    cache_turns=30
+    cache_turns=30 regrade_tasks=500
 fi
 
 mkdir -p "${BENCH_DIR:=$root/target}"
@@ -244,6 +258,26 @@ def agent_seconds(run):
 def cost(run):
     r = next(csv.DictReader(open(os.path.join(run, "results.csv"))))
     print(r["cost_usd"], r["prompt_tokens"], r["cached_input_tokens"], r["cache_write_tokens"], r["status"])
+
+def predictions(tasks_path, preds_path, n, repo, sha):
+    """n tasks on `repo` at `sha`, each with a FAIL_TO_PASS test its quick
+    test command reports as passed once README.md holds the change, and
+    the predictions (JSONL, run_evaluation's shape) that make the change;
+    the same patch is each task's gold_patch, for an onebash without
+    `-m predictions:`."""
+    old = open(os.path.join(repo, "README.md")).read()
+    patch = ("diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+             "@@ -1 +1,2 @@\n" + "".join(" " + l + "\n" for l in old.splitlines())
+             + "+changed\n")
+    with open(tasks_path, "w") as tasks, open(preds_path, "w") as preds:
+        for i in range(n):
+            tid = f"p{i:03d}"
+            tasks.write(json.dumps({
+                "id": tid, "repo": repo, "base_commit": sha, "problem_statement": "bench",
+                "test_command": "grep -q changed README.md && echo 'PASSED t.py::test_a' || echo 'FAILED t.py::test_a'",
+                "fail_to_pass": ["t.py::test_a"], "gold_patch": patch}) + "\n")
+            preds.write(json.dumps({"instance_id": tid, "model_name_or_path": "bench",
+                                    "model_patch": patch}) + "\n")
 
 def rows(run):
     rs = list(csv.DictReader(open(os.path.join(run, "results.csv"))))
@@ -1268,6 +1302,41 @@ section_datasets() {
     fig "datasets: hf cache / JSONL, wall time" "${ratio}x" "-" "CPU time $(calc "round($hf_c / $js_c, 2)")x"
     fig "datasets: peak RSS MiB, hf: from the cache" "$hf_mib" "-" "JSONL $js_mib"
     fig "datasets: Hub requests of the cached runs" "$requests" "0" "$([ "$requests" = 0 ] && echo ok || echo MISS)"
+}
+
+section_regrade() {
+    local dir=$work/regrade model label
+    mkdir -p "$dir"
+    tools predictions "$dir/tasks.jsonl" "$dir/preds.jsonl" "$regrade_tasks" "$work/repo" "$sha"
+    if "$bin" run "$dir/tasks.jsonl" -m "predictions:$dir/preds.jsonl" --env host --sandbox none \
+        --dry-run -o "$dir/never" --cache-dir "$work/cache" > "$dir/dry-run.log" 2>&1; then
+        model=(-m "predictions:$dir/preds.jsonl") label="-m predictions:FILE"
+    else
+        model=(-m oracle) label="-m oracle"
+        echo "  this onebash has no -m predictions:FILE: the live run is -m oracle with the same patches as gold_patch"
+    fi
+    echo "$regrade_tasks predictions, a quick test command each; live: \`run $label --env host --sandbox none -j $(nproc)\`; from saved logs: \`regrade\`"
+    local out live_s live_rss live_cpu re_s re_rss re_cpu in_s in_rss in_cpu
+    out=$(python3 "$work/tools.py" rusage "$dir/live.log" "$bin" run "$dir/tasks.jsonl" "${model[@]}" \
+        --env host --sandbox none -j "$(nproc)" -o "$dir/live" --cache-dir "$work/cache")
+    read -r live_s live_rss live_cpu <<< "$out"
+    read -r n bad < <(tools rows "$dir/live")
+    [ "$bad" = 0 ] || { echo "$bad of $n live rows did not pass: see $dir/live/results.csv" >&2; return 1; }
+    out=$(python3 "$work/tools.py" rusage "$dir/regrade.log" "$bin" regrade "$dir/live" -o "$dir/regraded")
+    read -r re_s re_rss re_cpu <<< "$out"
+    grep -q "^regraded $n of $n rows" "$dir/regrade.log" || { echo "regrade did not grade every row: see $dir/regrade.log" >&2; return 1; }
+    # In place, under the other rules: the rewrite by rename and the backup too.
+    out=$(python3 "$work/tools.py" rusage "$dir/in-place.log" "$bin" regrade "$dir/regraded" --grading swebench-5.0)
+    read -r in_s in_rss in_cpu <<< "$out"
+    local ratio
+    ratio=$(calc "round($live_s / $re_s, 1)")
+    printf '  live:             %7.3f s (CPU %.3f s), peak RSS %6.1f MiB\n' "$live_s" "$live_cpu" "$(calc "$live_rss / 2**20")"
+    printf '  regrade -o:       %7.3f s (CPU %.3f s), peak RSS %6.1f MiB: %sx faster than live\n' "$re_s" "$re_cpu" "$(calc "$re_rss / 2**20")" "$ratio"
+    printf '  regrade in place: %7.3f s (CPU %.3f s), peak RSS %6.1f MiB (--grading swebench-5.0)\n' "$in_s" "$in_cpu" "$(calc "$in_rss / 2**20")"
+    fig "regrade: s to grade $n predictions live" "$(calc "round($live_s, 3)")" "-" "$label"
+    fig "regrade: s to regrade them from saved logs" "$(calc "round($re_s, 3)")" "-" "in place $(calc "round($in_s, 3)") s"
+    fig "regrade: live / regrade, wall time" "${ratio}x" "-" ""
+    fig "regrade: peak RSS MiB, live / regrade" "$(calc "round($live_rss / 2**20, 1)") / $(calc "round($re_rss / 2**20, 1)")" "-" ""
 }
 
 # The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one

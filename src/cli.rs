@@ -137,6 +137,11 @@ pub enum Command {
         after_help = "Example:\n  onebash merge results/merged results/shard-0 results/shard-1 results/shard-2"
     )]
     Merge(MergeArgs),
+    /// Grade a run folder again from its saved test logs: no model, no environment, no network; prints every verdict that changed.
+    #[command(
+        after_help = "Examples:\n  onebash regrade results/gpt41 --grading swebench-5.0 -o results/gpt41-swebench5\n  onebash regrade results/merged   # rewrites the rows in place, results.csv kept as a backup"
+    )]
+    Regrade(RegradeArgs),
     /// Conversations of runs as training data (JSONL): OpenAI fine-tuning chat, ShareGPT or Harbor's ATIF.
     #[command(
         after_help = "Examples:\n  onebash export results/gpt41 --passed --format openai-chat -o train.jsonl\n  onebash export results/a results/b --format atif --exit-reason completed"
@@ -201,6 +206,9 @@ pub struct ReportArgs {
     /// Also group the rows by this field of their task lines (repo, difficulty, language...): pass rate and 95% interval per group.
     #[arg(long, value_name = "FIELD")]
     pub by: Option<String>,
+    /// `--format swebench`: the epoch summarised [default: 1].
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub epoch: u32,
 }
 
 #[derive(Debug, Args)]
@@ -307,6 +315,18 @@ pub struct MergeArgs {
     /// The run folders to join; their settings must match and their (task, epoch) pairs must not overlap.
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RegradeArgs {
+    /// The run folder (a run, a shard or a merged folder).
+    pub run: PathBuf,
+    /// Write the regraded run to this new folder (new or empty) [default: rewrite RUN in place, its results.csv kept as a backup].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The rules to grade by: `swebench-4.1` or `swebench-5.0` [default: the run's `--grading`, else each row's format decides, as in the run].
+    #[arg(long, value_name = "RULES", value_parser = grading_rules)]
+    pub grading: Option<crate::grade::swebench::Rules>,
 }
 
 #[derive(Debug, Args)]
@@ -592,6 +612,8 @@ pub enum Format {
     Text,
     Markdown,
     Json,
+    /// The run summary SWE-bench's run_evaluation writes (`schema_version` 2), of epoch 1 (`--epoch`).
+    Swebench,
     /// A self-contained page with charts, written to a file (`--output`).
     Html,
 }

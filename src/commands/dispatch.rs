@@ -7,9 +7,9 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Command, ExportArgs, ValidateArgs};
+use crate::cli::{Command, ExportArgs, RegradeArgs, ValidateArgs};
 use crate::commands::error::{CommandError, EXIT_OK, EXIT_TASK_ERRORS};
-use crate::commands::{export, merge, output, pull, show, validate};
+use crate::commands::{export, merge, output, pull, regrade, show, validate};
 use crate::config::{RunConfig, Secrets};
 
 /// Runs `command`; its exit code, or why it failed. `secrets` are the
@@ -31,9 +31,12 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         }
         Command::Report(args) => printed(output::report(
             &args.run,
-            args.format,
-            args.output.as_deref(),
-            args.by.as_deref(),
+            &output::ReportRequest {
+                format: args.format,
+                output: args.output.as_deref(),
+                by: args.by.as_deref(),
+                epoch: args.epoch,
+            },
         )?),
         Command::Compare(args) => printed(output::compare(
             &args.run_a,
@@ -49,6 +52,7 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
             Ok(EXIT_OK)
         }
         Command::Datasets(args) => printed(crate::commands::datasets::list(&args)),
+        Command::Regrade(args) => regrade_command(&args),
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(
@@ -100,6 +104,28 @@ fn export_command(args: &ExportArgs) -> Result<i32, CommandError> {
     }
     eprintln!("{}", summary.line());
     Ok(if summary.failed.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_TASK_ERRORS
+    })
+}
+
+/// `regrade`: every verdict that changed on stdout, then the count line;
+/// the rows that could not be regraded and where the old rows went on
+/// stderr; exit code 1 when some row could not be regraded.
+fn regrade_command(args: &RegradeArgs) -> Result<i32, CommandError> {
+    let regraded = regrade::regrade(&args.run, args.out.as_deref(), args.grading)?;
+    for change in &regraded.changes {
+        println!("{change}");
+    }
+    for problem in &regraded.problems {
+        eprintln!("error: {problem}");
+    }
+    if let Some(backup) = &regraded.backup {
+        eprintln!("the rows before the regrade are in {}", backup.display());
+    }
+    println!("{}", regraded.line());
+    Ok(if regraded.problems.is_empty() {
         EXIT_OK
     } else {
         EXIT_TASK_ERRORS

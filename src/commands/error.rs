@@ -9,6 +9,7 @@ use crate::commands::export::ExportError;
 use crate::commands::merge::MergeError;
 use crate::commands::output::OutputError;
 use crate::commands::pull::PullError;
+use crate::commands::regrade::RegradeError;
 use crate::commands::show::ShowError;
 use crate::config::ConfigError;
 
@@ -44,6 +45,9 @@ pub enum CommandError {
     Export(#[from] ExportError),
     #[error(transparent)]
     Pull(#[from] PullError),
+    /// `regrade` refused the run folder, or could not read or write it.
+    #[error(transparent)]
+    Regrade(#[from] RegradeError),
     /// `show` cannot find or read the trajectory it was asked for.
     #[error(transparent)]
     Show(#[from] ShowError),
@@ -95,6 +99,7 @@ impl CommandError {
             | CommandError::Merge(_)
             | CommandError::Export(_)
             | CommandError::Show(_)
+            | CommandError::Regrade(_)
             | CommandError::Input(_) => EXIT_USAGE,
             CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,
         }

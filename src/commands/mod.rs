@@ -11,6 +11,7 @@ pub(crate) mod html;
 pub(crate) mod merge;
 pub(crate) mod output;
 pub(crate) mod pull;
+pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod show;

@@ -2,7 +2,8 @@
 //! chooses how a report or a comparison is given. JSON is the type as
 //! serde writes it; text and markdown are the command file's `render`
 //! (`commands::report`, `commands::compare`); html is the page writers'
-//! (`commands::html`). With `--output` (always for html) the result goes
+//! (`commands::html`); swebench is SWE-bench's run summary
+//! (`commands::report::swebench`), report's only. With `--output` (always for html) the result goes
 //! to a file and the path is what is printed.
 //!
 //! It sits above both sides so that neither imports the other's way up:
@@ -31,6 +32,18 @@ pub enum OutputError {
     /// The page writers' (`commands::html`) own error, which names the file.
     #[error(transparent)]
     Page(#[from] html::HtmlError),
+    /// `--format swebench` of a command that has no such summary.
+    #[error("--format swebench is report's only: it is SWE-bench's summary of one run")]
+    NotForCompare,
+}
+
+/// What `report` is asked for beyond the run folder.
+pub(crate) struct ReportRequest<'a> {
+    pub format: Format,
+    pub output: Option<&'a Path>,
+    pub by: Option<&'a str>,
+    /// `--epoch`, of `--format swebench`.
+    pub epoch: u32,
 }
 
 /// `onebash report`: the report in `format` (grouped `by` a task field
@@ -38,28 +51,35 @@ pub enum OutputError {
 /// or, with `output` (always for html, default `RUN_DIR/report.html`,
 /// transcript pages in `transcripts/` next to it), written to a file
 /// whose path is returned.
-pub(crate) fn report(
-    run: &Path,
-    format: Format,
-    output: Option<&Path>,
-    by: Option<&str>,
-) -> Result<String, OutputError> {
+pub(crate) fn report(run: &Path, request: &ReportRequest<'_>) -> Result<String, OutputError> {
+    let ReportRequest {
+        format,
+        output,
+        by,
+        epoch,
+    } = *request;
     let folder = RunFolder::open(run)?;
     let read = read_rows(&folder.results_csv())?;
     // run.json only names the model of a run without rows: a report of the
     // rows does not need it to read.
     let manifest = RunManifest::read(&folder).ok();
-    let mut report = report::build(&folder, &read.rows, manifest.as_ref());
-    if let Some(field) = by {
-        report.by = Some(report::by::group(&folder, &read.rows, field)?);
-    }
+    let rows_report = || -> Result<report::Report, OutputError> {
+        let mut report = report::build(&folder, &read.rows, manifest.as_ref());
+        if let Some(field) = by {
+            report.by = Some(report::by::group(&folder, &read.rows, field)?);
+        }
+        Ok(report)
+    };
     let text = match format {
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Text => report::render(&report, false),
-        Format::Markdown => report::render(&report, true),
+        Format::Json => serde_json::to_string_pretty(&rows_report()?)? + "\n",
+        Format::Text => report::render(&rows_report()?, false),
+        Format::Markdown => report::render(&rows_report()?, true),
+        Format::Swebench => {
+            report::swebench::build(&folder, &read.rows, manifest.as_ref(), epoch).to_json()
+        }
         Format::Html => {
             let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
-            html::write_report(&report, &read.rows, &folder, &page)?;
+            html::write_report(&rows_report()?, &read.rows, &folder, &page)?;
             return Ok(format!("{}\n", page.display()));
         }
     };
@@ -85,6 +105,7 @@ pub(crate) fn compare(
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
         Format::Text => compare::render(&comparison, false),
         Format::Markdown => compare::render(&comparison, true),
+        Format::Swebench => return Err(OutputError::NotForCompare),
         Format::Html => {
             let page = output.map_or_else(html::default_compare_page, Path::to_owned);
             return write_output(&page, &html::compare_page(&comparison));

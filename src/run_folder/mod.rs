@@ -21,8 +21,10 @@ pub(crate) mod trajectory;
 pub(crate) use csv::ResultsWriter;
 pub(crate) use error::RunFolderError;
 pub(crate) use outcome::{ExitReason, Status, Usage};
-pub(crate) use paths::{BUILD_LOG, PATCH_DIFF, RunFolder, TEST_LOG, TESTS_JSON, TRAJECTORY};
+pub(crate) use paths::{
+    BUILD_LOG, PATCH_DIFF, REPORT_JSON, RunFolder, TEST_LOG, TESTS_JSON, TRAJECTORY,
+};
 pub(crate) use predictions::write_predictions;
-pub(crate) use read::{read_rows, write_rows_atomically};
+pub(crate) use read::{read_rows, replace_rows, write_atomically, write_rows_atomically};
 pub(crate) use row::{ResultRow, one_line, round_seconds};
 pub(crate) use sink::RowSink;

@@ -14,6 +14,9 @@ pub(crate) const BUILD_LOG: &str = "build.log";
 pub(crate) const PATCH_DIFF: &str = "patch.diff";
 pub(crate) const TEST_LOG: &str = "test.log";
 pub(crate) const TESTS_JSON: &str = "tests.json";
+/// SWE-bench's per-instance report (run_evaluation's `report.json`),
+/// written when run_evaluation would write one: the tests ran to their end.
+pub(crate) const REPORT_JSON: &str = "report.json";
 
 /// The run folder's layout: the one place that knows where each file of a
 /// run lives (docs/results.md), for the run that writes them and for every
@@ -96,6 +99,28 @@ impl RunFolder {
 
     pub(crate) fn patch_diff(&self, task: &TaskId, epoch: u32) -> PathBuf {
         self.task_dir(task, epoch).join(PATCH_DIFF)
+    }
+
+    pub(crate) fn test_log(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(TEST_LOG)
+    }
+
+    pub(crate) fn tests_json(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(TESTS_JSON)
+    }
+
+    pub(crate) fn report_json(&self, task: &TaskId, epoch: u32) -> PathBuf {
+        self.task_dir(task, epoch).join(REPORT_JSON)
+    }
+
+    /// `results.csv.before-regrade-<n>`: the rows an in-place `regrade`
+    /// replaced, the first `n` not yet taken (a folder regraded twice
+    /// keeps both backups).
+    pub(crate) fn regrade_backup(&self) -> PathBuf {
+        (1..)
+            .map(|n| self.root.join(format!("results.csv.before-regrade-{n}")))
+            .find(|path| !path.exists())
+            .unwrap_or_else(|| self.root.join("results.csv.before-regrade"))
     }
 
     /// The SWE-bench predictions of one epoch: `predictions.jsonl` for the

@@ -1,5 +1,7 @@
 //! results.csv read back ([`read_rows`], a torn last line found) and
-//! rewritten whole by rename ([`write_rows_atomically`]).
+//! rewritten whole by rename ([`write_rows_atomically`], and
+//! [`replace_rows`], which keeps the rows it replaces); any other file of
+//! the folder rewritten the same way ([`write_atomically`]).
 
 use std::path::Path;
 
@@ -61,5 +63,34 @@ pub(crate) fn write_rows_atomically(path: &Path, rows: &[ResultRow]) -> Result<(
             writer.append(row).map_err(RunFolderError::write(&tmp))?;
         }
     }
+    std::fs::rename(&tmp, path).map_err(RunFolderError::write(path))
+}
+
+/// Replaces results.csv by `rows`, keeping the rows it held at `backup`
+/// (a hard link to the old file, so the old rows are never copied nor
+/// half-written): after a crash at any point results.csv is whole, the
+/// old rows or the new.
+pub(crate) fn replace_rows(
+    path: &Path,
+    backup: &Path,
+    rows: &[ResultRow],
+) -> Result<(), RunFolderError> {
+    if std::fs::hard_link(path, backup).is_err() {
+        // A file system without hard links: a copy, whole before it is named.
+        let tmp = backup.with_extension("tmp");
+        std::fs::copy(path, &tmp).map_err(RunFolderError::write(&tmp))?;
+        std::fs::rename(&tmp, backup).map_err(RunFolderError::write(backup))?;
+    }
+    write_rows_atomically(path, rows)
+}
+
+/// Writes `bytes` to `path` through `<path>.tmp` and a rename: the file is
+/// whole before and after, and a hard link to the old file (a regraded
+/// copy of a run folder) keeps the old bytes.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RunFolderError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(RunFolderError::write(&tmp))?;
     std::fs::rename(&tmp, path).map_err(RunFolderError::write(path))
 }

@@ -5,6 +5,6 @@
 mod tasks;
 pub(crate) mod test_run;
 
-pub(crate) use tasks::{RunContext, run_tasks};
+pub(crate) use tasks::{RunContext, report_json, run_tasks};
 pub(crate) mod progress;
 pub(crate) mod resume;

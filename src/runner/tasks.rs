@@ -22,15 +22,16 @@ use crate::checkout::{Checkout, GitError, RepoCache};
 use crate::config::RunConfig;
 use crate::env::{Environment, ImageBuild, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
+use crate::grade::swebench::instance_report;
 use crate::run_folder::ExitReason;
 use crate::run_folder::trajectory::{
     CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter,
 };
 use crate::run_folder::{
-    BUILD_LOG, PATCH_DIFF, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON, TRAJECTORY,
-    one_line, round_seconds,
+    BUILD_LOG, PATCH_DIFF, REPORT_JSON, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON,
+    TRAJECTORY, one_line, round_seconds,
 };
-use crate::runner::test_run::{GradeError, run_tests, test_timeout};
+use crate::runner::test_run::{Decision, GradeError, run_tests, test_timeout};
 use crate::sys::exec::{CommandEnv, kill_marked_processes};
 use crate::sys::limits::TaskLimits;
 use crate::task::TaskSpec;
@@ -511,6 +512,23 @@ impl TaskRun<'_> {
                 notes.push(format!("failed to save tests.json: {err}"));
             }
         }
+        // SWE-bench's report.json, when run_evaluation would write one.
+        let patch = tokio::fs::read_to_string(self.dir.join(PATCH_DIFF)).await;
+        let report = outcome.decision.as_ref().and_then(|decision| {
+            report_json(
+                task,
+                decision,
+                patch.as_deref().unwrap_or(""),
+                &outcome.record,
+            )
+        });
+        if let Some(report) = report {
+            let saved =
+                crate::sys::blocking::write_file(self.dir.join(REPORT_JSON), report.into_bytes());
+            if let Err(err) = saved.await {
+                notes.push(format!("failed to save report.json: {err}"));
+            }
+        }
         let verdict = Verdict {
             seconds,
             exit_code: outcome.record.exit_code,
@@ -685,6 +703,32 @@ impl TaskRun<'_> {
         row.agent_seconds = round_seconds(agent.duration.as_secs_f64());
         row
     }
+}
+
+/// SWE-bench's per-instance report.json of a task's tests, as
+/// run_evaluation writes it, or `None` when it would write none: its
+/// `make_run_report` counts an instance completed only when the file is
+/// there, so it is written exactly when run_evaluation would be done with
+/// the instance. Not for an empty patch (it is not run), nor for tests
+/// that timed out (an evaluation error); a patch that does not apply and
+/// tests that could not run never get here. `patch` is the change graded
+/// (patch.diff). `regrade` writes it by the same rule.
+pub(crate) fn report_json(
+    task: &TaskSpec,
+    decision: &Decision,
+    patch: &str,
+    record: &CommandRecord,
+) -> Option<String> {
+    if patch.is_empty() || record.timed_out {
+        return None;
+    }
+    let report = instance_report(
+        decision.rules,
+        task.id.as_str(),
+        Some(patch),
+        Some(&decision.report),
+    );
+    Some(report.to_json())
 }
 
 const INTERRUPTED: &str = "interrupted by the user";

@@ -153,6 +153,38 @@ impl TaskSpec {
         map
     }
 
+    /// A task read back from its trajectory's header (what [`to_json`]
+    /// wrote), by the loading code of a task line, for `regrade`: the same
+    /// fields, the repo where the run found it, and a SWE-bench instance's
+    /// eval again when the header's test command is that eval's script
+    /// (the run graded it SWE-bench's way). A Harbor task's own settings
+    /// are not in the header: its reward decides, not a test log.
+    ///
+    /// [`to_json`]: TaskSpec::to_json
+    pub(crate) fn from_header(task: &Value) -> Result<TaskSpec, LineError> {
+        let Value::Object(fields) = task else {
+            return Err(LineError::NotAnObject);
+        };
+        let mut fields = fields.clone();
+        let location = fields.remove("repo_location");
+        let mut spec = parse_fields(fields, Path::new("/"), &LoadOptions::default())?;
+        if let Some(Value::String(location)) = location {
+            spec.repo_location = location;
+        }
+        let is_instance = spec.swebench5.is_swebench5()
+            || spec
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.contains_key(crate::task::swebench::SWEBENCH_REPO));
+        if is_instance
+            && let Ok(eval) = swebench_eval(&spec)
+            && eval.script == spec.test_command
+        {
+            spec.swebench = Some(Ok(eval));
+        }
+        Ok(spec)
+    }
+
     /// The rules the task is graded by: `chosen` (`--grading`) when given,
     /// else its row's format's ([`Rules::by_format`]).
     pub(crate) fn rules(&self, chosen: Option<Rules>) -> Rules {
@@ -1123,5 +1155,66 @@ mod tests {
                 .contains("f:2: failed to render --test-command"),
             "{err}"
         );
+    }
+
+    /// `regrade` rebuilds a task from what its trajectory's header holds:
+    /// the same fields, and a SWE-bench instance graded SWE-bench's way
+    /// gets its eval again; one whose test command is another's does not.
+    #[test]
+    fn a_header_s_task_reads_back_as_the_task_it_was() {
+        let line = serde_json::json!({
+            "instance_id": "psf__requests-1",
+            "repo": "psf/requests",
+            "base_commit": "abc1234",
+            "problem_statement": "p",
+            "patch": "diff --git a/x.py b/x.py\n",
+            "test_patch": "diff --git a/tests/test_x.py b/tests/test_x.py\n",
+            "FAIL_TO_PASS": "[\"tests/test_x.py::test_a\"]",
+            "PASS_TO_PASS": "[]",
+            "version": "2.0",
+            "hints_text": "kept as an unknown field",
+        });
+        let tasks = parse_tasks(&line.to_string(), "t.jsonl", Path::new("/")).expect("a task");
+        let task = &tasks[0];
+        let Some(Ok(eval)) = &task.swebench else {
+            panic!("requests 2.0 has a recipe: {:?}", task.swebench)
+        };
+        let header = Value::Object(task.to_json());
+        let again = TaskSpec::from_header(&header).expect("reads back");
+        assert_eq!(Value::Object(again.to_json()), header);
+        assert_eq!(again.repo_location, task.repo_location);
+        assert_eq!(
+            again.swebench.as_ref().and_then(|e| e.as_ref().ok()),
+            Some(eval)
+        );
+        let mut other = task.to_json();
+        other.insert("test_command".to_owned(), Value::from("pytest -x"));
+        let again = TaskSpec::from_header(&Value::Object(other)).expect("reads back");
+        assert!(again.swebench.is_none());
+        assert!(matches!(
+            TaskSpec::from_header(&Value::from("a string")),
+            Err(LineError::NotAnObject)
+        ));
+        // A swebench 5 row: its own script and parser, read back too.
+        let row = serde_json::json!({
+            "instance_id": "o__r-5",
+            "repo": "o/r",
+            "base_commit": "abc1234",
+            "problem_statement": "p",
+            "FAIL_TO_PASS": "[\"tests/test_x.py::test_a\"]",
+            "PASS_TO_PASS": "[]",
+            "eval_script": "#!/bin/bash\npytest -rA tests/test_x.py",
+            "log_parser": "parse_log_pytest",
+            "eval_type": "pass_and_fail",
+        });
+        let tasks = parse_tasks(&row.to_string(), "t.jsonl", Path::new("/")).expect("a task");
+        let eval = tasks[0]
+            .swebench
+            .clone()
+            .expect("graded by its row")
+            .expect("a recipe");
+        let again = TaskSpec::from_header(&Value::Object(tasks[0].to_json())).expect("reads back");
+        assert_eq!(again.swebench, Some(Ok(eval)));
+        assert_eq!(again.rules(None), Rules::Swebench50);
     }
 }

@@ -27,6 +27,7 @@ mod old_run_folder;
 mod patches;
 mod pipeline;
 mod predictions;
+mod regrade;
 mod replay;
 mod report_by;
 mod responses;

@@ -409,6 +409,78 @@ pub(crate) const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, 
 pub(crate) const VISIBLE: &str = "import unittest\nfrom calc import sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n";
 pub(crate) const HIDDEN: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
 
+/// A django-shaped repo (calc.py, tests/runtests.py, the visible tests)
+/// at its base commit (runtests.py committed as a program), held by
+/// `mirrors` as django/django.git: under `--repo-base MIRRORS` an instance
+/// of it is graded by SWE-bench's django 4.2 recipe, with no test command
+/// given. `gold` fixes add() and mul(); the tests are unittest's names.
+pub(crate) struct DjangoShaped {
+    pub work: PathBuf,
+    pub base: String,
+    pub mirrors: PathBuf,
+    pub gold: String,
+    pub f2p: Vec<String>,
+    pub p2p: Vec<String>,
+}
+
+impl DjangoShaped {
+    pub(crate) fn new(fixture: &crate::support::harness::Fixture) -> DjangoShaped {
+        use crate::support::harness::{diff_of, git, unittest_name};
+        use std::os::unix::fs::PermissionsExt;
+        let (work, first) = fixture.repo(
+            "work",
+            &[
+                ("calc.py", CALC),
+                ("tests/runtests.py", RUNTESTS),
+                ("tests/calc_tests/__init__.py", ""),
+                ("tests/calc_tests/tests.py", VISIBLE),
+            ],
+        );
+        std::fs::set_permissions(
+            work.join("tests/runtests.py"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+        git(&work, &["add", "tests/runtests.py"]);
+        git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+        let base = git(&work, &["rev-parse", "HEAD"]);
+        assert_ne!(first, base);
+        let mirrors = fixture.mirrors(&work, "django/django");
+        let fixed = CALC.replacen("a - b", "a + b", 1).replacen(
+            "a + b\n\n\ndef sub",
+            "a * b\n\n\ndef sub",
+            1,
+        );
+        let gold = diff_of(&work, &[("calc.py", &fixed)]);
+        let name = |method: &str| unittest_name("calc_tests.tests.CalcTests", method);
+        DjangoShaped {
+            work,
+            base,
+            mirrors,
+            gold,
+            f2p: vec![name("test_add"), name("test_mul")],
+            p2p: vec![name("test_sub")],
+        }
+    }
+
+    /// An instance `id` of the repo at `version`, whose hidden tests are
+    /// `hidden` (tests/calc_tests/tests.py).
+    pub(crate) fn instance(&self, id: &str, version: &str, hidden: &str) -> Value {
+        use crate::support::harness::diff_of;
+        json!({
+            "instance_id": id,
+            "repo": "django/django",
+            "base_commit": self.base,
+            "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
+            "patch": self.gold,
+            "test_patch": diff_of(&self.work, &[("tests/calc_tests/tests.py", hidden)]),
+            "FAIL_TO_PASS": json!(self.f2p).to_string(),
+            "PASS_TO_PASS": json!(self.p2p).to_string(),
+            "version": version,
+        })
+    }
+}
+
 /// The scripted agent's whole fix: add() adds, mul() multiplies.
 const FULL_FIX: &str = "sed -i '2s/a - b/a + b/; 6s/a + b/a * b/' calc.py";
 
@@ -725,60 +797,12 @@ struct ShapedImage {
 /// verdict and status must be the package's on onebash's test log.
 /// Returns the test log of the whole fix.
 fn django_instances_match_the_package(in_image: Option<Backend>) -> String {
-    use crate::support::harness::{Fixture, diff_of, git, scripted_agent, unittest_name};
+    use crate::support::harness::{Fixture, scripted_agent};
     let fixture = Fixture::new();
-    // The mirror is django/django.git under --repo-base, so the instance
-    // is graded by SWE-bench's django 4.2 recipe: no test command given.
-    let (work, sha) = fixture.repo(
-        "work",
-        &[
-            ("calc.py", CALC),
-            ("tests/runtests.py", RUNTESTS),
-            ("tests/calc_tests/__init__.py", ""),
-            ("tests/calc_tests/tests.py", VISIBLE),
-        ],
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        work.join("tests/runtests.py"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
-    git(&work, &["add", "tests/runtests.py"]);
-    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
-    let sha_x = git(&work, &["rev-parse", "HEAD"]);
-    assert_ne!(sha, sha_x);
-    let mirrors = fixture.mirrors(&work, "django/django");
-    let gold = diff_of(
-        &work,
-        &[(
-            "calc.py",
-            &CALC.replacen("a - b", "a + b", 1).replacen(
-                "a + b\n\n\ndef sub",
-                "a * b\n\n\ndef sub",
-                1,
-            ),
-        )],
-    );
-    let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN)]);
-    let f2p = vec![
-        unittest_name("calc_tests.tests.CalcTests", "test_add"),
-        unittest_name("calc_tests.tests.CalcTests", "test_mul"),
-    ];
-    let p2p = vec![unittest_name("calc_tests.tests.CalcTests", "test_sub")];
-    let instance = |id: &str, version: &str| {
-        json!({
-            "instance_id": id,
-            "repo": "django/django",
-            "base_commit": sha_x,
-            "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
-            "patch": gold,
-            "test_patch": test_patch,
-            "FAIL_TO_PASS": json!(f2p).to_string(),
-            "PASS_TO_PASS": json!(p2p).to_string(),
-            "version": version,
-        })
-    };
+    let django = DjangoShaped::new(&fixture);
+    let (work, sha_x, mirrors) = (&django.work, &django.base, &django.mirrors);
+    let (f2p, p2p) = (&django.f2p, &django.p2p);
+    let instance = |id: &str, version: &str| django.instance(id, version, HIDDEN);
     let tasks = fixture.tasks(&[
         instance("django__django-1", "4.2"),
         instance("django__django-2", "4.2"),
@@ -798,8 +822,7 @@ fn django_instances_match_the_package(in_image: Option<Backend>) -> String {
         "django__django-3",
         "django__django-4",
     ];
-    let image =
-        in_image.map(|backend| swebench_shaped_image(&fixture, &work, &sha_x, &ids, backend));
+    let image = in_image.map(|backend| swebench_shaped_image(&fixture, work, sha_x, &ids, backend));
     let extra: Vec<&str> = image
         .iter()
         .flat_map(|image| image.flags.iter().map(String::as_str))

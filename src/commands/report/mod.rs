@@ -1,8 +1,10 @@
 //! `onebash report`: the [`Report`] of a run folder, built and rendered as
-//! text (summary.rs), and `--by FIELD` ([`by`]).
+//! text (summary.rs), `--by FIELD` ([`by`]), and `--format swebench`,
+//! SWE-bench's run summary ([`swebench`]).
 
 pub(crate) mod by;
 mod summary;
+pub(crate) mod swebench;
 
 #[cfg(test)]
 pub(crate) use summary::PromptCache;

@@ -1,0 +1,475 @@
+//! `onebash regrade RUN [-o OUT] [--grading RULES]`: a run folder graded
+//! again from what it saved, with no model, no environment, no network
+//! and no probe.
+//!
+//! Each row's (task, epoch) folder gives the task (its trajectory's header:
+//! the task line, read back by the task loading code), the tests' command
+//! record (the `test` event), their output (test.log) and, for a task whose
+//! statuses came from a JUnit file, the statuses read then (tests.json);
+//! the test stage's own decision (`runner::test_run::decide`, which runs
+//! nothing) grades them again by the rules asked for. A row without a test
+//! log (an error before the tests, an empty patch) and a Harbor task's
+//! (its verifier's reward decides) stay as they are; a row whose files are
+//! damaged is named and kept, and the rest is regraded.
+//!
+//! With `-o OUT` the regraded run is a new folder (the task folders hard
+//! linked where the file system allows, else copied; every file regrade
+//! rewrites goes in by rename, so a link never changes the source); without,
+//! the folder is rewritten in place, each file by rename, results.csv last
+//! but for run.json, its old rows kept beside it. Synchronous: nothing here
+//! waits.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::manifest::RunManifest;
+use crate::grade::swebench::Rules;
+use crate::grade::testlog::{PerTestVerdict, TestResults};
+use crate::run_folder::trajectory::{CommandRecord, Event, read_trajectory};
+use crate::run_folder::{
+    ResultRow, RunFolder, RunFolderError, Status, one_line, read_rows, replace_rows,
+    write_atomically, write_predictions, write_rows_atomically,
+};
+use crate::runner::report_json;
+use crate::runner::test_run::decide;
+use crate::sys::lock::FileLock;
+use crate::task::TaskSpec;
+
+/// Why a run folder cannot be regraded at all: exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum RegradeError {
+    /// The folder's rows cannot be taken as they are (a torn results.csv,
+    /// a run still running), or OUT is taken.
+    #[error("{0}")]
+    Refused(String),
+    /// A run folder, or a file in one, that cannot be read or written.
+    #[error(transparent)]
+    Folder(#[from] RunFolderError),
+}
+
+/// What a regrade did, for `dispatch` to print.
+#[derive(Debug)]
+pub(crate) struct Regraded {
+    /// The folder written: OUT, or the run itself.
+    pub folder: PathBuf,
+    /// The rules asked for (`--grading`, else run.json's); `None`: each
+    /// row's format decided, as in the run.
+    pub rules: Option<Rules>,
+    /// `TASK epoch K: passed -> failed (why)`, one per verdict changed.
+    pub changes: Vec<String>,
+    /// Rows that could not be regraded, with why; they are kept as they were.
+    pub problems: Vec<String>,
+    /// Where the old results.csv was kept (in place only).
+    pub backup: Option<PathBuf>,
+    pub rows: usize,
+    /// Rows with no test log to grade (kept as they were).
+    pub untested: usize,
+}
+
+impl Regraded {
+    /// The count line.
+    pub(crate) fn line(&self) -> String {
+        let rules = self
+            .rules
+            .map_or_else(|| "each row's format's rules".to_owned(), |r| r.to_string());
+        let graded = self.rows - self.untested - self.problems.len();
+        format!(
+            "regraded {graded} of {} rows by {rules} into {}: {} verdicts changed, {} rows without test results kept, {} rows could not be regraded",
+            self.rows,
+            self.folder.display(),
+            self.changes.len(),
+            self.untested,
+            self.problems.len(),
+        )
+    }
+}
+
+/// Regrades the run folder `run` into `out` (a new folder), or in place.
+pub(crate) fn regrade(
+    run: &Path,
+    out: Option<&Path>,
+    grading: Option<Rules>,
+) -> Result<Regraded, RegradeError> {
+    let source = RunFolder::open(run)?;
+    let manifest = RunManifest::read(&source)?;
+    // A run still going (or a resume) holds the lock: its rows are not
+    // final, and an in-place rewrite would race its appends.
+    let _lock = lock(&source, out.is_none())?;
+    let read = read_rows(&source.results_csv())?;
+    if read.torn_at.is_some() {
+        return Err(RegradeError::Refused(format!(
+            "{} ends in a torn row (the run was killed)\nhint: finish it first with `onebash run ... -o {} --resume`",
+            source.results_csv().display(),
+            run.display()
+        )));
+    }
+    let rules = grading.or_else(|| {
+        manifest
+            .settings
+            .other
+            .get("grading")
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+    });
+    let junit = manifest
+        .settings
+        .other
+        .get("junit_path")
+        .is_some_and(|value| !value.is_null());
+    let target = match out {
+        Some(out) => new_folder(&source, out)?,
+        None => source.clone(),
+    };
+    let mut regraded = Regraded {
+        folder: target.root().to_owned(),
+        rules,
+        changes: Vec::new(),
+        problems: Vec::new(),
+        backup: None,
+        rows: read.rows.len(),
+        untested: 0,
+    };
+    let mut rows = Vec::with_capacity(read.rows.len());
+    for row in read.rows.iter() {
+        let label = format!("{} epoch {}", row.task_id, row.epoch);
+        match regrade_row(&source, row, rules, junit) {
+            Ok(None) => {
+                regraded.untested += 1;
+                rows.push(row.clone());
+            }
+            Ok(Some(again)) => {
+                write_task_files(&target, row, &again)?;
+                if let Some(change) = change(row, &again) {
+                    regraded.changes.push(format!("{label}: {change}"));
+                }
+                rows.push(again.row);
+            }
+            Err(problem) => {
+                regraded
+                    .problems
+                    .push(format!("{label}: {problem}; its row is kept as it was"));
+                rows.push(row.clone());
+            }
+        }
+    }
+    if out.is_some() {
+        write_rows_atomically(&target.results_csv(), &rows)?;
+    } else {
+        let backup = target.regrade_backup();
+        replace_rows(&target.results_csv(), &backup, &rows)?;
+        regraded.backup = Some(backup);
+    }
+    write_predictions(&target, &rows)?;
+    regraded_manifest(manifest, run, &target, rules, &rows).write(&target)?;
+    Ok(regraded)
+}
+
+/// The run folder's lock, or a refusal when another onebash holds it.
+/// Reading it into another folder (`!in_place`) also works where the lock
+/// cannot be taken (a read-only copy of a run: nothing runs in it).
+fn lock(folder: &RunFolder, in_place: bool) -> Result<Option<FileLock>, RegradeError> {
+    let path = folder.lock_file();
+    match FileLock::try_acquire(&path) {
+        Ok(Some(lock)) => Ok(Some(lock)),
+        Err(_) if !in_place => Ok(None),
+        Ok(None) => Err(RegradeError::Refused(format!(
+            "the run folder {} is in use by another onebash (it holds {})\nhint: wait for that run to end",
+            folder.root().display(),
+            path.display()
+        ))),
+        Err(source) => Err(RunFolderError::Lock { path, source }.into()),
+    }
+}
+
+/// OUT, new or empty, with the task folders of `source` in it.
+fn new_folder(source: &RunFolder, out: &Path) -> Result<RunFolder, RegradeError> {
+    if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
+        return Err(RegradeError::Refused(format!(
+            "the regraded run folder {} exists and is not empty\nhint: choose a new -o DIR, or leave -o out to regrade in place",
+            out.display()
+        )));
+    }
+    let target = RunFolder::create(out)?;
+    let tasks = source.tasks_dir();
+    if tasks.is_dir() {
+        link_tree(&tasks, &target.tasks_dir())?;
+    }
+    Ok(target)
+}
+
+/// Hard links every file of `from` into `to`, copying where the file
+/// system cannot link (another device).
+fn link_tree(from: &Path, to: &Path) -> Result<(), RunFolderError> {
+    std::fs::create_dir_all(to).map_err(RunFolderError::write(to))?;
+    for entry in std::fs::read_dir(from).map_err(RunFolderError::read(from))? {
+        let entry = entry.map_err(RunFolderError::read(from))?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        if source.is_dir() {
+            link_tree(&source, &target)?;
+        } else if std::fs::hard_link(&source, &target).is_err() {
+            std::fs::copy(&source, &target).map_err(RunFolderError::write(&target))?;
+        }
+    }
+    Ok(())
+}
+
+/// A row graded again, and the task folder's files that say so.
+struct Again {
+    row: ResultRow,
+    /// tests.json's text; `None`: the task has no per-test statuses.
+    tests_json: Option<String>,
+    /// report.json's text; `None`: run_evaluation would write none.
+    report_json: Option<String>,
+    /// Why the verdict is what it is, when the rules say.
+    why: Option<String>,
+}
+
+/// The row of `row`'s (task, epoch) graded again; `None` when it has no
+/// test results to grade (no `test` event, or a Harbor task's reward).
+fn regrade_row(
+    folder: &RunFolder,
+    row: &ResultRow,
+    rules: Option<Rules>,
+    junit: bool,
+) -> Result<Option<Again>, String> {
+    let (id, epoch) = (&row.task_id, row.epoch);
+    if row.reward.is_some() {
+        return Ok(None);
+    }
+    let path = folder.trajectory(id, epoch);
+    let events = read_trajectory(&path).map_err(|err| err.to_string())?;
+    let header = events.iter().find_map(|event| match event {
+        Event::Header { task, .. } => Some(task),
+        _ => None,
+    });
+    let test = events.iter().find_map(|event| match event {
+        Event::Test { record, .. } => Some(record),
+        _ => None,
+    });
+    let Some(record) = test else {
+        return Ok(None);
+    };
+    let Some(task) = header else {
+        return Err(format!("{} has no header", path.display()));
+    };
+    let task = TaskSpec::from_header(task).map_err(|err| {
+        format!(
+            "the task in the header of {} cannot be read: {err}",
+            path.display()
+        )
+    })?;
+    let log_path = folder.test_log(id, epoch);
+    let log = std::fs::read(&log_path).map_err(|err| {
+        format!(
+            "failed to read {}: {err}; hint: the test log is what is graded, restore it from a copy of the run",
+            log_path.display()
+        )
+    })?;
+    let record = CommandRecord {
+        output: String::from_utf8_lossy(&log).into_owned(),
+        ..record.clone()
+    };
+    let statuses = if junit && task.swebench.is_none() {
+        Some(saved_statuses(&folder.tests_json(id, epoch))?)
+    } else {
+        None
+    };
+    let rules = task.rules(rules);
+    let mut again = row.clone();
+    match grade_again(folder, row, &task, rules, &record, statuses) {
+        Ok(graded) => {
+            again.passed = graded.passed;
+            again.status = if graded.passed {
+                Status::Passed
+            } else {
+                Status::Failed
+            };
+            Ok(Some(Again {
+                row: again,
+                tests_json: graded.tests_json,
+                report_json: graded.report_json,
+                why: graded.why,
+            }))
+        }
+        Err(error) => {
+            // As in the run: tests that give no verdict are the row's error.
+            again.passed = false;
+            again.status = Status::Error;
+            if !again.error.contains(&error) {
+                again.error = one_line(&if again.error.is_empty() {
+                    error.clone()
+                } else {
+                    format!("{}; then: {error}", again.error)
+                });
+            }
+            Ok(Some(Again {
+                row: again,
+                tests_json: None,
+                report_json: None,
+                why: Some(error),
+            }))
+        }
+    }
+}
+
+/// The statuses a JUnit file gave in the run, as tests.json saved them.
+fn saved_statuses(path: &Path) -> Result<TestResults, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+    let saved: Value = serde_json::from_str(&text)
+        .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+    let Some(Value::Object(statuses)) = saved.get("statuses") else {
+        return Err(format!("{} holds no statuses", path.display()));
+    };
+    statuses
+        .iter()
+        .map(|(name, status)| {
+            let word = status.as_str().unwrap_or_default();
+            match crate::grade::testlog::status_word(word) {
+                Some(status) => Ok((name.clone(), status)),
+                None => Err(format!(
+                    "{}: {name} has no status: {status}",
+                    path.display()
+                )),
+            }
+        })
+        .collect()
+}
+
+/// What the rules decided of a saved test log.
+struct Graded {
+    passed: bool,
+    tests_json: Option<String>,
+    report_json: Option<String>,
+    why: Option<String>,
+}
+
+/// The test stage's decision on a saved log (`runner::test_run::decide`),
+/// and the files the run would have written for it.
+fn grade_again(
+    folder: &RunFolder,
+    row: &ResultRow,
+    task: &TaskSpec,
+    rules: Rules,
+    record: &CommandRecord,
+    statuses: Option<TestResults>,
+) -> Result<Graded, String> {
+    let decision = decide(task, rules, record, statuses).map_err(|err| err.to_string())?;
+    let tests_json = decision.per_test.as_ref().map(|(results, verdict)| {
+        let value = serde_json::json!({"statuses": results, "verdict": verdict});
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    });
+    let patch = std::fs::read_to_string(folder.patch_diff(&row.task_id, row.epoch));
+    let report_json = report_json(task, &decision, patch.as_deref().unwrap_or(""), record);
+    Ok(Graded {
+        passed: decision.passed,
+        why: decision
+            .per_test
+            .as_ref()
+            .and_then(|(_, verdict)| why(verdict)),
+        tests_json,
+        report_json,
+    })
+}
+
+/// Why a verdict is what it is: why the rules did not take the log, else
+/// the listed tests that count as failed.
+fn why(verdict: &PerTestVerdict) -> Option<String> {
+    if let Some(invalid) = &verdict.invalid {
+        return Some(invalid.clone());
+    }
+    let failing: Vec<&str> = verdict
+        .fail_to_pass
+        .iter()
+        .chain(&verdict.pass_to_pass)
+        .filter(|test| !test.ok)
+        .map(|test| test.name.as_str())
+        .collect();
+    (!failing.is_empty()).then(|| format!("failing: {}", failing.join(", ")))
+}
+
+/// Writes (or removes) a regraded row's tests.json and report.json in the
+/// target folder, each by rename.
+fn write_task_files(
+    folder: &RunFolder,
+    row: &ResultRow,
+    again: &Again,
+) -> Result<(), RunFolderError> {
+    let (id, epoch) = (&row.task_id, row.epoch);
+    for (path, text) in [
+        (folder.tests_json(id, epoch), &again.tests_json),
+        (folder.report_json(id, epoch), &again.report_json),
+    ] {
+        match text {
+            Some(text) => write_atomically(&path, text.as_bytes())?,
+            None => match std::fs::remove_file(&path) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(RunFolderError::Write { path, source: err });
+                }
+                _ => {}
+            },
+        }
+    }
+    Ok(())
+}
+
+/// `passed -> failed (why)`, when the verdict changed.
+fn change(before: &ResultRow, again: &Again) -> Option<String> {
+    if before.status == again.row.status && before.passed == again.row.passed {
+        return None;
+    }
+    let word = |row: &ResultRow| row.status.as_str();
+    Some(match &again.why {
+        Some(why) => format!("{} -> {} ({why})", word(before), word(&again.row)),
+        None => format!("{} -> {}", word(before), word(&again.row)),
+    })
+}
+
+/// run.json of the regraded run: the run's, with `settings.grading` the
+/// rules asked for, where it was regraded from and when, and the new counts.
+fn regraded_manifest(
+    mut manifest: RunManifest,
+    run: &Path,
+    target: &RunFolder,
+    rules: Option<Rules>,
+    rows: &[ResultRow],
+) -> RunManifest {
+    let settings = &mut manifest.settings;
+    settings.out_dir = target.root().to_owned();
+    settings
+        .other
+        .insert("grading".to_owned(), serde_json::json!(rules));
+    // The rules decide outcomes, so a resume or a merge of the regraded
+    // run must agree on them as on the run's other settings.
+    if let Some(fingerprint) = manifest.fingerprint.as_object_mut() {
+        match rules {
+            Some(rules) => {
+                fingerprint.insert("grading".to_owned(), serde_json::json!(rules));
+            }
+            None => {
+                fingerprint.remove("grading");
+            }
+        }
+    }
+    let source = std::fs::canonicalize(run).unwrap_or_else(|_| run.to_owned());
+    settings.other.insert(
+        "regraded".to_owned(),
+        serde_json::json!({
+            "from": source.display().to_string(),
+            "at": humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            "onebash_version": env!("CARGO_PKG_VERSION"),
+        }),
+    );
+    let mut counts = BTreeMap::new();
+    for row in rows {
+        *counts.entry(row.status.as_str()).or_insert(0usize) += 1;
+    }
+    manifest.summary = Some(serde_json::json!({
+        "rows": rows.len(),
+        "passed": counts.get("passed").copied().unwrap_or(0),
+        "failed": counts.get("failed").copied().unwrap_or(0),
+        "error": counts.get("error").copied().unwrap_or(0),
+    }));
+    manifest
+}

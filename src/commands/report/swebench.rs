@@ -1,0 +1,358 @@
+//! `onebash report RUN --format swebench`: the run summary SWE-bench's
+//! `run_evaluation` writes at its end (`make_run_report`,
+//! swebench/harness/reporting.py, `schema_version` 2), of one epoch, from
+//! the rows and each (task, epoch)'s report.json.
+//!
+//! The package's reading, over onebash's files: the instances are the
+//! run's tasks (those of the epoch's rows) and the tasks a predictions run
+//! had no prediction for (run.json `settings.predictions.missing`:
+//! `incomplete`); a row whose patch is empty (exit reason `empty_patch`, or
+//! an empty or absent patch.diff) is an empty patch whatever else it has;
+//! a row with a report.json is `completed`, resolved or not as the file
+//! says (an empty or unreadable one is an error); any other row is an
+//! error. The keys are those of the package version whose rules graded the
+//! run: 5.0 adds the infrastructure and ambiguous failure counts and
+//! `failure_reasons` (its `classify_logs` over the test log), 4.1 the
+//! empty container and image lists it writes without a Docker client.
+//! It does not know how a row was graded (runner/) nor how the report.json
+//! files are shaped beyond `resolved` (grade/swebench/report.rs).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+use crate::config::manifest::RunManifest;
+use crate::grade::swebench::Rules;
+use crate::run_folder::trajectory::{Event, read_trajectory};
+use crate::run_folder::{ExitReason, ResultRow, RunFolder};
+
+/// `make_run_report`'s JSON, keys in the package's order; the fields one
+/// version does not write are `None` and left out.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunReport {
+    pub total_instances: usize,
+    pub submitted_instances: usize,
+    pub completed_instances: usize,
+    pub resolved_instances: usize,
+    pub unresolved_instances: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infra_failure_instances: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ambiguous_failure_instances: Option<usize>,
+    pub empty_patch_instances: usize,
+    pub error_instances: usize,
+    pub completed_ids: BTreeSet<String>,
+    pub incomplete_ids: BTreeSet<String>,
+    pub empty_patch_ids: BTreeSet<String>,
+    pub submitted_ids: BTreeSet<String>,
+    pub resolved_ids: BTreeSet<String>,
+    pub unresolved_ids: BTreeSet<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infra_failure_ids: Option<BTreeSet<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ambiguous_failure_ids: Option<BTreeSet<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reasons: Option<BTreeMap<String, String>>,
+    pub error_ids: BTreeSet<String>,
+    pub schema_version: u32,
+    /// 4.1 writes these three without a Docker client (a slip of its
+    /// `if not client:`), empty; 5.0 only with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unstopped_instances: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unstopped_containers: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unremoved_images: Option<Vec<String>>,
+}
+
+impl RunReport {
+    /// The file's text as the package writes it (`json.dumps(report,
+    /// indent=4)` and a newline).
+    pub(crate) fn to_json(&self) -> String {
+        let mut out = Vec::new();
+        let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+        let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+        // Numbers, strings, lists and maps into a Vec: serializing cannot fail.
+        let _ = self.serialize(&mut serializer);
+        String::from_utf8(out).unwrap_or_default() + "\n"
+    }
+}
+
+/// What one instance came to, in `make_run_report`'s order of questions.
+enum Outcome {
+    EmptyPatch,
+    Resolved,
+    Unresolved,
+    Error,
+}
+
+/// The summary of `epoch`'s rows.
+pub(crate) fn build(
+    folder: &RunFolder,
+    rows: &[ResultRow],
+    manifest: Option<&RunManifest>,
+    epoch: u32,
+) -> RunReport {
+    let rows: Vec<&ResultRow> = rows.iter().filter(|row| row.epoch == epoch).collect();
+    let predictions = manifest.and_then(|m| m.settings.other.get("predictions"));
+    let missing: BTreeSet<String> = id_list(predictions, "missing");
+    let mut seen_5_0 = false;
+    let mut outcomes = BTreeMap::new();
+    for row in &rows {
+        let (outcome, is_5_0) = outcome(folder, row, predictions.is_some());
+        seen_5_0 |= is_5_0;
+        outcomes.insert(row.task_id.as_str().to_owned(), (outcome, *row));
+    }
+    let grading = manifest
+        .and_then(|m| m.settings.other.get("grading"))
+        .and_then(|value| serde_json::from_value::<Rules>(value.clone()).ok());
+    let rules = grading.unwrap_or(Rules::by_format(seen_5_0));
+
+    let ids_where = |wanted: fn(&Outcome) -> bool| -> BTreeSet<String> {
+        outcomes
+            .iter()
+            .filter(|(_, (outcome, _))| wanted(outcome))
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
+    let empty_patch_ids = ids_where(|o| matches!(o, Outcome::EmptyPatch));
+    let resolved_ids = ids_where(|o| matches!(o, Outcome::Resolved));
+    let unresolved_ids = ids_where(|o| matches!(o, Outcome::Unresolved));
+    let error_ids = ids_where(|o| matches!(o, Outcome::Error));
+    let completed_ids: BTreeSet<String> = resolved_ids.union(&unresolved_ids).cloned().collect();
+    let submitted_ids: BTreeSet<String> = outcomes.keys().cloned().collect();
+    let incomplete_ids: BTreeSet<String> = missing.difference(&submitted_ids).cloned().collect();
+    let mut report = RunReport {
+        total_instances: submitted_ids.len() + incomplete_ids.len(),
+        submitted_instances: submitted_ids.len(),
+        completed_instances: completed_ids.len(),
+        resolved_instances: resolved_ids.len(),
+        unresolved_instances: unresolved_ids.len(),
+        infra_failure_instances: None,
+        ambiguous_failure_instances: None,
+        empty_patch_instances: empty_patch_ids.len(),
+        error_instances: error_ids.len(),
+        completed_ids,
+        incomplete_ids,
+        empty_patch_ids,
+        submitted_ids,
+        resolved_ids,
+        unresolved_ids,
+        infra_failure_ids: None,
+        ambiguous_failure_ids: None,
+        failure_reasons: None,
+        error_ids,
+        schema_version: 2,
+        unstopped_instances: None,
+        unstopped_containers: None,
+        unremoved_images: None,
+    };
+    match rules {
+        Rules::Swebench41 => {
+            report.unstopped_instances = Some(0);
+            report.unstopped_containers = Some(Vec::new());
+            report.unremoved_images = Some(Vec::new());
+        }
+        Rules::Swebench50 => {
+            let (mut infra, mut ambiguous, mut reasons) =
+                (BTreeSet::new(), BTreeSet::new(), BTreeMap::new());
+            for id in report.unresolved_ids.iter().chain(&report.error_ids) {
+                let Some((_, row)) = outcomes.get(id) else {
+                    continue;
+                };
+                if let Some((reason, environment)) = classify(&test_output(folder, row)) {
+                    reasons.insert(id.clone(), reason.to_owned());
+                    if environment {
+                        infra.insert(id.clone());
+                    } else {
+                        ambiguous.insert(id.clone());
+                    }
+                }
+            }
+            report.infra_failure_instances = Some(infra.len());
+            report.ambiguous_failure_instances = Some(ambiguous.len());
+            report.infra_failure_ids = Some(infra);
+            report.ambiguous_failure_ids = Some(ambiguous);
+            report.failure_reasons = Some(reasons);
+        }
+    }
+    report
+}
+
+/// The ids of `settings.predictions.<key>`, when the run had predictions.
+fn id_list(predictions: Option<&serde_json::Value>, key: &str) -> BTreeSet<String> {
+    predictions
+        .and_then(|p| p.get(key))
+        .and_then(serde_json::Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What a row came to, and whether its report.json is in 5.0's shape
+/// (it has `infra_failure`). The patch of a `predictions` run's row is its
+/// prediction, empty exactly when the row says `empty_patch` (one that
+/// did not apply, or whose checkout failed, left no patch.diff but was not
+/// empty: the package's error); any other run's is its patch.diff, as its
+/// predictions.jsonl has it.
+fn outcome(folder: &RunFolder, row: &ResultRow, predictions_run: bool) -> (Outcome, bool) {
+    let (task, epoch) = (&row.task_id, row.epoch);
+    let patch_empty =
+        || std::fs::metadata(folder.patch_diff(task, epoch)).map_or(true, |m| m.len() == 0);
+    if row.exit_reason == ExitReason::EmptyPatch || (!predictions_run && patch_empty()) {
+        return (Outcome::EmptyPatch, false);
+    }
+    let Ok(text) = std::fs::read_to_string(folder.report_json(task, epoch)) else {
+        return (Outcome::Error, false);
+    };
+    let report: Option<serde_json::Value> = serde_json::from_str(text.trim()).ok();
+    let instance = report.as_ref().and_then(|r| r.get(task.as_str()));
+    let is_5_0 = instance.is_some_and(|i| i.get("infra_failure").is_some());
+    match instance.and_then(|i| i.get("resolved")) {
+        // Python's truthiness of the value, as `if report[id]["resolved"]`.
+        Some(resolved) if truthy(resolved) => (Outcome::Resolved, is_5_0),
+        Some(_) => (Outcome::Unresolved, is_5_0),
+        None => (Outcome::Error, is_5_0),
+    }
+}
+
+fn truthy(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// The test output as run_evaluation's test_output.txt would hold it: the
+/// test log, and the line it appends when the tests timed out, with the
+/// timeout in whole seconds as its `--timeout` is (from the trajectory).
+fn test_output(folder: &RunFolder, row: &ResultRow) -> String {
+    let (task, epoch) = (&row.task_id, row.epoch);
+    let mut text = std::fs::read_to_string(folder.test_log(task, epoch)).unwrap_or_default();
+    let events = read_trajectory(&folder.trajectory(task, epoch)).unwrap_or_default();
+    let timeout = events.iter().find_map(|event| match event {
+        Event::Header { settings, .. } => settings.get("test_timeout_s")?.as_f64(),
+        _ => None,
+    });
+    let timed_out = events
+        .iter()
+        .any(|event| matches!(event, Event::Test { record, .. } if record.timed_out));
+    if timed_out {
+        let seconds = timeout.unwrap_or_default().round();
+        text.push_str(&format!("\n\nTimeout error: {seconds} seconds exceeded."));
+    }
+    text
+}
+
+/// 5.0's `INFRA_FAILURE_SIGNATURES` (swebench/harness/infra_failure.py):
+/// a reason, whether it is the environment's (else ambiguous), and the
+/// pattern, matched in order, multi-line.
+const SIGNATURES: &[(&str, bool, &str)] = &[
+    (
+        "browser_launch_failed",
+        true,
+        r"Failed to launch|Failed to connect to the bus",
+    ),
+    (
+        "display_unavailable",
+        true,
+        r"cannot open display|Missing X server|unable to open X display",
+    ),
+    (
+        "out_of_memory",
+        true,
+        r"Cannot allocate memory|OutOfMemoryError|^Killed$",
+    ),
+    (
+        "container_unavailable",
+        true,
+        r"Error response from daemon|Cannot connect to the Docker daemon",
+    ),
+    (
+        "network_unreachable",
+        true,
+        r"Could not resolve host|Temporary failure in name resolution",
+    ),
+    (
+        "missing_module",
+        false,
+        r"Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError",
+    ),
+    (
+        "no_tests_collected",
+        false,
+        r"no tests ran|collected 0 items",
+    ),
+    (
+        "tests_timed_out",
+        false,
+        r"Timeout error: \d+ seconds exceeded",
+    ),
+];
+
+static COMPILED: LazyLock<Vec<(&'static str, bool, Regex)>> = LazyLock::new(|| {
+    SIGNATURES
+        .iter()
+        .filter_map(|&(reason, environment, pattern)| {
+            // The patterns above are fixed and valid; a test compiles each.
+            Regex::new(&format!("(?m){pattern}"))
+                .ok()
+                .map(|regex| (reason, environment, regex))
+        })
+        .collect()
+});
+
+/// `classify_text`: the first signature the text shows.
+fn classify(text: &str) -> Option<(&'static str, bool)> {
+    COMPILED
+        .iter()
+        .find(|(_, _, regex)| regex.is_match(text))
+        .map(|&(reason, environment, _)| (reason, environment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_signature_compiles_and_the_first_match_wins() {
+        assert_eq!(COMPILED.len(), SIGNATURES.len());
+        assert_eq!(classify(""), None);
+        assert_eq!(classify("all good"), None);
+        assert_eq!(classify("x\nKilled\ny"), Some(("out_of_memory", true)));
+        assert_eq!(classify("Killed by a signal"), None);
+        assert_eq!(
+            classify("collected 0 items\nModuleNotFoundError: x"),
+            Some(("missing_module", false))
+        );
+        assert_eq!(
+            classify("\n\nTimeout error: 30 seconds exceeded."),
+            Some(("tests_timed_out", false))
+        );
+    }
+
+    #[test]
+    fn the_keys_are_in_the_order_of_each_version() {
+        let folder = RunFolder::at(std::path::Path::new("/nonexistent"));
+        let report = build(&folder, &[], None, 1);
+        let text = report.to_json();
+        let keys: Vec<&str> = text
+            .lines()
+            .filter(|line| line.starts_with("    \""))
+            .map(|line| line.trim().split('"').nth(1).unwrap_or_default())
+            .collect();
+        assert_eq!(keys.first(), Some(&"total_instances"));
+        assert_eq!(keys.last(), Some(&"unremoved_images"));
+        assert!(text.contains("\"completed_ids\": [],"));
+    }
+}
