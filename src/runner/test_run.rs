@@ -173,7 +173,7 @@ pub(crate) async fn run_tests(
     let env = TEST_SETTINGS
         .iter()
         .fold(shell.env.clone(), |env, (k, v)| env.with(k, v));
-    let command = test_command(task, rules);
+    let command = test_command(task);
     let outcome = Shell { env: &env, ..shell }
         .run(&command, timeout)
         .await
@@ -217,11 +217,14 @@ pub(crate) async fn run_tests(
 }
 
 /// The command the test stage runs: the task's, and for a SWE-bench
-/// instance graded by 5.0's rules its eval script made to record the test
-/// command's exit status after the end marker, as 5.0's `make_test_spec`
-/// does (`record_test_exit_code`).
-pub(crate) fn test_command(task: &TaskSpec, rules: Rules) -> String {
-    if rules == Rules::Swebench50 && matches!(task.swebench, Some(Ok(_))) {
+/// instance its eval script made to record the test command's exit status
+/// after the end marker, as 5.0's `make_test_spec` does
+/// (`record_test_exit_code`). Under either rule set: 4.1's grading never
+/// reads the line (it is past the end marker, and no parser takes a
+/// `>>>>>` line for a test), and with it a run graded by 4.1 can be
+/// regraded by 5.0's exit-code rule from its log.
+pub(crate) fn test_command(task: &TaskSpec) -> String {
+    if matches!(task.swebench, Some(Ok(_))) {
         swebench::record_test_exit_code(&task.test_command)
     } else {
         task.test_command.clone()
@@ -238,10 +241,6 @@ pub(crate) struct Decision {
     pub per_test: Option<(TestResults, PerTestVerdict)>,
     /// SWE-bench's per-instance report pieces: whether its log counts as
     /// "patch_successfully_applied", and the four test lists.
-    #[allow(
-        dead_code,
-        reason = "read by the writer of report.json and by regrade, which land on other branches of issue 27"
-    )]
     pub report: InstanceGrade,
 }
 

@@ -1,8 +1,8 @@
 //! `onebash regrade`: a run folder graded again from its saved test logs.
 //! It reproduces the run's verdicts exactly; under the other rule set it
 //! changes exactly the rows where swebench 4.1 and 5.0 disagree (a skipped
-//! FAIL_TO_PASS test of a SWE-bench instance, a PASSED line printed by a
-//! test command that exits 1), as a live run by those rules does; it works
+//! FAIL_TO_PASS test of a SWE-bench instance, PASSED lines printed by a
+//! patch or a test command that then exits 1), as a live run by those rules does; it works
 //! in place (with a backup), on shards and on merged folders, and names a
 //! damaged row while it regrades the rest. And SWE-bench's report files
 //! beside onebash's: each (task, epoch)'s report.json and `report --format
@@ -24,15 +24,28 @@ use crate::swebench_parity::{DjangoShaped, HIDDEN};
 const SKIPPING: &str = "import unittest\nfrom calc import add, mul, sub\n\n\nclass CalcTests(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    @unittest.skip('not today')\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
 
 /// The rows the two rule sets disagree on, and what 5.0 makes of them.
-const DISAGREE: [&str; 2] = [
+const DISAGREE: [&str; 3] = [
     "django__django-1 epoch 1: passed -> failed",
+    "django__django-3 epoch 1: passed -> failed",
     "spoof epoch 1: passed -> failed",
 ];
 
-/// Tasks of every kind a run folder holds, graded from predictions (each
-/// the task's gold patch) on the host: two SWE-bench instances graded by
-/// the package's django recipe (the first with a skipped FAIL_TO_PASS
-/// test), onebash tasks with test lists (one whose command prints a PASSED
+/// A prediction's calc.py that prints the runner's `... ok` line of every
+/// listed test, then leaves with status 1 before any test runs: a patch
+/// that spoofs its verdict (5.0's exit-code rule).
+fn spoofing_calc(names: &[String]) -> String {
+    let lines: String = names
+        .iter()
+        .map(|name| format!("{name} ... ok\n"))
+        .collect();
+    format!("import os, sys\nsys.stderr.write({lines:?})\nsys.stderr.flush()\nos._exit(1)\n")
+}
+
+/// Tasks of every kind a run folder holds, graded from predictions (the
+/// task's gold patch but for one) on the host: three SWE-bench instances
+/// graded by the package's django recipe (the first with a skipped
+/// FAIL_TO_PASS test, the third's prediction spoofing the runner's `ok`
+/// lines and exiting 1: [`spoofing_calc`]), onebash tasks with test lists (one whose command prints a PASSED
 /// line and exits 1, one that fails with a log 5.0 classifies), one
 /// without lists, one whose tests time out, one whose repo is missing (a
 /// checkout error: no test log), one whose prediction is empty and one
@@ -61,9 +74,12 @@ fn world() -> World {
         line
     };
     let listed = json!({"fail_to_pass": ["tests/t.py::test_a"]});
+    let names = [&django.f2p[..], &django.p2p[..]].concat();
+    let spoof = diff_of(&django.work, &[("calc.py", &spoofing_calc(&names))]);
     let tasks = fixture.tasks(&[
         instance("django__django-1", SKIPPING),
         instance("django__django-2", HIDDEN),
+        instance("django__django-3", HIDDEN),
         own(
             "spoof",
             "printf 'PASSED tests/t.py::test_a\\n'; exit 1",
@@ -96,6 +112,7 @@ fn world() -> World {
                 Some("absent") => return None,
                 Some("empty") => json!(""),
                 Some("broken") => json!(change),
+                Some("django__django-3") => json!(spoof),
                 _ => task.get("patch").unwrap_or(&task["gold_patch"]).clone(),
             };
             let prediction =
@@ -231,8 +248,14 @@ fn regrade_reproduces_the_run_s_verdicts_exactly() {
     let saved: Vec<(PathBuf, String)> = ["tests.json", "report.json"]
         .iter()
         .flat_map(|name| {
-            ["django__django-1", "django__django-2", "spoof", "honest"]
-                .map(|id| run.task_dir(id).join(name))
+            [
+                "django__django-1",
+                "django__django-2",
+                "django__django-3",
+                "spoof",
+                "honest",
+            ]
+            .map(|id| run.task_dir(id).join(name))
         })
         .map(|path| {
             let text = file(&path);
@@ -245,7 +268,7 @@ fn regrade_reproduces_the_run_s_verdicts_exactly() {
     assert!(
         regraded
             .stdout
-            .contains("regraded 6 of 8 rows by each row's format's rules"),
+            .contains("regraded 7 of 9 rows by each row's format's rules"),
         "{}",
         regraded.stdout
     );
@@ -293,15 +316,19 @@ fn under_the_other_rules_exactly_the_rows_where_they_disagree_change() {
         regraded.stdout
     );
     let changed = differences(&run.out, &five);
-    let expected: BTreeMap<String, Vec<String>> = ["django__django-1 epoch 1", "spoof epoch 1"]
-        .iter()
-        .map(|key| {
-            (
-                (*key).to_owned(),
-                vec!["passed".to_owned(), "status".to_owned()],
-            )
-        })
-        .collect();
+    let expected: BTreeMap<String, Vec<String>> = [
+        "django__django-1 epoch 1",
+        "django__django-3 epoch 1",
+        "spoof epoch 1",
+    ]
+    .iter()
+    .map(|key| {
+        (
+            (*key).to_owned(),
+            vec!["passed".to_owned(), "status".to_owned()],
+        )
+    })
+    .collect();
     assert_eq!(changed, expected);
     // The run regraded is untouched, its files shared by link or copy.
     assert_eq!(file(&run.out.join("results.csv")), before);
@@ -411,7 +438,10 @@ fn a_damaged_row_is_named_and_the_rest_is_regraded() {
         "{}",
         regraded.stderr
     );
-    assert_eq!(regraded.changes(), BTreeSet::from([DISAGREE[0].to_owned()]));
+    assert_eq!(
+        regraded.changes(),
+        BTreeSet::from([DISAGREE[0].to_owned(), DISAGREE[1].to_owned()])
+    );
     assert!(
         regraded.stdout.contains("1 rows could not be regraded"),
         "{}",
@@ -511,7 +541,7 @@ fn summaries(python: &str, world: &World, run: &Path) -> (String, String) {
 /// Each SWE-bench instance's report.json in `run` is what the package's
 /// `get_eval_report` makes of its test log.
 fn instance_reports_agree(python: &str, world: &World, run: &Path) {
-    let ids = ["django__django-1", "django__django-2"];
+    let ids = ["django__django-1", "django__django-2", "django__django-3"];
     let cases: Vec<Value> = ids
         .iter()
         .map(|id| {
@@ -549,14 +579,20 @@ fn report_json_and_the_swebench_summary_are_the_package_s() {
     assert_eq!(regraded.code, 0, "{}", regraded.stderr);
     // Without the package: the counts this world must give.
     let ours: Value = serde_json::from_str(&summaries_ours(&run.out)).expect("JSON");
-    assert_eq!(ours["total_instances"], 9);
+    assert_eq!(ours["total_instances"], 10);
     assert_eq!(ours["incomplete_ids"], json!(["absent"]));
     assert_eq!(
         ours["resolved_ids"],
-        json!(["django__django-1", "django__django-2", "plain", "spoof"])
+        json!([
+            "django__django-1",
+            "django__django-2",
+            "django__django-3",
+            "plain",
+            "spoof"
+        ])
     );
     assert_eq!(ours["empty_patch_ids"], json!(["empty"]));
-    assert_eq!(ours["submitted_instances"], 8);
+    assert_eq!(ours["submitted_instances"], 9);
     assert_eq!(ours["error_ids"], json!(["broken", "slow"]));
     let ours: Value = serde_json::from_str(&summaries_ours(&five)).expect("JSON");
     assert_eq!(ours["resolved_ids"], json!(["django__django-2", "plain"]));
