@@ -1378,10 +1378,10 @@ fn a_skipped_fail_to_pass_test_passes_under_4_1_and_fails_under_5_0_and_the_defa
         assert_eq!(run.events(id, "test")[0]["rules"], rules, "{id}");
         let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).expect("test.log");
         assert!(log.contains("skipped 'no database'"), "{id}: {log}");
-        // 5.0's eval script records the test command's exit status.
-        assert_eq!(
+        // The eval script records the test command's exit status as 5.0's
+        // does, under either rule set (4.1's grading does not read it).
+        assert!(
             log.contains(">>>>> Test Exit Code: 0"),
-            rules == "swebench-5.0",
             "{id} by {rules}: {log}"
         );
     }
