@@ -111,12 +111,16 @@ fn export_command(args: &ExportArgs) -> Result<i32, CommandError> {
 }
 
 /// `regrade`: every verdict that changed on stdout, then the count line;
-/// the rows that could not be regraded and where the old rows went on
+/// the rows regraded with a doubt, those that could not be regraded and
+/// where the old rows went on
 /// stderr; exit code 1 when some row could not be regraded.
 fn regrade_command(args: &RegradeArgs) -> Result<i32, CommandError> {
     let regraded = regrade::regrade(&args.run, args.out.as_deref(), args.grading)?;
     for change in &regraded.changes {
         println!("{change}");
+    }
+    for warning in &regraded.warnings {
+        eprintln!("warning: {warning}");
     }
     for problem in &regraded.problems {
         eprintln!("error: {problem}");

@@ -15,11 +15,17 @@
 //! With `-o OUT` the regraded run is a new folder (the task folders hard
 //! linked where the file system allows, else copied; every file regrade
 //! rewrites goes in by rename, so a link never changes the source); without,
-//! the folder is rewritten in place, each file by rename, results.csv last
-//! but for run.json, its old rows kept beside it. Synchronous: nothing here
-//! waits.
+//! the folder is rewritten in place, its old rows kept beside it. Every row
+//! is graded before anything is written; then, in an order that lets a
+//! second `regrade` with the same flags complete one that was killed:
+//! run.json (the rules asked for, so the second regrade takes them from
+//! it), each task's tests.json and report.json staged beside it
+//! (`NAME.regrade-tmp`), results.csv (by rename), the staged files renamed
+//! in (or the old ones removed), predictions.jsonl. Synchronous: nothing
+//! here waits.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -33,7 +39,7 @@ use crate::run_folder::{
     write_atomically, write_predictions, write_rows_atomically,
 };
 use crate::runner::report_json;
-use crate::runner::test_run::decide;
+use crate::runner::test_run::{decide, reads_junit};
 use crate::sys::lock::FileLock;
 use crate::task::TaskSpec;
 
@@ -61,6 +67,8 @@ pub(crate) struct Regraded {
     pub changes: Vec<String>,
     /// Rows that could not be regraded, with why; they are kept as they were.
     pub problems: Vec<String>,
+    /// Rows regraded with a doubt (a grader the trajectory does not name).
+    pub warnings: Vec<String>,
     /// Where the old results.csv was kept (in place only).
     pub backup: Option<PathBuf>,
     pub rows: usize,
@@ -105,13 +113,7 @@ pub(crate) fn regrade(
             run.display()
         )));
     }
-    let rules = grading.or_else(|| {
-        manifest
-            .settings
-            .other
-            .get("grading")
-            .and_then(|value| serde_json::from_value(value.clone()).ok())
-    });
+    let rules = grading.or_else(|| manifest.grading());
     let junit = manifest
         .settings
         .other
@@ -126,23 +128,26 @@ pub(crate) fn regrade(
         rules,
         changes: Vec::new(),
         problems: Vec::new(),
+        warnings: Vec::new(),
         backup: None,
         rows: read.rows.len(),
         untested: 0,
     };
     let mut rows = Vec::with_capacity(read.rows.len());
+    let mut files = Vec::new();
     for row in read.rows.iter() {
         let label = format!("{} epoch {}", row.task_id, row.epoch);
-        match regrade_row(&source, row, rules, junit) {
+        let mut warning = None;
+        match regrade_row(&source, row, rules, junit, &mut warning) {
             Ok(None) => {
                 regraded.untested += 1;
                 rows.push(row.clone());
             }
             Ok(Some(again)) => {
-                write_task_files(&target, row, &again)?;
                 if let Some(change) = change(row, &again) {
                     regraded.changes.push(format!("{label}: {change}"));
                 }
+                files.push(TaskFiles::of(&target, &again));
                 rows.push(again.row);
             }
             Err(problem) => {
@@ -152,6 +157,16 @@ pub(crate) fn regrade(
                 rows.push(row.clone());
             }
         }
+        if let Some(warning) = warning {
+            regraded.warnings.push(format!("{label}: {warning}"));
+        }
+    }
+    // From here on a crash leaves a folder that a second regrade with the
+    // same flags completes: run.json first (its rules are the ones asked
+    // for), the task files staged, then the rows, then the files in.
+    regraded_manifest(manifest, run, &target, rules, &rows).write(&target)?;
+    for task in &files {
+        task.stage()?;
     }
     if out.is_some() {
         write_rows_atomically(&target.results_csv(), &rows)?;
@@ -160,8 +175,19 @@ pub(crate) fn regrade(
         replace_rows(&target.results_csv(), &backup, &rows)?;
         regraded.backup = Some(backup);
     }
+    for task in &files {
+        task.commit()?;
+    }
+    // What an earlier, killed regrade staged for a row not regraded now.
+    for row in &read.rows {
+        for path in [
+            target.tests_json(&row.task_id, row.epoch),
+            target.report_json(&row.task_id, row.epoch),
+        ] {
+            remove_if_there(&staged(&path))?;
+        }
+    }
     write_predictions(&target, &rows)?;
-    regraded_manifest(manifest, run, &target, rules, &rows).write(&target)?;
     Ok(regraded)
 }
 
@@ -232,6 +258,7 @@ fn regrade_row(
     row: &ResultRow,
     rules: Option<Rules>,
     junit: bool,
+    warning: &mut Option<String>,
 ) -> Result<Option<Again>, String> {
     let (id, epoch) = (&row.task_id, row.epoch);
     if row.reward.is_some() {
@@ -244,21 +271,34 @@ fn regrade_row(
         _ => None,
     });
     let test = events.iter().find_map(|event| match event {
-        Event::Test { record, .. } => Some(record),
+        Event::Test {
+            record,
+            graded_by_recipe,
+            model_patch_empty,
+            ..
+        } => Some((record, *graded_by_recipe, *model_patch_empty)),
         _ => None,
     });
-    let Some(record) = test else {
+    let Some((record, recipe, model_patch_empty)) = test else {
         return Ok(None);
     };
     let Some(task) = header else {
         return Err(format!("{} has no header", path.display()));
     };
-    let task = TaskSpec::from_header(task).map_err(|err| {
+    let (task, doubt) = TaskSpec::from_header(task, recipe).map_err(|err| {
         format!(
             "the task in the header of {} cannot be read: {err}",
             path.display()
         )
     })?;
+    *warning = doubt;
+    if let Some(Err(err)) = &task.swebench
+        && recipe == Some(true)
+    {
+        return Err(format!(
+            "the run graded it by SWE-bench's recipe, which this onebash cannot build: {err}"
+        ));
+    }
     let log_path = folder.test_log(id, epoch);
     let log = std::fs::read(&log_path).map_err(|err| {
         format!(
@@ -270,14 +310,18 @@ fn regrade_row(
         output: String::from_utf8_lossy(&log).into_owned(),
         ..record.clone()
     };
-    let statuses = if junit && task.swebench.is_none() {
+    let statuses = if junit && reads_junit(&task) {
         Some(saved_statuses(&folder.tests_json(id, epoch))?)
     } else {
         None
     };
     let rules = task.rules(rules);
     let mut again = row.clone();
-    match grade_again(folder, row, &task, rules, &record, statuses) {
+    // The patch SWE-bench grades: as the run recorded it, else patch.diff.
+    let model_patch_empty = model_patch_empty.unwrap_or_else(|| {
+        std::fs::metadata(folder.patch_diff(id, epoch)).map_or(true, |meta| meta.len() == 0)
+    });
+    match grade_again(&task, rules, &record, statuses, model_patch_empty) {
         Ok(graded) => {
             again.passed = graded.passed;
             again.status = if graded.passed {
@@ -348,20 +392,17 @@ struct Graded {
 /// The test stage's decision on a saved log (`runner::test_run::decide`),
 /// and the files the run would have written for it.
 fn grade_again(
-    folder: &RunFolder,
-    row: &ResultRow,
     task: &TaskSpec,
     rules: Rules,
     record: &CommandRecord,
     statuses: Option<TestResults>,
+    model_patch_empty: bool,
 ) -> Result<Graded, String> {
     let decision = decide(task, rules, record, statuses).map_err(|err| err.to_string())?;
-    let tests_json = decision.per_test.as_ref().map(|(results, verdict)| {
-        let value = serde_json::json!({"statuses": results, "verdict": verdict});
-        serde_json::to_string_pretty(&value).unwrap_or_default()
-    });
-    let patch = std::fs::read_to_string(folder.patch_diff(&row.task_id, row.epoch));
-    let report_json = report_json(task, &decision, patch.as_deref().unwrap_or(""), record);
+    let tests_json = decision
+        .tests_json()
+        .map(|value| serde_json::to_string_pretty(&value).unwrap_or_default());
+    let report_json = report_json(task, &decision, model_patch_empty, record);
     Ok(Graded {
         passed: decision.passed,
         why: decision
@@ -389,29 +430,58 @@ fn why(verdict: &PerTestVerdict) -> Option<String> {
     (!failing.is_empty()).then(|| format!("failing: {}", failing.join(", ")))
 }
 
-/// Writes (or removes) a regraded row's tests.json and report.json in the
-/// target folder, each by rename.
-fn write_task_files(
-    folder: &RunFolder,
-    row: &ResultRow,
-    again: &Again,
-) -> Result<(), RunFolderError> {
-    let (id, epoch) = (&row.task_id, row.epoch);
-    for (path, text) in [
-        (folder.tests_json(id, epoch), &again.tests_json),
-        (folder.report_json(id, epoch), &again.report_json),
-    ] {
-        match text {
-            Some(text) => write_atomically(&path, text.as_bytes())?,
-            None => match std::fs::remove_file(&path) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(RunFolderError::Write { path, source: err });
-                }
-                _ => {}
-            },
-        }
+/// A regraded row's tests.json and report.json: each path with its new
+/// text, or `None` where the file goes.
+struct TaskFiles(Vec<(PathBuf, Option<String>)>);
+
+impl TaskFiles {
+    fn of(folder: &RunFolder, again: &Again) -> TaskFiles {
+        let (id, epoch) = (&again.row.task_id, again.row.epoch);
+        TaskFiles(vec![
+            (folder.tests_json(id, epoch), again.tests_json.clone()),
+            (folder.report_json(id, epoch), again.report_json.clone()),
+        ])
     }
-    Ok(())
+
+    /// Writes each new text beside its file ([`staged`]).
+    fn stage(&self) -> Result<(), RunFolderError> {
+        for (path, text) in &self.0 {
+            if let Some(text) = text {
+                write_atomically(&staged(path), text.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames each staged text over its file, or removes the file.
+    fn commit(&self) -> Result<(), RunFolderError> {
+        for (path, text) in &self.0 {
+            match text {
+                Some(_) => {
+                    std::fs::rename(staged(path), path).map_err(RunFolderError::write(path))?
+                }
+                None => remove_if_there(path)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a task file's new text waits for results.csv: `NAME.regrade-tmp`.
+fn staged(path: &Path) -> PathBuf {
+    let mut name = OsString::from(path.as_os_str());
+    name.push(".regrade-tmp");
+    PathBuf::from(name)
+}
+
+fn remove_if_there(path: &Path) -> Result<(), RunFolderError> {
+    match std::fs::remove_file(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(RunFolderError::Write {
+            path: path.to_owned(),
+            source: err,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `passed -> failed (why)`, when the verdict changed.
@@ -465,11 +535,17 @@ fn regraded_manifest(
     for row in rows {
         *counts.entry(row.status.as_str()).or_insert(0usize) += 1;
     }
-    manifest.summary = Some(serde_json::json!({
-        "rows": rows.len(),
-        "passed": counts.get("passed").copied().unwrap_or(0),
-        "failed": counts.get("failed").copied().unwrap_or(0),
-        "error": counts.get("error").copied().unwrap_or(0),
-    }));
+    // Only the counts the rows give change: the rest of the run's summary
+    // (tokens, a predictions run's counts) is the run's, kept.
+    let mut summary = match manifest.summary.take() {
+        Some(Value::Object(summary)) => summary,
+        _ => serde_json::Map::new(),
+    };
+    summary.insert("rows".to_owned(), rows.len().into());
+    for status in ["passed", "failed", "error"] {
+        let count = counts.get(status).copied().unwrap_or(0);
+        summary.insert(status.to_owned(), count.into());
+    }
+    manifest.summary = Some(Value::Object(summary));
     manifest
 }

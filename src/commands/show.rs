@@ -792,6 +792,8 @@ pub(crate) mod sample {
             log_path: "test.log".to_owned(),
             per_test: None,
             rules: None,
+            graded_by_recipe: None,
+            model_patch_empty: None,
         }
     }
 

@@ -221,6 +221,18 @@ pub(crate) enum Event {
         /// and in trajectories written before there were two).
         #[serde(skip_serializing_if = "Option::is_none", default)]
         rules: Option<Rules>,
+        /// Whether SWE-bench's recipe graded the output (its eval script
+        /// and log parser), so that `regrade` grades it so again whatever
+        /// today's recipe is; `None` in trajectories from before it was
+        /// recorded.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        graded_by_recipe: Option<bool>,
+        /// Whether the patch SWE-bench grades is empty (then its
+        /// run_evaluation writes no report.json): a prediction's
+        /// `model_patch`, else the agent's diff; `None` in trajectories
+        /// from before it was recorded (patch.diff tells then).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        model_patch_empty: Option<bool>,
     },
     End {
         status: Status,
@@ -660,6 +672,8 @@ mod tests {
                 log_path: "test.log".to_owned(),
                 per_test: Some(json!({"statuses": {"test_a": "passed"}, "verdict": "resolved"})),
                 rules: Some(Rules::Swebench50),
+                graded_by_recipe: Some(true),
+                model_patch_empty: Some(false),
             },
             Event::End {
                 status: Status::Error,

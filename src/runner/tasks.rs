@@ -31,7 +31,7 @@ use crate::run_folder::{
     BUILD_LOG, PATCH_DIFF, REPORT_JSON, ResultRow, RunFolder, Status, TEST_LOG, TESTS_JSON,
     TRAJECTORY, one_line, round_seconds,
 };
-use crate::runner::test_run::{Decision, GradeError, run_tests, test_timeout};
+use crate::runner::test_run::{Decision, GradeError, graded_by_recipe, run_tests, test_timeout};
 use crate::sys::exec::{CommandEnv, kill_marked_processes};
 use crate::sys::limits::TaskLimits;
 use crate::task::TaskSpec;
@@ -500,10 +500,7 @@ impl TaskRun<'_> {
         if let Err(err) = crate::sys::blocking::write_file(self.dir.join(TEST_LOG), log).await {
             notes.push(format!("failed to save the test log: {err}"));
         }
-        let per_test = outcome
-            .per_test
-            .as_ref()
-            .map(|(results, verdict)| serde_json::json!({"statuses": results, "verdict": verdict}));
+        let per_test = outcome.decision.as_ref().and_then(Decision::tests_json);
         if let Some(per_test) = &per_test {
             let text = serde_json::to_string_pretty(per_test).unwrap_or_default();
             let saved =
@@ -512,16 +509,19 @@ impl TaskRun<'_> {
                 notes.push(format!("failed to save tests.json: {err}"));
             }
         }
-        // SWE-bench's report.json, when run_evaluation would write one.
-        let patch = tokio::fs::read_to_string(self.dir.join(PATCH_DIFF)).await;
-        let report = outcome.decision.as_ref().and_then(|decision| {
-            report_json(
-                task,
-                decision,
-                patch.as_deref().unwrap_or(""),
-                &outcome.record,
-            )
-        });
+        // SWE-bench's report.json, when run_evaluation would write one. The
+        // patch it grades is the prediction's, when there is one: one that
+        // setup already made is tested, though the agent's diff is empty.
+        let model_patch_empty = match config.model.prediction(&task.id) {
+            Some(prediction) => prediction.is_empty(),
+            None => tokio::fs::metadata(self.dir.join(PATCH_DIFF))
+                .await
+                .map_or(true, |meta| meta.len() == 0),
+        };
+        let report = outcome
+            .decision
+            .as_ref()
+            .and_then(|decision| report_json(task, decision, model_patch_empty, &outcome.record));
         if let Some(report) = report {
             let saved =
                 crate::sys::blocking::write_file(self.dir.join(REPORT_JSON), report.into_bytes());
@@ -544,6 +544,8 @@ impl TaskRun<'_> {
                 log_path: TEST_LOG.to_owned(),
                 per_test,
                 rules: outcome.decision.as_ref().map(|decision| decision.rules),
+                graded_by_recipe: outcome.decision.is_some().then(|| graded_by_recipe(task)),
+                model_patch_empty: Some(model_patch_empty),
             })
             .await;
         Tested::Verdict(verdict)
@@ -709,24 +711,26 @@ impl TaskRun<'_> {
 /// run_evaluation writes it, or `None` when it would write none: its
 /// `make_run_report` counts an instance completed only when the file is
 /// there, so it is written exactly when run_evaluation would be done with
-/// the instance. Not for an empty patch (it is not run), nor for tests
-/// that timed out (an evaluation error); a patch that does not apply and
-/// tests that could not run never get here. `patch` is the change graded
-/// (patch.diff). `regrade` writes it by the same rule.
+/// the instance. Not for an empty patch (`model_patch_empty`: the
+/// prediction's `model_patch`, else the agent's diff; it is not run), nor
+/// for tests that timed out (an evaluation error); a patch that does not
+/// apply and tests that could not run never get here. `regrade` writes it
+/// by the same rule.
 pub(crate) fn report_json(
     task: &TaskSpec,
     decision: &Decision,
-    patch: &str,
+    model_patch_empty: bool,
     record: &CommandRecord,
 ) -> Option<String> {
-    if patch.is_empty() || record.timed_out {
+    if model_patch_empty || record.timed_out {
         return None;
     }
     let report = instance_report(
         decision.rules,
         task.id.as_str(),
-        Some(patch),
+        false,
         Some(&decision.report),
+        &record.output,
     );
     Some(report.to_json())
 }

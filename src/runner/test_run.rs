@@ -32,8 +32,6 @@ pub(crate) struct TestOutcome {
     /// How the test patch went in: `git apply`, `git apply --3way` or
     /// `patch --fuzz=5`, SWE-bench's fallbacks in order.
     pub test_patch_method: Option<&'static str>,
-    /// Per-test statuses and verdict, when the task lists its tests.
-    pub per_test: Option<(TestResults, PerTestVerdict)>,
     /// A Harbor task's reward, which decides its verdict.
     pub reward: Option<f64>,
     /// What the output decided (None for a Harbor task).
@@ -153,7 +151,7 @@ pub(crate) async fn run_tests(
     timeout: Duration,
     junit_path: Option<&Path>,
 ) -> Result<TestOutcome, GradeError> {
-    let graded_by_recipe = matches!(task.swebench, Some(Ok(_)));
+    let graded_by_recipe = graded_by_recipe(task);
     // A swebench 5 row's own eval script resets the test_patch's files to
     // the base and applies the test_patch itself, as it does under the
     // package, so onebash does not apply it first: the script then sees
@@ -193,7 +191,6 @@ pub(crate) async fn run_tests(
             record,
             test_patch_files: None,
             test_patch_method: None,
-            per_test: None,
             reward: Some(reward),
             decision: None,
         });
@@ -201,7 +198,7 @@ pub(crate) async fn run_tests(
     // A JUnit file is read from the workspace now; the output is read by
     // `decide` itself.
     let statuses = match junit_path {
-        Some(rel) if !graded_by_recipe && lists_tests(task) => Some(read_junit(shell, rel).await?),
+        Some(rel) if reads_junit(task) => Some(read_junit(shell, rel).await?),
         _ => None,
     };
     let decision = decide(task, rules, &record, statuses)?;
@@ -210,7 +207,6 @@ pub(crate) async fn run_tests(
         passed: decision.passed,
         record,
         test_patch_files,
-        per_test: decision.per_test.clone(),
         reward: None,
         decision: Some(decision),
     })
@@ -224,7 +220,7 @@ pub(crate) async fn run_tests(
 /// `>>>>>` line for a test), and with it a run graded by 4.1 can be
 /// regraded by 5.0's exit-code rule from its log.
 pub(crate) fn test_command(task: &TaskSpec) -> String {
-    if matches!(task.swebench, Some(Ok(_))) {
+    if graded_by_recipe(task) {
         swebench::record_test_exit_code(&task.test_command)
     } else {
         task.test_command.clone()
@@ -244,11 +240,34 @@ pub(crate) struct Decision {
     pub report: InstanceGrade,
 }
 
+impl Decision {
+    /// tests.json's JSON (`{statuses, verdict}`), when the decision has
+    /// per-test statuses; the trajectory's `test` event holds it too.
+    pub(crate) fn tests_json(&self) -> Option<serde_json::Value> {
+        self.per_test
+            .as_ref()
+            .map(|(results, verdict)| serde_json::json!({"statuses": results, "verdict": verdict}))
+    }
+}
+
 /// Whether the task names tests to grade one by one; empty lists name
 /// none.
 fn lists_tests(task: &TaskSpec) -> bool {
     let named = |list: &Option<Vec<String>>| list.as_ref().is_some_and(|l| !l.is_empty());
     named(&task.fail_to_pass) || named(&task.pass_to_pass)
+}
+
+/// Whether SWE-bench's recipe for the instance (its eval script and log
+/// parser) runs and grades the tests.
+pub(crate) fn graded_by_recipe(task: &TaskSpec) -> bool {
+    matches!(task.swebench, Some(Ok(_)))
+}
+
+/// Whether a run with `--junit-path` grades the task from the JUnit file
+/// (saved in tests.json): a task that lists its tests and is not graded by
+/// SWE-bench's recipe. The test stage and `regrade` ask the same question.
+pub(crate) fn reads_junit(task: &TaskSpec) -> bool {
+    !graded_by_recipe(task) && lists_tests(task)
 }
 
 /// What the tests' output decides, running nothing: the test stage and

@@ -156,12 +156,20 @@ impl TaskSpec {
     /// A task read back from its trajectory's header (what [`to_json`]
     /// wrote), by the loading code of a task line, for `regrade`: the same
     /// fields, the repo where the run found it, and a SWE-bench instance's
-    /// eval again when the header's test command is that eval's script
-    /// (the run graded it SWE-bench's way). A Harbor task's own settings
+    /// eval again when the run graded it by SWE-bench's recipe.
+    /// `graded_by_recipe` is what the run recorded (its `test` event); a
+    /// trajectory from before the record (`None`) is taken as graded so
+    /// when the header's test command is today's eval script, and when it
+    /// is not, the second value is a warning (the caller names the task):
+    /// its rows are graded by onebash's own rules then. A recipe the run used but that
+    /// cannot be built today is `Some(Err)`. A Harbor task's own settings
     /// are not in the header: its reward decides, not a test log.
     ///
     /// [`to_json`]: TaskSpec::to_json
-    pub(crate) fn from_header(task: &Value) -> Result<TaskSpec, LineError> {
+    pub(crate) fn from_header(
+        task: &Value,
+        graded_by_recipe: Option<bool>,
+    ) -> Result<(TaskSpec, Option<String>), LineError> {
         let Value::Object(fields) = task else {
             return Err(LineError::NotAnObject);
         };
@@ -176,13 +184,22 @@ impl TaskSpec {
                 .metadata
                 .as_ref()
                 .is_some_and(|m| m.contains_key(crate::task::swebench::SWEBENCH_REPO));
-        if is_instance
-            && let Ok(eval) = swebench_eval(&spec)
-            && eval.script == spec.test_command
-        {
-            spec.swebench = Some(Ok(eval));
+        let mut warning = None;
+        match graded_by_recipe {
+            Some(true) => spec.swebench = Some(swebench_eval(&spec)),
+            Some(false) => {}
+            None if is_instance => match swebench_eval(&spec) {
+                Ok(eval) if eval.script == spec.test_command => spec.swebench = Some(Ok(eval)),
+                Ok(_) => {
+                    warning = Some(
+                        "its trajectory does not say whether SWE-bench's recipe graded it, and its test command is not today's eval script, so it is graded by onebash's own rules; hint: regrade it with the onebash that ran it".to_owned(),
+                    );
+                }
+                Err(_) => {}
+            },
+            None => {}
         }
-        Ok(spec)
+        Ok((spec, warning))
     }
 
     /// The rules the task is graded by: `chosen` (`--grading`) when given,
@@ -1180,7 +1197,8 @@ mod tests {
             panic!("requests 2.0 has a recipe: {:?}", task.swebench)
         };
         let header = Value::Object(task.to_json());
-        let again = TaskSpec::from_header(&header).expect("reads back");
+        let (again, warning) = TaskSpec::from_header(&header, None).expect("reads back");
+        assert_eq!(warning, None);
         assert_eq!(Value::Object(again.to_json()), header);
         assert_eq!(again.repo_location, task.repo_location);
         assert_eq!(
@@ -1189,10 +1207,22 @@ mod tests {
         );
         let mut other = task.to_json();
         other.insert("test_command".to_owned(), Value::from("pytest -x"));
-        let again = TaskSpec::from_header(&Value::Object(other)).expect("reads back");
+        let other = Value::Object(other);
+        // An old trajectory: graded by onebash's own rules, and named.
+        let (again, warning) = TaskSpec::from_header(&other, None).expect("reads back");
         assert!(again.swebench.is_none());
+        assert!(warning.is_some_and(|w| w.contains("own rules")));
+        // The run recorded either way: trusted, and no warning.
+        let (again, warning) = TaskSpec::from_header(&other, Some(true)).expect("reads back");
+        assert_eq!(
+            again.swebench.as_ref().and_then(|e| e.as_ref().ok()),
+            Some(eval)
+        );
+        assert_eq!(warning, None);
+        let (again, warning) = TaskSpec::from_header(&header, Some(false)).expect("reads back");
+        assert!(again.swebench.is_none() && warning.is_none());
         assert!(matches!(
-            TaskSpec::from_header(&Value::from("a string")),
+            TaskSpec::from_header(&Value::from("a string"), None),
             Err(LineError::NotAnObject)
         ));
         // A swebench 5 row: its own script and parser, read back too.
@@ -1213,7 +1243,8 @@ mod tests {
             .clone()
             .expect("graded by its row")
             .expect("a recipe");
-        let again = TaskSpec::from_header(&Value::Object(tasks[0].to_json())).expect("reads back");
+        let (again, _) =
+            TaskSpec::from_header(&Value::Object(tasks[0].to_json()), None).expect("reads back");
         assert_eq!(again.swebench, Some(Ok(eval)));
         assert_eq!(again.rules(None), Rules::Swebench50);
     }

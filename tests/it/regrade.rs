@@ -605,10 +605,29 @@ fn report_json_and_the_swebench_summary_are_the_package_s() {
         assert_eq!(ours, theirs);
         instance_reports_agree(&python, &world, &run.out);
     }
+    // A log 5.0's classifier knows (the tests were killed before any
+    // marker): its report.json says so, as the package's does.
+    let killed = world.fixture.path("killed");
+    assert_eq!(regrade(&[arg(&five), "-o", arg(&killed)]).code, 0);
+    let log = killed.join("tasks/django__django-2/epoch-1/test.log");
+    std::fs::remove_file(&log).expect("remove the link");
+    std::fs::write(&log, "Killed\n").expect("write");
+    let regraded = regrade(&[arg(&killed)]);
+    assert_eq!(regraded.code, 0, "{}", regraded.stderr);
+    let report: Value = serde_json::from_str(&file(
+        &killed.join("tasks/django__django-2/epoch-1/report.json"),
+    ))
+    .expect("report.json");
+    assert_eq!(report["django__django-2"]["infra_failure"], true);
+    assert_eq!(
+        report["django__django-2"]["infra_failure_reason"],
+        "out_of_memory"
+    );
     if let Some(python) = swebench5_python() {
         let (ours, theirs) = summaries(&python, &world, &five);
         assert_eq!(ours, theirs);
         instance_reports_agree(&python, &world, &five);
+        instance_reports_agree(&python, &world, &killed);
     }
 }
 
@@ -619,4 +638,229 @@ fn summaries_ours(run: &Path) -> String {
         .expect("report");
     assert!(output.status.success(), "{output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A predictions run of two onebash tasks by 5.0's rules: `preset`, whose
+/// prediction adds a file the repo ignores (it goes in and is tested, but
+/// the agent's diff, as of a prediction its image's setup commit already
+/// made, is empty), and `other`, an ordinary one.
+fn preset_run(fixture: &Fixture) -> RunOutput {
+    let (repo, base) = fixture.repo("plain", &[("README", "plain\n")]);
+    let change = diff_of(&repo, &[("README", "plain, changed\n")]);
+    let (ignoring, ignoring_base) = fixture.repo("ignoring", &[(".gitignore", "notes.txt\n")]);
+    let notes = "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+notes\n";
+    let tasks = fixture.tasks(&[
+        task(
+            "preset",
+            &ignoring,
+            &ignoring_base,
+            "test -f notes.txt",
+            json!({}),
+        ),
+        task("other", &repo, &base, "grep -q changed README", json!({})),
+    ]);
+    let predictions = fixture.path("preds.jsonl");
+    let lines: String = [("preset", notes), ("other", change.as_str())]
+        .iter()
+        .map(|(id, patch)| {
+            let prediction =
+                json!({"instance_id": id, "model_name_or_path": MODEL, "model_patch": patch});
+            format!("{prediction}\n")
+        })
+        .collect();
+    std::fs::write(&predictions, lines).expect("write");
+    let model = format!("predictions:{}", predictions.display());
+    let args = [
+        "--model",
+        &model,
+        "--env",
+        "host",
+        "--sandbox",
+        "none",
+        "--grading",
+        "swebench-5.0",
+    ];
+    fixture.run_into(&fixture.path("out"), &tasks, &args, &[])
+}
+
+#[test]
+fn a_prediction_with_an_empty_diff_gets_its_report_json() {
+    let fixture = Fixture::new();
+    let run = preset_run(&fixture);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(
+        run.row("preset")["status"],
+        "passed",
+        "{:?}",
+        run.row("preset")
+    );
+    // The agent's diff is empty, but the prediction is not: SWE-bench
+    // writes its report.json, and counts it completed.
+    assert_eq!(file(&run.task_dir("preset").join("patch.diff")), "");
+    let report = |run: &Path| -> Value {
+        let path = run.join("tasks/preset/epoch-1/report.json");
+        serde_json::from_str(&file(&path)).expect("report.json")
+    };
+    assert_eq!(report(&run.out)["preset"]["resolved"], true);
+    let summary: Value = serde_json::from_str(&summaries_ours(&run.out)).expect("JSON");
+    assert_eq!(summary["completed_ids"], json!(["other", "preset"]));
+    assert_eq!(summary["error_ids"], json!([]));
+    // The regrade knows it too.
+    let copy = fixture.path("copy");
+    let regraded = regrade(&[arg(&run.out), "-o", arg(&copy)]);
+    assert_eq!(regraded.code, 0, "{}", regraded.stderr);
+    assert_eq!(report(&copy)["preset"]["resolved"], true);
+}
+
+#[test]
+fn a_junit_run_regrades_its_tasks_graded_by_exit_code() {
+    let fixture = Fixture::new();
+    let (repo, base) = fixture.repo("junit", &[("README", "plain\n")]);
+    let change = diff_of(&repo, &[("README", "plain, changed\n")]);
+    let junit =
+        "printf '<testsuite><testcase classname=\"t\" name=\"test_a\"/></testsuite>' > report.xml";
+    let tasks = fixture.tasks(&[
+        task(
+            "listed",
+            &repo,
+            &base,
+            junit,
+            json!({"fail_to_pass": ["t::test_a"], "gold_patch": change}),
+        ),
+        task("bare", &repo, &base, "true", json!({"gold_patch": change})),
+    ]);
+    let args = [
+        "--model",
+        "oracle",
+        "--env",
+        "host",
+        "--sandbox",
+        "none",
+        "--junit-path",
+        "report.xml",
+    ];
+    let run = fixture.run_into(&fixture.path("out"), &tasks, &args, &[]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert!(run.task_dir("listed").join("tests.json").is_file());
+    assert!(!run.task_dir("bare").join("tests.json").exists());
+    let before = file(&run.out.join("results.csv"));
+    let regraded = regrade(&[arg(&run.out)]);
+    assert_eq!(regraded.code, 0, "{}{}", regraded.stdout, regraded.stderr);
+    assert!(
+        regraded.stdout.contains("regraded 2 of 2 rows") && regraded.changes().is_empty(),
+        "{}",
+        regraded.stdout
+    );
+    assert_eq!(file(&run.out.join("results.csv")), before);
+}
+
+#[test]
+fn regrade_keeps_run_json_s_other_summary_fields() {
+    let fixture = Fixture::new();
+    let run = preset_run(&fixture);
+    let summary = run_json(&run.out)["summary"].clone();
+    assert!(summary.get("without_prediction").is_some(), "{summary}");
+    let regraded = regrade(&[arg(&run.out), "--grading", "swebench-4.1"]);
+    assert_eq!(regraded.code, 0, "{}", regraded.stderr);
+    assert_eq!(run_json(&run.out)["summary"], summary);
+}
+
+#[test]
+fn a_damaged_report_json_counts_completed_and_an_error() {
+    let fixture = Fixture::new();
+    let run = preset_run(&fixture);
+    let path = run.task_dir("other").join("report.json");
+    for damaged in ["", "{not json", "{\"someone-else\": {}}"] {
+        std::fs::write(&path, damaged).expect("write");
+        let summary: Value = serde_json::from_str(&summaries_ours(&run.out)).expect("JSON");
+        assert_eq!(
+            summary["completed_ids"],
+            json!(["other", "preset"]),
+            "{damaged}"
+        );
+        assert_eq!(summary["error_ids"], json!(["other"]), "{damaged}");
+        assert_eq!(summary["completed_instances"], 2);
+        assert_eq!(summary["error_instances"], 1);
+    }
+}
+
+#[test]
+fn an_interrupted_in_place_regrade_is_completed_by_the_next() {
+    let world = world();
+    let run = world.run("out", &[]);
+    let clean = world.fixture.path("clean");
+    let regraded = regrade(&[
+        arg(&run.out),
+        "-o",
+        arg(&clean),
+        "--grading",
+        "swebench-5.0",
+    ]);
+    assert_eq!(regraded.code, 0, "{}", regraded.stderr);
+    // A regrade killed after it staged spoof's files: a staged file the
+    // kill left is not taken for the regrade's.
+    let spoof = run.task_dir("spoof");
+    std::fs::write(spoof.join("tests.json.regrade-tmp"), "{}").expect("write");
+    std::fs::write(spoof.join("report.json.regrade-tmp"), "").expect("write");
+    let again = regrade(&[arg(&run.out), "--grading", "swebench-5.0"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(differences(&clean, &run.out), BTreeMap::new());
+    for name in ["tests.json", "report.json"] {
+        assert_eq!(
+            file(&spoof.join(name)),
+            file(&clean.join("tasks/spoof/epoch-1").join(name)),
+            "{name}"
+        );
+        assert!(
+            !spoof.join(format!("{name}.regrade-tmp")).exists(),
+            "{name}"
+        );
+    }
+    assert_eq!(run_json(&run.out)["settings"]["grading"], "swebench-5.0");
+}
+
+/// Rewrites each line of `path` with `edit`.
+fn edit_lines(path: &Path, edit: impl Fn(&mut Value)) {
+    let text: String = file(path)
+        .lines()
+        .map(|line| {
+            let mut event: Value = serde_json::from_str(line).expect("an event");
+            edit(&mut event);
+            format!("{event}\n")
+        })
+        .collect();
+    std::fs::write(path, text).expect("write");
+}
+
+#[test]
+fn a_swebench_instance_whose_recipe_changed_since_keeps_its_grader() {
+    let world = world();
+    let run = world.run("out", &[]);
+    // The run's onebash wrote another eval script than today's.
+    let trajectory = run.task_dir("django__django-1").join("trajectory.jsonl");
+    edit_lines(&trajectory, |event| {
+        if event["event"] == "header" {
+            event["task"]["test_command"] = json!("#!/bin/bash\n# an older recipe\n");
+        }
+    });
+    assert!(file(&trajectory).contains("\"graded_by_recipe\":true"));
+    let regraded = regrade(&[arg(&run.out), "--grading", "swebench-5.0"]);
+    assert_eq!(regraded.code, 0, "{}", regraded.stderr);
+    assert_eq!(regraded.changes(), DISAGREE.map(str::to_owned).into());
+    assert!(!regraded.stderr.contains("warning"), "{}", regraded.stderr);
+    // A trajectory from before the record: named, and graded as today's
+    // recipe no longer knows it.
+    edit_lines(&trajectory, |event| {
+        if let Some(test) = event.as_object_mut().filter(|e| e["event"] == "test") {
+            test.remove("graded_by_recipe");
+        }
+    });
+    let regraded = regrade(&[arg(&run.out), "--grading", "swebench-4.1"]);
+    assert!(
+        regraded
+            .stderr
+            .contains("warning: django__django-1 epoch 1:"),
+        "{}",
+        regraded.stderr
+    );
 }

@@ -1157,8 +1157,9 @@ fn onebash_under(rules: Rules, case: &Value) -> Option<Value> {
     let report = instance_report(
         rules,
         instance.instance_id,
-        Some("diff"),
+        false,
         Some(&graded.instance_grade()),
+        &log,
     );
     let report: Value = serde_json::from_str(&report.to_json()).expect("report.json");
     Some(json!({

@@ -9,22 +9,24 @@
 //! `incomplete`); a row whose patch is empty (exit reason `empty_patch`, or
 //! an empty or absent patch.diff) is an empty patch whatever else it has;
 //! a row with a report.json is `completed`, resolved or not as the file
-//! says (an empty or unreadable one is an error); any other row is an
-//! error. The keys are those of the package version whose rules graded the
-//! run: 5.0 adds the infrastructure and ambiguous failure counts and
-//! `failure_reasons` (its `classify_logs` over the test log), 4.1 the
-//! empty container and image lists it writes without a Docker client.
+//! says (an empty one, one that is not JSON or lacks the instance's
+//! `resolved`: completed and an error too, as the package counts it); any
+//! other row is an error. The keys are those of the package version whose
+//! rules graded the run, as its local run_evaluation (which passes a
+//! Docker client) writes them: 5.0 adds the infrastructure and ambiguous
+//! failure counts and `failure_reasons` (its `classify_logs` over the test
+//! log: grade/swebench/infra.rs) and the container and image lists, empty
+//! (onebash leaves no container behind); 4.1 writes those lists only
+//! without a client (a slip of its `if not client:`), so not here.
 //! It does not know how a row was graded (runner/) nor how the report.json
 //! files are shaped beyond `resolved` (grade/swebench/report.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde::Serialize;
 
 use crate::config::manifest::RunManifest;
-use crate::grade::swebench::Rules;
+use crate::grade::swebench::{Rules, classify, to_package_json};
 use crate::run_folder::trajectory::{Event, read_trajectory};
 use crate::run_folder::{ExitReason, ResultRow, RunFolder};
 
@@ -57,8 +59,8 @@ pub(crate) struct RunReport {
     pub failure_reasons: Option<BTreeMap<String, String>>,
     pub error_ids: BTreeSet<String>,
     pub schema_version: u32,
-    /// 4.1 writes these three without a Docker client (a slip of its
-    /// `if not client:`), empty; 5.0 only with one.
+    /// 5.0 writes these three with a Docker client (run_evaluation's
+    /// local run has one); 4.1 only without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unstopped_instances: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,12 +73,7 @@ impl RunReport {
     /// The file's text as the package writes it (`json.dumps(report,
     /// indent=4)` and a newline).
     pub(crate) fn to_json(&self) -> String {
-        let mut out = Vec::new();
-        let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-        let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
-        // Numbers, strings, lists and maps into a Vec: serializing cannot fail.
-        let _ = self.serialize(&mut serializer);
-        String::from_utf8(out).unwrap_or_default() + "\n"
+        to_package_json(self) + "\n"
     }
 }
 
@@ -86,6 +83,9 @@ enum Outcome {
     Resolved,
     Unresolved,
     Error,
+    /// A report.json that is empty, not JSON or has no `resolved`: the
+    /// package counts it completed, then an error.
+    BrokenReport,
 }
 
 /// The summary of `epoch`'s rows.
@@ -105,9 +105,7 @@ pub(crate) fn build(
         seen_5_0 |= is_5_0;
         outcomes.insert(row.task_id.as_str().to_owned(), (outcome, *row));
     }
-    let grading = manifest
-        .and_then(|m| m.settings.other.get("grading"))
-        .and_then(|value| serde_json::from_value::<Rules>(value.clone()).ok());
+    let grading = manifest.and_then(RunManifest::grading);
     let rules = grading.unwrap_or(Rules::by_format(seen_5_0));
 
     let ids_where = |wanted: fn(&Outcome) -> bool| -> BTreeSet<String> {
@@ -120,8 +118,13 @@ pub(crate) fn build(
     let empty_patch_ids = ids_where(|o| matches!(o, Outcome::EmptyPatch));
     let resolved_ids = ids_where(|o| matches!(o, Outcome::Resolved));
     let unresolved_ids = ids_where(|o| matches!(o, Outcome::Unresolved));
-    let error_ids = ids_where(|o| matches!(o, Outcome::Error));
-    let completed_ids: BTreeSet<String> = resolved_ids.union(&unresolved_ids).cloned().collect();
+    let error_ids = ids_where(|o| matches!(o, Outcome::Error | Outcome::BrokenReport));
+    let completed_ids = ids_where(|o| {
+        matches!(
+            o,
+            Outcome::Resolved | Outcome::Unresolved | Outcome::BrokenReport
+        )
+    });
     let submitted_ids: BTreeSet<String> = outcomes.keys().cloned().collect();
     let incomplete_ids: BTreeSet<String> = missing.difference(&submitted_ids).cloned().collect();
     let mut report = RunReport {
@@ -150,21 +153,20 @@ pub(crate) fn build(
         unremoved_images: None,
     };
     match rules {
-        Rules::Swebench41 => {
+        Rules::Swebench41 => {}
+        Rules::Swebench50 => {
             report.unstopped_instances = Some(0);
             report.unstopped_containers = Some(Vec::new());
             report.unremoved_images = Some(Vec::new());
-        }
-        Rules::Swebench50 => {
             let (mut infra, mut ambiguous, mut reasons) =
                 (BTreeSet::new(), BTreeSet::new(), BTreeMap::new());
             for id in report.unresolved_ids.iter().chain(&report.error_ids) {
                 let Some((_, row)) = outcomes.get(id) else {
                     continue;
                 };
-                if let Some((reason, environment)) = classify(&test_output(folder, row)) {
-                    reasons.insert(id.clone(), reason.to_owned());
-                    if environment {
+                if let Some(class) = classify(&test_output(folder, row)) {
+                    reasons.insert(id.clone(), class.reason.to_owned());
+                    if class.environment {
                         infra.insert(id.clone());
                     } else {
                         ambiguous.insert(id.clone());
@@ -207,8 +209,12 @@ fn outcome(folder: &RunFolder, row: &ResultRow, predictions_run: bool) -> (Outco
     if row.exit_reason == ExitReason::EmptyPatch || (!predictions_run && patch_empty()) {
         return (Outcome::EmptyPatch, false);
     }
-    let Ok(text) = std::fs::read_to_string(folder.report_json(task, epoch)) else {
+    let path = folder.report_json(task, epoch);
+    if !path.exists() {
         return (Outcome::Error, false);
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return (Outcome::BrokenReport, false);
     };
     let report: Option<serde_json::Value> = serde_json::from_str(text.trim()).ok();
     let instance = report.as_ref().and_then(|r| r.get(task.as_str()));
@@ -217,7 +223,7 @@ fn outcome(folder: &RunFolder, row: &ResultRow, predictions_run: bool) -> (Outco
         // Python's truthiness of the value, as `if report[id]["resolved"]`.
         Some(resolved) if truthy(resolved) => (Outcome::Resolved, is_5_0),
         Some(_) => (Outcome::Unresolved, is_5_0),
-        None => (Outcome::Error, is_5_0),
+        None => (Outcome::BrokenReport, is_5_0),
     }
 }
 
@@ -254,92 +260,9 @@ fn test_output(folder: &RunFolder, row: &ResultRow) -> String {
     text
 }
 
-/// 5.0's `INFRA_FAILURE_SIGNATURES` (swebench/harness/infra_failure.py):
-/// a reason, whether it is the environment's (else ambiguous), and the
-/// pattern, matched in order, multi-line.
-const SIGNATURES: &[(&str, bool, &str)] = &[
-    (
-        "browser_launch_failed",
-        true,
-        r"Failed to launch|Failed to connect to the bus",
-    ),
-    (
-        "display_unavailable",
-        true,
-        r"cannot open display|Missing X server|unable to open X display",
-    ),
-    (
-        "out_of_memory",
-        true,
-        r"Cannot allocate memory|OutOfMemoryError|^Killed$",
-    ),
-    (
-        "container_unavailable",
-        true,
-        r"Error response from daemon|Cannot connect to the Docker daemon",
-    ),
-    (
-        "network_unreachable",
-        true,
-        r"Could not resolve host|Temporary failure in name resolution",
-    ),
-    (
-        "missing_module",
-        false,
-        r"Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError",
-    ),
-    (
-        "no_tests_collected",
-        false,
-        r"no tests ran|collected 0 items",
-    ),
-    (
-        "tests_timed_out",
-        false,
-        r"Timeout error: \d+ seconds exceeded",
-    ),
-];
-
-static COMPILED: LazyLock<Vec<(&'static str, bool, Regex)>> = LazyLock::new(|| {
-    SIGNATURES
-        .iter()
-        .filter_map(|&(reason, environment, pattern)| {
-            // The patterns above are fixed and valid; a test compiles each.
-            Regex::new(&format!("(?m){pattern}"))
-                .ok()
-                .map(|regex| (reason, environment, regex))
-        })
-        .collect()
-});
-
-/// `classify_text`: the first signature the text shows.
-fn classify(text: &str) -> Option<(&'static str, bool)> {
-    COMPILED
-        .iter()
-        .find(|(_, _, regex)| regex.is_match(text))
-        .map(|&(reason, environment, _)| (reason, environment))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_signature_compiles_and_the_first_match_wins() {
-        assert_eq!(COMPILED.len(), SIGNATURES.len());
-        assert_eq!(classify(""), None);
-        assert_eq!(classify("all good"), None);
-        assert_eq!(classify("x\nKilled\ny"), Some(("out_of_memory", true)));
-        assert_eq!(classify("Killed by a signal"), None);
-        assert_eq!(
-            classify("collected 0 items\nModuleNotFoundError: x"),
-            Some(("missing_module", false))
-        );
-        assert_eq!(
-            classify("\n\nTimeout error: 30 seconds exceeded."),
-            Some(("tests_timed_out", false))
-        );
-    }
 
     #[test]
     fn the_keys_are_in_the_order_of_each_version() {
@@ -352,7 +275,8 @@ mod tests {
             .map(|line| line.trim().split('"').nth(1).unwrap_or_default())
             .collect();
         assert_eq!(keys.first(), Some(&"total_instances"));
-        assert_eq!(keys.last(), Some(&"unremoved_images"));
+        // No grading known and no 5.0 report.json: 4.1's keys.
+        assert_eq!(keys.last(), Some(&"schema_version"));
         assert!(text.contains("\"completed_ids\": [],"));
     }
 }
