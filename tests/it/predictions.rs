@@ -230,7 +230,6 @@ fn a_bad_predictions_file_is_refused_with_every_bad_entry_named() {
         format!("{file}:2: expected a JSON object (a prediction), got a list"),
         format!("{file}:3: missing required field `instance_id`"),
         format!("{file}:4: `model_patch` must be a string or null, got a number"),
-        format!("{file}:5: a second prediction for \"fix\" (the first is at line 1)"),
     ] {
         assert!(
             run.stderr.contains(&line),
@@ -238,6 +237,11 @@ fn a_bad_predictions_file_is_refused_with_every_bad_entry_named() {
             run.stderr
         );
     }
+    assert!(
+        !run.stderr.contains(":5:"),
+        "a second prediction is no bad entry:\n{}",
+        run.stderr
+    );
     assert!(!run.out.join("run.json").exists());
     // A JSON object that is neither a prediction nor a map of them.
     std::fs::write(&path, "{\"fix\": 3}").expect("write");
@@ -250,6 +254,32 @@ fn a_bad_predictions_file_is_refused_with_every_bad_entry_named() {
         "{}",
         run.stderr
     );
+}
+
+/// run_evaluation keeps the last prediction of an instance; so does
+/// onebash, naming the instance on stderr.
+#[test]
+fn a_second_prediction_for_an_instance_replaces_the_first() {
+    let world = world();
+    let fix = &world.predictions[0];
+    let mut first = fix.clone();
+    first["model_patch"] = world.predictions[4]["model_patch"].clone();
+    let file = write_predictions(&world.fixture, &[first, fix.clone()], "jsonl");
+    let model = format!("predictions:{}", file.display());
+    let run = world
+        .fixture
+        .run(&world.tasks, &["--model", &model, "--filter", "^fix$"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("fix")["status"], "passed");
+    assert!(
+        run.stderr.contains(&format!(
+            "{}: 1 instances have more than one prediction; the last one of each is graded: fix",
+            file.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run_json(&run.out)["settings"]["predictions"]["count"], 1);
 }
 
 #[test]
