@@ -1,6 +1,6 @@
 //! Stage 3: the agent. The loop (`run.rs`) asks a model (`model.rs`, with
 //! the wire protocols in `openai.rs`, `responses.rs`, `anthropic.rs`, `oracle.rs`, `predictions.rs`
-//! (another agent's patches) and `replay.rs`,
+//! (another agent's patches; both write a patch by `patch_file.rs`) and `replay.rs`,
 //! the HTTP side in `http.rs`, retries in `retry.rs` and prices in
 //! `config/pricing.rs`) for its next answer and answers every tool call with the
 //! one tool, `bash` (`bash_tool.rs`). What a model call and the phase
@@ -13,6 +13,7 @@ pub(crate) mod http;
 pub(crate) mod model;
 pub(crate) mod openai;
 pub(crate) mod oracle;
+pub(crate) mod patch_file;
 pub(crate) mod predictions;
 pub(crate) mod reasoning;
 pub(crate) mod replay;

@@ -2,11 +2,12 @@
 //! call and then stops. It checks that a task is solvable and that the
 //! harness grades a right answer as right, with no API. `--model noop`, its
 //! opposite, changes nothing: every task must fail under it. The pieces
-//! of a scripted answer (one bash call, a final text, a patch written to
-//! a file by a heredoc) are shared with `predictions.rs`.
+//! of a scripted answer (bash calls, a final text) are shared with
+//! `predictions.rs`; both write their patch by `patch_file.rs`.
 
 use serde_json::{Value, json};
 
+use crate::agent::patch_file::patch_commands;
 use crate::agent::types::{ModelError, ModelReply, ToolCall};
 use crate::run_folder::Usage;
 use crate::task::TaskSpec;
@@ -18,18 +19,18 @@ pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply
         return Ok(final_text("Applied the gold patch."));
     }
     // A Harbor task's oracle is its solution/solve.sh, run in place.
-    let command = match &task.harbor {
-        Some(harbor) => crate::task::harbor::oracle_command(harbor).ok_or_else(|| {
+    let commands = match &task.harbor {
+        None => apply_commands(task.gold_patch.as_deref().ok_or_else(|| {
+            ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
+        })?),
+        Some(harbor) => vec![crate::task::harbor::oracle_command(harbor).ok_or_else(|| {
             ModelError::Malformed(format!(
                 "task {} has no solution/solve.sh for the oracle",
                 task.id
             ))
-        })?,
-        None => apply_command(task.gold_patch.as_deref().ok_or_else(|| {
-            ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
-        })?),
+        })?],
     };
-    Ok(bash_call("oracle-1", &command))
+    Ok(bash_calls("oracle", &commands))
 }
 
 /// The `noop` model's answer: no tool call, nothing changed.
@@ -48,54 +49,42 @@ fn reply(message: Value, tool_calls: Vec<ToolCall>, finish_reason: &str) -> Mode
     }
 }
 
-/// Writes the patch to a file with a quoted heredoc (whose delimiter is
-/// chosen so it cannot occur in the patch), then applies it with the
-/// fallbacks SWE-bench uses: `git apply`, `git apply --3way`, `patch
-/// --fuzz=5`. The output says which worked.
-fn apply_command(patch: &str) -> String {
-    format!(
-        "{}\n\
+/// Writes the patch to a file ([`patch_commands`]: one call, or several
+/// for a large patch), then applies it with the fallbacks SWE-bench uses:
+/// `git apply`, `git apply --3way`, `patch --fuzz=5`. The output says
+/// which worked.
+fn apply_commands(patch: &str) -> Vec<String> {
+    let script = "\
          if git apply --whitespace=nowarn \"$gold\"; then echo 'onebash: applied with git apply'\n\
          elif git apply --whitespace=nowarn --3way \"$gold\"; then echo 'onebash: applied with git apply --3way'\n\
          elif patch --batch --no-backup-if-mismatch --fuzz=5 -p1 -i \"$gold\"; then echo 'onebash: applied with patch --fuzz=5'\n\
          else echo 'onebash: the gold patch does not apply' >&2; rm -f \"$gold\"; exit 1; fi\n\
-         rm -f \"$gold\"",
-        write_patch("gold", "ONEBASH_GOLD_PATCH", patch)
-    )
+         rm -f \"$gold\"";
+    patch_commands("gold", "ONEBASH_GOLD_PATCH", patch, script)
 }
 
-/// The bash that writes `patch` to a new file outside the repo (`mktemp`)
-/// whose path is in `$variable`: a quoted heredoc, its delimiter grown
-/// from `delimiter` until no line of the patch is it. Ends without a
-/// newline.
-pub(crate) fn write_patch(variable: &str, delimiter: &str, patch: &str) -> String {
-    let mut delimiter = delimiter.to_owned();
-    while patch.lines().any(|line| line == delimiter) {
-        delimiter.push('_');
-    }
-    let newline = if patch.ends_with('\n') { "" } else { "\n" };
-    format!(
-        "{variable}=$(mktemp) && cat > \"${variable}\" <<'{delimiter}'\n{patch}{newline}{delimiter}"
-    )
-}
-
-/// A reply of one bash tool call, `command`, with the call's `id`.
-pub(crate) fn bash_call(id: &str, command: &str) -> ModelReply {
-    let call = ToolCall {
-        id: id.to_owned(),
-        name: "bash".to_owned(),
-        arguments: json!({"command": command}).to_string(),
-    };
+/// A reply of bash tool calls, one a command, run in order; the calls'
+/// ids are `{prefix}-1`, `{prefix}-2`...
+pub(crate) fn bash_calls(prefix: &str, commands: &[String]) -> ModelReply {
+    let calls: Vec<ToolCall> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, command)| ToolCall {
+            id: format!("{prefix}-{}", i + 1),
+            name: "bash".to_owned(),
+            arguments: json!({"command": command}).to_string(),
+        })
+        .collect();
     let message = json!({
         "role": "assistant",
         "content": null,
-        "tool_calls": [{
+        "tool_calls": calls.iter().map(|call| json!({
             "id": call.id,
             "type": "function",
             "function": {"name": call.name, "arguments": call.arguments},
-        }],
+        })).collect::<Vec<_>>(),
     });
-    reply(message, vec![call], "tool_calls")
+    reply(message, calls, "tool_calls")
 }
 
 /// A final reply of `text`, with no tool call.

@@ -11,7 +11,12 @@
 
 use serde_json::Value;
 
-use crate::agent::oracle::{answered, bash_call, final_text, write_patch};
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::agent::oracle::{answered, bash_calls, final_text};
+use crate::agent::patch_file::patch_commands;
 use crate::agent::types::{ModelError, ModelReply};
 use crate::grade::swebench::{ApplyChain, Rules};
 use crate::task::TaskSpec;
@@ -19,8 +24,11 @@ use crate::task::predictions::PredictionFile;
 
 /// The line before each attempt's output: `onebash: trying COMMAND`.
 const TRYING: &str = "onebash: trying ";
-/// The last line when the patch went in: `onebash: applied with COMMAND`.
+/// The last line when the patch went in: `onebash: applied with COMMAND
+/// (check NONCE)`.
 const APPLIED: &str = "onebash: applied with ";
+/// The command's last line, a comment naming the call's nonce.
+const CHECK: &str = "# onebash check ";
 /// The last line when it did not.
 const FAILED: &str = "onebash: the prediction's patch does not apply";
 
@@ -38,7 +46,7 @@ pub(crate) fn complete(
             .and_then(|m| m.get("content"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        return match output.lines().any(|line| line.starts_with(APPLIED)) {
+        return match went_in(output, nonce_of(messages).as_deref()) {
             true => Ok(final_text("Applied the prediction's patch.")),
             false => Err(ModelError::PatchDoesNotApply(last_attempt(output))),
         };
@@ -55,13 +63,62 @@ pub(crate) fn complete(
             ))
         })?;
     let chain = task.rules(grading).apply_chain();
-    Ok(bash_call("prediction-1", &apply_command(patch, chain)))
+    let script = apply_script(chain, &nonce(task.id.as_str()));
+    Ok(bash_calls(
+        "prediction",
+        &patch_commands("prediction", "ONEBASH_PREDICTION", patch, &script),
+    ))
 }
 
-/// The bash of the call: the patch written to `$prediction`, then each
-/// command of the chain in turn (its output after a [`TRYING`] line),
-/// until one exits 0.
-fn apply_command(patch: &str, chain: ApplyChain) -> String {
+/// Whether the call's output says the patch went in, by what the patch
+/// cannot write: `git apply` prints a patch's lines when it warns, so an
+/// added line may read as [`APPLIED`]; but the tool's `[exit code: 0]` is
+/// the last line, the marker the command's own last line, and its nonce
+/// was drawn after the patch was written.
+fn went_in(output: &str, nonce: Option<&str>) -> bool {
+    let Some(nonce) = nonce else {
+        return false;
+    };
+    let mut lines = output.lines().rev();
+    let exit = lines.next();
+    let last = lines.next().unwrap_or_default();
+    exit == Some("[exit code: 0]")
+        && last.starts_with(APPLIED)
+        && last.ends_with(&format!(" (check {nonce})"))
+}
+
+/// The nonce of the last bash call: its command's last line, [`CHECK`]
+/// then the nonce (the patch is written before it, so the line is ours).
+fn nonce_of(messages: &[Value]) -> Option<String> {
+    let call = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))?
+        .get("tool_calls")?
+        .as_array()?
+        .last()?;
+    let arguments: Value =
+        serde_json::from_str(call.get("function")?.get("arguments")?.as_str()?).ok()?;
+    let command = arguments.get("command")?.as_str()?;
+    let nonce = command.lines().last()?.strip_prefix(CHECK)?;
+    Some(nonce.to_owned())
+}
+
+/// A nonce the patch cannot predict: the task and a counter hashed with
+/// std's per-process random keys.
+fn nonce(task: &str) -> String {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write(task.as_bytes());
+    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", hasher.finish())
+}
+
+/// The bash run on the patch in `$prediction`: each command of the chain
+/// in turn (its output after a [`TRYING`] line), until one exits 0; the
+/// last line says what worked, with the call's `nonce`, and the
+/// command's last line is a [`CHECK`] comment naming it.
+fn apply_script(chain: ApplyChain, nonce: &str) -> String {
     let attempts = chain
         .commands
         .iter()
@@ -83,8 +140,7 @@ fn apply_command(patch: &str, chain: ApplyChain) -> String {
         ""
     };
     format!(
-        "{}\n\
-         applied=''\n\
+        "applied=''\n\
          tried=''\n\
          for attempt in {attempts}; do\n\
          {reset}  echo \"{TRYING}$attempt\"\n\
@@ -92,8 +148,8 @@ fn apply_command(patch: &str, chain: ApplyChain) -> String {
          done\n\
          {already}\
          rm -f \"$prediction\"\n\
-         if [ -n \"$applied\" ]; then echo \"{APPLIED}$applied\"; else echo \"{FAILED}\"; exit 1; fi",
-        write_patch("prediction", "ONEBASH_PREDICTION", patch)
+         if [ -n \"$applied\" ]; then echo \"{APPLIED}$applied (check {nonce})\"; else echo \"{FAILED}\"; exit 1; fi\n\
+         {CHECK}{nonce}"
     )
 }
 
@@ -124,43 +180,113 @@ fn last_attempt(output: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The chain's script, run by bash in a git repo, does what
-    /// run_instance does: each rule set's commands in order, 5.0's reset
-    /// and reverse check, and says which command worked.
-    #[test]
-    fn the_chain_runs_in_order_and_says_what_worked() {
+    /// The nonce of the tests' chains.
+    const NONCE: &str = "n0";
+
+    /// Runs the calls that put `patch` in by `rules`' chain in `repo`, in
+    /// order as the bash tool does; the last call's exit code and output.
+    fn run_chain(repo: &std::path::Path, rules: Rules, patch: &str) -> (Option<i32>, String) {
+        let script = apply_script(rules.apply_chain(), NONCE);
+        let mut last = (None, String::new());
+        for command in patch_commands("prediction", "ONEBASH_PREDICTION", patch, &script) {
+            let out = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(command)
+                .current_dir(repo)
+                .output()
+                .expect("bash runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            last = (out.status.code(), text);
+        }
+        last
+    }
+
+    /// A git repo of `a.txt` (`one two three`, a line each) in a new
+    /// folder; its `git`.
+    fn repo() -> (tempfile::TempDir, impl Fn(&[&str])) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path();
-        let git = |args: &[&str]| {
+        let path = dir.path().to_owned();
+        let git = move |args: &[&str]| {
             let status = std::process::Command::new("git")
                 .args(["-c", "user.name=t", "-c", "user.email=t@t"])
                 .args(args)
-                .current_dir(repo)
+                .current_dir(&path)
                 .output()
                 .expect("git runs");
             assert!(status.status.success(), "git {args:?}: {status:?}");
         };
         git(&["init", "-q"]);
-        std::fs::write(repo.join("a.txt"), "one\ntwo\nthree\n").expect("write");
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").expect("write");
         git(&["add", "."]);
         git(&["commit", "-qm", "base"]);
+        (dir, git)
+    }
+
+    /// `git apply` prints a line the patch adds (here on its trailing
+    /// whitespace warning) at the start of a line before it fails: a
+    /// patch that does not apply but adds the marker is not taken as
+    /// applied.
+    #[test]
+    fn a_patch_that_prints_the_marker_does_not_pass_for_applied() {
+        let (dir, _git) = repo();
+        let spoof = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-zwei\n+onebash: applied with anything \n three\n";
+        for rules in [Rules::Swebench41, Rules::Swebench50] {
+            let (code, out) = run_chain(dir.path(), rules, spoof);
+            assert_eq!(code, Some(1), "{out}");
+            assert!(
+                out.lines().any(|line| line.starts_with(APPLIED)),
+                "the spoof is printed: {out}"
+            );
+            let output = format!("{out}[exit code: 1]");
+            assert!(!went_in(&output, Some(NONCE)), "{output}");
+            // Nor with the exit code a patch could print, nor a nonce it
+            // could guess.
+            let faked = format!("{out}{APPLIED}x (check {NONCE})\n[exit code: 0]\n[exit code: 1]");
+            assert!(!went_in(&faked, Some(NONCE)));
+        }
+        let ok = format!("{APPLIED}git apply --verbose (check {NONCE})\n[exit code: 0]");
+        assert!(went_in(&ok, Some(NONCE)));
+        assert!(!went_in(&ok, Some("n1")));
+        assert!(!went_in(&ok, None));
+        assert_ne!(nonce("t"), nonce("t"));
+    }
+
+    /// SWE-bench writes the patch file verbatim: with no final newline,
+    /// `git apply` finds it corrupt and `patch` puts it in, under either
+    /// rule set (run_evaluation's GIT_APPLY_CMDS in order).
+    #[test]
+    fn a_patch_without_a_final_newline_takes_the_command_swebench_s_chain_takes() {
+        let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three";
+        for (rules, command) in [
+            (Rules::Swebench41, "patch --batch --fuzz=5 -p1 -i"),
+            (Rules::Swebench50, "patch --batch --forward --fuzz=5 -p1 -i"),
+        ] {
+            let (dir, _git) = repo();
+            let (code, out) = run_chain(dir.path(), rules, patch);
+            assert_eq!(code, Some(0), "{out}");
+            assert!(out.contains("corrupt patch"), "{out}");
+            assert!(
+                out.ends_with(&format!("{APPLIED}{command} (check {NONCE})\n")),
+                "{out}"
+            );
+        }
+    }
+
+    /// The chain's script, run by bash in a git repo, does what
+    /// run_instance does: each rule set's commands in order, 5.0's reset
+    /// and reverse check, and says which command worked.
+    #[test]
+    fn the_chain_runs_in_order_and_says_what_worked() {
+        let (dir, git) = repo();
+        let repo = dir.path();
         let good = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n";
         let bad = good.replace("-two", "-zwei");
-        let run = |rules: Rules, patch: &str| {
-            let out = std::process::Command::new("bash")
-                .arg("-c")
-                .arg(apply_command(patch, rules.apply_chain()))
-                .current_dir(repo)
-                .output()
-                .expect("bash runs");
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            (out.status.code(), text)
-        };
+        let run = |rules: Rules, patch: &str| run_chain(repo, rules, patch);
         let read = || std::fs::read_to_string(repo.join("a.txt")).expect("read");
         let (code, out) = run(Rules::Swebench41, good);
         assert_eq!(code, Some(0), "{out}");
         assert!(
-            out.ends_with("onebash: applied with git apply --verbose\n"),
+            out.ends_with("onebash: applied with git apply --verbose (check n0)\n"),
             "{out}"
         );
         assert_eq!(read(), "one\nTWO\nthree\n");
@@ -169,7 +295,7 @@ mod tests {
         let (code, out) = run(Rules::Swebench41, good);
         assert_eq!(code, Some(0), "{out}");
         assert!(
-            out.ends_with("onebash: applied with patch --batch --fuzz=5 -p1 -i\n"),
+            out.ends_with("onebash: applied with patch --batch --fuzz=5 -p1 -i (check n0)\n"),
             "{out}"
         );
         assert_eq!(out.matches(TRYING).count(), 3, "{out}");
@@ -199,7 +325,7 @@ mod tests {
         assert_eq!(code, Some(0), "{out}");
         assert!(
             out.ends_with(
-                "onebash: applied with git apply --check --reverse (the patch is in already)\n"
+                "onebash: applied with git apply --check --reverse (the patch is in already) (check n0)\n"
             ),
             "{out}"
         );
@@ -234,8 +360,24 @@ mod tests {
             let tool = serde_json::json!({"role": "tool", "content": content});
             complete(&file, None, &task, &[first.message.clone(), tool])
         };
-        let done = answer("onebash: applied with git apply --verbose\n[exit code: 0]").expect("ok");
+        let nonce = command
+            .lines()
+            .last()
+            .and_then(|line| line.strip_prefix(CHECK))
+            .expect("the nonce");
+        assert_eq!(nonce.len(), 16, "{command}");
+        let done = answer(&format!(
+            "{APPLIED}git apply --verbose (check {nonce})\n[exit code: 0]"
+        ))
+        .expect("ok");
         assert!(done.tool_calls.is_empty());
+        // Another call's nonce is not this one's.
+        assert!(
+            answer(
+                "onebash: applied with git apply --verbose (check 0123456789abcdef)\n[exit code: 0]"
+            )
+            .is_err()
+        );
         let failed = answer(&format!(
             "{TRYING}git apply --verbose\nerror: x\n{TRYING}patch -p1\nHunk #1 FAILED\n{FAILED}\n[exit code: 1]"
         ));

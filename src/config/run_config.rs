@@ -413,6 +413,9 @@ impl RunConfig<Unprobed> {
         let tasks = selected.tasks;
         let task_file_sha256 = selected.sha256;
         let mut warnings = selected.warnings;
+        if let Some(file) = &prediction_file {
+            duplicate_warning(file, &mut warnings);
+        }
         if let Some(record) = &predictions {
             prediction_warnings(record, &args.tasks, &mut warnings);
         }
@@ -775,6 +778,19 @@ fn prediction_warnings(record: &PredictionsRecord, tasks: &Path, warnings: &mut 
             record.unknown.len(),
             tasks.display(),
             listed(&record.unknown)
+        ));
+    }
+}
+
+/// The instances with more than one prediction, on one line: as
+/// run_evaluation does, the last one is graded.
+fn duplicate_warning(file: &PredictionFile, warnings: &mut Vec<String>) {
+    if !file.duplicated.is_empty() {
+        warnings.push(format!(
+            "{}: {} instances have more than one prediction; the last one of each is graded: {}",
+            file.path.display(),
+            file.duplicated.len(),
+            listed(&file.duplicated)
         ));
     }
 }

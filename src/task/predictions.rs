@@ -61,8 +61,11 @@ pub(crate) struct PredictionFile {
     /// sha256 of the bytes the predictions were read from, lowercase hex.
     pub sha256: String,
     pub shape: Shape,
-    /// In file order.
+    /// In file order, one per instance: the last of an instance's
+    /// predictions, at the first one's place.
     pub predictions: Vec<Prediction>,
+    /// The instances with more than one prediction, in file order.
+    pub duplicated: Vec<String>,
     by_id: HashMap<String, usize>,
 }
 
@@ -102,9 +105,6 @@ pub enum EntryError {
         expected: &'static str,
         got: &'static str,
     },
-    /// The place of the first prediction for the same instance.
-    #[error("a second prediction for {id:?} (the first is at {first}); an instance has one")]
-    Twice { id: String, first: String },
 }
 
 /// A bad prediction, where it is: `FILE:LINE: ...` (JSON Lines) or
@@ -142,6 +142,16 @@ pub enum PredictionsError {
     NoPrediction { file: String },
 }
 
+/// A predictions file's text, checked.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub shape: Shape,
+    /// One per instance, as [`PredictionFile::predictions`].
+    pub predictions: Vec<Prediction>,
+    /// As [`PredictionFile::duplicated`].
+    pub duplicated: Vec<String>,
+}
+
 /// One entry of the file as read: where it is, and its JSON or why it
 /// is not JSON.
 type Entry = (Place, Result<Value, EntryError>);
@@ -155,7 +165,11 @@ pub(crate) fn load_predictions(path: &Path) -> Result<PredictionFile, Prediction
         source,
     })?;
     let text = String::from_utf8_lossy(&bytes);
-    let (shape, predictions) = parse_predictions(&text, &path.display().to_string())?;
+    let Parsed {
+        shape,
+        predictions,
+        duplicated,
+    } = parse_predictions(&text, &path.display().to_string())?;
     let by_id = predictions
         .iter()
         .enumerate()
@@ -166,16 +180,14 @@ pub(crate) fn load_predictions(path: &Path) -> Result<PredictionFile, Prediction
         sha256: format!("{:x}", Sha256::digest(&bytes)),
         shape,
         predictions,
+        duplicated,
         by_id,
     })
 }
 
 /// The parsing half of [`load_predictions`]: the shape is the content's
 /// (a `.json` file of JSON Lines is read as JSON Lines), whatever the name.
-pub(crate) fn parse_predictions(
-    text: &str,
-    file: &str,
-) -> Result<(Shape, Vec<Prediction>), PredictionsError> {
+pub(crate) fn parse_predictions(text: &str, file: &str) -> Result<Parsed, PredictionsError> {
     let (shape, entries): (Shape, Vec<Entry>) = if text.trim_start().starts_with('[') {
         let parsed = serde_json::from_str(text).map_err(|source| PredictionsError::Json {
             file: file.to_owned(),
@@ -217,24 +229,26 @@ pub(crate) fn parse_predictions(
             Err(_) => (Shape::Jsonl, json_lines(text)),
         }
     };
-    let mut predictions = Vec::new();
+    let mut predictions: Vec<Prediction> = Vec::new();
     let mut errors = Vec::new();
-    let mut first: HashMap<String, Place> = HashMap::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut duplicated = Vec::new();
     for (place, value) in entries {
-        let checked = value.and_then(prediction_of).and_then(|prediction| {
-            match first.get(&prediction.instance_id) {
-                Some(earlier) => Err(EntryError::Twice {
-                    id: prediction.instance_id.clone(),
-                    first: where_is(earlier),
-                }),
-                None => Ok(prediction),
-            }
-        });
-        match checked {
-            Ok(prediction) => {
-                first.insert(prediction.instance_id.clone(), place);
-                predictions.push(prediction);
-            }
+        match value.and_then(prediction_of) {
+            // run_evaluation keeps the last prediction of an instance
+            // (a dict built in file order), at the first one's place.
+            Ok(prediction) => match at.get(&prediction.instance_id) {
+                Some(&i) => {
+                    if !duplicated.contains(&prediction.instance_id) {
+                        duplicated.push(prediction.instance_id.clone());
+                    }
+                    predictions[i] = prediction;
+                }
+                None => {
+                    at.insert(prediction.instance_id.clone(), predictions.len());
+                    predictions.push(prediction);
+                }
+            },
             Err(error) => errors.push(BadEntry {
                 file: file.to_owned(),
                 place,
@@ -250,7 +264,11 @@ pub(crate) fn parse_predictions(
             file: file.to_owned(),
         });
     }
-    Ok((shape, predictions))
+    Ok(Parsed {
+        shape,
+        predictions,
+        duplicated,
+    })
 }
 
 /// A JSON object that is itself a prediction rather than a map of them:
@@ -270,15 +288,6 @@ fn json_lines(text: &str) -> Vec<Entry> {
             )
         })
         .collect()
-}
-
-/// How an earlier place is named in a message.
-fn where_is(place: &Place) -> String {
-    match place {
-        Place::Line(line) => format!("line {line}"),
-        Place::Entry(n) => format!("entry {n}"),
-        Place::Key(key) => format!("entry {key:?}"),
-    }
 }
 
 fn prediction_of(value: Value) -> Result<Prediction, EntryError> {
@@ -400,17 +409,21 @@ mod tests {
             (format!("  {A}\n{B}"), Shape::Jsonl),
         ];
         for (text, shape) in cases {
-            let (found, predictions) = parse_predictions(&text, "preds.json").expect("valid");
-            assert_eq!(found, shape, "{text}");
-            assert_eq!(ids(&predictions), ["a", "b"], "{text}");
-            assert_eq!(predictions[0].model_patch.as_deref(), Some("diff a"));
-            assert_eq!(predictions[1].model_patch, None);
+            let parsed = parse_predictions(&text, "preds.json").expect("valid");
+            assert_eq!(parsed.shape, shape, "{text}");
+            assert_eq!(ids(&parsed.predictions), ["a", "b"], "{text}");
+            assert_eq!(parsed.predictions[0].model_patch.as_deref(), Some("diff a"));
+            assert_eq!(parsed.predictions[1].model_patch, None);
+            assert!(parsed.duplicated.is_empty());
         }
         // One prediction, pretty-printed over several lines.
         let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(A).expect("json"))
             .expect("json");
-        let (shape, predictions) = parse_predictions(&pretty, "p.jsonl").expect("valid");
-        assert_eq!((shape, ids(&predictions)), (Shape::Jsonl, vec!["a"]));
+        let parsed = parse_predictions(&pretty, "p.jsonl").expect("valid");
+        assert_eq!(
+            (parsed.shape, ids(&parsed.predictions)),
+            (Shape::Jsonl, vec!["a"])
+        );
     }
 
     #[test]
@@ -433,7 +446,7 @@ mod tests {
              {{not json\n{A}\n{{\"instance_id\": \"d\", \"model_patch\": \"\"}}\n"
         );
         let found = errors(&text, "preds.jsonl");
-        assert_eq!(found.len(), 6, "{found:#?}");
+        assert_eq!(found.len(), 5, "{found:#?}");
         assert_eq!(
             found[0],
             "preds.jsonl:2: expected a JSON object (a prediction), got a list"
@@ -449,12 +462,30 @@ mod tests {
         assert!(found[3].starts_with("preds.jsonl:5: not valid JSON: "));
         assert_eq!(
             found[4],
-            "preds.jsonl:6: a second prediction for \"a\" (the first is at line 1); an instance has one"
-        );
-        assert_eq!(
-            found[5],
             "preds.jsonl:7: missing required field `model_name_or_path`"
         );
+    }
+
+    /// run_evaluation keeps the last prediction of an instance
+    /// (`{pred["instance_id"]: pred for pred in predictions}`); so does
+    /// onebash, and it names the instances.
+    #[test]
+    fn a_second_prediction_for_an_instance_replaces_the_first() {
+        let later = A.replace("diff a", "diff a again");
+        let c = A.replace("\"a\"", "\"c\"");
+        for text in [
+            format!("{A}\n{B}\n{c}\n{later}\n{c}\n"),
+            format!("[{A}, {B}, {c}, {later}, {c}]"),
+            format!("{{\"1\": {A}, \"2\": {B}, \"3\": {c}, \"4\": {later}, \"5\": {c}}}"),
+        ] {
+            let parsed = parse_predictions(&text, "p.json").expect("valid");
+            assert_eq!(ids(&parsed.predictions), ["a", "b", "c"], "{text}");
+            assert_eq!(
+                parsed.predictions[0].model_patch.as_deref(),
+                Some("diff a again")
+            );
+            assert_eq!(parsed.duplicated, ["a", "c"], "{text}");
+        }
     }
 
     #[test]
@@ -462,10 +493,7 @@ mod tests {
         let list = format!("[{A}, 7, {A}]");
         assert_eq!(
             errors(&list, "p.json"),
-            [
-                "p.json: entry 2 of the list: expected a JSON object (a prediction), got a number",
-                "p.json: entry 3 of the list: a second prediction for \"a\" (the first is at entry 1); an instance has one",
-            ]
+            ["p.json: entry 2 of the list: expected a JSON object (a prediction), got a number",]
         );
         let keyed = format!(
             "{{\"a\": {A}, \"b\": {{\"instance_id\": 5, \"model_name_or_path\": \"m\", \"model_patch\": \"\"}}}}"

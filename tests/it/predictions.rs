@@ -140,8 +140,9 @@ fn assert_graded_as_predicted(run: &RunOutput, predictions: &Path) {
     let commands = run.events("fix", "command");
     assert_eq!(commands.len(), 1, "{commands:?}");
     let output = commands[0]["output"].as_str().expect("output");
+    let last = output.lines().last().unwrap_or_default();
     assert!(
-        output.ends_with("onebash: applied with git apply --verbose\n"),
+        last.starts_with("onebash: applied with git apply --verbose (check "),
         "{output}"
     );
     let patch = std::fs::read_to_string(run.task_dir("fix").join("patch.diff")).expect("patch");
@@ -230,7 +231,6 @@ fn a_bad_predictions_file_is_refused_with_every_bad_entry_named() {
         format!("{file}:2: expected a JSON object (a prediction), got a list"),
         format!("{file}:3: missing required field `instance_id`"),
         format!("{file}:4: `model_patch` must be a string or null, got a number"),
-        format!("{file}:5: a second prediction for \"fix\" (the first is at line 1)"),
     ] {
         assert!(
             run.stderr.contains(&line),
@@ -238,6 +238,11 @@ fn a_bad_predictions_file_is_refused_with_every_bad_entry_named() {
             run.stderr
         );
     }
+    assert!(
+        !run.stderr.contains(":5:"),
+        "a second prediction is no bad entry:\n{}",
+        run.stderr
+    );
     assert!(!run.out.join("run.json").exists());
     // A JSON object that is neither a prediction nor a map of them.
     std::fs::write(&path, "{\"fix\": 3}").expect("write");
@@ -250,6 +255,88 @@ fn a_bad_predictions_file_is_refused_with_every_bad_entry_named() {
         "{}",
         run.stderr
     );
+}
+
+/// Linux caps one argument at 128 KiB: a 300 KiB patch (a line of it
+/// longer than a call's piece) goes in all the same, from a prediction and as a gold patch, under `--env host`.
+#[test]
+fn a_patch_over_the_argument_cap_goes_in() {
+    let fixture = Fixture::new();
+    let (repo, sha) = fixture.repo("repo", &[("calc.py", CALC)]);
+    let mut data: String = (0..7000)
+        .map(|i| format!("row {i}: some data of the fixture\n"))
+        .collect();
+    data.push_str(&"x".repeat(90_000));
+    data.push('\n');
+    let fixed = CALC.replace("a - b", "a + b");
+    let patch = diff_of(&repo, &[("calc.py", &fixed), ("data.txt", &data)]);
+    assert!(patch.len() > 300 * 1024, "{}", patch.len());
+    let test = format!("{TEST} && test \"$(wc -c < data.txt)\" = {}", data.len());
+    let tasks = fixture.tasks(&[task(
+        "big",
+        &repo,
+        &sha,
+        &test,
+        json!({"gold_patch": patch}),
+    )]);
+    let run = fixture.run_into(
+        &fixture.path("out-gold"),
+        &tasks,
+        &["--model", "gold", "--env", "host"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("big")["status"], "passed");
+    assert!(run.events("big", "command").len() > 4);
+    let predictions =
+        [json!({"instance_id": "big", "model_name_or_path": "m", "model_patch": patch})];
+    let file = write_predictions(&fixture, &predictions, "jsonl");
+    let model = format!("predictions:{}", file.display());
+    let run = fixture.run_into(
+        &fixture.path("out-predictions"),
+        &tasks,
+        &["--model", &model, "--env", "host"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("big")["status"], "passed", "{:?}", run.row("big"));
+    let commands = run.events("big", "command");
+    let output = commands
+        .last()
+        .and_then(|c| c["output"].as_str())
+        .unwrap_or_default();
+    assert!(output.contains("onebash: applied with "), "{output}");
+    let diff = std::fs::read_to_string(run.task_dir("big").join("patch.diff")).expect("patch");
+    assert!(
+        !diff.contains(".git/"),
+        "the pieces' file is no part of the diff"
+    );
+}
+
+/// run_evaluation keeps the last prediction of an instance; so does
+/// onebash, naming the instance on stderr.
+#[test]
+fn a_second_prediction_for_an_instance_replaces_the_first() {
+    let world = world();
+    let fix = &world.predictions[0];
+    let mut first = fix.clone();
+    first["model_patch"] = world.predictions[4]["model_patch"].clone();
+    let file = write_predictions(&world.fixture, &[first, fix.clone()], "jsonl");
+    let model = format!("predictions:{}", file.display());
+    let run = world
+        .fixture
+        .run(&world.tasks, &["--model", &model, "--filter", "^fix$"]);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row("fix")["status"], "passed");
+    assert!(
+        run.stderr.contains(&format!(
+            "{}: 1 instances have more than one prediction; the last one of each is graded: fix",
+            file.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run_json(&run.out)["settings"]["predictions"]["count"], 1);
 }
 
 #[test]
