@@ -157,6 +157,28 @@ pub enum Command {
         after_help = "Examples:\n  onebash datasets\n  onebash run swe-bench-verified -m gpt-4.1 --env podman\n  onebash run hf:SWE-bench/SWE-bench_Lite@<sha>:dev --dry-run --env oci"
     )]
     Datasets(DatasetsArgs),
+    /// A shell's completion script for onebash, on stdout.
+    #[command(
+        after_help = "Examples:\n  source <(onebash completions bash)\n  onebash completions fish > ~/.config/fish/completions/onebash.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Man pages: one per subcommand (onebash.1, onebash-run.1, ...), written into DIR.
+    #[command(after_help = "Example:\n  onebash man ~/.local/share/man/man1 && man onebash-run")]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The folder the pages go into (made when missing); a page already there is replaced.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Command, ExportArgs, RegradeArgs, ValidateArgs};
 use crate::commands::error::{CommandError, EXIT_OK, EXIT_TASK_ERRORS};
-use crate::commands::{export, merge, output, pull, regrade, show, validate};
+use crate::commands::{completions, export, man, merge, output, pull, regrade, show, validate};
 use crate::config::{RunConfig, Secrets};
 
 /// Runs `command`; its exit code, or why it failed. `secrets` are the
@@ -53,6 +53,13 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         }
         Command::Datasets(args) => printed(crate::commands::datasets::list(&args)),
         Command::Regrade(args) => regrade_command(&args),
+        Command::Completions(args) => printed(completions::script(args.shell)),
+        Command::Man(args) => {
+            for page in man::write_pages(&args.dir)? {
+                println!("{}", page.display());
+            }
+            Ok(EXIT_OK)
+        }
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(

@@ -6,6 +6,7 @@
 //! export with rows it could not read) returns its code as `Ok`.
 
 use crate::commands::export::ExportError;
+use crate::commands::man::ManError;
 use crate::commands::merge::MergeError;
 use crate::commands::output::OutputError;
 use crate::commands::pull::PullError;
@@ -45,6 +46,9 @@ pub enum CommandError {
     Export(#[from] ExportError),
     #[error(transparent)]
     Pull(#[from] PullError),
+    /// `man` could not write its pages.
+    #[error(transparent)]
+    Man(#[from] ManError),
     /// `regrade` refused the run folder, or could not read or write it.
     #[error(transparent)]
     Regrade(#[from] RegradeError),
@@ -99,6 +103,7 @@ impl CommandError {
             | CommandError::Merge(_)
             | CommandError::Export(_)
             | CommandError::Show(_)
+            | CommandError::Man(_)
             | CommandError::Regrade(_)
             | CommandError::Input(_) => EXIT_USAGE,
             CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,

@@ -2,12 +2,14 @@
 //! command line, and `error` maps what failed to its exit code.
 
 pub(crate) mod compare;
+pub(crate) mod completions;
 pub(crate) mod datasets;
 pub mod dispatch;
 pub(crate) mod dry_run;
 pub mod error;
 pub(crate) mod export;
 pub(crate) mod html;
+pub(crate) mod man;
 pub(crate) mod merge;
 pub(crate) mod output;
 pub(crate) mod pull;
