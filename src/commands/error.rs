@@ -148,6 +148,15 @@ mod tests {
                 "runs/a is not a run folder",
             ),
             (
+                ManError::Folder {
+                    path: "man/man1".into(),
+                    source: std::io::Error::from_raw_os_error(libc::EACCES),
+                }
+                .into(),
+                2,
+                "failed to create the man page folder man/man1: Permission denied",
+            ),
+            (
                 CommandError::Input("no such trajectory".into()),
                 2,
                 "no such trajectory",
