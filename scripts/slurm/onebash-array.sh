@@ -61,7 +61,7 @@
 #SBATCH --cpus-per-task=8
 #SBATCH --mem=32G
 #   For -j tasks at once: their commands and tests need the memory, not onebash
-#   (tens of MiB, see README "Performance").
+#   (tens of MiB, see docs/guides/performance.md).
 #SBATCH --time=24:00:00
 #SBATCH --output=logs/onebash-%A_%a.out
 #   %A = the array's job id, %a = the index. The folder must exist.

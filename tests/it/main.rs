@@ -12,6 +12,7 @@ mod completions;
 mod container;
 mod datasets;
 mod demo;
+mod docs_links;
 mod exec_safety;
 mod export;
 mod harbor;
