@@ -157,6 +157,29 @@ pub enum Command {
         after_help = "Examples:\n  onebash datasets\n  onebash run swe-bench-verified -m gpt-4.1 --env podman\n  onebash run hf:SWE-bench/SWE-bench_Lite@<sha>:dev --dry-run --env oci"
     )]
     Datasets(DatasetsArgs),
+    /// What this machine can run and why not: each environment, git, python3, the cache, the Hub and a registry; one line per check, with a hint.
+    #[command(after_help = "Examples:\n  onebash doctor\n  onebash doctor --offline --format json")]
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Skip the checks that need the network (the Hub and the registry).
+    #[arg(long)]
+    pub offline: bool,
+    /// The cache whose file system and free space are checked, as for run [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// `text`: a line per check; `json`: the checks as one object.
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
+}
+
+/// `doctor --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]

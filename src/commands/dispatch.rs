@@ -53,6 +53,11 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         }
         Command::Datasets(args) => printed(crate::commands::datasets::list(&args)),
         Command::Regrade(args) => regrade_command(&args),
+        Command::Doctor(args) => {
+            let report = crate::commands::doctor::doctor(args.offline, args.cache_dir.as_deref());
+            print!("{}", report.render(args.format));
+            Ok(report.exit_code())
+        }
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(

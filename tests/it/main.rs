@@ -11,6 +11,7 @@ mod clusters;
 mod container;
 mod datasets;
 mod demo;
+mod doctor;
 mod exec_safety;
 mod export;
 mod harbor;
