@@ -158,11 +158,7 @@ pub(crate) fn doctor(offline: bool, cache_dir: Option<&Path>) -> Report {
             Ok(Probed {
                 engine: Some(engine),
                 ..
-            }) => Check::new(
-                Verdict::Ok,
-                &name,
-                format!("{} answers", engine.program.display()),
-            ),
+            }) => Check::new(Verdict::Ok, &name, engine_detail(&engine)),
             Ok(_) => Check::new(Verdict::Ok, &name, "answers"),
             Err(err) => Check::refused(&name, &err.to_string()),
         });
@@ -227,6 +223,25 @@ fn probe(mode: SandboxMode, env: EnvKind, cache_dir: &Path) -> Result<Probed, Pr
         (cache_dir, "/testbed"),
     )
     .map(|(probed, _warnings)| probed)
+}
+
+/// Where the engine is, its version, and the socket the environment
+/// names (the engine's own default otherwise).
+fn engine_detail(engine: &crate::env::container::Engine) -> String {
+    let version = engine
+        .version()
+        .unwrap_or_else(|| "version unknown".to_owned());
+    let socket_var = match engine.kind {
+        EnvKind::Docker => "DOCKER_HOST",
+        _ => "CONTAINER_HOST",
+    };
+    let socket = std::env::var(socket_var)
+        .map(|socket| format!("{socket_var}={socket}"))
+        .unwrap_or_else(|_| "its default socket".to_owned());
+    format!(
+        "{} answers: version {version}, through {socket}",
+        engine.program.display()
+    )
 }
 
 /// `--env oci`: its own probe (bwrap found), and the user namespaces the
@@ -336,8 +351,8 @@ fn stat_fs(path: &Path) -> Option<(u64, &'static str)> {
     if unsafe { libc::statfs(path.as_ptr(), &raw mut stat) } != 0 {
         return None;
     }
-    let free = u64::try_from(stat.f_bavail)
-        .ok()?
+    let free = stat
+        .f_bavail
         .saturating_mul(u64::try_from(stat.f_bsize).ok()?);
     let fs = match stat.f_type {
         0xEF53 => "ext4",

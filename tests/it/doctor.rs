@@ -124,6 +124,7 @@ fn doctor_with_everything_on_path_says_each_environment_runs() {
         assert_eq!(checks[name].0, "ok", "{name}: {:?}", checks[name]);
     }
     assert!(checks["git"].1.starts_with("git version"), "{checks:?}");
+    assert!(checks["--env podman"].1.contains("version "), "{checks:?}");
     assert!(checks["cache"].1.contains("GiB free"), "{checks:?}");
     assert_eq!(checks["network"].1, "not checked (--offline)");
 
