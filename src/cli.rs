@@ -165,6 +165,9 @@ pub enum Command {
     /// Man pages: one per subcommand (onebash.1, onebash-run.1, ...), written into DIR.
     #[command(after_help = "Example:\n  onebash man ~/.local/share/man/man1 && man onebash-run")]
     Man(ManArgs),
+    /// What this machine can run and why not: each environment, git, python3, the cache, the Hub and a registry; one line per check, with a hint.
+    #[command(after_help = "Examples:\n  onebash doctor\n  onebash doctor --offline --format json")]
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +182,26 @@ pub struct ManArgs {
     /// The folder the pages go into (made when missing); a page already there is replaced.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Skip the checks that need the network (the Hub and the registry).
+    #[arg(long)]
+    pub offline: bool,
+    /// The cache whose file system and free space are checked, as for run [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// `text`: a line per check; `json`: the checks as one object.
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
+}
+
+/// `doctor --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]

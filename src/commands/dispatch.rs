@@ -60,6 +60,11 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
             }
             Ok(EXIT_OK)
         }
+        Command::Doctor(args) => {
+            let report = crate::commands::doctor::doctor(args.offline, args.cache_dir.as_deref());
+            print!("{}", report.render(args.format));
+            Ok(report.exit_code())
+        }
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(

@@ -5,6 +5,7 @@ pub(crate) mod compare;
 pub(crate) mod completions;
 pub(crate) mod datasets;
 pub mod dispatch;
+pub(crate) mod doctor;
 pub(crate) mod dry_run;
 pub mod error;
 pub(crate) mod export;

@@ -132,6 +132,18 @@ impl Engine {
         self.kind.engine().unwrap_or("podman")
     }
 
+    /// The engine's version as it reports it (docker's daemon, podman's
+    /// own), for `doctor`; `None` when it does not say.
+    pub(crate) fn version(&self) -> Option<String> {
+        let format = match self.kind {
+            EnvKind::Docker => "{{.Server.Version}}",
+            _ => "{{.Client.Version}}",
+        };
+        self.client(&["version", "--format", format])
+            .ok()
+            .filter(|version| !version.is_empty())
+    }
+
     /// Runs the engine's client, blocking; its stdout.
     fn client(&self, args: &[&str]) -> Result<String, ToolError> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();

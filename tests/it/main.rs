@@ -13,6 +13,7 @@ mod container;
 mod datasets;
 mod demo;
 mod docs_links;
+mod doctor;
 mod exec_safety;
 mod export;
 mod harbor;
