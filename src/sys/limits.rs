@@ -28,7 +28,7 @@ pub struct Limits {
     pub max_file_size_bytes: u64,
 }
 
-/// How each limit is enforced on this machine, for run.json and the README.
+/// How each limit is enforced on this machine, for run.json and the sandbox guide (docs/guides/sandbox-and-security.md).
 #[derive(Debug, Clone, Serialize)]
 pub struct Enforcement {
     pub processes: Mechanism,
