@@ -1300,27 +1300,14 @@ const HIDDEN_SKIPPED: &str = "import unittest\nfrom calc import add, sub\n\n\ncl
 
 #[test]
 fn a_skipped_fail_to_pass_test_passes_under_4_1_and_fails_under_5_0_and_the_default_is_the_row_s() {
-    use crate::support::harness::{Fixture, diff_of, git, unittest_name};
+    use crate::support::harness::{Fixture, diff_of, unittest_name};
     let fixture = Fixture::new();
-    let (work, _) = fixture.repo(
-        "work",
-        &[
-            ("calc.py", CALC),
-            ("tests/runtests.py", RUNTESTS),
-            ("tests/calc_tests/__init__.py", ""),
-            ("tests/calc_tests/tests.py", VISIBLE),
-        ],
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        work.join("tests/runtests.py"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
-    git(&work, &["add", "tests/runtests.py"]);
-    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
-    let base = git(&work, &["rev-parse", "HEAD"]);
-    let mirrors = fixture.mirrors(&work, "django/django");
+    let DjangoShaped {
+        work,
+        base,
+        mirrors,
+        ..
+    } = DjangoShaped::new(&fixture);
     let test_patch = diff_of(&work, &[("tests/calc_tests/tests.py", HIDDEN_SKIPPED)]);
     let row = |id: &str| {
         json!({
