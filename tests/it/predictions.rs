@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::support::backend::{Backend, IMAGE, under_each_backend};
-use crate::support::harness::{Fixture, RunOutput, diff_of, onebash, task};
+use crate::support::harness::{Fixture, RunOutput, diff_of, fixture_script, onebash, task};
 
 const CALC: &str = "def add(a, b):\n    return a - b\n";
 const TEST: &str = "python3 -c 'from calc import add; assert add(1, 2) == 3'";
@@ -445,19 +445,8 @@ fn package_view(python: &str, predictions: &Path, repo: &Path, instances: &[Valu
     let input = dir.path().join("input.json");
     let given = json!({"predictions_path": predictions, "repo": repo, "instances": instances});
     std::fs::write(&input, given.to_string()).expect("write");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/predictions/swebench_predictions.py");
-    let output = std::process::Command::new(python)
-        .arg(script)
-        .arg(&input)
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("the script's JSON")
+    let output = fixture_script(python, "predictions/swebench_predictions.py", [&input]);
+    serde_json::from_str(&output).expect("the script's JSON")
 }
 
 /// Django-shaped instances graded by SWE-bench's django recipe from

@@ -11,12 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 
 use crate::support::harness::{
-    Fixture, RunOutput, diff_of, onebash, swebench_python, swebench5_python, task,
+    Fixture, RunOutput, diff_of, fixture_script, onebash, swebench_python, swebench5_python, task,
 };
 use crate::swebench_parity::{DjangoShaped, HIDDEN};
 
@@ -476,19 +475,7 @@ fn a_damaged_row_is_named_and_the_rest_is_regraded() {
 
 /// The package's answer to `make_run_report.py ARGS`.
 fn package(python: &str, args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/swebench-reports/make_run_report.py");
-    let output = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    fixture_script(python, "swebench-reports/make_run_report.py", args)
 }
 
 /// The run folder `run` laid out as run_evaluation's logs in a new folder

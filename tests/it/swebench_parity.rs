@@ -18,7 +18,7 @@ use onebash::grade::swebench::{
 use serde_json::{Value, json};
 
 use crate::support::backend::{Backend, ImageTags, under_each_backend};
-use crate::support::harness::{swebench_python, swebench5_python};
+use crate::support::harness::{fixture_script, swebench_python, swebench5_python};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swebench-logs")
@@ -58,17 +58,9 @@ fn package_answer(python: &str, script: &str, input: &[Value]) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
     let input_path = dir.path().join("input.json");
     std::fs::write(&input_path, serde_json::to_vec(input).expect("json")).expect("write");
-    let output = Command::new(python)
-        .arg(fixtures().join(script))
-        .arg(&input_path)
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("the script's JSON")
+    let script = format!("swebench-logs/{script}");
+    let output = fixture_script(python, &script, [&input_path]);
+    serde_json::from_str(&output).expect("the script's JSON")
 }
 
 /// onebash's reading of one case: statuses, resolution, resolved.

@@ -600,6 +600,31 @@ pub fn swebench_python() -> Option<String> {
     .then_some(python)
 }
 
+/// The stdout of `PYTHON tests/fixtures/SCRIPT ARGS...`, which must exit 0
+/// (its stderr shown when it does not): the Python side of the tests that
+/// check onebash against another system's own code.
+pub fn fixture_script<A: AsRef<OsStr>>(
+    python: &str,
+    script: &str,
+    args: impl IntoIterator<Item = A>,
+) -> String {
+    let output = Command::new(python)
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(script),
+        )
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// The python that has the `swebench` 5.x package (`--grading
 /// swebench-5.0`'s parity), under [`tool_present`]'s rule:
 /// `$ONEBASH_SWEBENCH5_PYTHON` (.ci/run installs it in a venv of its own);
