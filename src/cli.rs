@@ -88,6 +88,19 @@ pub enum PullPolicy {
     Always,
 }
 
+/// `--container-commands`: how each command of a task reaches its
+/// container.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainerCommands {
+    /// Through one long-lived `exec -i` per container running a small bash server: a fork and an exec of bash a command.
+    Channel,
+    /// One `ENGINE exec` a command (150-390 ms each, the engine's own work).
+    Exec,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "onebash",
@@ -560,6 +573,10 @@ pub struct RunArgs {
     /// When the engine (or --env oci, from a registry) pulls the tasks' images, before any task starts: `never`, `missing` (those not there), `always`.
     #[arg(long, value_enum, default_value_t = PullPolicy::Missing)]
     pub pull: PullPolicy,
+
+    /// Under --env podman|docker, how each command reaches the task's container: `channel`, one `exec -i` per container running a small bash server that starts each command as a fresh `bash -c`; or `exec`, one engine exec per command. The commands see the same either way.
+    #[arg(long, value_enum, default_value_t = ContainerCommands::Channel)]
+    pub container_commands: ContainerCommands,
 
     /// Processes one task may run at once (cgroup pids.max; RLIMIT_NPROC where no cgroup can be made).
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(8..))]

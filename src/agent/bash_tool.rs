@@ -225,6 +225,7 @@ mod tests {
             timed_out,
             duration: Duration::from_millis(5),
             output,
+            notice: None,
         }
     }
 

@@ -268,6 +268,7 @@ fn container_settings(config: &RunConfig) -> Option<crate::env::container::Setti
         max_file_size_bytes: config.limits.max_file_size_bytes,
         cpus: config.cpus,
         workdir: config.workdir.clone(),
+        commands: config.container_commands,
     })
 }
 

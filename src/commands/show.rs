@@ -731,6 +731,7 @@ pub(crate) mod sample {
             output: output.to_owned(),
             output_bytes: output.len() as u64,
             output_lines: output.lines().count() as u64,
+            notice: None,
         }
     }
 

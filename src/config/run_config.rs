@@ -20,7 +20,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::checkout::History;
-use crate::cli::{EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
+use crate::cli::{ContainerCommands, EnvKind, Provider, PullPolicy, ReasoningEffort, RunArgs};
 use crate::config::pricing::{PRICES_TAKEN, Price, PriceError, builtin_price};
 use crate::config::probe::{ProbeError, Probed};
 use crate::config::source::{DatasetContext, DatasetRecord, SourceError};
@@ -192,6 +192,9 @@ pub(crate) struct RunConfig<P = Probed> {
     pub cpus: Option<f64>,
     /// `--pull`.
     pub pull: PullPolicy,
+    /// `--container-commands`: not in the fingerprint, since the commands
+    /// see the same either way.
+    pub container_commands: ContainerCommands,
     pub limits: Limits,
     /// What the machine allows: the sandbox in use, how limits are kept.
     #[serde(flatten)]
@@ -495,6 +498,7 @@ impl RunConfig<Unprobed> {
             workdir: args.workdir.clone(),
             cpus: args.cpus,
             pull: args.pull,
+            container_commands: args.container_commands,
             limits,
             probed: Unprobed,
             warnings,
@@ -585,6 +589,7 @@ impl RunConfig<Unprobed> {
             workdir: self.workdir,
             cpus: self.cpus,
             pull: self.pull,
+            container_commands: self.container_commands,
             limits: self.limits,
             probed,
             warnings: self.warnings,

@@ -31,12 +31,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::channel::{self, Channel, Reply, Request};
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
 use super::{
     BoxFuture, Command, Entered, EnvError, Environment, ImageBuild, Swept, Trust, Workspace, host,
 };
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
-use crate::cli::{EnvKind, PullPolicy};
+use crate::cli::{ContainerCommands, EnvKind, PullPolicy};
 use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
@@ -255,6 +256,9 @@ pub(crate) struct Settings {
     pub cpus: Option<f64>,
     /// `--workdir`: where the working copy goes in tasks that name none.
     pub workdir: String,
+    /// `--container-commands`: through a channel per container, or one
+    /// exec per command.
+    pub commands: ContainerCommands,
 }
 
 /// Tasks in containers of one engine.
@@ -559,6 +563,7 @@ impl Containers {
             )),
             container: Mutex::new(None),
             setup: SetupLog::default(),
+            via: tokio::sync::Mutex::new(Via::Unopened),
         }
     }
 }
@@ -596,6 +601,30 @@ struct ContainerWorkspace {
     container: Mutex<Option<String>>,
     /// The setup to run again in the tests' container.
     setup: SetupLog,
+    /// How commands reach the container now (under `--container-commands
+    /// channel`); held for the whole of each command, so commands go one
+    /// at a time.
+    via: tokio::sync::Mutex<Via>,
+}
+
+/// How a workspace's commands reach its container.
+#[derive(Debug)]
+enum Via {
+    /// No channel yet: the next command opens one.
+    Unopened,
+    Open { container: String, channel: Channel },
+    /// The channel could not be opened: one exec per command for the rest
+    /// of this container.
+    Exec { container: String },
+}
+
+impl Via {
+    fn container(&self) -> Option<&str> {
+        match self {
+            Via::Unopened => None,
+            Via::Open { container, .. } | Via::Exec { container } => Some(container),
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -681,8 +710,10 @@ impl ContainerWorkspace {
             })
     }
 
-    /// Removes the container commands go to now, if any.
+    /// Removes the container commands go to now, if any, and closes its
+    /// channel.
     async fn remove(&self) -> Result<(), EnvError> {
+        *self.via.lock().await = Via::Unopened;
         let Some(id) = lock(&self.container).take() else {
             return Ok(());
         };
@@ -736,10 +767,15 @@ done"#;
 /// container's `--pids-limit` (or its memory) against the next one.
 /// Exits with the command's status.
 fn wrapper(max_file_size_bytes: u64) -> String {
-    let blocks = max_file_size_bytes.div_ceil(1024).max(1);
+    let blocks = file_blocks(max_file_size_bytes);
     format!(
         "ulimit -f {blocks} 2>/dev/null; bash -c \"$1\"; status=$?\nset -- \"{COMMAND_MARK_VAR}=${COMMAND_MARK_VAR}\"\n{KILL_MARKED}\nexit $status"
     )
+}
+
+/// `--max-file-size` as `ulimit -f` takes it: blocks of 1 KiB, rounded up.
+fn file_blocks(max_file_size_bytes: u64) -> u64 {
+    max_file_size_bytes.div_ceil(1024).max(1)
 }
 
 /// Tells one command from another in the marks of their processes.
@@ -772,16 +808,39 @@ impl ContainerWorkspace {
             std::process::id(),
             COMMANDS.fetch_add(1, Ordering::Relaxed)
         );
+        let outcome = match self.settings.commands {
+            ContainerCommands::Exec => self.exec_once(&container, &mark, &command).await?,
+            ContainerCommands::Channel => self.through_channel(&container, &mark, &command).await?,
+        };
+        if replayed {
+            self.setup.record(&command);
+        }
+        Ok(outcome)
+    }
+
+    /// One command as one `ENGINE exec` (`--container-commands exec`, and
+    /// where no channel opens).
+    async fn exec_once(
+        &self,
+        container: &str,
+        mark: &str,
+        command: &Command<'_>,
+    ) -> Result<CommandOutcome, ExecError> {
+        let spawn_error = |message: String| ExecError::Spawn {
+            program: self.settings.engine.name().to_owned(),
+            cwd: self.workdir.clone(),
+            source: std::io::Error::other(message),
+        };
         let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
         for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
             COMMAND_MARK_VAR.to_owned(),
-            mark.clone(),
+            mark.to_owned(),
         ))) {
             args.push("-e".into());
             args.push(format!("{key}={value}").into());
         }
         args.extend([
-            OsString::from(&container),
+            OsString::from(container),
             "bash".into(),
             "-c".into(),
             wrapper(self.settings.max_file_size_bytes).into(),
@@ -799,16 +858,124 @@ impl ContainerWorkspace {
         .await?;
         if outcome.timed_out {
             // Killing the client left the command running inside.
-            if let Err(err) = self.kill_marked(&container, &mark).await {
+            if let Err(err) = self.kill_marked(container, mark).await {
                 return Err(spawn_error(format!(
                     "the command timed out, and killing its processes in the container failed: {err}"
                 )));
             }
         }
-        if replayed {
-            self.setup.record(&command);
-        }
         Ok(outcome)
+    }
+
+    /// One command through the container's channel, opened now if there
+    /// is none (or the one there is another container's). A channel that
+    /// broke before the command started is reopened and the command sent
+    /// again, once; one that broke while it ran ends the command as it
+    /// was, its processes killed, and the next command opens a new one.
+    /// Each of these is the outcome's notice, for the trajectory. Where no
+    /// channel opens, the rest of the container's commands are one exec
+    /// each.
+    async fn through_channel(
+        &self,
+        container: &str,
+        mark: &str,
+        command: &Command<'_>,
+    ) -> Result<CommandOutcome, ExecError> {
+        // bash cannot take such a script as an argument: the engine's
+        // exec gives today's error.
+        if command.script.contains('\0') {
+            return self.exec_once(container, mark, command).await;
+        }
+        let engine = self.settings.engine.name();
+        let mut via = self.via.lock().await;
+        if via.container().is_some_and(|open| open != container) {
+            *via = Via::Unopened;
+        }
+        let mut notice: Option<String> = None;
+        for _attempt in 0..2 {
+            if matches!(*via, Via::Unopened) {
+                *via = match self.open_channel(container).await {
+                    Ok(channel) => Via::Open {
+                        container: container.to_owned(),
+                        channel,
+                    },
+                    Err(why) => {
+                        notice = Some(format!(
+                            "the channel into the container could not be opened ({why}); its commands go by one `{engine} exec` each from now on"
+                        ));
+                        Via::Exec {
+                            container: container.to_owned(),
+                        }
+                    }
+                };
+            }
+            let Via::Open { channel, .. } = &mut *via else {
+                break;
+            };
+            let request = Request {
+                script: command.script,
+                workdir: &self.workdir,
+                vars: command
+                    .env
+                    .harness_vars()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect(),
+                mark,
+                file_blocks: file_blocks(self.settings.max_file_size_bytes),
+                timeout: command.timeout,
+            };
+            let kill = async {
+                self.kill_marked(container, mark)
+                    .await
+                    .map_err(|err| err.to_string())
+            };
+            match channel.run(&request, kill).await {
+                Reply::Ended(mut outcome) => {
+                    outcome.notice = notice;
+                    return Ok(outcome);
+                }
+                Reply::NotStarted(why) => {
+                    *via = Via::Unopened;
+                    notice = Some(format!(
+                        "the channel into the container broke before this command started ({why}); a new one was opened"
+                    ));
+                }
+                Reply::Lost { mut outcome, why } => {
+                    *via = Via::Unopened;
+                    // What the command started may still run inside.
+                    let killed = match self.kill_marked(container, mark).await {
+                        Ok(()) => "its processes were killed".to_owned(),
+                        Err(err) => format!("killing its processes failed: {err}"),
+                    };
+                    outcome.notice = Some(format!(
+                        "the channel into the container was lost during this command ({why}); {killed}, and the next command opens a new channel"
+                    ));
+                    return Ok(outcome);
+                }
+            }
+        }
+        drop(via);
+        let mut outcome = self.exec_once(container, mark, command).await?;
+        outcome.notice = notice;
+        Ok(outcome)
+    }
+
+    /// Starts the channel's server in `container`.
+    async fn open_channel(&self, container: &str) -> Result<Channel, String> {
+        let nonce = channel::nonce();
+        let args = channel::server_args(container, &self.workdir, &nonce)
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        let spawn = Spawn {
+            program: self.settings.engine.program.clone().into_os_string(),
+            args,
+            cwd: &self.dir,
+            env: &self.client_env,
+            child: &self.child,
+            timeout: std::time::Duration::ZERO,
+        };
+        Channel::open(spawn, &nonce).await
     }
 
     /// One git script of the harness's own in the container, not run again
@@ -1083,6 +1250,7 @@ mod tests {
             max_file_size_bytes: 1 << 20,
             cpus: None,
             workdir: "/testbed".to_owned(),
+            commands: ContainerCommands::Channel,
         };
         ContainerWorkspace {
             settings: Arc::new(settings),
@@ -1097,6 +1265,7 @@ mod tests {
             client_env: CommandEnv::engine_client("r-t-1"),
             container: Mutex::new(None),
             setup: SetupLog::default(),
+            via: tokio::sync::Mutex::new(Via::Unopened),
         }
     }
 

@@ -7,6 +7,7 @@
 //! the run's; what goes wrong there, in error.rs ([`EnvError`]).
 
 mod build;
+mod channel;
 mod choose;
 pub(crate) mod container;
 mod error;

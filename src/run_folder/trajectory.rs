@@ -41,6 +41,11 @@ pub(crate) struct CommandRecord {
     pub output: String,
     pub output_bytes: u64,
     pub output_lines: u64,
+    /// What the environment had to do around the command (the channel
+    /// into its container lost and reopened, or one exec per command
+    /// instead); absent when nothing, and in trajectories from before it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub notice: Option<String>,
 }
 
 impl CommandRecord {
@@ -54,6 +59,7 @@ impl CommandRecord {
             output: outcome.output.to_text(),
             output_bytes: outcome.output.total_bytes(),
             output_lines: outcome.output.total_lines(),
+            notice: outcome.notice.clone(),
         }
     }
 }
@@ -542,6 +548,7 @@ mod tests {
             output: "out\n".to_owned(),
             output_bytes: 4,
             output_lines: 1,
+            notice: None,
         }
     }
 

@@ -405,6 +405,7 @@ mod tests {
                     timed_out: false,
                     duration: Duration::from_millis(1),
                     output: CapturedOutput::new(1024, 1024),
+                    notice: None,
                 })
             })
         }

@@ -211,6 +211,10 @@ pub(crate) struct CommandOutcome {
     pub duration: Duration,
     /// stdout and stderr, interleaved as written.
     pub output: CapturedOutput,
+    /// What the environment had to do around the command, for the
+    /// trajectory: the channel into its container lost and reopened, or
+    /// one exec per command instead.
+    pub notice: Option<String>,
 }
 
 /// The command could not be started at all.
@@ -312,6 +316,79 @@ pub(crate) async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecE
         timed_out,
         duration,
         output,
+        notice: None,
+    })
+}
+
+/// A long-lived child whose stdin, stdout and stderr onebash holds: the
+/// channel into a container (env/channel.rs), whose protocol is the
+/// caller's. Killed with its process group when dropped.
+pub(crate) struct Server {
+    pub child: tokio::process::Child,
+    pub stdin: tokio::process::ChildStdin,
+    pub stdout: tokio::process::ChildStdout,
+    /// Taken by whoever reads it (it must be read, or the child blocks).
+    pub stderr: Option<tokio::process::ChildStderr>,
+    pgid: Option<u32>,
+    _starter: Starter,
+}
+
+impl Server {
+    /// Kills its process group now (the drop does too).
+    pub(crate) fn kill(&mut self) {
+        kill_group(self.pgid);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+    }
+}
+
+/// Starts what `spec` names as a [`Server`]: its own process group, the
+/// given environment, pipes on all three descriptors; `spec.timeout` is
+/// not used (the caller times each exchange). With limits it goes
+/// through the exec helper, which leaves stdin to it and tells a failure
+/// on stderr before it exits.
+pub(crate) async fn start_server(spec: Spawn<'_>) -> Result<Server, ExecError> {
+    let (program, args) = if spec.child.is_empty() {
+        (spec.program.clone(), spec.args.clone())
+    } else {
+        let mut args = spec.child.helper_args_keeping_stdin();
+        args.push(spec.program.clone());
+        args.extend(spec.args.iter().cloned());
+        (OsString::from(OWN_PROGRAM), args)
+    };
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let spawn_error = |source: std::io::Error| ExecError::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    };
+    let (mut child, starter) = spawn_off_worker(cmd).await.map_err(spawn_error)?;
+    let pgid = child.id();
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+        kill_group(pgid);
+        return Err(spawn_error(std::io::Error::other("its pipes were not made")));
+    };
+    Ok(Server {
+        child,
+        stdin,
+        stdout,
+        stderr: Some(stderr),
+        pgid,
+        _starter: starter,
     })
 }
 

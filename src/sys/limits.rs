@@ -209,6 +209,9 @@ pub struct ChildSetup {
 /// it applies a task's limits to itself, then execs the command (see
 /// [`ChildSetup::helper_args`] and [`exec_limited`]).
 pub const EXEC_LIMITED: &str = "__exec-limited";
+/// The helper's first argument after [`EXEC_LIMITED`] when stdin is the
+/// program's own ([`ChildSetup::helper_args_keeping_stdin`]).
+const KEEP_STDIN: &str = "--keep-stdin";
 
 impl ChildSetup {
     /// No limits at all.
@@ -230,7 +233,18 @@ impl ChildSetup {
     /// starts it with `posix_spawn`, which does not copy the page tables of
     /// onebash (a `fork` did, holding up the async workers; see exec.rs).
     pub fn helper_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![EXEC_LIMITED.into()];
+        self.helper_args_with(vec![EXEC_LIMITED.into()])
+    }
+
+    /// [`ChildSetup::helper_args`] for a long-lived program that reads its
+    /// stdin (the channel into a container, env/channel.rs): stdin is left
+    /// to it, not taken as the status pipe, and a failure is told on
+    /// stderr, before the helper exits.
+    pub fn helper_args_keeping_stdin(&self) -> Vec<OsString> {
+        self.helper_args_with(vec![EXEC_LIMITED.into(), KEEP_STDIN.into()])
+    }
+
+    fn helper_args_with(&self, mut args: Vec<OsString>) -> Vec<OsString> {
         for file in &self.procs_files {
             args.push("--join".into());
             args.push(OsString::from_vec(file.as_bytes().to_vec()));
@@ -280,6 +294,12 @@ impl ChildSetup {
 /// follows `--`, in this process (so it keeps the pid, the cgroups and the
 /// limits). Returns only when that fails: what went wrong.
 pub fn exec_limited(args: &[OsString]) -> String {
+    if let Some((first, rest)) = args.split_first()
+        && first == KEEP_STDIN
+    {
+        // No status pipe: what went wrong goes to stderr (main prints it).
+        return exec_with(rest);
+    }
     // The status pipe comes in as stdin: kept apart, closed by the exec,
     // and stdin becomes /dev/null as every command's is.
     // SAFETY: fcntl, open, dup2 and close act on this process's own
