@@ -447,9 +447,16 @@ mod tests {
     }
 
     async fn stand_in() -> Option<StandIn> {
+        stand_in_with("").await
+    }
+
+    /// [`stand_in`] whose server starts after `before` (a bash line run
+    /// first, in the server's own process).
+    async fn stand_in_with(before: &str) -> Option<StandIn> {
         let dir = tempfile::tempdir().expect("tempdir");
         let nonce = nonce();
         let workdir = dir.path().display().to_string();
+        let server = format!("{before}\n{SERVER}");
         let args = [
             "--dev-bind",
             "/",
@@ -462,7 +469,7 @@ mod tests {
             &workdir,
             "bash",
             "-c",
-            SERVER,
+            &server,
             "bash",
             &nonce,
         ];
@@ -702,5 +709,34 @@ mod tests {
             .ran("touch go; for i in $(seq 1 300); do [ -e leaked ] && break; sleep 0.01; done; echo two")
             .await;
         assert_eq!(out.output.to_text(), "two\n");
+    }
+
+    /// A daemon that let go of the channel (no mark, its descriptors on
+    /// /dev/null, as `service` and `start-stop-daemon` leave one) keeps
+    /// running once it has started (the command waits for that: until
+    /// then it is a fork of the command, with the mark), as it does under
+    /// one exec per command: a Harbor verifier may check it. Whether the
+    /// server's stderr is a pipe (the sweep's own `2>/dev/null` must not
+    /// make another process's /dev/null look like it) or /dev/null, as an
+    /// engine's exec may give it.
+    #[tokio::test]
+    async fn a_daemon_that_let_go_of_the_channel_keeps_running() {
+        for before in ["", "exec 2>/dev/null"] {
+            let Some(server) = stand_in_with(before).await else {
+                return;
+            };
+            daemon_keeps_running(server).await;
+        }
+    }
+
+    async fn daemon_keeps_running(mut server: StandIn) {
+        let out = server
+            .ran("env -i setsid bash -c 'exec -a onebash-test-daemon sleep 600' </dev/null >/dev/null 2>&1 & until grep -qs '^onebash-test-daemon' /proc/[0-9]*/cmdline; do sleep 0.01; done; echo started")
+            .await;
+        assert_eq!(out.output.to_text(), "started\n");
+        let out = server
+            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^onebash-test-daemon' || true")
+            .await;
+        assert_eq!(out.output.to_text(), "1\n");
     }
 }

@@ -24,11 +24,24 @@
 # exported (even if the image's environment named one of them).
 declare +x __ob_n __ob_m __ob_f __ob_w __ob_e __ob_s __ob_request __ob_pid \
     __ob_status __ob_round __ob_found __ob_dir __ob_pid2 __ob_var __ob_fd \
-    __ob_kill __ob_oldpwd_set 2>/dev/null
+    __ob_kill __ob_oldpwd_set __ob_pipes __ob_pipe 2>/dev/null
 # Each command in a process group of its own (job control), so that a
 # command's `kill 0` reaches its own processes, not the server.
 set -m
 [ "${OLDPWD+set}" = set ] && __ob_oldpwd_set=1
+# The server's own pipes (or sockets) to onebash: a process that holds one
+# of them after its command ended could write into the next command's
+# output or read the next request. Only pipes: another process's /dev/null
+# is not the server's. Each is compared through a copy on descriptor 7, 8
+# or 9, which no redirection of the sweep's own moves (inside its loops
+# the server's stderr is /dev/null) and no command inherits.
+__ob_pipes=()
+for __ob_fd in 0 1 2; do
+    if [ -p "/proc/$$/fd/$__ob_fd" ] || [ -S "/proc/$$/fd/$__ob_fd" ]; then
+        eval "exec $((__ob_fd + 7))>&$__ob_fd"
+        __ob_pipes+=("/proc/$$/fd/$((__ob_fd + 7))")
+    fi
+done
 
 __ob_sweep() {
     for __ob_round in 1 2 3 4 5 6 7 8 9 10; do
@@ -40,13 +53,12 @@ __ob_sweep() {
             while IFS= read -r -d '' __ob_var; do
                 if [ "$__ob_var" = "ONEBASH_COMMAND=$__ob_m" ]; then __ob_kill=1; break; fi
             done 2>/dev/null <"$__ob_dir/environ"
-            if [ "$__ob_kill" = 0 ]; then
+            if [ "$__ob_kill" = 0 ] && [ "${#__ob_pipes[@]}" -gt 0 ]; then
                 for __ob_fd in "$__ob_dir"/fd/*; do
-                    if [ "$__ob_fd" -ef /proc/$$/fd/0 ] || [ "$__ob_fd" -ef /proc/$$/fd/1 ] \
-                        || [ "$__ob_fd" -ef /proc/$$/fd/2 ]; then
-                        __ob_kill=1
-                        break
-                    fi
+                    for __ob_pipe in "${__ob_pipes[@]}"; do
+                        [ "$__ob_fd" -ef "$__ob_pipe" ] && __ob_kill=1 && break
+                    done
+                    [ "$__ob_kill" = 1 ] && break
                 done 2>/dev/null
             fi
             if [ "$__ob_kill" = 1 ]; then
@@ -75,12 +87,14 @@ while IFS= read -r __ob_request; do
         for __ob_var in "${__ob_e[@]}"; do
             export "$__ob_var"
         done
+        exec 7>&- 8>&- 9>&-
         export "ONEBASH_COMMAND=$__ob_m"
         ulimit -f "$__ob_f" 2>/dev/null
         exec bash -c "$__ob_s"
     ) </dev/null 2>&1 &
     __ob_pid=$!
-    wait "$__ob_pid"
+    # (Without job control's "Done" line on the server's stderr.)
+    { wait "$__ob_pid"; } 2>/dev/null
     __ob_status=$?
     __ob_sweep
     printf '%s end %s\n' "$__ob_n" "$__ob_status"
