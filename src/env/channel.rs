@@ -196,7 +196,14 @@ impl Channel {
                     match status {
                         Some(status) => break status,
                         None => {
-                            return self.lost(output, timed_out, start, "its server's end line is not one it writes").await;
+                            return self
+                                .lost(
+                                    output,
+                                    timed_out,
+                                    start,
+                                    "its server's end line is not one it writes",
+                                )
+                                .await;
                         }
                     }
                 }
@@ -294,7 +301,10 @@ impl Channel {
             Ok(Err(err)) => format!("waiting for it failed: {err}"),
             Err(_) => {
                 self.server.kill();
-                format!("still running after {} s, killed", EXIT_AFTER_LOSS.as_secs())
+                format!(
+                    "still running after {} s, killed",
+                    EXIT_AFTER_LOSS.as_secs()
+                )
             }
         }
     }
@@ -318,10 +328,7 @@ impl Channel {
 }
 
 /// Reads `stderr` to its end, keeping its last [`STDERR_KEPT`] bytes.
-async fn keep_tail(
-    mut stderr: tokio::process::ChildStderr,
-    tail: Arc<Mutex<VecDeque<u8>>>,
-) {
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<u8>>>) {
     let mut chunk = [0u8; 4096];
     while let Ok(n) = stderr.read(&mut chunk).await {
         if n == 0 {
@@ -500,15 +507,24 @@ mod tests {
         let needle = format!("ONEBASH_COMMAND={mark}\0").into_bytes();
         for _round in 0..20 {
             let mut found = 0;
-            for entry in std::fs::read_dir("/proc").map_err(|e| e.to_string())?.flatten() {
-                let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+            for entry in std::fs::read_dir("/proc")
+                .map_err(|e| e.to_string())?
+                .flatten()
+            {
+                let Some(pid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<i32>().ok())
                 else {
                     continue;
                 };
                 let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
                     continue;
                 };
-                if environ.windows(needle.len()).any(|w| w == needle.as_slice()) {
+                if environ
+                    .windows(needle.len())
+                    .any(|w| w == needle.as_slice())
+                {
                     // SAFETY: kill has no memory-safety preconditions.
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
@@ -548,7 +564,10 @@ mod tests {
 
         /// Runs `script`; it must end as the server says.
         async fn ran(&mut self, script: &str) -> CommandOutcome {
-            match self.run_with(script, Vec::new(), Duration::from_secs(120)).await {
+            match self
+                .run_with(script, Vec::new(), Duration::from_secs(120))
+                .await
+            {
                 Reply::Ended(outcome) => outcome,
                 other => panic!("{script:?} did not end: {other:?}"),
             }
@@ -560,7 +579,9 @@ mod tests {
         let Some(mut server) = stand_in().await else {
             return;
         };
-        let out = server.ran("echo out; echo err >&2; echo out2; exit 3").await;
+        let out = server
+            .ran("echo out; echo err >&2; echo out2; exit 3")
+            .await;
         assert_eq!(out.exit_code, 3);
         assert_eq!(out.signal, None);
         assert!(!out.timed_out);
@@ -571,7 +592,10 @@ mod tests {
         let every: Vec<u8> = (1..=255u8).collect();
         let every_text = String::from_utf8_lossy(&every).into_owned();
         let value = "a'b\\c\nd $(e) `f` é";
-        let script = format!("printf %s \"$X\"; printf '|%s|' '{}'", every_text.replace('\'', "'\\''"));
+        let script = format!(
+            "printf %s \"$X\"; printf '|%s|' '{}'",
+            every_text.replace('\'', "'\\''")
+        );
         let reply = server
             .run_with(&script, vec![("X", value)], Duration::from_secs(120))
             .await;
@@ -599,12 +623,16 @@ mod tests {
         let Some(mut server) = stand_in().await else {
             return;
         };
-        let start = server.ran("pwd; env | sort | grep -v '^ONEBASH_COMMAND=\\|^_='").await;
+        let start = server
+            .ran("pwd; env | sort | grep -v '^ONEBASH_COMMAND=\\|^_='")
+            .await;
         let first = server
             .ran("mkdir -p sub && cd sub && export CARRIED=1 && f() { :; } && ulimit -n 64 && sleep 600 & wait_for_nothing=1; cd /; export ALSO=1")
             .await;
         assert_eq!(first.exit_code, 0, "{}", first.output.to_text());
-        let after = server.ran("pwd; env | sort | grep -v '^ONEBASH_COMMAND=\\|^_='").await;
+        let after = server
+            .ran("pwd; env | sort | grep -v '^ONEBASH_COMMAND=\\|^_='")
+            .await;
         assert_eq!(after.output.to_text(), start.output.to_text());
         let out = server
             .ran("type f 2>/dev/null || echo no function; jobs; echo \"${CARRIED-unset} ${ALSO-unset} ${wait_for_nothing-unset}\"; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 600' || true")
@@ -621,15 +649,25 @@ mod tests {
             return;
         };
         let reply = server
-            .run_with("echo before; kill -9 $PPID; echo after", Vec::new(), Duration::from_secs(120))
+            .run_with(
+                "echo before; kill -9 $PPID; echo after",
+                Vec::new(),
+                Duration::from_secs(120),
+            )
             .await;
         let Reply::Lost { outcome, why } = reply else {
             panic!("{reply:?}");
         };
-        assert!(outcome.output.to_text().starts_with("before\n"), "{}", outcome.output.to_text());
+        assert!(
+            outcome.output.to_text().starts_with("before\n"),
+            "{}",
+            outcome.output.to_text()
+        );
         assert!(why.contains("ended during the command"), "{why}");
         // The channel is gone: a next request does not start.
-        let reply = server.run_with("echo next", Vec::new(), Duration::from_secs(120)).await;
+        let reply = server
+            .run_with("echo next", Vec::new(), Duration::from_secs(120))
+            .await;
         assert!(matches!(reply, Reply::NotStarted(_)), "{reply:?}");
         // `kill 0` reaches the command's own process group only.
         let Some(mut server) = stand_in().await else {
@@ -658,10 +696,15 @@ mod tests {
         let Some(mut server) = stand_in().await else {
             return;
         };
-        let out = server.ran("head -c 100000000 /dev/zero | tr '\\0' a; echo; exit 7").await;
+        let out = server
+            .ran("head -c 100000000 /dev/zero | tr '\\0' a; echo; exit 7")
+            .await;
         assert_eq!(out.exit_code, 7);
         assert_eq!(out.output.total_bytes(), 100_000_001);
-        assert_eq!(out.output.omitted_bytes(), 100_000_001 - (KEEP_HEAD_BYTES + KEEP_TAIL_BYTES) as u64);
+        assert_eq!(
+            out.output.omitted_bytes(),
+            100_000_001 - (KEEP_HEAD_BYTES + KEEP_TAIL_BYTES) as u64
+        );
         assert_eq!(server.ran("echo next").await.output.to_text(), "next\n");
     }
 
@@ -684,7 +727,11 @@ mod tests {
         };
         assert!(out.timed_out);
         assert_eq!((out.exit_code, out.signal), (137, Some(libc::SIGKILL)));
-        assert!(out.output.to_text().starts_with("forked\n"), "{}", out.output.to_text());
+        assert!(
+            out.output.to_text().starts_with("forked\n"),
+            "{}",
+            out.output.to_text()
+        );
         let left = server
             .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 70' || true")
             .await;

@@ -612,10 +612,15 @@ struct ContainerWorkspace {
 enum Via {
     /// No channel yet: the next command opens one.
     Unopened,
-    Open { container: String, channel: Channel },
+    Open {
+        container: String,
+        channel: Channel,
+    },
     /// The channel could not be opened: one exec per command for the rest
     /// of this container.
-    Exec { container: String },
+    Exec {
+        container: String,
+    },
 }
 
 impl Via {

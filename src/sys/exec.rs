@@ -380,7 +380,9 @@ pub(crate) async fn start_server(spec: Spawn<'_>) -> Result<Server, ExecError> {
     let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
         kill_group(pgid);
-        return Err(spawn_error(std::io::Error::other("its pipes were not made")));
+        return Err(spawn_error(std::io::Error::other(
+            "its pipes were not made",
+        )));
     };
     Ok(Server {
         child,

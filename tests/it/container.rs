@@ -208,6 +208,135 @@ under_each_engine!(
     super::a_timeout_kills_the_command_and_what_it_forked_inside_the_container
 );
 
+/// Through the channel into the container (`--container-commands
+/// channel`, the default) or one exec per command, a command starts as
+/// it would on its own: nothing of the one before (working directory,
+/// variables, functions, background jobs); what one leaves running,
+/// marked or not, never writes into the next one's output; one that
+/// closes its output runs to its end; 100 MB of output are counted and
+/// capped; and a command that kills the channel's server loses nothing
+/// but itself: the trajectory says so, and the next command runs.
+fn commands_through_the_channel_start_clean_and_survive_what_they_do(backend: Backend, via: &str) {
+    let fixture = Fixture::new();
+    let id = unique_id("c-channel");
+    let tasks = one_task(&fixture, &id, "true");
+    let same = "pwd; echo \"${CARRIED-unset}\"; type f >/dev/null 2>&1 || echo no-function; \
+                for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 611' || true";
+    let commands = [
+        "cd /tmp && export CARRIED=1 && f() { :; }; sleep 611 & echo first",
+        same,
+        // Both wait for the next command's go, then write and say so.
+        "(while [ ! -e /tmp/go ]; do sleep 0.01; done; echo LEAK-MARKED; touch /tmp/leaked) & \
+         env -i bash -c 'while [ ! -e /tmp/go ]; do sleep 0.01; done; echo LEAK-UNMARKED; touch /tmp/leaked' & echo one",
+        // Had either lived, this waits for its write, which is then here.
+        "touch /tmp/go; for i in $(seq 1 300); do [ -e /tmp/leaked ] && break; sleep 0.01; done; echo two",
+        "echo before; exec >&- 2>&-; for i in $(seq 1 200); do :; done; echo done > /tmp/finished",
+        "cat /tmp/finished",
+        "head -c 100000000 /dev/zero | tr '\\0' a; echo",
+        "echo before-kill; kill -9 $PPID; echo after",
+        "echo next",
+    ];
+    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+    let server = scripted_agent(&plan);
+    let run = run_in_backend(
+        &fixture,
+        backend,
+        &tasks,
+        &server,
+        &["--container-commands", via],
+    );
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    assert_eq!(run.row(&id)["status"], "passed", "{}", run.stderr);
+    let events = run.events(&id, "command");
+    assert_eq!(events.len(), commands.len(), "{events:?}");
+    let output = |i: usize| events[i]["output"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(output(0), "first\n");
+    assert_eq!(output(1), "/testbed\nunset\nno-function\n0\n");
+    assert_eq!(output(2), "one\n");
+    assert_eq!(output(3), "two\n");
+    assert_eq!(output(4), "before\n");
+    assert_eq!(output(5), "done\n");
+    assert_eq!(
+        events[6]["output_bytes"], 100_000_001,
+        "{}",
+        events[6]["output_bytes"]
+    );
+    assert!(output(6).contains("bytes omitted]"), "not capped");
+    assert!(output(7).starts_with("before-kill\n"), "{}", output(7));
+    assert_eq!(output(8), "next\n");
+    if via == "channel" {
+        let notice = events[7]["notice"].as_str().unwrap_or_default();
+        assert!(
+            notice.contains("the channel into the container was lost during this command"),
+            "{}",
+            events[7]
+        );
+        for (i, event) in events.iter().enumerate().filter(|(i, _)| *i != 7) {
+            assert!(event.get("notice").is_none(), "command {i}: {event}");
+        }
+    }
+}
+
+fn through_the_channel(backend: Backend) {
+    commands_through_the_channel_start_clean_and_survive_what_they_do(backend, "channel");
+}
+
+fn by_one_exec_each(backend: Backend) {
+    commands_through_the_channel_start_clean_and_survive_what_they_do(backend, "exec");
+}
+
+under_each_engine!(commands_through_the_channel, super::through_the_channel);
+under_each_engine!(commands_by_one_exec_each, super::by_one_exec_each);
+
+/// A command sees the same through the channel as by its own exec: the
+/// environment (the image's, onebash's settings, no key), the limits, the
+/// umask, the user, stdin on /dev/null and no other descriptor, the
+/// working directory, and its shell level. (The descriptors are listed
+/// into a file: a pipeline's own pipe would show for a moment.)
+fn the_channel_gives_a_command_what_its_own_exec_gives(backend: Backend) {
+    let probe = "env | sort | grep -v '^ONEBASH_COMMAND=\\|^_='; ulimit -a; umask; id; pwd; \
+                 ls -l /proc/$$/fd > /tmp/fds; awk 'NR > 1 { print $9, $10, $11 }' /tmp/fds";
+    let mut seen = Vec::new();
+    for via in ["channel", "exec"] {
+        let fixture = Fixture::new();
+        let id = unique_id("c-same");
+        let tasks = one_task(&fixture, &id, "true");
+        let commands = [probe];
+        let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+        let server = scripted_agent(&plan);
+        let run = run_in_backend(
+            &fixture,
+            backend,
+            &tasks,
+            &server,
+            &["--container-commands", via],
+        );
+        assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+        let event = &run.events(&id, "command")[0];
+        let output = event["output"].as_str().unwrap_or_default().to_owned();
+        assert!(!output.contains("sk-container-secret"), "{output}");
+        // The container's name and the task's mark differ from run to
+        // run, and so do pipes (through the channel stdout and stderr are
+        // one pipe, as on the host; an exec gives two).
+        let output: String = output
+            .lines()
+            .filter(|line| !line.starts_with("HOSTNAME=") && !line.starts_with("ONEBASH_TASK="))
+            .map(|line| match line.find("pipe:[") {
+                Some(at) => format!("{}pipe\n", &line[..at]),
+                None => format!("{line}\n"),
+            })
+            .collect();
+        seen.push(output);
+    }
+    assert_eq!(seen[0], seen[1], "channel, then exec");
+    assert!(seen[0].contains("0 -> /dev/null"), "{}", seen[0]);
+}
+
+under_each_engine!(
+    the_channel_gives_what_an_exec_gives,
+    super::the_channel_gives_a_command_what_its_own_exec_gives
+);
+
 /// `--max-memory` and `--max-processes` hold for the agent's commands in
 /// the image as on the host: an allocation past the memory cap fails, a
 /// fork storm is cut short, the task goes on, and nothing is left. Under
