@@ -902,7 +902,7 @@ impl ContainerWorkspace {
                 *via = match self.open_channel(container).await {
                     Ok(channel) => Via::Open {
                         container: container.to_owned(),
-                        channel,
+                        channel: Box::new(channel),
                     },
                     Err(why) => {
                         notice = Some(format!(
