@@ -614,13 +614,11 @@ enum Via {
     Unopened,
     Open {
         container: String,
-        channel: Channel,
+        channel: Box<Channel>,
     },
     /// The channel could not be opened: one exec per command for the rest
     /// of this container.
-    Exec {
-        container: String,
-    },
+    Exec { container: String },
 }
 
 impl Via {
