@@ -5,10 +5,12 @@
 //!
 //! Why the CLI and not the Engine API: a `podman exec` costs about 0.2 s
 //! here, nearly all of it the engine's own work (conmon, runc), which the
-//! API would not save; the CLI needs no HTTP client, finds the engine the
-//! way the user's own commands do (`DOCKER_HOST`, contexts, rootless
-//! sockets), and gives exec's output on a pipe that `sys/exec.rs` already
-//! reads, caps and times out.
+//! API would not save; the CLI needs no HTTP client, and finds the engine
+//! the way the user's own commands do (`DOCKER_HOST`, contexts, rootless
+//! sockets). That cost is paid once per container: each command goes
+//! through the container's channel ([`super::channel`], one `exec -i`),
+//! or with `--container-commands exec` is one exec, whose output
+//! `sys/exec.rs` reads, caps and times out.
 //!
 //! Owns the engine's probe at start (found, answering, every image there
 //! or pulled), the container's command line (no network unless

@@ -2,7 +2,8 @@
 //! between the runner and the places a task's commands can run: the host,
 //! with or without bubblewrap ([`Host`], host.rs), or a container per
 //! (task, epoch) from the task's image ([`container`], with image_repo.rs
-//! for the repo an image holds and build.rs for a Harbor image), or an OCI
+//! for the repo an image holds, channel.rs for the one channel into each
+//! container its commands go through, and build.rs for a Harbor image), or an OCI
 //! image's root without an engine ([`oci`]); [`choose`] (choose.rs) picks
 //! the run's; what goes wrong there, in error.rs ([`EnvError`]).
 
