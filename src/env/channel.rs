@@ -78,6 +78,8 @@ pub(super) struct Channel {
     unread: Vec<u8>,
     /// The end of what the server wrote on stderr.
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// The task reading it, done at the stderr's end.
+    stderr_read: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -95,13 +97,15 @@ impl Channel {
         let server = start_server(spawn).await.map_err(|err| err.to_string())?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let mut server = server;
-        if let Some(pipe) = server.stderr.take() {
-            tokio::spawn(keep_tail(pipe, Arc::clone(&stderr)));
-        }
+        let stderr_read = server
+            .stderr
+            .take()
+            .map(|pipe| tokio::spawn(keep_tail(pipe, Arc::clone(&stderr))));
         let mut channel = Channel {
             server,
             unread: Vec::new(),
             stderr,
+            stderr_read,
         };
         let ready = format!("{nonce} ready\n");
         let deadline = tokio::time::Instant::now() + READY_WITHIN;
@@ -297,7 +301,13 @@ impl Channel {
     async fn exit_status(&mut self) -> String {
         let waited = tokio::time::timeout(EXIT_AFTER_LOSS, self.server.child.wait()).await;
         match waited {
-            Ok(Ok(status)) => status.to_string(),
+            Ok(Ok(status)) => {
+                // What it said last is read before it is told.
+                if let Some(reading) = self.stderr_read.take() {
+                    let _ = tokio::time::timeout(EXIT_AFTER_LOSS, reading).await;
+                }
+                status.to_string()
+            }
             Ok(Err(err)) => format!("waiting for it failed: {err}"),
             Err(_) => {
                 self.server.kill();

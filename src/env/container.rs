@@ -1329,6 +1329,51 @@ mod tests {
         );
     }
 
+    /// Where the channel does not open (an engine that refuses `exec -i`),
+    /// the command still runs, by one exec, and its notice says why; the
+    /// container's later commands go the same way, without a notice and
+    /// without trying the channel again.
+    #[tokio::test]
+    async fn where_no_channel_opens_commands_go_by_one_exec_each() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Refuses `exec -i`; an `exec` runs its command (what follows the
+        // container's id) here, and counts the attempts at a channel.
+        let engine = format!(
+            r#"if [ "$2" = -i ]; then echo x >> {tries}; echo 'Error: no interactive exec here' >&2; exit 125; fi
+shift; while [ "$1" != c0ffee ]; do shift; done; shift; exec "$@""#,
+            tries = dir.path().join("tries").display()
+        );
+        let workspace = workspace_with_engine(dir.path(), &engine);
+        *lock(&workspace.container) = Some("c0ffee".to_owned());
+        let env = CommandEnv::for_task("container-fallback-test");
+        let command = |script| Command {
+            script,
+            timeout: std::time::Duration::from_secs(120),
+            env: &env,
+            trust: Trust::Agent { network: false },
+        };
+        let first = workspace
+            .run(command("echo one; exit 3"))
+            .await
+            .expect("runs");
+        assert_eq!(
+            (first.exit_code, first.output.to_text().as_str()),
+            (3, "one\n")
+        );
+        let notice = first.notice.unwrap_or_default();
+        assert!(
+            notice.starts_with("the channel into the container could not be opened")
+                && notice.contains("no interactive exec here")
+                && notice.ends_with("its commands go by one `podman exec` each from now on"),
+            "{notice}"
+        );
+        let second = workspace.run(command("echo two")).await.expect("runs");
+        assert_eq!(second.output.to_text(), "two\n");
+        assert!(second.notice.is_none(), "{:?}", second.notice);
+        let tries = std::fs::read_to_string(dir.path().join("tries")).expect("tries");
+        assert_eq!(tries.lines().count(), 1, "the channel was tried again");
+    }
+
     #[test]
     fn the_file_size_limit_is_in_blocks_of_a_kib_rounded_up() {
         assert!(wrapper(2048 * 1024 * 1024).starts_with("ulimit -f 2097152 "));
