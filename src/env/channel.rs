@@ -163,7 +163,12 @@ impl Channel {
                     return Reply::NotStarted(self.broke("its server ended before the command started"));
                 },
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Reply::NotStarted(self.broke("its server did not start the command before its timeout"));
+                    // It may have started it all the same (its start line
+                    // late): never sent again, it is killed as a timed-out
+                    // command is, and the channel is given up.
+                    let output = CapturedOutput::new(KEEP_HEAD_BYTES, KEEP_TAIL_BYTES);
+                    let _ = kill.await;
+                    return self.lost(output, true, start, "its server did not start the command before its timeout").await;
                 }
             }
         }
@@ -187,8 +192,12 @@ impl Channel {
         let mut timed_out = false;
         let mut killed: Option<Result<(), String>> = None;
         let mut grace = deadline;
+        // Once the end line has come, only its status is awaited: the
+        // command is over, and its deadline no longer counts.
+        let mut over = false;
         let status = loop {
             if let Some(at) = find(&self.unread, ended.as_bytes()) {
+                over = true;
                 output.push(&self.unread[..at]);
                 self.unread.drain(..at);
                 if let Some(newline) = self.unread.iter().position(|&b| b == b'\n') {
@@ -221,7 +230,7 @@ impl Channel {
                 read = self.fill() => if !read {
                     return self.lost(output, timed_out, start, "its server ended during the command").await;
                 },
-                _ = tokio::time::sleep_until(deadline), if !timed_out => {
+                _ = tokio::time::sleep_until(deadline), if !timed_out && !over => {
                     timed_out = true;
                     grace = tokio::time::Instant::now() + END_AFTER_KILL;
                 },
@@ -645,7 +654,7 @@ mod tests {
             .await;
         assert_eq!(after.output.to_text(), start.output.to_text());
         let out = server
-            .ran("type f 2>/dev/null || echo no function; jobs; echo \"${CARRIED-unset} ${ALSO-unset} ${wait_for_nothing-unset}\"; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 600' || true")
+            .ran("type f 2>/dev/null || echo no function; jobs; echo \"${CARRIED-unset} ${ALSO-unset} ${wait_for_nothing-unset}\"; for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 600' || true")
             .await;
         assert_eq!(out.output.to_text(), "no function\nunset unset unset\n0\n");
         // The server's own variables are not the command's.
@@ -743,7 +752,7 @@ mod tests {
             out.output.to_text()
         );
         let left = server
-            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 70' || true")
+            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 70' || true")
             .await;
         assert_eq!(left.output.to_text(), "0\n");
     }
@@ -792,8 +801,50 @@ mod tests {
             .await;
         assert_eq!(out.output.to_text(), "started\n");
         let out = server
-            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^onebash-test-daemon' || true")
+            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^onebash-test-daemon' || true")
             .await;
         assert_eq!(out.output.to_text(), "1\n");
+    }
+
+    /// What the image's shell start-up may set before the server's first
+    /// line (BASH_ENV with `set -e`, an ERR trap, functions named as
+    /// builtins) does not stop it: a failing command is a failing
+    /// command, not a lost channel.
+    #[tokio::test]
+    async fn the_image_s_shell_start_up_does_not_stop_the_server() {
+        let Some(mut server) = stand_in_with(
+            "set -euo pipefail; trap 'exit 9' ERR; printf() { :; }; wait() { return 1; }; kill() { :; }",
+        )
+        .await
+        else {
+            return;
+        };
+        let out = server.ran("echo failing; exit 1").await;
+        assert_eq!(
+            (out.exit_code, out.output.to_text().as_str()),
+            (1, "failing\n")
+        );
+        let out = server.ran("false").await;
+        assert_eq!(out.exit_code, 1);
+        assert_eq!(server.ran("echo alive").await.output.to_text(), "alive\n");
+    }
+
+    /// Leftovers that fork again faster than a sweep's round lists them
+    /// (each child forks its successor and exits), without the mark, are
+    /// killed all the same (they stay in the command's process group):
+    /// nothing of theirs reaches the next command.
+    #[tokio::test]
+    async fn leftovers_that_keep_forking_are_killed_with_their_group() {
+        let Some(mut server) = stand_in().await else {
+            return;
+        };
+        let out = server
+            .ran("for i in 1 2; do env -i bash -c 'h() { [ -e go ] && { echo LEAK; touch leaked; exit; }; h & exit; }; for j in $(seq 1 20); do (h &); done' & done; echo one")
+            .await;
+        assert_eq!(out.output.to_text(), "one\n");
+        let out = server
+            .ran("touch go; for i in $(seq 1 300); do [ -e leaked ] && break; sleep 0.01; done; echo two")
+            .await;
+        assert_eq!(out.output.to_text(), "two\n");
     }
 }

@@ -914,7 +914,13 @@ impl ContainerWorkspace {
                     }
                 };
             }
-            let Via::Open { channel, .. } = &mut *via else {
+            // Taken out while the command runs: if this future is dropped
+            // halfway (a cancelled run), the channel goes with it, and the
+            // next command opens a new one rather than one in mid-request.
+            if !matches!(*via, Via::Open { .. }) {
+                break;
+            }
+            let Via::Open { mut channel, .. } = std::mem::replace(&mut *via, Via::Unopened) else {
                 break;
             };
             let request = Request {
@@ -936,17 +942,24 @@ impl ContainerWorkspace {
             };
             match channel.run(&request, kill).await {
                 Reply::Ended(mut outcome) => {
+                    *via = Via::Open {
+                        container: container.to_owned(),
+                        channel,
+                    };
                     outcome.notice = notice;
                     return Ok(outcome);
                 }
                 Reply::NotStarted(why) => {
-                    *via = Via::Unopened;
-                    notice = Some(format!(
-                        "the channel into the container broke before this command started ({why}); a new one was opened"
-                    ));
+                    notice = Some(match notice {
+                        None => format!(
+                            "the channel into the container broke before this command started ({why}); a new one was opened"
+                        ),
+                        Some(first) => format!(
+                            "{first}, and it broke too ({why}); this command went by one `{engine} exec`"
+                        ),
+                    });
                 }
                 Reply::Lost { mut outcome, why } => {
-                    *via = Via::Unopened;
                     // What the command started may still run inside.
                     let killed = match self.kill_marked(container, mark).await {
                         Ok(()) => "its processes were killed".to_owned(),

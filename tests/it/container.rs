@@ -177,7 +177,7 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container(backend: 
     let tasks = one_task(&fixture, &id, "true");
     let commands = [
         "sleep 601 & setsid sleep 602 & (sleep 603 &); echo started; sleep 604",
-        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 60[1-4]' || true",
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 60[1-4]' || true",
     ];
     let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
     let server = scripted_agent(&plan);
@@ -221,7 +221,7 @@ fn commands_through_the_channel_start_clean_and_survive_what_they_do(backend: Ba
     let id = unique_id("c-channel");
     let tasks = one_task(&fixture, &id, "true");
     let same = "pwd; echo \"${CARRIED-unset}\"; type f >/dev/null 2>&1 || echo no-function; \
-                for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 611' || true";
+                for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 611' || true";
     let commands = [
         "cd /tmp && export CARRIED=1 && f() { :; }; sleep 611 & echo first",
         same,
