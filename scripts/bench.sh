@@ -87,16 +87,26 @@
 #             trajectories, zero latency, --sandbox none: 16 tasks at -j 16,
 #             64 tasks at -j 16 (four times the finished tasks, same
 #             concurrency: the peak must not grow) and 64 tasks at -j 64.
-# containers  --env podman against --sandbox bwrap on the host, when podman
-#             and the test image (scripts/test-images.sh) are here: 4 tasks
-#             of 20 turns of `true` at -j 1, 2 rounds alternating. Per
-#             command: the median of the trajectories' `command` durations.
-#             The peer: mini-swe-agent's docker environment runs each
-#             command as one `docker exec`; here a loop of `podman exec C
-#             bash -c true` into a container started the same way, timed
-#             from the shell (its median). Per task: the time outside
-#             model calls and commands (container start, the fresh test
-#             container, teardown) against bwrap's; and onebash's peak RSS.
+# containers  Commands under --env podman: through one channel per container
+#             (--container-commands channel, the default) against one
+#             `podman exec` each (exec), when podman and the test image
+#             (scripts/test-images.sh) are here. (1) Per command: 4 tasks of
+#             20 turns of `true` at -j 1, zero latency, 2 rounds alternating
+#             after an untimed warm-up of one task each, under exec, channel
+#             and, when bwrap works, --sandbox bwrap on the host and --env oci
+#             (the image `podman save`d); the median of the trajectories'
+#             `command` durations. Beside them mini-swe-agent's way: 40 `podman
+#             exec C bash -c true` into a container of `podman run -d`, timed
+#             from Python. For each, the machine's CPU per model turn: the busy
+#             time in /proc/stat (user+nice+system+irq+softirq+steal) over the
+#             runs, every process's (conmon, runc and the podman client are not
+#             onebash's children), divided by the commands run; how busy the
+#             machine was, and the load average (the machine is shared). (2)
+#             Model calls per second at -j 1, 8 and 16, max(4, jobs) tasks
+#             of 40 turns each in its own container, exec against channel, and
+#             their ratio. Targets (issue 29): the channel within 3x of host
+#             bwrap per command and at least 5x faster than a bare podman
+#             exec; at -j 16 at least 3x exec's calls per second.
 # caching     Anthropic prompt caching: one task of 30 turns (10 with
 #             BENCH_QUICK=1), each a `bash` call printing ~1 KB, against a
 #             server that bills like Anthropic (scripts/bench_anthropic_server.py:
@@ -170,7 +180,7 @@ if [ "$quick" = 1 ]; then
     co_commits=200 co_files=30 co_tasks=5 co_reps=2 st_bases=10
     late_tasks=10 late_files=1000 late_timers=4 late_turns=10
     mem_turns=10 mem_runs="4:4 16:4 16:16"
-    ct_tasks=2 ct_turns=5 ct_execs=10 oci_images=5
+    ct_tasks=2 ct_turns=5 ct_execs=10 ct_tp_jobs="1 4" ct_tp_turns=5 ct_tp_min=2 oci_images=5
     cache_turns=10 regrade_tasks=50
 else
     turns=${1:-200}
@@ -179,7 +189,7 @@ else
     co_commits=3000 co_files=300 co_tasks=50 co_reps=5 st_bases=100
     late_tasks=32 late_files=5000 late_timers=8 late_turns=30
     mem_turns=100 mem_runs="16:16 64:16 64:64"
-    ct_tasks=4 ct_turns=20 ct_execs=40 oci_images=50
+    ct_tasks=4 ct_turns=20 ct_execs=40 ct_tp_jobs="1 8 16" ct_tp_turns=40 ct_tp_min=4 oci_images=50
     cache_turns=30 regrade_tasks=500
 fi
 
@@ -1057,59 +1067,175 @@ section_memory() {
     done
 }
 
+# machine_ticks: the whole machine's busy CPU time so far, in USER_HZ ticks
+# (/proc/stat's first line: user + nice + system + irq + softirq + steal;
+# guest time is counted inside user). Every process's, the engine's too.
+machine_ticks() {
+    local _ user nice system idle iowait irq softirq steal
+    read -r _ user nice system idle iowait irq softirq steal _ < /proc/stat
+    echo $((user + nice + system + irq + softirq + steal))
+}
+
+# ct_run OUT TASKS JOBS TURNS MODE: one run of section containers against
+# the server, MODE exec or channel (--env podman with that
+# --container-commands), bwrap (--sandbox bwrap on the host) or oci
+# (--env oci of the saved image); sets $wall, $cpu (the machine's busy CPU
+# seconds over the run) and $load (the 1-minute load average after it).
+ct_run() {
+    local out=$1 mode=$5 extra=() t0 c0 t1 c1 n bad
+    case $mode in
+        exec | channel) extra=(--env podman --image "$ct_image" --pull never --container-commands "$mode") ;;
+        bwrap) extra=(--sandbox bwrap) ;;
+        oci) extra=(--env oci --image "docker-archive:$ct_archive") ;;
+    esac
+    c0=$(machine_ticks)
+    t0=$EPOCHREALTIME
+    if ! "$bin" run "$2" --model bench --base-url "http://127.0.0.1:$port/v1" \
+        -j "$3" --max-turns $(($4 + 1)) "${extra[@]}" -o "$out" --cache-dir "$ct_cache" \
+        > /dev/null 2> "$out.log"; then
+        echo "onebash run failed ($mode); the end of its log:" >&2
+        tail -5 "$out.log" >&2
+        return 1
+    fi
+    t1=$EPOCHREALTIME
+    c1=$(machine_ticks)
+    wall=$(calc "$t1 - $t0")
+    cpu=$(calc "($c1 - $c0) / $ct_hz")
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    read -r n bad < <(tools rows "$out")
+    if [ "$bad" != 0 ]; then
+        echo "$bad of $n tasks did not pass ($mode): see $out/results.csv" >&2
+        return 1
+    fi
+}
+
 section_containers() {
-    local image=${BENCH_IMAGE:-onebash-test/base:bookworm}
-    if ! command -v podman > /dev/null || ! podman image exists "$image" 2> /dev/null; then
-        echo "  skipped: podman or the image $image is not here (scripts/test-images.sh builds it)"
-        fig "containers: podman command / podman exec" "skipped" "-" "no podman or image"
+    ct_image=${BENCH_IMAGE:-onebash-test/base:bookworm}
+    if ! command -v podman > /dev/null || ! podman image exists "$ct_image" 2> /dev/null; then
+        echo "  skipped: podman or the image $ct_image is not here (scripts/test-images.sh builds it)"
+        local why="no podman or image $ct_image"
+        fig "containers: channel / host bwrap per command" "skipped" "<= 3x" "$why"
+        fig "containers: bare podman exec / channel per command" "skipped" ">= 5x" "$why"
+        fig "containers: calls/s at -j 16, channel / exec" "skipped" ">= 3x" "$why"
         return 0
     fi
-    local dir=$work/ct r mode out t0 runs_podman=() runs_bwrap=()
+    local dir=$work/ct r mode j tasks n cmd out t_part
     mkdir -p "$dir"
+    ct_cache=$dir/cache ct_hz=$(getconf CLK_TCK)
+    local cores
+    cores=$(nproc)
+    declare -A ms_of cpu_of busy_of load_of
+    local modes="exec channel"
+    if bwrap_works; then
+        ct_archive=$dir/base.tar
+        podman save -q --format docker-archive -o "$ct_archive" "$ct_image"
+        modes="exec channel bwrap oci"
+    else
+        echo "  (bwrap is absent or does not work here: no host bwrap and no --env oci beside the containers)"
+    fi
+
+    # (1) Per command, -j 1.
+    t_part=$EPOCHREALTIME
     tools tasks "$dir/tasks.jsonl" "$ct_tasks" "$work/repo" "$sha" ct
-    echo "$ct_tasks tasks x $ct_turns turns of \`true\`, zero model latency, -j 1, --env podman ($image) against --sandbox bwrap; 2 rounds alternating"
+    tools tasks "$dir/one.jsonl" 1 "$work/repo" "$sha" warm
+    echo "(1) per command: $ct_tasks tasks x $ct_turns turns of \`true\`, zero model latency, -j 1, 2 rounds alternating: --env podman ($ct_image) --container-commands exec, then channel$([[ $modes == *bwrap* ]] && echo ", --sandbox bwrap on the host, --env oci (the image saved)"); and $ct_execs bare \`podman exec C bash -c true\` (mini-swe-agent's way) into a container started with \`podman run -d\`"
+    # Warm-up, untimed: the repo cache, the page cache and (oci) the image unpacked.
+    start_server 1 0 true
+    for mode in $modes; do ct_run "$dir/warm-$mode" "$dir/one.jsonl" 1 1 "$mode"; done
+    stop_server
     start_server "$ct_turns" 0 true
     for r in 1 2; do
-        for mode in podman bwrap; do
-            out=$dir/$mode-$r
-            local extra=(--sandbox bwrap)
-            [ "$mode" = podman ] && extra=(--env podman --image "$image" --pull never)
-            if ! "$bin" run "$dir/tasks.jsonl" --model bench --base-url "http://127.0.0.1:$port/v1" \
-                -j 1 --max-turns $((ct_turns + 1)) "${extra[@]}" -o "$out" --cache-dir "$work/cache" \
-                > /dev/null 2> "$out.log"; then
-                echo "onebash run failed; the end of its log:" >&2
-                tail -5 "$out.log" >&2
-                return 1
-            fi
-            if [ "$mode" = podman ]; then runs_podman+=("$out"); else runs_bwrap+=("$out"); fi
+        for mode in $modes; do
+            ct_run "$dir/$mode-$r" "$dir/tasks.jsonl" 1 "$ct_turns" "$mode"
+            cpu_of[$mode]=$(calc "${cpu_of[$mode]:-0} + $cpu")
+            busy_of[$mode]=$(calc "${busy_of[$mode]:-0} + $wall")
+            load_of[$mode]="${load_of[$mode]:-}${load_of[$mode]:+ }$load"
         done
     done
     stop_server
-    local p_cmd p_out n b_cmd b_out p_rss b_rss
-    read -r p_cmd p_out n < <(tools commands "${runs_podman[@]}")
-    read -r b_cmd b_out n < <(tools commands "${runs_bwrap[@]}")
-    p_rss=$(tools peak_rss "${runs_podman[0]}")
-    b_rss=$(tools peak_rss "${runs_bwrap[0]}")
+    local outside=""
+    for mode in $modes; do
+        read -r cmd out n < <(tools commands "$dir/$mode-1" "$dir/$mode-2")
+        ms_of[$mode]=$(calc "round($cmd * 1000, 1)")
+        busy_of[$mode]=$(calc "round(100 * ${cpu_of[$mode]} / ${busy_of[$mode]} / $cores)")
+        cpu_of[$mode]=$(calc "round(${cpu_of[$mode]} / $n * 1000, 1)")
+        outside="$outside, $mode $(calc "round($out, 2)") s"
+    done
     # The peer's way: one exec per command into a running container.
-    local cid raw start stop
+    local cid c0 t0 c1 t1 raw
+    cid=$(podman run -d --network none --entrypoint sleep "$ct_image" infinity)
+    c0=$(machine_ticks)
     t0=$EPOCHREALTIME
-    cid=$(podman run -d --network none --entrypoint sleep "$image" infinity)
-    start=$(calc "$EPOCHREALTIME - $t0")
     raw=$(tools exec_loop podman "$cid" "$ct_execs")
-    t0=$EPOCHREALTIME
+    t1=$EPOCHREALTIME
+    c1=$(machine_ticks)
+    cpu=$(calc "($c1 - $c0) / $ct_hz")
+    busy_of[bare]=$(calc "round(100 * $cpu / ($t1 - $t0) / $cores)")
+    cpu_of[bare]=$(calc "round($cpu / $ct_execs * 1000, 1)")
+    load_of[bare]=$(cut -d' ' -f1 /proc/loadavg)
     podman rm -f -t 0 "$cid" > /dev/null
-    stop=$(calc "$EPOCHREALTIME - $t0")
-    printf '  per command, median of %d: podman %.1f ms, bwrap %.1f ms (%.1fx); a bare `podman exec` %.1f ms (%d of them)\n' \
-        "$n" "$(calc "$p_cmd * 1000")" "$(calc "$b_cmd * 1000")" "$(calc "$p_cmd / $b_cmd")" "$(calc "$raw * 1000")" "$ct_execs"
-    printf '  per task outside model calls and commands (start, tests, teardown): podman %.2f s, bwrap %.2f s; a bare `podman run -d` %.2f s and `rm -f` %.2f s\n' \
-        "$p_out" "$b_out" "$start" "$stop"
-    printf '  onebash peak RSS: podman %.1f MiB, bwrap %.1f MiB\n' \
-        "$(calc "$p_rss / 2**20")" "$(calc "$b_rss / 2**20")"
-    fig "containers: ms per command, --env podman" "$(calc "round($p_cmd * 1000, 1)")" "-" ""
-    fig "containers: podman command / podman exec (peer)" "$(calc "round($p_cmd / $raw, 2)")x" "-" ""
-    fig "containers: podman command / bwrap command" "$(calc "round($p_cmd / $b_cmd, 1)")x" "-" ""
-    fig "containers: s per task outside commands, podman" "$(calc "round($p_out, 2)")" "-" "bwrap $(calc "round($b_out, 2)")"
-    fig "containers: peak RSS MiB, podman" "$(calc "round($p_rss / 2**20, 1)")" "-" "bwrap $(calc "round($b_rss / 2**20, 1)")"
+    ms_of[bare]=$(calc "round($raw * 1000, 1)")
+    echo "  per command: wall ms (median of the trajectories' command durations; the bare exec's timed from Python), and machine CPU ms per model turn"
+    echo "  (the whole machine's busy CPU over the runs, /proc/stat, every process: onebash, the podman client, conmon, runc, bash, and the other"
+    echo "  load of this shared machine; divided by the commands run, so it holds a model call, whose share is the same in every mode, and each"
+    echo "  task's start, tests and teardown spread over its $ct_turns commands; the bare exec has no model call and no task around it)."
+    echo "  busy: the machine's busy CPU over the runs' wall time x $cores cores; near 100% the CPU figure is the wall time x cores, not a cost"
+    printf '    %-28s %9s %11s %5s  %s\n' "way" "wall ms" "CPU ms/turn" "busy" "1-min load after each run"
+    local label
+    for mode in exec channel bare bwrap oci; do
+        [ -n "${ms_of[$mode]:-}" ] || continue
+        case $mode in
+            exec) label="--container-commands exec" ;;
+            channel) label="--container-commands channel" ;;
+            bare) label="bare podman exec" ;;
+            bwrap) label="host --sandbox bwrap" ;;
+            oci) label="--env oci" ;;
+        esac
+        printf '    %-28s %9s %11s %4s%%  %s\n' "$label" "${ms_of[$mode]}" "${cpu_of[$mode]}" "${busy_of[$mode]}" "${load_of[$mode]}"
+        fig "containers: ms per command, $label" "${ms_of[$mode]}" "-" "machine CPU ${cpu_of[$mode]} ms/turn (busy ${busy_of[$mode]}%)"
+    done
+    echo "  per task outside model calls and commands (container start, tests, teardown):${outside#,}"
+    printf '  (1) took %.0f s\n' "$(calc "$EPOCHREALTIME - $t_part")"
+
+    # (2) Model calls per second, each task 40 commands in its own container.
+    t_part=$EPOCHREALTIME
+    local rate exec_rate ratio
+    declare -A rate_of
+    echo "(2) model calls/s: tasks of $ct_tp_turns turns of \`true\` (+1 final answer each), each in its own container, zero latency; calls the server answered / the run's wall time"
+    for j in $ct_tp_jobs; do
+        tasks=$((j > ct_tp_min ? j : ct_tp_min))
+        tools tasks "$dir/tp-$tasks.jsonl" "$tasks" "$work/repo" "$sha" tp
+        for mode in exec channel; do
+            start_server "$ct_tp_turns"
+            ct_run "$dir/tp-$mode-$j" "$dir/tp-$tasks.jsonl" "$j" "$ct_tp_turns" "$mode"
+            stop_server
+            rate=$(calc "round($requests / $wall, 1)")
+            rate_of[$mode-$j]=$rate
+            printf '  -j %-3s %-8s %2d tasks, %5d calls in %6.1f s: %6.1f calls/s; machine CPU %6.1f ms per call (busy %3.0f%%); load %s\n' \
+                "$j" "$mode" "$tasks" "$requests" "$wall" "$rate" "$(calc "$cpu / $requests * 1000")" \
+                "$(calc "100 * $cpu / $wall / $cores")" "$load"
+        done
+        ratio=$(calc "round(${rate_of[channel-$j]} / ${rate_of[exec-$j]}, 2)")
+        echo "  -j $j channel / exec: ${ratio}x"
+        fig "containers: model calls/s at -j $j, channel" "${rate_of[channel-$j]}" "-" "exec ${rate_of[exec-$j]}: ${ratio}x"
+    done
+    printf '  (2) took %.0f s\n' "$(calc "$EPOCHREALTIME - $t_part")"
+
+    # (3) The issue's targets.
+    if [ -n "${ms_of[bwrap]:-}" ]; then
+        ratio=$(calc "round(${ms_of[channel]} / ${ms_of[bwrap]}, 2)")
+        fig "containers: channel / host bwrap per command" "${ratio}x" "<= 3x" \
+            "$(calc "'ok' if $ratio <= 3 else 'MISS'")"
+    else
+        fig "containers: channel / host bwrap per command" "skipped" "<= 3x" "bwrap absent"
+    fi
+    ratio=$(calc "round(${ms_of[bare]} / ${ms_of[channel]}, 2)")
+    fig "containers: bare podman exec / channel per command" "${ratio}x" ">= 5x" \
+        "$(calc "'ok' if $ratio >= 5 else 'MISS'")"
+    # At the most jobs measured: -j 16 at full size.
+    ratio=$(calc "round(${rate_of[channel-$j]} / ${rate_of[exec-$j]}, 2)")
+    fig "containers: calls/s at -j $j, channel / exec" "${ratio}x" ">= 3x" \
+        "$(calc "'ok' if $ratio >= 3 else 'MISS'")"
 }
 
 section_caching() {
