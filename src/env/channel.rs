@@ -294,15 +294,11 @@ impl Channel {
     }
 
     /// Reads what the server wrote next into `unread`; false at its end.
+    /// Straight into `unread`'s spare room (cancel-safe, as `select!`
+    /// needs): no buffer held across the wait, no copy.
     async fn fill(&mut self) -> bool {
-        let mut chunk = [0u8; 64 * 1024];
-        match self.server.stdout.read(&mut chunk).await {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.unread.extend_from_slice(&chunk[..n]);
-                true
-            }
-        }
+        self.unread.reserve(64 * 1024);
+        matches!(self.server.stdout.read_buf(&mut self.unread).await, Ok(n) if n > 0)
     }
 
     /// How the server's exec ended, waiting a little for it (then killing
