@@ -519,40 +519,12 @@ mod tests {
     /// `ONEBASH_COMMAND=mark`, as container.rs's kill does inside a
     /// container (the stand-in's processes are this machine's too).
     async fn kill_marked(mark: String) -> Result<(), String> {
-        let needle = format!("ONEBASH_COMMAND={mark}\0").into_bytes();
-        for _round in 0..20 {
-            let mut found = 0;
-            for entry in std::fs::read_dir("/proc")
-                .map_err(|e| e.to_string())?
-                .flatten()
-            {
-                let Some(pid) = entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|n| n.parse::<i32>().ok())
-                else {
-                    continue;
-                };
-                let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-                    continue;
-                };
-                if environ
-                    .windows(needle.len())
-                    .any(|w| w == needle.as_slice())
-                {
-                    // SAFETY: kill has no memory-safety preconditions.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
-                    found += 1;
-                }
-            }
-            if found == 0 {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        Ok(())
+        tokio::task::spawn_blocking(move || {
+            crate::sys::exec::kill_processes_with(crate::env::container::COMMAND_MARK_VAR, &mark)
+        })
+        .await
+        .map(|_| ())
+        .map_err(|err| err.to_string())
     }
 
     impl StandIn {

@@ -635,7 +635,13 @@ pub(crate) fn kill_group(pgid: Option<u32>) {
 /// called setsid. Repeats a few rounds so a process forked during the scan is
 /// caught too. Returns how many processes were signalled.
 pub(crate) fn kill_marked_processes(task_mark: &str) -> usize {
-    let needle = format!("{TASK_MARK_VAR}={task_mark}\0").into_bytes();
+    kill_processes_with(TASK_MARK_VAR, task_mark)
+}
+
+/// [`kill_marked_processes`] for any variable: every process of this
+/// machine whose environment holds `var=value`.
+pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
+    let needle = format!("{var}={value}\0").into_bytes();
     let own_pid = std::process::id();
     let mut killed = 0;
     for _round in 0..5 {
