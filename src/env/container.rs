@@ -795,13 +795,8 @@ impl ContainerWorkspace {
         replayed: bool,
     ) -> Result<CommandOutcome, ExecError> {
         let container = lock(&self.container).clone();
-        let spawn_error = |message: String| ExecError::Spawn {
-            program: self.settings.engine.name().to_owned(),
-            cwd: self.workdir.clone(),
-            source: std::io::Error::other(message),
-        };
         let container = container.ok_or_else(|| {
-            spawn_error(
+            self.spawn_error(
                 EnvError::NoContainer {
                     image: self.image.clone(),
                 }
@@ -823,6 +818,16 @@ impl ContainerWorkspace {
         Ok(outcome)
     }
 
+    /// A command that could not be run in the container, as the engine's
+    /// client failing to start it reads.
+    fn spawn_error(&self, message: String) -> ExecError {
+        ExecError::Spawn {
+            program: self.settings.engine.name().to_owned(),
+            cwd: self.workdir.clone(),
+            source: std::io::Error::other(message),
+        }
+    }
+
     /// One command as one `ENGINE exec` (`--container-commands exec`, and
     /// where no channel opens).
     async fn exec_once(
@@ -831,11 +836,6 @@ impl ContainerWorkspace {
         mark: &str,
         command: &Command<'_>,
     ) -> Result<CommandOutcome, ExecError> {
-        let spawn_error = |message: String| ExecError::Spawn {
-            program: self.settings.engine.name().to_owned(),
-            cwd: self.workdir.clone(),
-            source: std::io::Error::other(message),
-        };
         let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
         for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
             COMMAND_MARK_VAR.to_owned(),
@@ -864,7 +864,7 @@ impl ContainerWorkspace {
         if outcome.timed_out {
             // Killing the client left the command running inside.
             if let Err(err) = self.kill_marked(container, mark).await {
-                return Err(spawn_error(format!(
+                return Err(self.spawn_error(format!(
                     "the command timed out, and killing its processes in the container failed: {err}"
                 )));
             }
@@ -917,11 +917,12 @@ impl ContainerWorkspace {
             // Taken out while the command runs: if this future is dropped
             // halfway (a cancelled run), the channel goes with it, and the
             // next command opens a new one rather than one in mid-request.
-            if !matches!(*via, Via::Open { .. }) {
-                break;
-            }
-            let Via::Open { mut channel, .. } = std::mem::replace(&mut *via, Via::Unopened) else {
-                break;
+            let mut channel = match std::mem::replace(&mut *via, Via::Unopened) {
+                Via::Open { channel, .. } => channel,
+                other => {
+                    *via = other;
+                    break;
+                }
             };
             let request = Request {
                 script: command.script,
