@@ -527,6 +527,14 @@ mod tests {
         .map_err(|err| err.to_string())
     }
 
+    /// A command printing how many processes' command lines match the
+    /// grep pattern `pattern` (bash alone: no `ps` needed).
+    fn running_count(pattern: &str) -> String {
+        format!(
+            "for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '{pattern}' || true"
+        )
+    }
+
     impl StandIn {
         /// Runs `script` with `vars`, its mark fresh; at the timeout the
         /// marked processes are killed.
@@ -622,7 +630,7 @@ mod tests {
             .await;
         assert_eq!(after.output.to_text(), start.output.to_text());
         let out = server
-            .ran("type f 2>/dev/null || echo no function; jobs; echo \"${CARRIED-unset} ${ALSO-unset} ${wait_for_nothing-unset}\"; for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 600' || true")
+            .ran(&format!("type f 2>/dev/null || echo no function; jobs; echo \"${{CARRIED-unset}} ${{ALSO-unset}} ${{wait_for_nothing-unset}}\"; {}", running_count("^sleep 600")))
             .await;
         assert_eq!(out.output.to_text(), "no function\nunset unset unset\n0\n");
         // The server's own variables are not the command's.
@@ -719,9 +727,7 @@ mod tests {
             "{}",
             out.output.to_text()
         );
-        let left = server
-            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 70' || true")
-            .await;
+        let left = server.ran(&running_count("^sleep 70")).await;
         assert_eq!(left.output.to_text(), "0\n");
     }
 
@@ -768,9 +774,7 @@ mod tests {
             .ran("env -i setsid bash -c 'exec -a onebash-test-daemon sleep 600' </dev/null >/dev/null 2>&1 & until grep -qs '^onebash-test-daemon' /proc/[0-9]*/cmdline; do sleep 0.01; done; echo started")
             .await;
         assert_eq!(out.output.to_text(), "started\n");
-        let out = server
-            .ran("for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^onebash-test-daemon' || true")
-            .await;
+        let out = server.ran(&running_count("^onebash-test-daemon")).await;
         assert_eq!(out.output.to_text(), "1\n");
     }
 

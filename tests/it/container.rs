@@ -41,6 +41,15 @@ fn unique_id(what: &str) -> String {
     )
 }
 
+/// A command printing how many processes in the container have a command
+/// line matching the grep pattern `pattern` (bash alone: images need not
+/// have `ps`).
+fn running_count(pattern: &str) -> String {
+    format!(
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '{pattern}' || true"
+    )
+}
+
 /// A repo with one file, and a task over it whose model is the scripted
 /// server.
 fn one_task(fixture: &Fixture, id: &str, test_command: &str) -> std::path::PathBuf {
@@ -175,9 +184,10 @@ fn a_timeout_kills_the_command_and_what_it_forked_inside_the_container(backend: 
     let fixture = Fixture::new();
     let id = unique_id("c-timeout");
     let tasks = one_task(&fixture, &id, "true");
+    let count = running_count("^sleep 60[1-4]");
     let commands = [
         "sleep 601 & setsid sleep 602 & (sleep 603 &); echo started; sleep 604",
-        "for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 60[1-4]' || true",
+        &count,
     ];
     let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
     let server = scripted_agent(&plan);
@@ -220,11 +230,13 @@ fn commands_through_the_channel_start_clean_and_survive_what_they_do(backend: Ba
     let fixture = Fixture::new();
     let id = unique_id("c-channel");
     let tasks = one_task(&fixture, &id, "true");
-    let same = "pwd; echo \"${CARRIED-unset}\"; type f >/dev/null 2>&1 || echo no-function; \
-                for p in /proc/[0-9]*; do tr '\\0' ' ' 2>/dev/null < $p/cmdline; echo; done | grep -c '^sleep 611' || true";
+    let same = format!(
+        "pwd; echo \"${{CARRIED-unset}}\"; type f >/dev/null 2>&1 || echo no-function; {}",
+        running_count("^sleep 611")
+    );
     let commands = [
         "cd /tmp && export CARRIED=1 && f() { :; }; sleep 611 & echo first",
-        same,
+        &same,
         // Both wait for the next command's go, then write and say so.
         "(while [ ! -e /tmp/go ]; do sleep 0.01; done; echo LEAK-MARKED; touch /tmp/leaked) & \
          env -i bash -c 'while [ ! -e /tmp/go ]; do sleep 0.01; done; echo LEAK-UNMARKED; touch /tmp/leaked' & echo one",
