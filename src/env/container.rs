@@ -748,10 +748,14 @@ impl ContainerWorkspace {
 }
 
 /// Kills, inside a container, every process whose environment holds `$1`
-/// (`ONEBASH_COMMAND=<mark>`), in rounds until none is found, so that a
-/// process forked meanwhile dies too. bash alone: images need not have
-/// `ps`, `pkill` or `grep`.
-const KILL_MARKED: &str = r#"for round in 1 2 3 4 5 6 7 8 9 10; do
+/// (`ONEBASH_COMMAND=<mark>`), in rounds until two in a row find none, as
+/// the channel's sweep does: a process forked meanwhile dies too, and so
+/// does one caught in the middle of an exec, whose environment reads as
+/// empty for that moment (one empty round let such a `sleep 611 &`
+/// survive a few times in 200 on a loaded machine). bash alone: images
+/// need not have `ps`, `pkill` or `grep`.
+const KILL_MARKED: &str = r#"empty=0
+for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
   found=0
   for dir in /proc/[0-9]*; do
     pid=${dir#/proc/}
@@ -760,21 +764,28 @@ const KILL_MARKED: &str = r#"for round in 1 2 3 4 5 6 7 8 9 10; do
       if [ "$var" = "$1" ]; then kill -KILL "$pid" 2>/dev/null && found=1; break; fi
     done 2>/dev/null < "$dir/environ"
   done
-  [ "$found" = 0 ] && break
+  if [ "$found" = 0 ]; then
+    empty=$((empty + 1))
+    [ "$empty" = 2 ] && break
+  else
+    empty=0
+  fi
   sleep 0.05
 done"#;
 
 /// Runs the command (`$1`) under a file-size limit of `ulimit -f` blocks,
 /// as `--max-file-size` asks (the engine's `--ulimit` is not used, since
-/// some hosts refuse the other limits it then sets), then kills what it
-/// left running, as bwrap's PID namespace does on the host: commands
+/// some hosts refuse the other limits it then sets), in a process group
+/// of its own (job control), as the channel's server does; then kills
+/// what it left running, as bwrap's PID namespace does on the host: the
+/// command's process group at once, then what carries its mark. Commands
 /// share no processes, and a command's leftovers cannot hold the
 /// container's `--pids-limit` (or its memory) against the next one.
 /// Exits with the command's status.
 fn wrapper(max_file_size_bytes: u64) -> String {
     let blocks = file_blocks(max_file_size_bytes);
     format!(
-        "ulimit -f {blocks} 2>/dev/null; bash -c \"$1\"; status=$?\nset -- \"{COMMAND_MARK_VAR}=${COMMAND_MARK_VAR}\"\n{KILL_MARKED}\nexit $status"
+        "ulimit -f {blocks} 2>/dev/null\nset -m\n( exec bash -c \"$1\" ) </dev/null &\npid=$!\n{{ wait \"$pid\"; }} 2>/dev/null\nstatus=$?\nkill -KILL -- \"-$pid\" 2>/dev/null\nset -- \"{COMMAND_MARK_VAR}=${COMMAND_MARK_VAR}\"\n{KILL_MARKED}\nexit $status"
     )
 }
 

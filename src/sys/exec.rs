@@ -632,8 +632,10 @@ pub(crate) fn kill_group(pgid: Option<u32>) {
 
 /// Kills every process that carries `TASK_MARK_VAR=task_mark` in its
 /// environment: what a task's commands left running, including daemons that
-/// called setsid. Repeats a few rounds so a process forked during the scan is
-/// caught too. Returns how many processes were signalled.
+/// called setsid. Repeats in rounds until two in a row find none, so a
+/// process forked during the scan is caught too, and so is one caught in
+/// the middle of an exec, whose environment reads as empty for that
+/// moment. Returns how many processes were signalled.
 pub(crate) fn kill_marked_processes(task_mark: &str) -> usize {
     kill_processes_with(TASK_MARK_VAR, task_mark)
 }
@@ -644,7 +646,8 @@ pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
     let needle = format!("{var}={value}\0").into_bytes();
     let own_pid = std::process::id();
     let mut killed = 0;
-    for _round in 0..5 {
+    let mut empty = 0;
+    for _round in 0..10 {
         let mut found = 0;
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return killed;
@@ -677,9 +680,14 @@ pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
         }
         killed += found;
         if found == 0 {
-            break;
+            empty += 1;
+            if empty == 2 {
+                break;
+            }
+        } else {
+            empty = 0;
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
     killed
 }

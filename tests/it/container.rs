@@ -221,8 +221,9 @@ under_each_engine!(
 /// Through the channel into the container (`--container-commands
 /// channel`, the default) or one exec per command, a command starts as
 /// it would on its own: nothing of the one before (working directory,
-/// variables, functions, background jobs); what one leaves running,
-/// marked or not, never writes into the next one's output; one that
+/// variables, functions, background jobs, marked or not, in its process
+/// group); what one leaves running, marked or not, never writes into the
+/// next one's output; one that
 /// closes its output runs to its end; 100 MB of output are counted and
 /// capped; and a command that kills the channel's server loses nothing
 /// but itself: the trajectory says so, and the next command runs.
@@ -232,10 +233,11 @@ fn commands_through_the_channel_start_clean_and_survive_what_they_do(backend: Ba
     let tasks = one_task(&fixture, &id, "true");
     let same = format!(
         "pwd; echo \"${{CARRIED-unset}}\"; type f >/dev/null 2>&1 || echo no-function; {}",
-        running_count("^sleep 611")
+        running_count("^sleep 61[12]")
     );
     let commands = [
-        "cd /tmp && export CARRIED=1 && f() { :; }; sleep 611 & echo first",
+        // One leftover with the command's mark, one without it.
+        "cd /tmp && export CARRIED=1 && f() { :; }; sleep 611 & env -u ONEBASH_COMMAND sleep 612 & echo first",
         &same,
         // Both wait for the next command's go, then write and say so.
         "(while [ ! -e /tmp/go ]; do sleep 0.01; done; echo LEAK-MARKED; touch /tmp/leaked) & \
