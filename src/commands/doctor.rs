@@ -296,7 +296,7 @@ fn limits_check(probed: &Probed) -> Check {
 /// A tool found on PATH and answering `--version`: its first line.
 fn tool_check(program: &str, hint: &str) -> Check {
     let args = [OsString::from("--version")];
-    match crate::sys::exec::run_client(Path::new(program), &args, false) {
+    match crate::sys::exec::run_client(Path::new(program), &args, None, false) {
         Ok(out) => {
             let text = String::from_utf8_lossy(&out);
             let first = text.lines().next().unwrap_or("").trim();

@@ -254,10 +254,11 @@ fn shared_context(
 
 /// The containers' settings, when the probe found an engine.
 fn container_settings(config: &RunConfig) -> Option<crate::env::container::Settings> {
-    let engine = config.probed.engine.clone()?;
+    let mut engine = config.probed.engine.clone()?;
     // The folder's real path, however it was named: the same for every
     // resume of it, and a lock path any later run can find.
     let real = std::fs::canonicalize(&config.out_dir).unwrap_or_else(|_| config.out_dir.clone());
+    engine.dir = Some(real.clone());
     Some(crate::env::container::Settings {
         engine,
         run_id: run_id(&real),

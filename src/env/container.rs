@@ -63,6 +63,13 @@ const LOCK_LABEL: &str = "onebash.lock";
 pub(crate) struct Engine {
     pub kind: EnvKind,
     pub program: PathBuf,
+    /// The folder the engine's client starts in, and so what it starts
+    /// (podman's conmon): the run folder, once there is one. Debian's
+    /// conmon (before 2.1.13) writes an empty `oom` file in its current
+    /// folder when a container runs out of memory, which must land
+    /// neither in the folder the user started onebash in nor in a working
+    /// copy. `None` (before the run folder, and in `doctor`): onebash's own.
+    pub dir: Option<PathBuf>,
 }
 
 impl Engine {
@@ -80,10 +87,12 @@ impl Engine {
         for image in to_pull {
             eprintln!("pulling {image}");
             let args = [OsString::from("pull"), OsString::from(&image)];
-            run_client(&engine.program, &args, true).map_err(|source| EnvError::Pull {
-                engine: name,
-                image: image.clone(),
-                source,
+            run_client(&engine.program, &args, engine.dir.as_deref(), true).map_err(|source| {
+                EnvError::Pull {
+                    engine: name,
+                    image: image.clone(),
+                    source,
+                }
             })?;
         }
         Ok(engine)
@@ -100,7 +109,11 @@ impl Engine {
     ) -> Result<(Engine, Vec<String>), EnvError> {
         let name = kind.engine().unwrap_or("podman");
         let program = find_on_path(name).ok_or(EnvError::EngineNotOnPath { engine: name })?;
-        let engine = Engine { kind, program };
+        let engine = Engine {
+            kind,
+            program,
+            dir: None,
+        };
         engine
             .client(&["version"])
             .map_err(|err| unreachable_engine(name, err))?;
@@ -150,7 +163,7 @@ impl Engine {
     /// Runs the engine's client, blocking; its stdout.
     fn client(&self, args: &[&str]) -> Result<String, ToolError> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        run_client(&self.program, &args, false)
+        run_client(&self.program, &args, self.dir.as_deref(), false)
             .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
     }
 
@@ -866,7 +879,7 @@ impl ContainerWorkspace {
         let outcome = run_command(Spawn {
             program: self.settings.engine.program.clone().into_os_string(),
             args,
-            cwd: &self.dir,
+            cwd: self.settings.engine.dir.as_deref().unwrap_or(&self.dir),
             env: &self.client_env,
             child: &self.child,
             timeout: command.timeout,
@@ -1000,7 +1013,7 @@ impl ContainerWorkspace {
         let spawn = Spawn {
             program: self.settings.engine.program.clone().into_os_string(),
             args,
-            cwd: &self.dir,
+            cwd: self.settings.engine.dir.as_deref().unwrap_or(&self.dir),
             env: &self.client_env,
             child: &self.child,
             timeout: std::time::Duration::ZERO,
@@ -1271,6 +1284,7 @@ mod tests {
             engine: Engine {
                 kind: EnvKind::Podman,
                 program,
+                dir: None,
             },
             run_id: "r".to_owned(),
             run_lock: dir.join("run.lock"),

@@ -582,15 +582,20 @@ fn stdout_of(command: String, output: std::process::Output) -> Result<Vec<u8>, T
 /// `image inspect`, `rm -f`), blocking: onebash's own environment (no API
 /// key: they were taken out at start-up), no input, stdout returned.
 /// `show_progress` sends its stdout and stderr to onebash's stderr instead
-/// of capturing them (a pull's progress). Callers on the async runtime
+/// of capturing them (a pull's progress). It starts in `dir` where one is
+/// given, else in onebash's current folder. Callers on the async runtime
 /// call it from a blocking thread.
 pub(crate) fn run_client(
     program: &Path,
     args: &[OsString],
+    dir: Option<&Path>,
     show_progress: bool,
 ) -> Result<Vec<u8>, ToolError> {
     let mut command = std::process::Command::new(program);
     command.args(args).stdin(Stdio::null());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
     if show_progress {
         use std::os::fd::AsFd;
         let stderr = std::io::stderr()

@@ -355,7 +355,10 @@ under_each_engine!(
 /// the image as on the host: an allocation past the memory cap fails, a
 /// fork storm is cut short, the task goes on, and nothing is left. Under
 /// oci they are onebash's own limits (cgroup, rlimits), which run.json
-/// says were enforced or not; under podman and docker the engine's.
+/// says were enforced or not; under podman and docker the engine's. The
+/// engine's processes leave nothing of an out-of-memory kill (Debian's
+/// conmon writes an empty `oom` file in its current folder) in the folder
+/// onebash was started in, or in the agent's working copy.
 fn the_limits_hold_in_the_image(backend: Backend) {
     let fixture = Fixture::new();
     let id = unique_id("c-limits");
@@ -381,22 +384,30 @@ print('started', len(started), error)
     );
     let commands = [hog, storm.as_str(), "echo alive"];
     let server = scripted_agent(&[(&id, &commands)]);
-    let run = run_in_backend(
-        &fixture,
-        backend,
-        &tasks,
-        &server,
-        &[
+    let mut args = backend_args(&fixture, backend, &server);
+    args.extend(
+        [
             "--max-memory",
             "256",
             "--max-processes",
             "64",
             "--command-timeout",
             "60",
-        ],
+        ]
+        .map(str::to_owned),
     );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cwd = fixture.path("started-in");
+    let run = fixture.run_with_env_in(&cwd, &tasks, &args, &[]);
     assert_no_process_left(&format!("sleep {sleeper}"));
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let left: Vec<_> = std::fs::read_dir(&cwd)
+        .expect("the folder onebash started in")
+        .map(|entry| entry.expect("an entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left where onebash started: {left:?}");
+    let patch = std::fs::read_to_string(run.task_dir(&id).join("patch.diff")).expect("patch.diff");
+    assert_eq!(patch, "", "the agent wrote nothing in its working copy");
     let answers = tool_answers(&server, &id);
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert_eq!(answers[2], "alive\n[exit code: 0]");

@@ -83,6 +83,25 @@ impl Fixture {
         self.run_into(&self.path("out"), tasks, args, env)
     }
 
+    /// [`Fixture::run_with_env`] with onebash started in the folder `cwd`
+    /// (made if missing) instead of the test's own.
+    pub fn run_with_env_in(
+        &self,
+        cwd: &Path,
+        tasks: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> RunOutput {
+        std::fs::create_dir_all(cwd).expect("make the folder onebash starts in");
+        let out = self.path("out");
+        let output = self
+            .run_command(&out, tasks, args, env)
+            .current_dir(cwd)
+            .output()
+            .expect("run onebash");
+        RunOutput::of(output, &out)
+    }
+
     /// Runs `tasks` against the model `model` at `base_url` (a scripted
     /// server's, or a real one's): `--model MODEL --base-url URL ARGS`.
     pub fn run_model(&self, tasks: &Path, model: &str, base_url: &str, args: &[&str]) -> RunOutput {
@@ -398,7 +417,24 @@ impl Fixture {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> RunOutput {
-        let output = onebash()
+        let output = self
+            .run_command(out, tasks, args, env)
+            .output()
+            .expect("run onebash");
+        RunOutput::of(output, out)
+    }
+
+    /// `onebash run TASKS -o OUT --cache-dir <fixture>/cache ARGS`, not
+    /// started yet.
+    fn run_command(
+        &self,
+        out: &Path,
+        tasks: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Command {
+        let mut command = onebash();
+        command
             .arg("run")
             .arg(tasks)
             .arg("-o")
@@ -406,10 +442,8 @@ impl Fixture {
             .arg("--cache-dir")
             .arg(self.path("cache"))
             .args(args)
-            .envs(env.iter().copied())
-            .output()
-            .expect("run onebash");
-        RunOutput::of(output, out)
+            .envs(env.iter().copied());
+        command
     }
 }
 
