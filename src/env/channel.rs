@@ -731,6 +731,12 @@ mod tests {
         assert_eq!(left.output.to_text(), "0\n");
     }
 
+    /// The command after one whose leftovers wait for `go`, write, then
+    /// touch `leaked`: it says go and waits for that write (an event), so
+    /// a leftover that lived would put its line into this output.
+    const GO_THEN_TWO: &str =
+        "touch go; for i in $(seq 1 300); do [ -e leaked ] && break; sleep 0.01; done; echo two";
+
     #[tokio::test]
     async fn what_a_command_leaves_running_never_writes_into_the_next_one() {
         let Some(mut server) = stand_in().await else {
@@ -743,11 +749,7 @@ mod tests {
             .ran("(while [ ! -e go ]; do sleep 0.01; done; echo LEAK-MARKED; touch leaked) & env -i bash -c 'while [ ! -e go ]; do sleep 0.01; done; echo LEAK-UNMARKED; touch leaked' & echo one")
             .await;
         assert_eq!(out.output.to_text(), "one\n");
-        // Had either lived, this would wait for its write (an event), and
-        // its line would be in this output.
-        let out = server
-            .ran("touch go; for i in $(seq 1 300); do [ -e leaked ] && break; sleep 0.01; done; echo two")
-            .await;
+        let out = server.ran(GO_THEN_TWO).await;
         assert_eq!(out.output.to_text(), "two\n");
     }
 
@@ -814,9 +816,7 @@ mod tests {
             .ran("for i in 1 2; do env -i bash -c 'h() { [ -e go ] && { echo LEAK; touch leaked; exit; }; h & exit; }; for j in $(seq 1 20); do (h &); done' & done; echo one")
             .await;
         assert_eq!(out.output.to_text(), "one\n");
-        let out = server
-            .ran("touch go; for i in $(seq 1 300); do [ -e leaked ] && break; sleep 0.01; done; echo two")
-            .await;
+        let out = server.ran(GO_THEN_TWO).await;
         assert_eq!(out.output.to_text(), "two\n");
     }
 }

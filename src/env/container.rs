@@ -852,6 +852,13 @@ impl ContainerWorkspace {
         }
     }
 
+    /// Where the engine's `exec` of a command or a channel starts: the run
+    /// folder, as for the engine's client ([`Engine::dir`]); the task's
+    /// folder where the engine has none (unit tests).
+    fn exec_dir(&self) -> &Path {
+        self.settings.engine.dir.as_deref().unwrap_or(&self.dir)
+    }
+
     /// One command as one `ENGINE exec` (`--container-commands exec`, and
     /// where no channel opens).
     async fn exec_once(
@@ -879,7 +886,7 @@ impl ContainerWorkspace {
         let outcome = run_command(Spawn {
             program: self.settings.engine.program.clone().into_os_string(),
             args,
-            cwd: self.settings.engine.dir.as_deref().unwrap_or(&self.dir),
+            cwd: self.exec_dir(),
             env: &self.client_env,
             child: &self.child,
             timeout: command.timeout,
@@ -1013,7 +1020,7 @@ impl ContainerWorkspace {
         let spawn = Spawn {
             program: self.settings.engine.program.clone().into_os_string(),
             args,
-            cwd: self.settings.engine.dir.as_deref().unwrap_or(&self.dir),
+            cwd: self.exec_dir(),
             env: &self.client_env,
             child: &self.child,
             timeout: std::time::Duration::ZERO,
