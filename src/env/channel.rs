@@ -2,8 +2,8 @@
 //! a server of bash (channel_server.sh) per container, through which each
 //! of the task's commands goes, instead of one `ENGINE exec` per command
 //! (150-390 ms each, nearly all of it the engine's own work). Why a bash
-//! server and not a helper binary copied in: ARCHITECTURE.md, "Commands in
-//! a container".
+//! server and not a helper binary copied in:
+//! docs/decisions/0010-container-command-channel.md.
 //!
 //! Owns the protocol: a request is one line of bash assignments with every
 //! value quoted byte for byte; the server answers `NONCE start`, the
