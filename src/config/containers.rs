@@ -3,8 +3,8 @@
 //! ignored without a word), `--workdir`, `--cpus`, and the child's limits
 //! in bytes (`--max-memory`, `--max-file-size` in MiB).
 
+use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
-use crate::config::run_config::ConfigError;
 use crate::sys::limits::Limits;
 use crate::task::TaskSpec;
 

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::config::error::ConfigError;
 use crate::config::hidden::check_workdirs;
 use crate::config::options::RunOptions;
-use crate::config::run_config::ConfigError;
 use crate::run_folder::RunFolder;
 
 /// Where a run writes, all absolute (the sandbox binds working copies by

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::run_config::ConfigError;
+use crate::config::error::ConfigError;
 use crate::sys::sandbox::PRIVATE_DIRS;
 use crate::task::TaskSpec;
 

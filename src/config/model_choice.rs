@@ -3,25 +3,21 @@
 //! an API), and for an API model the provider's defaults from the registry
 //! (`agent/provider.rs`: base URL, key variable), the key from [`Secrets`],
 //! the request settings and their rules (extended thinking, the fields an
-//! API has no room for), the price. [`ModelChoice::client`] makes the
-//! client a run asks.
+//! API has no room for), the price. The client a run asks is
+//! `client.rs`'s.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::agent::ModelClient;
 use crate::agent::api::ApiModel;
 use crate::agent::pricing::{PRICES_TAKEN, Price, builtin_price};
 use crate::agent::provider::{MIN_THINKING_BUDGET, Provider, ProviderInfo};
-use crate::agent::replay::ReplayStore;
 use crate::agent::request::RequestSettings;
-use crate::config::manifest::RunManifest;
+use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
-use crate::config::run_config::ConfigError;
 use crate::config::secrets::Secrets;
-use crate::grade::swebench::Rules;
 use crate::run_folder::RunFolder;
 use crate::task::TaskId;
 use crate::task::predictions::{Prediction, PredictionFile, load_predictions};
@@ -79,25 +75,6 @@ impl ModelChoice {
             ModelChoice::Predictions { file, .. } => file.get(task.as_str()),
             _ => None,
         }
-    }
-
-    /// The client of the model: an API model's assembled by `agent/` from
-    /// its provider's entry in the registry, behind its retries, gate and
-    /// price; or one that needs no API (oracle, noop, a replay, predictions,
-    /// graded by `grading`'s rules when given).
-    pub(crate) fn client(&self, grading: Option<Rules>) -> anyhow::Result<ModelClient> {
-        Ok(match self {
-            ModelChoice::Oracle { .. } => ModelClient::oracle(),
-            ModelChoice::Predictions { file, .. } => {
-                ModelClient::predictions(Arc::clone(file), grading)
-            }
-            ModelChoice::Noop => ModelClient::noop(),
-            ModelChoice::Replay { run_dir, .. } => {
-                let store = ReplayStore::open(run_dir, RunManifest::recorded_provider)?;
-                ModelClient::replay(store)
-            }
-            ModelChoice::Api(api) => ModelClient::api(api)?,
-        })
     }
 }
 
@@ -414,6 +391,9 @@ mod tests {
         );
     }
 
+    /// What a test sets of the options.
+    type Setter<'a> = dyn Fn(&mut RunOptions) + 'a;
+
     /// The API's rules for extended thinking are checked before any task:
     /// each broken combination is a usage error with its own words.
     #[test]
@@ -446,7 +426,7 @@ mod tests {
             })
             .is_ok()
         );
-        let cases: [(&str, &dyn Fn(&mut RunOptions), &str); 5] = [
+        let cases: [(&str, &Setter<'_>, &str); 5] = [
             (
                 "--thinking-budget 1023",
                 &budget(1023),

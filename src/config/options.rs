@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::agent::provider::Provider;
 use crate::agent::request::ReasoningEffort;
 use crate::checkout::History;
-use crate::config::selection::Shard;
+use crate::config::shard::Shard;
 use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::grade::swebench::Rules;
 use crate::sys::sandbox::SandboxMode;

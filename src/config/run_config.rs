@@ -19,27 +19,28 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::agent::pricing::PriceError;
 use crate::agent::request::seconds;
 use crate::checkout::History;
 use crate::config::containers::{check_container_args, limits_of};
+use crate::config::error::ConfigError;
 use crate::config::folders::{RunFolders, default_cache_dir};
 use crate::config::hidden::hidden_paths;
 use crate::config::model_choice::{ModelChoice, model_choice, prediction_file};
 use crate::config::options::RunOptions;
-use crate::config::probe::{ProbeError, Probed};
+use crate::config::probe::Probed;
 use crate::config::secrets::Secrets;
 use crate::config::selection::{
-    Shard, check_gold_patches, duplicate_warning, prediction_warnings, select_tasks,
+    check_gold_patches, duplicate_warning, prediction_warnings, select_tasks,
 };
-use crate::config::source::{DatasetContext, DatasetRecord, SourceError};
+use crate::config::shard::Shard;
+use crate::config::source::{DatasetContext, DatasetRecord};
 use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::grade::swebench::Rules;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::SandboxMode;
-use crate::task::predictions::{PredictionsError, PredictionsRecord};
-use crate::task::prompt::{PromptError, PromptVariant};
-use crate::task::{TaskFileError, TaskSpec};
+use crate::task::TaskSpec;
+use crate::task::predictions::PredictionsRecord;
+use crate::task::prompt::PromptVariant;
 
 /// Everything a run needs, checked. `P` is what is known of the machine:
 /// [`Unprobed`] as [`RunConfig::from_options`] builds it, [`Probed`] once
@@ -127,36 +128,6 @@ pub(crate) struct RunConfig<P = Probed> {
 /// A [`RunConfig`] whose machine has not been looked at yet.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Unprobed;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error(transparent)]
-    Tasks(#[from] TaskFileError),
-    /// A task file or dataset that cannot be read.
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error(transparent)]
-    Prompt(#[from] PromptError),
-    /// `--model predictions:FILE` that cannot be read.
-    #[error(transparent)]
-    Predictions(#[from] PredictionsError),
-    #[error("{0}")]
-    Usage(String),
-    /// `--price` that cannot be read.
-    #[error(transparent)]
-    Price(#[from] PriceError),
-    /// What the machine does not allow (`RunConfig::probe`).
-    #[error(transparent)]
-    Probe(#[from] ProbeError),
-}
-
-impl ConfigError {
-    /// A dataset's Hub could not be reached and nothing usable was cached:
-    /// exit 3, as when the model API cannot be (else 2, the arguments').
-    pub(crate) fn hub_unreachable(&self) -> bool {
-        matches!(self, ConfigError::Source(err) if err.hub_unreachable())
-    }
-}
 
 impl RunConfig<Unprobed> {
     /// The run's configuration from its options and the keys `main` took

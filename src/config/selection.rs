@@ -1,6 +1,5 @@
 //! Which tasks a run runs: the task file, Harbor folder or dataset read
-//! (`source.rs`), then `--shard`, `--filter` and `--limit` ([`Shard`]
-//! here), and with `--model predictions:FILE` the tasks that have a
+//! (`source.rs`), then `--shard` (`shard.rs`), `--filter` and `--limit`, and with `--model predictions:FILE` the tasks that have a
 //! prediction, with the warnings of what did not meet; and the oracle's
 //! check that every selected task has a solution.
 
@@ -8,57 +7,11 @@ use std::path::Path;
 
 use regex::Regex;
 
+use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
-use crate::config::run_config::ConfigError;
 use crate::config::source::{DatasetContext, Loaded};
 use crate::task::predictions::{PredictionFile, PredictionsRecord};
 use crate::task::{LoadOptions, TaskSpec};
-
-/// `--shard K/N`: 1-based K of N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-/// Why `--shard` cannot be read; the words follow clap's `invalid value
-/// 'RAW' for '--shard <K/N>': `.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
-    #[error("{0:?} is not K/N (for example 2/4)")]
-    NotKOfN(String),
-    #[error("{0:?}: K is not a number")]
-    K(String),
-    #[error("{0:?}: N is not a number")]
-    N(String),
-    #[error("{0:?}: K must be between 1 and N, and N at least 1")]
-    OutOfRange(String),
-}
-
-impl Shard {
-    pub fn parse(raw: &str) -> Result<Shard, ShardError> {
-        let (k, n) = raw
-            .split_once('/')
-            .ok_or_else(|| ShardError::NotKOfN(raw.to_owned()))?;
-        let index: usize = k
-            .trim()
-            .parse()
-            .map_err(|_| ShardError::K(raw.to_owned()))?;
-        let count: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| ShardError::N(raw.to_owned()))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(ShardError::OutOfRange(raw.to_owned()));
-        }
-        Ok(Shard { index, count })
-    }
-
-    /// Whether the task at 0-based position `i` of the file belongs to this shard.
-    pub fn contains(&self, i: usize) -> bool {
-        i % self.count == self.index - 1
-    }
-}
 
 /// The tasks of the task file, Harbor folder or dataset that `--shard`,
 /// `--filter` and `--limit` select, in order, with what identifies them;
@@ -207,19 +160,4 @@ pub(crate) fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), C
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shard_parsing_and_membership() {
-        let shard = Shard::parse("2/3").expect("valid");
-        let members: Vec<usize> = (0..7).filter(|i| shard.contains(*i)).collect();
-        assert_eq!(members, vec![1, 4]);
-        for bad in ["0/3", "4/3", "1/0", "x/2", "3", "1/y"] {
-            assert!(Shard::parse(bad).is_err(), "{bad}");
-        }
-    }
 }

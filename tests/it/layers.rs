@@ -539,7 +539,7 @@ fn an_import_up_the_layers_is_found() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
     .collect();
-    assert_eq!(upward(&edges), ["cli (cli) -> agent/types (agent)"]);
+    assert_eq!(upward(&edges), ["env/host (env) -> cli (cli)"]);
 }
 
 /// A source tree of these modules, where `folder` re-exports what `code`
