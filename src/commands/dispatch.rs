@@ -19,11 +19,12 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         // The arguments are checked first; only then is the machine looked
         // at (bwrap run once, cgroups found), still before the runtime.
         Command::Run(args) if args.dry_run => {
-            let config = RunConfig::from_args(&args, secrets)?;
+            let config = RunConfig::from_options(&args.options(), secrets)?;
             printed(crate::commands::dry_run::dry_run(&config)?)
         }
         Command::Run(args) => {
-            let config = RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?;
+            let config =
+                RunConfig::from_options(&args.options(), secrets).and_then(RunConfig::probe)?;
             for warning in &config.warnings {
                 eprintln!("warning: {warning}");
             }

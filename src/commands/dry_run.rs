@@ -3,16 +3,16 @@
 //! image pulled or unpacked, no repo checked out.
 //!
 //! The checks are the run's own: the arguments, tasks and dataset
-//! (`RunConfig::from_args`, already passed when this is called), the
+//! (`RunConfig::from_options`, already passed when this is called), the
 //! machine and images as the probe would find them
 //! (`RunConfig::look`), and a resume's settings against the run folder's.
 
 use std::fmt::Write as _;
 
-use crate::cli::EnvKind;
 use crate::config::RunConfig;
 use crate::config::probe::Looked;
 use crate::config::{ConfigError, Unprobed};
+use crate::env::EnvKind;
 use crate::env::oci::Readiness;
 use crate::run_folder::RunFolder;
 
@@ -146,7 +146,8 @@ fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{TASK_LINE, run_args};
+    use crate::cli::run_args;
+    use crate::config::options::TASK_LINE;
 
     /// `--dry-run` makes the run's checks and prints the plan without
     /// writing the run folder; a resume's other settings are refused as
@@ -175,8 +176,8 @@ mod tests {
                 "--dry-run",
             ],
         );
-        let config =
-            RunConfig::from_args(&args, &crate::config::Secrets::default()).expect("valid");
+        let config = RunConfig::from_options(&args.options(), &crate::config::Secrets::default())
+            .expect("valid");
         let plan = dry_run(&config).expect("checks pass");
         assert!(
             plan.contains("tasks:    7 tasks x 2 epochs = 14 runs"),

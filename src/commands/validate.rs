@@ -73,7 +73,7 @@ pub(crate) fn configs(
                 "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`".to_owned(),
             ));
         }
-        configs.push(RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?);
+        configs.push(RunConfig::from_options(&args.options(), secrets).and_then(RunConfig::probe)?);
     }
     Ok(configs)
 }

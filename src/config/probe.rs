@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::{EnvKind, PullPolicy};
-use crate::env::EnvError;
 use crate::env::container::Engine;
+use crate::env::{EnvError, EnvKind, PullPolicy};
 use crate::sys::limits::{Enforcement, LimitPlan, Limits, Mechanism};
 use crate::sys::sandbox::{Sandbox, SandboxError, SandboxMode};
 

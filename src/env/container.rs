@@ -39,7 +39,7 @@ use super::{
     BoxFuture, Command, Entered, EnvError, Environment, ImageBuild, Swept, Trust, Workspace, host,
 };
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
-use crate::cli::{ContainerCommands, EnvKind, PullPolicy};
+use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };

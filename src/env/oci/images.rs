@@ -25,8 +25,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::cli::PullPolicy;
 use crate::env::EnvError;
+use crate::env::PullPolicy;
 
 use super::error::OciError;
 use super::{layers, registry, rootfs, source};

@@ -33,7 +33,7 @@ use super::digest::Digest;
 use super::error::RegistryError;
 use super::reference::Reference;
 use super::source::{self, Manifest};
-use crate::cli::PullPolicy;
+use crate::env::PullPolicy;
 use crate::sys::lock::FileLock;
 /// Fetches what `reference` needs into `<oci_dir>` as `policy` says and
 /// returns its manifest, each layer's blob in the cache unless
