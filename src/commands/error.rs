@@ -12,6 +12,7 @@ use crate::commands::output::OutputError;
 use crate::commands::pull::PullError;
 use crate::commands::regrade::RegradeError;
 use crate::commands::show::ShowError;
+use crate::commands::validate::ValidateError;
 use crate::config::ConfigError;
 
 /// Every row has a verdict; a command did what it was asked.
@@ -55,10 +56,9 @@ pub enum CommandError {
     /// `show` cannot find or read the trajectory it was asked for.
     #[error(transparent)]
     Show(#[from] ShowError),
-    /// `validate` refused its input, in its words (clap's message for the
-    /// command line validate builds).
-    #[error("{0}")]
-    Input(String),
+    /// `validate` refused its input.
+    #[error(transparent)]
+    Validate(#[from] ValidateError),
     /// A run (or validate's) failed after its checks passed: its run
     /// folder could not be written, a `replay:` run folder could not be
     /// read. The causes follow, joined by `: `, each once ([`chain`]).
@@ -105,7 +105,7 @@ impl CommandError {
             | CommandError::Show(_)
             | CommandError::Man(_)
             | CommandError::Regrade(_)
-            | CommandError::Input(_) => EXIT_USAGE,
+            | CommandError::Validate(_) => EXIT_USAGE,
             CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,
         }
     }
@@ -157,9 +157,9 @@ mod tests {
                 "failed to create the man page folder man/man1: Permission denied",
             ),
             (
-                CommandError::Input("no such trajectory".into()),
+                ValidateError::NotRun.into(),
                 2,
-                "no such trajectory",
+                "internal error: validate built a command that is not `run`",
             ),
             (
                 CommandError::Run(

@@ -22,6 +22,26 @@ use crate::config::RunConfig;
 use crate::run_folder::ExitReason;
 use crate::run_folder::{ResultRow, RunFolder, RunFolderError, Status, read_rows};
 
+/// Why validate refused its input before anything ran.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// clap refused the `run` command line validate built from its own.
+    #[error("{}", without_error_prefix(.0))]
+    Args(#[source] clap::Error),
+    #[error("internal error: validate built a command that is not `run`")]
+    NotRun,
+    #[error(
+        "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`"
+    )]
+    DryRun,
+}
+
+/// clap's message without its own `error: `: main adds one.
+fn without_error_prefix(err: &clap::Error) -> String {
+    let text = err.to_string();
+    text.strip_prefix("error: ").unwrap_or(&text).to_owned()
+}
+
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]
 pub(crate) struct TaskCheck {
@@ -59,19 +79,12 @@ pub(crate) fn configs(
         ];
         argv.extend(extra.iter().cloned());
         // clap's message starts with its own `error: `, and main adds one.
-        let cli = Cli::try_parse_from(&argv).map_err(|err| {
-            let text = err.to_string();
-            CommandError::Input(text.strip_prefix("error: ").unwrap_or(&text).to_owned())
-        })?;
+        let cli = Cli::try_parse_from(&argv).map_err(ValidateError::Args)?;
         let Command::Run(args) = cli.command else {
-            return Err(CommandError::Input(
-                "internal error: validate built a command that is not `run`".to_owned(),
-            ));
+            return Err(ValidateError::NotRun.into());
         };
         if args.dry_run {
-            return Err(CommandError::Input(
-                "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`".to_owned(),
-            ));
+            return Err(ValidateError::DryRun.into());
         }
         configs.push(RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?);
     }
