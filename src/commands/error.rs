@@ -12,7 +12,6 @@ use crate::commands::output::OutputError;
 use crate::commands::pull::PullError;
 use crate::commands::regrade::RegradeError;
 use crate::commands::show::ShowError;
-use crate::commands::validate::ValidateError;
 use crate::config::ConfigError;
 
 /// Every row has a verdict; a command did what it was asked.
@@ -85,6 +84,26 @@ fn chain(err: &anyhow::Error) -> String {
         }
     }
     text
+}
+
+/// Why validate refused its input before anything ran.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// clap refused the `run` command line validate built from its own.
+    #[error("{}", without_error_prefix(.0))]
+    Args(#[source] clap::Error),
+    #[error("internal error: validate built a command that is not `run`")]
+    NotRun,
+    #[error(
+        "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`"
+    )]
+    DryRun,
+}
+
+/// clap's message without its own `error: `: main adds one.
+fn without_error_prefix(err: &clap::Error) -> String {
+    let text = err.to_string();
+    text.strip_prefix("error: ").unwrap_or(&text).to_owned()
 }
 
 impl CommandError {

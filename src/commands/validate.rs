@@ -16,31 +16,11 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::cli::{Cli, Command};
-use crate::commands::error::{CommandError, EXIT_INTERRUPTED};
+use crate::commands::error::{CommandError, EXIT_INTERRUPTED, ValidateError};
 use crate::commands::run::run_with;
 use crate::config::RunConfig;
 use crate::run_folder::ExitReason;
 use crate::run_folder::{ResultRow, RunFolder, RunFolderError, Status, read_rows};
-
-/// Why validate refused its input before anything ran.
-#[derive(Debug, thiserror::Error)]
-pub enum ValidateError {
-    /// clap refused the `run` command line validate built from its own.
-    #[error("{}", without_error_prefix(.0))]
-    Args(#[source] clap::Error),
-    #[error("internal error: validate built a command that is not `run`")]
-    NotRun,
-    #[error(
-        "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`"
-    )]
-    DryRun,
-}
-
-/// clap's message without its own `error: `: main adds one.
-fn without_error_prefix(err: &clap::Error) -> String {
-    let text = err.to_string();
-    text.strip_prefix("error: ").unwrap_or(&text).to_owned()
-}
 
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]

@@ -1,11 +1,9 @@
 //! What can go wrong making an image ready ([`OciError`]), and a
-//! registry's part of it ([`RegistryError`]): every file of the folder
-//! returns them. Each variant names the file, folder or image it concerns
+//! registry's part of it ([`RegistryError`]), and what makes a layer
+//! hostile ([`Hostile`]): every file of the folder returns them. Each variant names the file, folder or image it concerns
 //! and keeps the error it wraps as its source.
 
 use std::path::PathBuf;
-
-use super::layers::Hostile;
 
 /// A cache file's error of any kind (I/O, JSON, a bind list's check),
 /// kept whole as the source.
@@ -232,4 +230,34 @@ pub enum RegistryError {
         "{what} of {reference} is not in the cache, and --pull never does not fetch it\nhint: run `onebash pull TASKS --env oci` with the same --image once on this machine, or use --pull missing"
     )]
     NotCached { what: String, reference: String },
+}
+
+/// What makes a layer hostile: an entry that would write outside the
+/// image's root, or link to what is not its own.
+#[derive(Debug, thiserror::Error)]
+pub enum Hostile {
+    #[error("{} climbs out with `..`", .0.display())]
+    ClimbsOut(PathBuf),
+    #[error("{} is absolute", .0.display())]
+    Absolute(PathBuf),
+    #[error("{} goes through the symlink {}", entry.display(), symlink.display())]
+    ThroughSymlink { entry: PathBuf, symlink: PathBuf },
+    #[error("{} goes through the file {}", entry.display(), file.display())]
+    ThroughFile { entry: PathBuf, file: PathBuf },
+    #[error("{} is a symlink to nothing", .0.display())]
+    SymlinkToNothing(PathBuf),
+    #[error("the symlink {} -> {} leaves the image's root", link.display(), target.display())]
+    SymlinkLeavesRoot { link: PathBuf, target: PathBuf },
+    #[error("{} is a hard link to nothing", .0.display())]
+    HardLinkToNothing(PathBuf),
+    #[error("the hard link {}: {why}", link.display())]
+    HardLinkOut { link: PathBuf, why: Box<Hostile> },
+    #[error("{} is a hard link to the root", .0.display())]
+    HardLinkToRoot(PathBuf),
+    #[error(
+        "the hard link {} names {}, which is not a file of this layer",
+        link.display(),
+        target.display()
+    )]
+    HardLinkNotInLayer { link: PathBuf, target: PathBuf },
 }

@@ -29,6 +29,7 @@ use sha2::{Digest as _, Sha256};
 use super::OciError;
 use super::digest::Digest;
 use super::error::CacheFault;
+use super::error::Hostile;
 use super::source::{LayerRef, Source};
 use crate::sys::lock::FileLock;
 
@@ -203,36 +204,6 @@ pub(super) fn unpack_verified(
         }
     }
     Ok(())
-}
-
-/// What makes a layer hostile: an entry that would write outside the
-/// image's root, or link to what is not its own.
-#[derive(Debug, thiserror::Error)]
-pub enum Hostile {
-    #[error("{} climbs out with `..`", .0.display())]
-    ClimbsOut(PathBuf),
-    #[error("{} is absolute", .0.display())]
-    Absolute(PathBuf),
-    #[error("{} goes through the symlink {}", entry.display(), symlink.display())]
-    ThroughSymlink { entry: PathBuf, symlink: PathBuf },
-    #[error("{} goes through the file {}", entry.display(), file.display())]
-    ThroughFile { entry: PathBuf, file: PathBuf },
-    #[error("{} is a symlink to nothing", .0.display())]
-    SymlinkToNothing(PathBuf),
-    #[error("the symlink {} -> {} leaves the image's root", link.display(), target.display())]
-    SymlinkLeavesRoot { link: PathBuf, target: PathBuf },
-    #[error("{} is a hard link to nothing", .0.display())]
-    HardLinkToNothing(PathBuf),
-    #[error("the hard link {}: {why}", link.display())]
-    HardLinkOut { link: PathBuf, why: Box<Hostile> },
-    #[error("{} is a hard link to the root", .0.display())]
-    HardLinkToRoot(PathBuf),
-    #[error(
-        "the hard link {} names {}, which is not a file of this layer",
-        link.display(),
-        target.display()
-    )]
-    HardLinkNotInLayer { link: PathBuf, target: PathBuf },
 }
 
 /// A path inside a layer, made of normal components only; `None` for the
