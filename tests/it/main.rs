@@ -8,6 +8,7 @@ mod anthropic_cache;
 mod api_refusal;
 mod audit;
 mod clusters;
+mod code_shape;
 mod completions;
 mod container;
 mod datasets;
