@@ -881,7 +881,7 @@ impl Checkout {
         let repo = Repository::open(&self.dir)?;
         let diff = parse_patch(patch)?;
         repo.apply(&diff, ApplyLocation::WorkDir, None)
-            .map_err(|err| GitError(format!("the patch does not apply: {}", err.message())))
+            .map_err(GitError::Apply)
     }
 }
 
@@ -902,8 +902,7 @@ pub(crate) fn patch_paths(patch: &str) -> Result<Vec<PathBuf>, GitError> {
 }
 
 fn parse_patch(patch: &str) -> Result<Diff<'static>, GitError> {
-    Diff::from_buffer(patch.as_bytes())
-        .map_err(|err| GitError(format!("the patch cannot be parsed: {}", err.message())))
+    Diff::from_buffer(patch.as_bytes()).map_err(GitError::Parse)
 }
 
 fn set_mode(path: &Path, filemode: i32) -> std::io::Result<()> {

@@ -182,7 +182,35 @@ pub struct RowError {
     pub(crate) row: Option<usize>,
     /// The file, and where in it (`data/test.jsonl line 5`).
     pub(crate) place: String,
-    pub(crate) why: String,
+    pub(crate) why: RowFault,
+}
+
+/// What is wrong with a row, or with a file that cannot be read on.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RowFault {
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("not a JSON array of objects: {0}")]
+    NotArray(#[source] serde_json::Error),
+    #[error("not a Parquet file: {0}")]
+    NotParquet(#[source] parquet::errors::ParquetError),
+    /// A compression this build of the `parquet` crate lacks.
+    #[error(
+        "the file is compressed with {codec}, which onebash is built without (it reads uncompressed, SNAPPY, GZIP, LZ4 and ZSTD Parquet files)"
+    )]
+    Codec { codec: &'static str },
+    #[error("cannot read: {0}")]
+    ParquetRow(#[source] parquet::errors::ParquetError),
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// A JSON value that is no object: `kind` says what it is.
+    #[error("not a JSON object but {kind}")]
+    NotObject { kind: &'static str },
 }
 
 fn located(row: Option<usize>, place: &str) -> String {
@@ -254,21 +282,21 @@ mod tests {
             dataset: "hf:o/n@abc:test".into(),
             row: Some(7),
             place: "data/test.jsonl line 2".into(),
-            why: "not an object".into(),
+            why: RowFault::NotObject { kind: "an array" },
         };
         assert_eq!(
             row.to_string(),
-            "failed to read hf:o/n@abc:test: row 7 (data/test.jsonl line 2): not an object"
+            "failed to read hf:o/n@abc:test: row 7 (data/test.jsonl line 2): not a JSON object but an array"
         );
         let file = RowError {
             dataset: "hf:o/n@abc:test".into(),
             row: None,
             place: "data/x.parquet".into(),
-            why: "bad magic".into(),
+            why: RowFault::Codec { codec: "LZO" },
         };
         assert_eq!(
             file.to_string(),
-            "failed to read hf:o/n@abc:test: data/x.parquet: bad magic"
+            "failed to read hf:o/n@abc:test: data/x.parquet: the file is compressed with LZO, which onebash is built without (it reads uncompressed, SNAPPY, GZIP, LZ4 and ZSTD Parquet files)"
         );
     }
 }

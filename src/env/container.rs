@@ -967,11 +967,7 @@ impl ContainerWorkspace {
                 file_blocks: file_blocks(self.settings.max_file_size_bytes),
                 timeout: command.timeout,
             };
-            let kill = async {
-                self.kill_marked(container, mark)
-                    .await
-                    .map_err(|err| err.to_string())
-            };
+            let kill = self.kill_marked(container, mark);
             match channel.run(&request, kill).await {
                 Reply::Ended(mut outcome) => {
                     *via = Via::Open {
@@ -1011,7 +1007,7 @@ impl ContainerWorkspace {
     }
 
     /// Starts the channel's server in `container`.
-    async fn open_channel(&self, container: &str) -> Result<Channel, String> {
+    async fn open_channel(&self, container: &str) -> Result<Channel, channel::ChannelError> {
         let nonce = channel::nonce();
         let args = channel::server_args(container, &self.workdir, &nonce)
             .into_iter()
@@ -1061,7 +1057,7 @@ impl ContainerWorkspace {
         let (outcome, output) = self
             .git_outcome(&image_repo::prepare(base, history))
             .await
-            .map_err(|err| Refused::Unusable(err.to_string()))?;
+            .map_err(Refused::Exec)?;
         image_repo::prepared(&outcome, &output)
     }
 
@@ -1130,7 +1126,7 @@ impl ContainerWorkspace {
 
 /// A Harbor task has no repo to patch (it carries no test patch).
 fn no_repo() -> GitError {
-    GitError("a Harbor task has no repo to patch".to_owned())
+    GitError::NoRepo { kind: "Harbor" }
 }
 
 impl ContainerWorkspace {

@@ -420,7 +420,11 @@ mod tests {
         }
 
         fn apply(&self, _patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-            Box::pin(async { Err(GitError("does not apply strictly".to_owned())) })
+            Box::pin(async {
+                Err(GitError::from(git2::Error::from_str(
+                    "does not apply strictly",
+                )))
+            })
         }
 
         fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {

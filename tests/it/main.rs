@@ -9,6 +9,7 @@ mod api_refusal;
 mod audit;
 mod ci_script;
 mod clusters;
+mod code_shape;
 mod completions;
 mod container;
 mod datasets;
