@@ -23,7 +23,7 @@ use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::{ModelError, ModelReply};
 use crate::config::pricing::Price;
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::run_folder::Usage;
 use crate::task::TaskSpec;
 use crate::task::predictions::PredictionFile;

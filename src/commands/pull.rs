@@ -17,7 +17,7 @@ use regex::Regex;
 use crate::cli::{EnvKind, PullArgs};
 use crate::config::Secrets;
 use crate::config::source::{DatasetContext, SourceError};
-use crate::task::LoadOptions;
+use crate::task::{LoadOptions, Pull};
 
 /// Why the images could not be made ready: exit code 2 (3 for a dataset
 /// whose Hub cannot be reached, as for run).
@@ -50,13 +50,13 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
     for warning in &file.warnings {
         eprintln!("warning: {warning}");
     }
-    // `load` reads Harbor folders too (a run takes them); their images are
-    // built from environment/ when a task starts, not pulled.
-    if let Some(task) = file.tasks.iter().find(|t| t.harbor.is_some()) {
-        return Err(PullError::Other(format!(
-            "{} is a Harbor task: its image is built from its environment/ when it runs, so there is nothing to pull",
-            task.id
-        )));
+    // `load` reads every task a run takes; some have no image to pull
+    // (their benchmark says why).
+    if let Some(refused) = file.tasks.iter().find_map(|t| match t.benchmark.pull(t) {
+        Pull::Refused(why) => Some(why),
+        Pull::Image => None,
+    }) {
+        return Err(PullError::Other(refused));
     }
     let filter = args
         .filter

@@ -26,7 +26,7 @@ use crate::commands::error::{
 use crate::config::manifest::RunManifest;
 use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::run_folder::{
     ExitReason, ResultRow, ResultsWriter, RowSink, RunFolder, RunFolderError, Status,
     write_predictions,

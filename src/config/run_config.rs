@@ -24,7 +24,7 @@ use crate::cli::{ContainerCommands, EnvKind, Provider, PullPolicy, ReasoningEffo
 use crate::config::pricing::{PRICES_TAKEN, Price, PriceError, builtin_price};
 use crate::config::probe::{ProbeError, Probed};
 use crate::config::source::{DatasetContext, DatasetRecord, SourceError};
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::run_folder::RunFolder;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::{PRIVATE_DIRS, SandboxMode};
@@ -535,12 +535,12 @@ impl RunConfig<Unprobed> {
         )?)
     }
 
-    /// The images the probe makes ready, in task order. A Harbor task's
-    /// image is built when the task starts.
+    /// The images the probe makes ready, in task order. An image built
+    /// from a folder of the task is built when the task starts.
     fn images(&self) -> Vec<String> {
         self.tasks
             .iter()
-            .filter(|t| t.harbor.as_ref().is_none_or(|h| h.context.is_none()))
+            .filter(|t| t.benchmark.image_build().is_none())
             // An empty prediction runs nothing, in no container.
             .filter(|t| self.model.prediction(&t.id).is_none_or(|p| !p.is_empty()))
             .filter_map(|t| t.image.clone())
@@ -651,13 +651,12 @@ fn check_container_args(
         )));
     }
     if args.env_kind().engine().is_none()
-        && let Some(task) = tasks.iter().find(|t| t.harbor.is_some())
+        && let Some(refused) = tasks.iter().find_map(|t| {
+            let env = args.env_kind().image_backend().unwrap_or("host");
+            t.benchmark.needs_engine(t, env)
+        })
     {
-        return Err(ConfigError::Usage(format!(
-            "Harbor tasks (such as {}) run in the image their environment/ builds, which --env {} cannot do\nhint: run with --env podman or --env docker",
-            task.id,
-            args.env_kind().image_backend().unwrap_or("host")
-        )));
+        return Err(ConfigError::Usage(refused));
     }
     let Some(engine) = args.env_kind().image_backend() else {
         return image_guard(args, tasks, warnings);
@@ -818,15 +817,13 @@ fn listed(ids: &[String]) -> String {
 fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), ConfigError> {
     let missing: Vec<&str> = tasks
         .iter()
-        .filter(|t| match &t.harbor {
-            Some(harbor) => harbor.solution.is_empty(),
-            None => t.gold_patch.is_none(),
-        })
+        .filter(|t| matches!(t.benchmark.oracle(t), crate::task::Oracle::Missing(_)))
         .map(|t| t.id.as_str())
         .collect();
     if !missing.is_empty() {
         return Err(ConfigError::Usage(format!(
-            "--model {name} needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
+            "--model {name} needs {} in every task; these have none: {}",
+            crate::task::oracle_needs(),
             missing.join(", ")
         )));
     }

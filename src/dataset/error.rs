@@ -10,9 +10,14 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     #[error(
-        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. hf:SWE-bench/SWE-bench_Lite@main:test"
+        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. {example}"
     )]
-    BadReference { raw: String, why: String },
+    BadReference {
+        raw: String,
+        why: String,
+        /// A reference of the right form (the first short name known).
+        example: String,
+    },
     /// No connection (refused, no such host, timed out), or the Hub kept
     /// failing (5xx, 429) through the retries, and nothing usable cached.
     #[error(

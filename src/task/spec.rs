@@ -8,15 +8,15 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::grade::swebench::Rules;
-use crate::grade::swebench::spec::{SpecError, SwebenchEval};
+use crate::grade::Rules;
+use crate::task::benchmark::{Benchmark, ParsedLine};
 use crate::task::error::{BadLine, FieldError, IdError, LineError};
+pub(crate) use crate::task::swebench5::Swebench5Fields;
 
 /// The longest duration a flag or a task field can give, in seconds (about
 /// 31 years). A deadline is the start of a command or task plus its
@@ -110,27 +110,11 @@ pub(crate) struct TaskSpec {
     /// Where the working copy is inside the image (an absolute path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
-    /// A SWE-bench instance without a test command of its own or from
-    /// `--test-command`: graded by SWE-bench's recipe for its repo and
-    /// version, or the reason it cannot be (the task errors with it, the
-    /// run goes on).
+    /// What kind of task it is: the answers that differ between
+    /// benchmarks (task/benchmark.rs). Its own fields (`repo_in_image`, a
+    /// swebench 5 row's recipe) are in [`TaskSpec::to_json`].
     #[serde(skip)]
-    pub swebench: Option<Result<SwebenchEval, SpecError>>,
-    /// In a container, the repo is the one the image holds at `workdir`
-    /// (SWE-bench's images), made leak-proof there, rather than onebash's
-    /// own checkout bind-mounted: the field as written, else true for
-    /// SWE-bench instances. Under `--env host` it is not used.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub repo_in_image: bool,
-    /// A row in swebench 5's format: its own eval script, log parser and
-    /// eval type, which grade it (`swebench` holds the eval built from
-    /// them) unless a test command is given.
-    #[serde(flatten)]
-    pub swebench5: Swebench5Fields,
-    /// A Harbor task folder's own settings (image build, verifier,
-    /// solution): its environment is its image, it has no repo.
-    #[serde(skip)]
-    pub harbor: Option<std::sync::Arc<HarborTask>>,
+    pub benchmark: std::sync::Arc<dyn Benchmark>,
     /// Fields this version does not know: kept for the trajectory.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -145,6 +129,7 @@ impl TaskSpec {
             Ok(Value::Object(map)) => map,
             _ => Map::new(),
         };
+        self.benchmark.task_fields(&mut map);
         if let Some(Value::Object(extra)) = map.remove("extra") {
             for (k, v) in extra {
                 map.entry(k).or_insert(v);
@@ -175,82 +160,35 @@ impl TaskSpec {
         };
         let mut fields = fields.clone();
         let location = fields.remove("repo_location");
-        let mut spec = parse_fields(fields, Path::new("/"), &LoadOptions::default())?;
+        let (mut spec, line) = parse_line(fields, Path::new("/"), &LoadOptions::default())?;
         if let Some(Value::String(location)) = location {
             spec.repo_location = location;
         }
-        let is_instance = spec.swebench5.is_swebench5()
-            || spec
-                .metadata
-                .as_ref()
-                .is_some_and(|m| m.contains_key(crate::task::swebench::SWEBENCH_REPO));
-        let mut warning = None;
-        match graded_by_recipe {
-            Some(true) => spec.swebench = Some(swebench_eval(&spec)),
-            Some(false) => {}
-            None if is_instance => match swebench_eval(&spec) {
-                Ok(eval) if eval.script == spec.test_command => spec.swebench = Some(Ok(eval)),
-                Ok(_) => {
-                    warning = Some(
-                        "its trajectory does not say whether SWE-bench's recipe graded it, and its test command is not today's eval script, so it is graded by onebash's own rules; hint: regrade it with the onebash that ran it".to_owned(),
-                    );
-                }
-                Err(_) => {}
-            },
-            None => {}
-        }
+        let warning = crate::task::swebench::reread(&mut spec, &line, graded_by_recipe);
         Ok((spec, warning))
     }
 
     /// The rules the task is graded by: `chosen` (`--grading`) when given,
-    /// else its row's format's ([`Rules::by_format`]).
+    /// else its benchmark's.
     pub(crate) fn rules(&self, chosen: Option<Rules>) -> Rules {
-        chosen.unwrap_or_else(|| Rules::by_format(self.swebench5.is_swebench5()))
+        chosen.unwrap_or_else(|| self.benchmark.default_rules())
     }
 }
 
-impl Swebench5Fields {
-    /// Whether the row is in swebench 5's format: it carries its own eval
-    /// script or log parser.
-    pub(crate) fn is_swebench5(&self) -> bool {
-        self.eval_script.is_some() || self.log_parser.is_some()
+#[cfg(test)]
+impl TaskSpec {
+    /// The recipe its benchmark grades it by, if any.
+    pub(crate) fn recipe(&self) -> Option<&crate::grade::swebench::spec::SwebenchEval> {
+        match self.benchmark.verdict() {
+            crate::task::Verdict::Recipe(eval) => Some(eval),
+            _ => None,
+        }
     }
-}
 
-/// The fields a swebench 5 row carries beyond SWE-bench's twelve (the
-/// dataset's `image` is the task's own `image`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub(crate) struct Swebench5Fields {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eval_script: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_parser: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eval_type: Option<String>,
-}
-
-/// What onebash keeps of a Harbor task beyond the common task fields
-/// (`harbor.rs` reads it from the task folder).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct HarborTask {
-    /// The task folder.
-    pub dir: PathBuf,
-    /// `environment/`, the build context; `None` when task.toml names a
-    /// prebuilt `docker_image`.
-    pub context: Option<PathBuf>,
-    pub build_timeout: Duration,
-    /// `tests/`, copied to `/tests` after the agent.
-    pub tests: PathBuf,
-    /// `[verifier] env`: set for test.sh.
-    pub verifier_env: Vec<(String, String)>,
-    /// `[agent] timeout_sec`.
-    pub agent_timeout_s: Option<f64>,
-    /// `[environment] cpus` and `memory_mb`: the container's limits.
-    pub cpus: Option<f64>,
-    pub memory_mb: Option<u64>,
-    /// `solution/`'s files (relative path, text, executable), for the
-    /// oracle; empty when the task has no `solution/solve.sh`.
-    pub solution: Vec<(String, String, bool)>,
+    /// Whether its code is the repo its image holds.
+    pub(crate) fn repo_in_image(&self) -> bool {
+        !matches!(self.benchmark.code(), crate::task::Code::Checkout)
+    }
 }
 
 /// Why a task file could not be used. `Display` gives the full report.
@@ -421,23 +359,26 @@ fn object_of_line(line: &str) -> Result<Map<String, Value>, LineError> {
 }
 
 fn parse_fields(
-    mut fields: Map<String, Value>,
+    fields: Map<String, Value>,
     base_dir: &Path,
     options: &LoadOptions,
 ) -> Result<TaskSpec, LineError> {
-    // A line of the newer SWE-bench family becomes a onebash line first.
-    if let Some(family) = crate::task::swebench_family::detect(&fields) {
-        crate::task::swebench_family::convert(
-            family,
-            &mut fields,
-            options.test_command.is_some(),
-            &options.repo_base,
-        )?;
+    parse_line(fields, base_dir, options).map(|(task, _)| task)
+}
+
+/// A line as its task, and what its benchmark was chosen by.
+fn parse_line(
+    mut fields: Map<String, Value>,
+    base_dir: &Path,
+    options: &LoadOptions,
+) -> Result<(TaskSpec, ParsedLine), LineError> {
+    // A line of another format becomes a onebash line first.
+    let reader = crate::task::registry::line_reader(&fields);
+    if let Some(reader) = reader {
+        reader.convert_line(&mut fields, options)?;
     }
-    let instance = crate::task::swebench::is_instance(&fields);
-    if instance {
-        crate::task::swebench::convert(&mut fields, &options.repo_base)?;
-    }
+    // A line whose format grades it needs no test command (below).
+    let instance = reader.is_some_and(|r| r.grades_itself());
     let mut problems = Vec::new();
     let id = take_string(&mut fields, "id", true, &mut problems);
     let repo = take_string(&mut fields, "repo", true, &mut problems);
@@ -455,12 +396,17 @@ fn parse_fields(
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
     let image = take_string(&mut fields, "image", false, &mut problems);
     let workdir = take_string(&mut fields, "workdir", false, &mut problems);
-    let swebench5 = Swebench5Fields {
+    let mut swebench5 = Swebench5Fields {
         eval_script: take_string(&mut fields, "eval_script", false, &mut problems),
         log_parser: take_string(&mut fields, "log_parser", false, &mut problems),
         eval_type: take_string(&mut fields, "eval_type", false, &mut problems),
     };
-    let repo_in_image = take_bool(&mut fields, "repo_in_image", instance, &mut problems);
+    let repo_in_image = take_bool(
+        &mut fields,
+        "repo_in_image",
+        reader.is_some_and(|r| r.repo_in_image()),
+        &mut problems,
+    );
     let fail_to_pass = take_string_list(&mut fields, "fail_to_pass", &mut problems);
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
     let test_timeout_s = take_seconds(&mut fields, "test_timeout_s", &mut problems);
@@ -494,6 +440,19 @@ fn parse_fields(
         return Err(LineError::RequiredGone);
     };
     let repo_location = resolve_repo(&repo, base_dir);
+    if !swebench5.is_swebench5()
+        && let Some(eval_type) = swebench5.eval_type.take()
+    {
+        // Only a swebench 5 row has its recipe's fields; on another line
+        // the field stays the line's own, as written.
+        fields.insert("eval_type".to_owned(), Value::String(eval_type));
+    }
+    let line = ParsedLine {
+        converted_by: reader.map(|r| r.name()),
+        repo_in_image,
+        row: swebench5,
+    };
+    let claimer = crate::task::registry::claimer(&line);
     let mut task = TaskSpec {
         id,
         repo,
@@ -510,14 +469,20 @@ fn parse_fields(
         metadata,
         image,
         workdir,
-        swebench: None,
-        repo_in_image,
-        swebench5,
-        harbor: None,
+        benchmark: claimer.benchmark(&line, None),
         extra: fields,
     };
-    complete_from_options(&mut task, instance, test_command.is_some(), options)?;
-    Ok(task)
+    if instance && test_command.is_none() && options.test_command.is_none() {
+        // Graded by its format's recipe: the recipe's script is its test
+        // command, or the reason it has none is the task's error.
+        let recipe = claimer.recipe(&task, &line);
+        if let Some(Ok(eval)) = &recipe {
+            task.test_command = eval.script.clone();
+        }
+        task.benchmark = claimer.benchmark(&line, recipe);
+    }
+    complete_from_options(&mut task, test_command.is_some(), options)?;
+    Ok((task, line))
 }
 
 /// Takes the optional boolean `key` out of `fields` (`default` when it is
@@ -616,27 +581,18 @@ fn check_values(
     }
 }
 
-/// What a parsed line gets from elsewhere: a SWE-bench instance without a
-/// test command its recipe, a line without one `--test-command`'s
-/// rendering, a line without an image `--image`'s.
+/// What a parsed line gets from the flags: a line without a test command
+/// `--test-command`'s rendering, a line without an image `--image`'s.
 fn complete_from_options(
     task: &mut TaskSpec,
-    instance: bool,
     has_test_command: bool,
     options: &LoadOptions,
 ) -> Result<(), LineError> {
-    if instance && !has_test_command && options.test_command.is_none() {
-        let eval = swebench_eval(task);
-        if let Ok(eval) = &eval {
-            task.test_command = eval.script.clone();
-        }
-        task.swebench = Some(eval);
-    }
     if !has_test_command && let Some(template) = &options.test_command {
         let files = task
             .test_patch
             .as_deref()
-            .map(crate::task::swebench::patch_files)
+            .map(crate::task::patch_files)
             .unwrap_or_default();
         let mut context = task.to_json();
         context.insert("test_files".to_owned(), serde_json::json!(files));
@@ -658,49 +614,6 @@ fn complete_from_options(
         );
     }
     Ok(())
-}
-
-/// SWE-bench's eval of an instance: a swebench 5 row's own (its
-/// `eval_script`, `log_parser`, `eval_type`), else the recipe of the
-/// `owner/name` and `version` it came with.
-fn swebench_eval(task: &TaskSpec) -> Result<SwebenchEval, SpecError> {
-    let metadata = task.metadata.as_ref();
-    let field = |key: &str| -> Option<String> {
-        match metadata?.get(key)? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    let row = &task.swebench5;
-    let instance = |repo: &'_ str, version: &'_ str| -> Result<SwebenchEval, SpecError> {
-        let instance = crate::grade::swebench::spec::Instance {
-            instance_id: task.id.as_str(),
-            repo,
-            version,
-            base_commit: &task.base_commit,
-            test_patch: task.test_patch.as_deref().unwrap_or(""),
-        };
-        if row.is_swebench5() {
-            // A swebench 5 row carries its own recipe: no spec is looked up.
-            crate::grade::swebench::spec::row_eval(
-                &instance,
-                row.eval_script.as_deref(),
-                row.log_parser.as_deref(),
-                row.eval_type.as_deref(),
-            )
-        } else {
-            crate::grade::swebench::spec::eval_for(&instance)
-        }
-    };
-    if row.is_swebench5() {
-        let repo = field(crate::task::swebench::SWEBENCH_REPO).unwrap_or_default();
-        let version = field("version").unwrap_or_default();
-        return instance(&repo, &version);
-    }
-    let repo = field(crate::task::swebench::SWEBENCH_REPO).ok_or(SpecError::Missing("repo"))?;
-    let version = field("version").ok_or(SpecError::Missing("version"))?;
-    instance(&repo, &version)
 }
 
 /// Renders a template flag for a task over `context` (its fields, and
@@ -843,15 +756,10 @@ mod tests {
             &LoadOptions::default(),
         )
         .expect("valid");
-        assert_eq!(
-            tasks[0].swebench5,
-            Swebench5Fields {
-                eval_script: Some("#!/bin/bash\npytest".to_owned()),
-                log_parser: Some("pytest".to_owned()),
-                eval_type: Some("pytest".to_owned()),
-            }
-        );
-        assert_eq!(tasks[0].to_json()["log_parser"], "pytest");
+        let json = tasks[0].to_json();
+        assert_eq!(json["eval_script"], "#!/bin/bash\npytest");
+        assert_eq!(json["log_parser"], "pytest");
+        assert_eq!(json["eval_type"], "pytest");
         // Its format picks swebench 5.0's rules unless --grading says.
         assert_eq!(tasks[0].rules(None), Rules::Swebench50);
         assert_eq!(tasks[0].rules(Some(Rules::Swebench41)), Rules::Swebench41);
@@ -1088,8 +996,8 @@ mod tests {
         let instance = r#"{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","test_command":"true"}"#;
         let text = format!("{GOOD}\n{instance}\n");
         let tasks = parse_tasks(&text, "f", Path::new("/")).expect("valid");
-        assert!(!tasks[0].repo_in_image);
-        assert!(tasks[1].repo_in_image);
+        assert!(!tasks[0].repo_in_image());
+        assert!(tasks[1].repo_in_image());
         assert_eq!(tasks[1].to_json()["repo_in_image"], true);
         assert!(!tasks[0].to_json().contains_key("repo_in_image"));
         let text = format!(
@@ -1098,8 +1006,8 @@ mod tests {
             instance.replace("}", r#","repo_in_image":false}"#)
         );
         let tasks = parse_tasks(&text, "f", Path::new("/")).expect("valid");
-        assert!(tasks[0].repo_in_image);
-        assert!(!tasks[1].repo_in_image);
+        assert!(tasks[0].repo_in_image());
+        assert!(!tasks[1].repo_in_image());
         let err = parse_tasks(
             &GOOD.replace("}", r#","repo_in_image":"yes"}"#),
             "f",
@@ -1193,34 +1101,28 @@ mod tests {
         });
         let tasks = parse_tasks(&line.to_string(), "t.jsonl", Path::new("/")).expect("a task");
         let task = &tasks[0];
-        let Some(Ok(eval)) = &task.swebench else {
-            panic!("requests 2.0 has a recipe: {:?}", task.swebench)
+        let Some(eval) = task.recipe() else {
+            panic!("requests 2.0 has a recipe: {:?}", task.benchmark)
         };
         let header = Value::Object(task.to_json());
         let (again, warning) = TaskSpec::from_header(&header, None).expect("reads back");
         assert_eq!(warning, None);
         assert_eq!(Value::Object(again.to_json()), header);
         assert_eq!(again.repo_location, task.repo_location);
-        assert_eq!(
-            again.swebench.as_ref().and_then(|e| e.as_ref().ok()),
-            Some(eval)
-        );
+        assert_eq!(again.recipe(), Some(eval));
         let mut other = task.to_json();
         other.insert("test_command".to_owned(), Value::from("pytest -x"));
         let other = Value::Object(other);
         // An old trajectory: graded by onebash's own rules, and named.
         let (again, warning) = TaskSpec::from_header(&other, None).expect("reads back");
-        assert!(again.swebench.is_none());
+        assert!(again.recipe().is_none());
         assert!(warning.is_some_and(|w| w.contains("own rules")));
         // The run recorded either way: trusted, and no warning.
         let (again, warning) = TaskSpec::from_header(&other, Some(true)).expect("reads back");
-        assert_eq!(
-            again.swebench.as_ref().and_then(|e| e.as_ref().ok()),
-            Some(eval)
-        );
+        assert_eq!(again.recipe(), Some(eval));
         assert_eq!(warning, None);
         let (again, warning) = TaskSpec::from_header(&header, Some(false)).expect("reads back");
-        assert!(again.swebench.is_none() && warning.is_none());
+        assert!(again.recipe().is_none() && warning.is_none());
         assert!(matches!(
             TaskSpec::from_header(&Value::from("a string"), None),
             Err(LineError::NotAnObject)
@@ -1238,14 +1140,10 @@ mod tests {
             "eval_type": "pass_and_fail",
         });
         let tasks = parse_tasks(&row.to_string(), "t.jsonl", Path::new("/")).expect("a task");
-        let eval = tasks[0]
-            .swebench
-            .clone()
-            .expect("graded by its row")
-            .expect("a recipe");
+        let eval = tasks[0].recipe().expect("graded by its row's recipe");
         let (again, _) =
             TaskSpec::from_header(&Value::Object(tasks[0].to_json()), None).expect("reads back");
-        assert_eq!(again.swebench, Some(Ok(eval)));
+        assert_eq!(again.recipe(), Some(eval));
         assert_eq!(again.rules(None), Rules::Swebench50);
     }
 }
