@@ -20,7 +20,7 @@ pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply
     }
     // What the oracle runs is the task's benchmark's answer: its gold
     // patch applied, or a command of its own run in place.
-    let commands = match task.benchmark.oracle(task) {
+    let commands = match task.benchmark.oracle(task.gold_patch.as_deref()) {
         Oracle::Patch(patch) => apply_commands(patch),
         Oracle::Command(command) => vec![command],
         Oracle::Missing(what) => {

@@ -52,10 +52,14 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
     }
     // `load` reads every task a run takes; some have no image to pull
     // (their benchmark says why).
-    if let Some(refused) = file.tasks.iter().find_map(|t| match t.benchmark.pull(t) {
-        Pull::Refused(why) => Some(why),
-        Pull::Image => None,
-    }) {
+    if let Some(refused) = file
+        .tasks
+        .iter()
+        .find_map(|t| match t.benchmark.pull(t.id.as_str()) {
+            Pull::Refused(why) => Some(why),
+            Pull::Image => None,
+        })
+    {
         return Err(PullError::Other(refused));
     }
     let filter = args

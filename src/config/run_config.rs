@@ -653,7 +653,7 @@ fn check_container_args(
     if args.env_kind().engine().is_none()
         && let Some(refused) = tasks.iter().find_map(|t| {
             let env = args.env_kind().image_backend().unwrap_or("host");
-            t.benchmark.needs_engine(t, env)
+            t.benchmark.needs_engine(t.id.as_str(), env)
         })
     {
         return Err(ConfigError::Usage(refused));
@@ -817,7 +817,12 @@ fn listed(ids: &[String]) -> String {
 fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), ConfigError> {
     let missing: Vec<&str> = tasks
         .iter()
-        .filter(|t| matches!(t.benchmark.oracle(t), crate::task::Oracle::Missing(_)))
+        .filter(|t| {
+            matches!(
+                t.benchmark.oracle(t.gold_patch.as_deref()),
+                crate::task::Oracle::Missing(_)
+            )
+        })
         .map(|t| t.id.as_str())
         .collect();
     if !missing.is_empty() {

@@ -4,13 +4,13 @@
 //! named by mechanism (a checkout or the repo an image holds, a test
 //! command or a verifier folder, an exit code or a reward...).
 //!
-//! Two traits: [`Benchmark`] is one task's answers (a handle each
-//! [`TaskSpec`] holds), [`Source`] is a way tasks come in (a line format,
-//! a folder format, the Hub datasets it is known by) and picks the
-//! handle of each task it reads. Each benchmark is one file of `task/`
-//! implementing them; registry.rs lists the sources, the one place a
-//! benchmark is registered. This file owns the traits and the answer
-//! types, none of the benchmarks.
+//! [`Benchmark`] is one task's answers: a handle each `TaskSpec` holds.
+//! Its companion, source.rs's `Source`, is a way tasks come in (a line
+//! format, a folder format, the Hub datasets it is known by) and picks
+//! the handle of each task it reads. Each benchmark is one file of
+//! `task/` implementing both; registry.rs lists the sources, the one
+//! place a benchmark is registered. This file owns the trait and the
+//! answer types, none of the benchmarks, and depends on none of them.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -18,12 +18,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::dataset::Alias;
 use crate::grade::Rules;
 use crate::grade::swebench::spec::SwebenchEval;
-use crate::task::error::LineError;
-use crate::task::registry::Fit;
-use crate::task::spec::{LoadOptions, Swebench5Fields, TaskFile, TaskFileError, TaskSpec};
 
 /// Where a task's code comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,13 +95,14 @@ pub(crate) enum Verdict<'a> {
 pub(crate) struct RewardFile {
     /// Prints which file holds the reward, then the file.
     pub script: String,
-    /// Reads the script's output.
+    /// Reads the script's output; the error names the file it read.
     pub read: fn(&str) -> Result<f64, RewardError>,
     /// Why a test log alone cannot decide the task.
     pub not_by_log: &'static str,
 }
 
-pub(crate) use crate::task::harbor::RewardError;
+/// Why a reward cannot be read: the benchmark's own error.
+pub(crate) type RewardError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What the oracle (`--model oracle`) runs.
 #[derive(Debug, Clone)]
@@ -169,17 +166,17 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
         Rules::by_format(false)
     }
 
-    /// What the oracle runs for `task`.
-    fn oracle<'a>(&'a self, task: &'a TaskSpec) -> Oracle<'a> {
-        match &task.gold_patch {
+    /// What the oracle runs for a task with this gold patch.
+    fn oracle<'a>(&'a self, gold_patch: Option<&'a str>) -> Oracle<'a> {
+        match gold_patch {
             Some(patch) => Oracle::Patch(patch),
             None => Oracle::Missing("gold_patch"),
         }
     }
 
-    /// What `pull` does for `task`.
-    fn pull(&self, task: &TaskSpec) -> Pull {
-        let _ = task;
+    /// What `pull` does for the task `id`.
+    fn pull(&self, id: &str) -> Pull {
+        let _ = id;
         Pull::Image
     }
 
@@ -194,104 +191,10 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
         None
     }
 
-    /// The usage error of running `task` under `--env env`, which has no
-    /// container engine, when it needs one.
-    fn needs_engine(&self, task: &TaskSpec, env: &str) -> Option<String> {
-        let _ = (task, env);
-        None
-    }
-}
-
-/// A task line as parsed, before its benchmark is chosen: what the
-/// sources pick a handle by.
-#[derive(Debug, Clone)]
-pub(crate) struct ParsedLine {
-    /// A source rewrote the line from its own format.
-    pub converted_by: Option<&'static str>,
-    /// `repo_in_image` as written, or the converting source's default.
-    pub repo_in_image: bool,
-    /// swebench 5's row fields, when the line has them.
-    pub row: Swebench5Fields,
-}
-
-/// A way tasks come in: a line format, a folder format, Hub datasets.
-pub(crate) trait Source: Sync {
-    /// Its name, in errors and in [`ParsedLine::converted_by`].
-    fn name(&self) -> &'static str;
-
-    /// The Hub datasets it is known by, in `onebash datasets`' order.
-    fn datasets(&self) -> &'static [Alias] {
-        &[]
-    }
-
-    /// Whether a line's fields, as read, are in its format, and how
-    /// surely (registry.rs picks the reader).
-    fn reads_line(&self, fields: &Map<String, Value>) -> Option<Fit> {
-        let _ = fields;
-        None
-    }
-
-    /// Rewrites a line of its format into onebash's fields, in place, or
-    /// says why onebash cannot use it.
-    fn convert_line(
-        &self,
-        fields: &mut Map<String, Value>,
-        options: &LoadOptions,
-    ) -> Result<(), LineError> {
-        let _ = (fields, options);
-        Ok(())
-    }
-
-    /// Whether a line it converted may lack a test command (its own
-    /// recipe grades it).
-    fn grades_itself(&self) -> bool {
-        false
-    }
-
-    /// `repo_in_image` of a line it converted that does not say.
-    fn repo_in_image(&self) -> bool {
-        false
-    }
-
-    /// Whether it answers for the task read from `line`.
-    fn claims(&self, line: &ParsedLine) -> bool {
-        let _ = line;
-        false
-    }
-
-    /// The task's handle; `recipe` is its grading recipe when it has one
-    /// (see [`Source::recipe`]).
-    fn benchmark(
-        &self,
-        line: &ParsedLine,
-        recipe: Option<Result<SwebenchEval, crate::grade::swebench::spec::SpecError>>,
-    ) -> std::sync::Arc<dyn Benchmark> {
-        let _ = recipe;
-        std::sync::Arc::new(crate::task::own::OwnLine {
-            repo_in_image: line.repo_in_image,
-        })
-    }
-
-    /// The grading recipe a task it claims gets, when the task has no
-    /// test command (neither its own nor `--test-command`'s).
-    fn recipe(
-        &self,
-        task: &TaskSpec,
-        line: &ParsedLine,
-    ) -> Option<Result<SwebenchEval, crate::grade::swebench::spec::SpecError>> {
-        let _ = (task, line);
-        None
-    }
-
-    /// Reads tasks from `path` when it is in its folder format.
-    fn load_path(&self, path: &Path) -> Option<Result<TaskFile, TaskFileError>> {
-        let _ = path;
-        None
-    }
-
-    /// What `--model oracle` needs of its tasks beyond a gold patch, for
-    /// the usage error that lists tasks without one.
-    fn oracle_needs(&self) -> Option<&'static str> {
+    /// The usage error of running the task `id` under `--env env`, which
+    /// has no container engine, when it needs one.
+    fn needs_engine(&self, id: &str, env: &str) -> Option<String> {
+        let _ = (id, env);
         None
     }
 }

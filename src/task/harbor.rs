@@ -21,10 +21,10 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::task::benchmark::{
-    Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Source, Tests, Verdict,
-    VerifierFolder,
+    Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict, VerifierFolder,
 };
-use crate::task::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
+use crate::task::source::{ParsedLine, RecipeResult, Source};
+use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// The file that makes a folder a Harbor task.
 pub(crate) const TASK_TOML: &str = "task.toml";
@@ -67,7 +67,7 @@ const BUILD_LABEL: &str = "onebash.harbor-task";
 /// The reward file the verifier writes, and how it is read.
 static REWARD: LazyLock<RewardFile> = LazyLock::new(|| RewardFile {
     script: reward_script(),
-    read: read_reward,
+    read: |output| read_reward(output).map_err(Into::into),
     not_by_log: "a Harbor task is graded by the reward its verifier wrote, not by its test log",
 });
 
@@ -114,8 +114,8 @@ impl Benchmark for HarborTask {
     }
 
     /// A Harbor task's oracle is its solution/solve.sh, run in place.
-    fn oracle<'a>(&'a self, task: &'a TaskSpec) -> Oracle<'a> {
-        let _ = task;
+    fn oracle<'a>(&'a self, gold_patch: Option<&'a str>) -> Oracle<'a> {
+        let _ = gold_patch;
         match oracle_command(self) {
             Some(command) => Oracle::Command(command),
             None => Oracle::Missing("solution/solve.sh"),
@@ -124,17 +124,15 @@ impl Benchmark for HarborTask {
 
     /// `load` reads Harbor folders too (a run takes them); their images
     /// are built from environment/ when a task starts, not pulled.
-    fn pull(&self, task: &TaskSpec) -> Pull {
+    fn pull(&self, id: &str) -> Pull {
         Pull::Refused(format!(
-            "{} is a Harbor task: its image is built from its environment/ when it runs, so there is nothing to pull",
-            task.id
+            "{id} is a Harbor task: its image is built from its environment/ when it runs, so there is nothing to pull"
         ))
     }
 
-    fn needs_engine(&self, task: &TaskSpec, env: &str) -> Option<String> {
+    fn needs_engine(&self, id: &str, env: &str) -> Option<String> {
         Some(format!(
-            "Harbor tasks (such as {}) run in the image their environment/ builds, which --env {env} cannot do\nhint: run with --env podman or --env docker",
-            task.id
+            "Harbor tasks (such as {id}) run in the image their environment/ builds, which --env {env} cannot do\nhint: run with --env podman or --env docker"
         ))
     }
 }
@@ -156,6 +154,12 @@ impl Source for Harbor {
 
     fn oracle_needs(&self) -> Option<&'static str> {
         Some("a Harbor task: a solution/solve.sh")
+    }
+
+    /// Its tasks come from folders, never lines.
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        let _ = recipe;
+        crate::task::own::own_line(line)
     }
 }
 

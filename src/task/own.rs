@@ -5,9 +5,12 @@
 //! where the code comes from. The lines other formats rewrite into
 //! onebash's (SWE-bench Pro's, Multi-SWE-bench's) get this handle too.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
-use crate::task::benchmark::{Benchmark, Code, ParsedLine, Source};
+use crate::task::benchmark::{Benchmark, Code};
+use crate::task::source::{ParsedLine, RecipeResult, Source};
 
 /// onebash's own line: it claims every line no other source claims.
 pub(crate) struct Own;
@@ -23,6 +26,18 @@ impl Source for Own {
         let _ = line;
         true
     }
+
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        let _ = recipe;
+        own_line(line)
+    }
+}
+
+/// The handle of a line read as onebash's own.
+pub(crate) fn own_line(line: &ParsedLine) -> Arc<dyn Benchmark> {
+    Arc::new(OwnLine {
+        repo_in_image: line.repo_in_image,
+    })
 }
 
 /// One own line's answers.

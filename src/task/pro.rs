@@ -6,13 +6,15 @@
 //! a line is read only with `--test-command`, else refused naming the
 //! field; the task is then onebash's own line (own.rs).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::dataset::Alias;
-use crate::task::benchmark::Source;
+use crate::task::benchmark::Benchmark;
 use crate::task::convert::{merge_metadata, rename, set_repo};
 use crate::task::error::{FieldError, LineError, Refusal};
-use crate::task::registry::Fit;
+use crate::task::source::{Fit, ParsedLine, RecipeResult, Source};
 use crate::task::spec::LoadOptions;
 
 /// SWE-bench Pro's lines and dataset.
@@ -52,6 +54,12 @@ impl Source for Pro {
         options: &LoadOptions,
     ) -> Result<(), LineError> {
         pro(fields, options.test_command.is_some(), &options.repo_base)
+    }
+
+    /// Its lines become onebash's own.
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        let _ = recipe;
+        crate::task::own::own_line(line)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The benchmarks onebash knows: the one place a [`Source`] is registered
 //! (as `env/choose.rs` is for environments). Adding a benchmark is a file
-//! of `task/` implementing [`Source`] and [`Benchmark`](super::Benchmark),
-//! and one line in [`SOURCES`].
+//! of `task/` implementing [`Source`] and `Benchmark` (benchmark.rs)
+//! (source.rs), and one line in [`SOURCES`].
 //!
 //! The order of [`SOURCES`] is the order of `onebash datasets`' table and
 //! the order in which sources are asked to claim a task; a line is read
@@ -14,18 +14,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::dataset::Alias;
-use crate::task::benchmark::{ParsedLine, Source};
+use crate::task::source::{Fit, ParsedLine, Source};
 use crate::task::spec::{TaskFile, TaskFileError};
-
-/// How well a line fits a source's format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fit {
-    /// It has keys only this format has.
-    Keys,
-    /// It has the shape of the format (an `instance_id`, no `id`), which
-    /// formats named by their own keys share.
-    Shape,
-}
 
 /// Every source, in order. One line a benchmark.
 pub(crate) const SOURCES: &[&dyn Source] = &[

@@ -2,11 +2,13 @@
 //! `base_commit`) and refused: the bug is a branch of a mirror onebash
 //! cannot check out yet (the refusal's text says what to give instead).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
-use crate::task::benchmark::Source;
+use crate::task::benchmark::Benchmark;
 use crate::task::error::{LineError, Refusal};
-use crate::task::registry::Fit;
+use crate::task::source::{Fit, ParsedLine, RecipeResult, Source};
 use crate::task::spec::LoadOptions;
 
 /// SWE-smith's lines, refused.
@@ -32,6 +34,12 @@ impl Source for Smith {
     ) -> Result<(), LineError> {
         let _ = (fields, options);
         Err(Refusal::Smith.into())
+    }
+
+    /// Its lines become onebash's own.
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        let _ = recipe;
+        crate::task::own::own_line(line)
     }
 }
 

@@ -22,18 +22,17 @@ use serde_json::{Map, Value};
 
 use crate::dataset::Alias;
 use crate::grade::Rules;
-use crate::grade::swebench::spec::{SpecError, SwebenchEval};
-use crate::task::benchmark::{Benchmark, Code, ParsedLine, Source, Tests, Verdict};
+use crate::task::benchmark::{Benchmark, Code, Tests, Verdict};
 use crate::task::error::{FieldError, LineError};
-use crate::task::registry::Fit;
+use crate::task::recipe::{Recipe, eval};
+use crate::task::source::{Fit, ParsedLine, RecipeResult, Source};
 use crate::task::spec::{LoadOptions, TaskSpec};
-use crate::task::swebench5::{Row, Swebench5Fields};
+use crate::task::swebench5::Row;
 
 /// Where `owner/name` repos are cloned from: a URL or a folder of mirrors.
 pub(crate) const DEFAULT_REPO_BASE: &str = "https://github.com";
 
-/// The metadata key that keeps an instance's `repo` as written.
-pub(crate) const SWEBENCH_REPO: &str = "swebench_repo";
+pub(crate) use crate::task::recipe::SWEBENCH_REPO;
 
 /// SWE-bench's image of an instance, as its harness names it (and
 /// `grade::swebench::spec::image_name`): what a row of a SWE-bench
@@ -129,57 +128,15 @@ impl Source for Swebench {
         line.converted_by == Some(NAME) && !line.row.is_swebench5()
     }
 
-    fn benchmark(
-        &self,
-        line: &ParsedLine,
-        recipe: Option<Result<SwebenchEval, SpecError>>,
-    ) -> Arc<dyn Benchmark> {
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
         Arc::new(Instance {
             repo_in_image: line.repo_in_image,
             recipe: Recipe(recipe),
         })
     }
 
-    fn recipe(
-        &self,
-        task: &TaskSpec,
-        line: &ParsedLine,
-    ) -> Option<Result<SwebenchEval, SpecError>> {
+    fn recipe(&self, task: &TaskSpec, line: &ParsedLine) -> Option<RecipeResult> {
         Some(eval(task, &line.row))
-    }
-}
-
-/// An instance's grading recipe: `None` when a test command grades it,
-/// else SWE-bench's eval or why it cannot be built (the task errors with
-/// it, the run goes on).
-#[derive(Debug)]
-pub(crate) struct Recipe(pub Option<Result<SwebenchEval, SpecError>>);
-
-impl Recipe {
-    /// The verdict: by the recipe when it was built.
-    pub(crate) fn verdict(&self) -> Verdict<'_> {
-        match &self.0 {
-            Some(Ok(eval)) => Verdict::Recipe(eval),
-            _ => Verdict::Tests,
-        }
-    }
-
-    pub(crate) fn cannot_run(&self) -> Option<String> {
-        match &self.0 {
-            Some(Err(reason)) => Some(format!(
-                "failed to find how SWE-bench grades this task: {reason}"
-            )),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn cannot_regrade(&self) -> Option<String> {
-        match &self.0 {
-            Some(Err(err)) => Some(format!(
-                "the run graded it by SWE-bench's recipe, which this onebash cannot build: {err}"
-            )),
-            _ => None,
-        }
     }
 }
 
@@ -224,48 +181,6 @@ impl Benchmark for Instance {
     fn cannot_regrade(&self) -> Option<String> {
         self.recipe.cannot_regrade()
     }
-}
-
-/// SWE-bench's eval of an instance: a swebench 5 row's own (its
-/// `eval_script`, `log_parser`, `eval_type`), else the recipe of the
-/// `owner/name` and `version` it came with.
-pub(crate) fn eval(task: &TaskSpec, row: &Swebench5Fields) -> Result<SwebenchEval, SpecError> {
-    let metadata = task.metadata.as_ref();
-    let field = |key: &str| -> Option<String> {
-        match metadata?.get(key)? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    let instance = |repo: &'_ str, version: &'_ str| -> Result<SwebenchEval, SpecError> {
-        let instance = crate::grade::swebench::spec::Instance {
-            instance_id: task.id.as_str(),
-            repo,
-            version,
-            base_commit: &task.base_commit,
-            test_patch: task.test_patch.as_deref().unwrap_or(""),
-        };
-        if row.is_swebench5() {
-            // A swebench 5 row carries its own recipe: no spec is looked up.
-            crate::grade::swebench::spec::row_eval(
-                &instance,
-                row.eval_script.as_deref(),
-                row.log_parser.as_deref(),
-                row.eval_type.as_deref(),
-            )
-        } else {
-            crate::grade::swebench::spec::eval_for(&instance)
-        }
-    };
-    if row.is_swebench5() {
-        let repo = field(SWEBENCH_REPO).unwrap_or_default();
-        let version = field("version").unwrap_or_default();
-        return instance(&repo, &version);
-    }
-    let repo = field(SWEBENCH_REPO).ok_or(SpecError::Missing("repo"))?;
-    let version = field("version").ok_or(SpecError::Missing("version"))?;
-    instance(&repo, &version)
 }
 
 /// A task read back from its trajectory's header (see

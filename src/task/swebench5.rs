@@ -9,27 +9,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::grade::Rules;
-use crate::grade::swebench::spec::{SpecError, SwebenchEval};
-use crate::task::benchmark::{Benchmark, Code, ParsedLine, Source, Tests, Verdict};
+use crate::task::benchmark::{Benchmark, Code, Tests, Verdict};
+use crate::task::recipe::Recipe;
+use crate::task::source::{ParsedLine, RecipeResult, Source, Swebench5Fields};
 use crate::task::spec::TaskSpec;
-use crate::task::swebench::Recipe;
-
-/// The fields a swebench 5 row carries beyond SWE-bench's twelve (the
-/// dataset's `image` is the task's own `image`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Swebench5Fields {
-    pub eval_script: Option<String>,
-    pub log_parser: Option<String>,
-    pub eval_type: Option<String>,
-}
-
-impl Swebench5Fields {
-    /// Whether the row is in swebench 5's format: it carries its own eval
-    /// script or log parser.
-    pub(crate) fn is_swebench5(&self) -> bool {
-        self.eval_script.is_some() || self.log_parser.is_some()
-    }
-}
 
 /// swebench 5's rows.
 pub(crate) struct Swebench5;
@@ -45,11 +28,7 @@ impl Source for Swebench5 {
         line.row.is_swebench5()
     }
 
-    fn benchmark(
-        &self,
-        line: &ParsedLine,
-        recipe: Option<Result<SwebenchEval, SpecError>>,
-    ) -> Arc<dyn Benchmark> {
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
         Arc::new(Row {
             fields: line.row.clone(),
             repo_in_image: line.repo_in_image,
@@ -57,12 +36,8 @@ impl Source for Swebench5 {
         })
     }
 
-    fn recipe(
-        &self,
-        task: &TaskSpec,
-        line: &ParsedLine,
-    ) -> Option<Result<SwebenchEval, SpecError>> {
-        Some(crate::task::swebench::eval(task, &line.row))
+    fn recipe(&self, task: &TaskSpec, line: &ParsedLine) -> Option<RecipeResult> {
+        Some(crate::task::recipe::eval(task, &line.row))
     }
 }
 
