@@ -17,7 +17,7 @@ use regex::Regex;
 use crate::cli::{EnvKind, PullArgs};
 use crate::config::Secrets;
 use crate::config::source::{DatasetContext, SourceError};
-use crate::task::{LoadOptions, Pull};
+use crate::task::{LoadOptions, Pull, TaskSpec};
 
 /// Why the images could not be made ready: exit code 2 (3 for a dataset
 /// whose Hub cannot be reached, as for run).
@@ -27,6 +27,14 @@ pub enum PullError {
     Source(#[from] SourceError),
     #[error("{0}")]
     Other(String),
+}
+
+/// Why `pull` has nothing to pull for `task`, as its benchmark says.
+fn refusal(task: &TaskSpec) -> Option<String> {
+    match task.benchmark.pull(task.id.as_str()) {
+        Pull::Refused(why) => Some(why),
+        Pull::Image => None,
+    }
 }
 
 /// Makes the images ready; what to print on success.
@@ -52,14 +60,7 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
     }
     // `load` reads every task a run takes; some have no image to pull
     // (their benchmark says why).
-    if let Some(refused) = file
-        .tasks
-        .iter()
-        .find_map(|t| match t.benchmark.pull(t.id.as_str()) {
-            Pull::Refused(why) => Some(why),
-            Pull::Image => None,
-        })
-    {
+    if let Some(refused) = file.tasks.iter().find_map(refusal) {
         return Err(PullError::Other(refused));
     }
     let filter = args

@@ -14,7 +14,8 @@ pub enum DatasetError {
     )]
     BadReference {
         raw: String,
-        why: String,
+        #[source]
+        why: crate::dataset::reference::BadForm,
         /// A reference of the right form (the first short name known).
         example: String,
     },

@@ -70,7 +70,7 @@ impl DatasetRef {
         aliases: &[&'static Alias],
         exists: impl Fn(&Path) -> bool,
     ) -> Option<Result<DatasetRef, DatasetError>> {
-        let bad = |why: String| DatasetError::BadReference {
+        let bad = |why: BadForm| DatasetError::BadReference {
             raw: raw.to_owned(),
             why,
             example: aliases.first().map_or_else(
@@ -119,8 +119,45 @@ impl fmt::Display for DatasetRef {
     }
 }
 
+/// Why a reference is of a bad form (the text reads after "failed to read
+/// the dataset reference `RAW`: ").
+#[derive(Debug, thiserror::Error)]
+pub enum BadForm {
+    #[error("expected `@REVISION` or `:SPLIT` after the name")]
+    AfterName,
+    #[error("`{0}` is not OWNER/NAME (the dataset's page is huggingface.co/datasets/OWNER/NAME)")]
+    NotOwnerName(String),
+    #[error("`{0}` has more than one `/`: expected OWNER/NAME")]
+    Slashes(String),
+    #[error("the {what} in `{repo}` is empty: expected OWNER/NAME")]
+    EmptyPart { what: &'static str, repo: String },
+    #[error("the {what} in `{repo}` is longer than {MAX_NAME} characters")]
+    LongPart { what: &'static str, repo: String },
+    #[error("the {what} in `{repo}` has `{c}`: only letters, digits, `-`, `_` and `.` are allowed")]
+    RepoChar {
+        what: &'static str,
+        repo: String,
+        c: char,
+    },
+    #[error("the {what} in `{repo}` starts or ends with `-` or `.`, or has `--` or `..`")]
+    Edge { what: &'static str, repo: String },
+    #[error("the revision after `@` is empty")]
+    EmptyRevision,
+    #[error("the revision `{revision}` has `{}`", c.escape_default())]
+    RevisionChar { revision: String, c: char },
+    #[error("`{0}` is not a branch, tag or commit name")]
+    NotARef(String),
+    #[error("the split after `:` is empty")]
+    EmptySplit,
+    #[error(
+        "the split `{split}` has `{}`: only letters, digits, `_`, `-` and `.` are allowed",
+        c.escape_default()
+    )]
+    SplitChar { split: String, c: char },
+}
+
 /// The reference after `hf:`, or why it is of a bad form.
-fn parse_hf(rest: &str) -> Result<DatasetRef, String> {
+fn parse_hf(rest: &str) -> Result<DatasetRef, BadForm> {
     let repo_end = rest.find(['@', ':']).unwrap_or(rest.len());
     let repo = &rest[..repo_end];
     check_repo(repo)?;
@@ -136,7 +173,7 @@ fn parse_hf(rest: &str) -> Result<DatasetRef, String> {
 /// `[@REVISION][:SPLIT]`. A revision may hold `/` (`refs/convert/parquet`,
 /// `refs/pr/1`) but never `:`, which git refuses in ref names; so the first
 /// `:` starts the split.
-fn parse_tail(tail: &str) -> Result<(Option<String>, Option<String>), String> {
+fn parse_tail(tail: &str) -> Result<(Option<String>, Option<String>), BadForm> {
     let (before, split) = match tail.split_once(':') {
         Some((before, split)) => (before, Some(split)),
         None => (tail, None),
@@ -147,7 +184,7 @@ fn parse_tail(tail: &str) -> Result<(Option<String>, Option<String>), String> {
             Some(revision.to_owned())
         }
         None if before.is_empty() => None,
-        None => return Err("expected `@REVISION` or `:SPLIT` after the name".to_owned()),
+        None => return Err(BadForm::AfterName),
     };
     if let Some(split) = split {
         check_split(split)?;
@@ -158,35 +195,26 @@ fn parse_tail(tail: &str) -> Result<(Option<String>, Option<String>), String> {
 /// The Hub's rules for a repo id (huggingface_hub's `validate_repo_id`):
 /// one `/`, each side of letters, digits, `-`, `_` and `.`, neither
 /// starting nor ending with `-` or `.`, no `--` or `..`.
-fn check_repo(repo: &str) -> Result<(), String> {
+fn check_repo(repo: &str) -> Result<(), BadForm> {
     let Some((owner, name)) = repo.split_once('/') else {
-        return Err(format!(
-            "`{repo}` is not OWNER/NAME (the dataset's page is huggingface.co/datasets/OWNER/NAME)"
-        ));
+        return Err(BadForm::NotOwnerName(repo.to_owned()));
     };
     if name.contains('/') {
-        return Err(format!(
-            "`{repo}` has more than one `/`: expected OWNER/NAME"
-        ));
+        return Err(BadForm::Slashes(repo.to_owned()));
     }
     for (what, part) in [("owner", owner), ("name", name)] {
+        let repo = repo.to_owned();
         if part.is_empty() {
-            return Err(format!(
-                "the {what} in `{repo}` is empty: expected OWNER/NAME"
-            ));
+            return Err(BadForm::EmptyPart { what, repo });
         }
         if part.len() > MAX_NAME {
-            return Err(format!(
-                "the {what} in `{repo}` is longer than {MAX_NAME} characters"
-            ));
+            return Err(BadForm::LongPart { what, repo });
         }
         if let Some(c) = part
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
         {
-            return Err(format!(
-                "the {what} in `{repo}` has `{c}`: only letters, digits, `-`, `_` and `.` are allowed"
-            ));
+            return Err(BadForm::RepoChar { what, repo, c });
         }
         let edge = |c: char| matches!(c, '-' | '.');
         if part.starts_with(edge)
@@ -194,9 +222,7 @@ fn check_repo(repo: &str) -> Result<(), String> {
             || part.contains("--")
             || part.contains("..")
         {
-            return Err(format!(
-                "the {what} in `{repo}` starts or ends with `-` or `.`, or has `--` or `..`"
-            ));
+            return Err(BadForm::Edge { what, repo });
         }
     }
     Ok(())
@@ -204,18 +230,18 @@ fn check_repo(repo: &str) -> Result<(), String> {
 
 /// A branch, tag or commit: git's ref name rules, loosely (what would
 /// make a bad URL or path is refused here rather than by the Hub).
-fn check_revision(revision: &str) -> Result<(), String> {
+fn check_revision(revision: &str) -> Result<(), BadForm> {
     if revision.is_empty() {
-        return Err("the revision after `@` is empty".to_owned());
+        return Err(BadForm::EmptyRevision);
     }
     let bad_char = revision.chars().find(|c| {
         c.is_whitespace() || c.is_control() || matches!(c, '~' | '^' | '?' | '*' | '[' | '\\')
     });
     if let Some(c) = bad_char {
-        return Err(format!(
-            "the revision `{revision}` has `{}`",
-            c.escape_default()
-        ));
+        return Err(BadForm::RevisionChar {
+            revision: revision.to_owned(),
+            c,
+        });
     }
     if revision.contains("..")
         || revision.contains("//")
@@ -223,7 +249,7 @@ fn check_revision(revision: &str) -> Result<(), String> {
         || revision.ends_with('/')
         || revision.ends_with(".lock")
     {
-        return Err(format!("`{revision}` is not a branch, tag or commit name"));
+        return Err(BadForm::NotARef(revision.to_owned()));
     }
     Ok(())
 }
@@ -231,18 +257,18 @@ fn check_revision(revision: &str) -> Result<(), String> {
 /// A split name: letters, digits, `_`, `-` and `.` (the `datasets`
 /// library's own rule is `\w+(\.\w+)*`; a `-` is allowed as Hub file names
 /// carry it).
-fn check_split(split: &str) -> Result<(), String> {
+fn check_split(split: &str) -> Result<(), BadForm> {
     if split.is_empty() {
-        return Err("the split after `:` is empty".to_owned());
+        return Err(BadForm::EmptySplit);
     }
     if let Some(c) = split
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
     {
-        return Err(format!(
-            "the split `{split}` has `{}`: only letters, digits, `_`, `-` and `.` are allowed",
-            c.escape_default()
-        ));
+        return Err(BadForm::SplitChar {
+            split: split.to_owned(),
+            c,
+        });
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::task::error::{BadLine, FieldError, LineError};
-use crate::task::source::{ParsedLine, Swebench5Fields};
+use crate::task::source::{ParsedLine, Source, Swebench5Fields};
 use crate::task::spec::{LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 impl Default for LoadOptions {
@@ -197,11 +197,7 @@ fn parse_line(
     let gold_patch = take_string(&mut fields, "gold_patch", false, &mut problems);
     let image = take_string(&mut fields, "image", false, &mut problems);
     let workdir = take_string(&mut fields, "workdir", false, &mut problems);
-    let mut swebench5 = Swebench5Fields {
-        eval_script: take_string(&mut fields, "eval_script", false, &mut problems),
-        log_parser: take_string(&mut fields, "log_parser", false, &mut problems),
-        eval_type: take_string(&mut fields, "eval_type", false, &mut problems),
-    };
+    let swebench5 = take_row_fields(&mut fields, &mut problems);
     let repo_in_image = take_bool(
         &mut fields,
         "repo_in_image",
@@ -212,14 +208,11 @@ fn parse_line(
     let pass_to_pass = take_string_list(&mut fields, "pass_to_pass", &mut problems);
     let test_timeout_s = take_seconds(&mut fields, "test_timeout_s", &mut problems);
     let metadata = take_object(&mut fields, "metadata", &mut problems);
-    let id = match id.map(|raw| TaskId::parse(&raw)) {
-        Some(Ok(id)) => Some(id),
-        Some(Err(error)) => {
-            problems.push(error.into());
-            None
-        }
-        None => None,
-    };
+    let id = id.and_then(|raw| {
+        TaskId::parse(&raw)
+            .map_err(|error| problems.push(error.into()))
+            .ok()
+    });
     check_values(
         [
             ("repo", &repo),
@@ -241,13 +234,6 @@ fn parse_line(
         return Err(LineError::RequiredGone);
     };
     let repo_location = resolve_repo(&repo, base_dir);
-    if !swebench5.is_swebench5()
-        && let Some(eval_type) = swebench5.eval_type.take()
-    {
-        // Only a swebench 5 row has its recipe's fields; on another line
-        // the field stays the line's own, as written.
-        fields.insert("eval_type".to_owned(), Value::String(eval_type));
-    }
     let line = ParsedLine {
         converted_by: reader.map(|r| r.name()),
         repo_in_image,
@@ -274,16 +260,40 @@ fn parse_line(
         extra: fields,
     };
     if instance && test_command.is_none() && options.test_command.is_none() {
-        // Graded by its format's recipe: the recipe's script is its test
-        // command, or the reason it has none is the task's error.
-        let recipe = claimer.recipe(&task, &line);
-        if let Some(Ok(eval)) = &recipe {
-            task.test_command = eval.script.clone();
-        }
-        task.benchmark = claimer.benchmark(&line, recipe);
+        give_recipe(&mut task, claimer, &line);
     }
     complete_from_options(&mut task, test_command.is_some(), options)?;
     Ok((task, line))
+}
+
+/// swebench 5's row fields of a line. Only such a row (one with its own
+/// eval script or log parser) has them: on another line `eval_type` stays
+/// the line's own field, as written.
+fn take_row_fields(
+    fields: &mut Map<String, Value>,
+    problems: &mut Vec<FieldError>,
+) -> Swebench5Fields {
+    let mut row = Swebench5Fields {
+        eval_script: take_string(fields, "eval_script", false, problems),
+        log_parser: take_string(fields, "log_parser", false, problems),
+        eval_type: take_string(fields, "eval_type", false, problems),
+    };
+    if !row.is_swebench5()
+        && let Some(eval_type) = row.eval_type.take()
+    {
+        fields.insert("eval_type".to_owned(), Value::String(eval_type));
+    }
+    row
+}
+
+/// A task graded by its format's recipe: the recipe's script is its test
+/// command, or the reason it has none is the task's error.
+fn give_recipe(task: &mut TaskSpec, claimer: &dyn Source, line: &ParsedLine) {
+    let recipe = claimer.recipe(task, line);
+    if let Some(Ok(eval)) = &recipe {
+        task.test_command = eval.script.clone();
+    }
+    task.benchmark = claimer.benchmark(line, recipe);
 }
 
 /// Takes the optional boolean `key` out of `fields` (`default` when it is
