@@ -10,14 +10,10 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::dataset::error::DatasetError;
+use crate::dataset::error::{BadForm, DatasetError, MAX_NAME};
 
 /// The prefix that makes a task source a Hub dataset whatever files exist.
 const PREFIX: &str = "hf:";
-
-/// The longest repo name the Hub takes (huggingface_hub's
-/// `validate_repo_id` allows 96 characters per part).
-const MAX_NAME: usize = 96;
 
 /// A short name for a dataset: its repo and usual split. The names are
 /// the benchmarks' (`task/`, which declares them), passed to
@@ -117,43 +113,6 @@ impl fmt::Display for DatasetRef {
         }
         Ok(())
     }
-}
-
-/// Why a reference is of a bad form (the text reads after "failed to read
-/// the dataset reference `RAW`: ").
-#[derive(Debug, thiserror::Error)]
-pub enum BadForm {
-    #[error("expected `@REVISION` or `:SPLIT` after the name")]
-    AfterName,
-    #[error("`{0}` is not OWNER/NAME (the dataset's page is huggingface.co/datasets/OWNER/NAME)")]
-    NotOwnerName(String),
-    #[error("`{0}` has more than one `/`: expected OWNER/NAME")]
-    Slashes(String),
-    #[error("the {what} in `{repo}` is empty: expected OWNER/NAME")]
-    EmptyPart { what: &'static str, repo: String },
-    #[error("the {what} in `{repo}` is longer than {MAX_NAME} characters")]
-    LongPart { what: &'static str, repo: String },
-    #[error("the {what} in `{repo}` has `{c}`: only letters, digits, `-`, `_` and `.` are allowed")]
-    RepoChar {
-        what: &'static str,
-        repo: String,
-        c: char,
-    },
-    #[error("the {what} in `{repo}` starts or ends with `-` or `.`, or has `--` or `..`")]
-    Edge { what: &'static str, repo: String },
-    #[error("the revision after `@` is empty")]
-    EmptyRevision,
-    #[error("the revision `{revision}` has `{}`", c.escape_default())]
-    RevisionChar { revision: String, c: char },
-    #[error("`{0}` is not a branch, tag or commit name")]
-    NotARef(String),
-    #[error("the split after `:` is empty")]
-    EmptySplit,
-    #[error(
-        "the split `{split}` has `{}`: only letters, digits, `_`, `-` and `.` are allowed",
-        c.escape_default()
-    )]
-    SplitChar { split: String, c: char },
 }
 
 /// The reference after `hf:`, or why it is of a bad form.
