@@ -635,7 +635,8 @@ pub enum Format {
     Markdown,
     Json,
     /// The run summary SWE-bench's run_evaluation writes (`schema_version` 2), of epoch 1 (`--epoch`).
-    Swebench,
+    #[value(name = "swebench")]
+    BenchmarkReport,
     /// A self-contained page with charts, written to a file (`--output`).
     Html,
 }

@@ -24,7 +24,7 @@ use crate::agent::replay::ReplayStore;
 use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::{ModelError, ModelReply};
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::run_folder::Usage;
 use crate::task::TaskSpec;
 use crate::task::predictions::PredictionFile;

@@ -110,9 +110,9 @@ pub enum GitError {
     #[error("the git thread failed: {0}")]
     Thread(#[source] tokio::task::JoinError),
     /// A workspace whose task has no repo (a task that brings its own
-    /// image and tests): `kind` names the kind of task.
-    #[error("a {kind} task has no repo to patch")]
-    NoRepo { kind: &'static str },
+    /// image and tests): `why` is its benchmark's sentence.
+    #[error("{why}")]
+    NoRepo { why: &'static str },
     /// `git diff` in the container failed. The source is the environment's
     /// error, boxed: the environment sits above the checkout stage.
     #[error("git diff in the container failed: {0}")]

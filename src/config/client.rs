@@ -9,7 +9,7 @@ use crate::agent::ModelClient;
 use crate::agent::replay::ReplayStore;
 use crate::config::manifest::RunManifest;
 use crate::config::model_choice::ModelChoice;
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 
 impl ModelChoice {
     /// The client of the model: an API model's assembled by `agent/` from

@@ -65,13 +65,12 @@ pub(crate) fn check_container_args(
         )));
     }
     if args.env_kind().engine().is_none()
-        && let Some(task) = tasks.iter().find(|t| t.harbor.is_some())
+        && let Some(refused) = tasks.iter().find_map(|t| {
+            let env = args.env_kind().image_backend().unwrap_or("host");
+            t.benchmark.needs_engine(t.id.as_str(), env)
+        })
     {
-        return Err(ConfigError::Usage(format!(
-            "Harbor tasks (such as {}) run in the image their environment/ builds, which --env {} cannot do\nhint: run with --env podman or --env docker",
-            task.id,
-            args.env_kind().image_backend().unwrap_or("host")
-        )));
+        return Err(ConfigError::Usage(refused));
     }
     let Some(engine) = args.env_kind().image_backend() else {
         return image_guard(args, tasks, warnings);

@@ -111,7 +111,7 @@ impl ModelSettings {
 impl RunManifest {
     /// The rule set the run was graded by (`settings.grading`: `--grading`,
     /// or the one a regrade chose); `None` when each row's format decided.
-    pub(crate) fn grading(&self) -> Option<crate::grade::swebench::Rules> {
+    pub(crate) fn grading(&self) -> Option<crate::grade::Rules> {
         let value = self.settings.other.get("grading")?;
         serde_json::from_value(value.clone()).ok()
     }

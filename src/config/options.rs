@@ -12,7 +12,7 @@ use crate::agent::request::ReasoningEffort;
 use crate::checkout::History;
 use crate::config::shard::Shard;
 use crate::env::{ContainerCommands, EnvKind, PullPolicy};
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::sys::sandbox::SandboxMode;
 
 /// The options of `onebash run`, one field a flag, named as the flag.

@@ -35,7 +35,7 @@ use crate::config::selection::{
 use crate::config::shard::Shard;
 use crate::config::source::{DatasetContext, DatasetRecord};
 use crate::env::{ContainerCommands, EnvKind, PullPolicy};
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::SandboxMode;
 use crate::task::TaskSpec;
@@ -280,12 +280,12 @@ impl RunConfig<Unprobed> {
         )?)
     }
 
-    /// The images the probe makes ready, in task order. A Harbor task's
-    /// image is built when the task starts.
+    /// The images the probe makes ready, in task order. An image built
+    /// from a folder of the task is built when the task starts.
     fn images(&self) -> Vec<String> {
         self.tasks
             .iter()
-            .filter(|t| t.harbor.as_ref().is_none_or(|h| h.context.is_none()))
+            .filter(|t| t.benchmark.image_build().is_none())
             // An empty prediction runs nothing, in no container.
             .filter(|t| self.model.prediction(&t.id).is_none_or(|p| !p.is_empty()))
             .filter_map(|t| t.image.clone())

@@ -147,15 +147,18 @@ fn listed(ids: &[String]) -> String {
 pub(crate) fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), ConfigError> {
     let missing: Vec<&str> = tasks
         .iter()
-        .filter(|t| match &t.harbor {
-            Some(harbor) => harbor.solution.is_empty(),
-            None => t.gold_patch.is_none(),
+        .filter(|t| {
+            matches!(
+                t.benchmark.oracle(t.gold_patch.as_deref()),
+                crate::task::Oracle::Missing(_)
+            )
         })
         .map(|t| t.id.as_str())
         .collect();
     if !missing.is_empty() {
         return Err(ConfigError::Usage(format!(
-            "--model {name} needs a gold_patch (a Harbor task: a solution/solve.sh) in every task; these have none: {}",
+            "--model {name} needs {} in every task; these have none: {}",
+            crate::task::oracle_needs(),
             missing.join(", ")
         )));
     }

@@ -6,13 +6,60 @@
 
 use std::path::PathBuf;
 
+/// The longest repo name the Hub takes (huggingface_hub's
+/// `validate_repo_id` allows 96 characters per part).
+pub(crate) const MAX_NAME: usize = 96;
+
+/// Why a reference is of a bad form (the text reads after "failed to read
+/// the dataset reference `RAW`: ").
+#[derive(Debug, thiserror::Error)]
+pub enum BadForm {
+    #[error("expected `@REVISION` or `:SPLIT` after the name")]
+    AfterName,
+    #[error("`{0}` is not OWNER/NAME (the dataset's page is huggingface.co/datasets/OWNER/NAME)")]
+    NotOwnerName(String),
+    #[error("`{0}` has more than one `/`: expected OWNER/NAME")]
+    Slashes(String),
+    #[error("the {what} in `{repo}` is empty: expected OWNER/NAME")]
+    EmptyPart { what: &'static str, repo: String },
+    #[error("the {what} in `{repo}` is longer than {MAX_NAME} characters")]
+    LongPart { what: &'static str, repo: String },
+    #[error("the {what} in `{repo}` has `{c}`: only letters, digits, `-`, `_` and `.` are allowed")]
+    RepoChar {
+        what: &'static str,
+        repo: String,
+        c: char,
+    },
+    #[error("the {what} in `{repo}` starts or ends with `-` or `.`, or has `--` or `..`")]
+    Edge { what: &'static str, repo: String },
+    #[error("the revision after `@` is empty")]
+    EmptyRevision,
+    #[error("the revision `{revision}` has `{}`", c.escape_default())]
+    RevisionChar { revision: String, c: char },
+    #[error("`{0}` is not a branch, tag or commit name")]
+    NotARef(String),
+    #[error("the split after `:` is empty")]
+    EmptySplit,
+    #[error(
+        "the split `{split}` has `{}`: only letters, digits, `_`, `-` and `.` are allowed",
+        c.escape_default()
+    )]
+    SplitChar { split: String, c: char },
+}
+
 /// Why a dataset could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     #[error(
-        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. hf:SWE-bench/SWE-bench_Lite@main:test"
+        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. {example}"
     )]
-    BadReference { raw: String, why: String },
+    BadReference {
+        raw: String,
+        #[source]
+        why: BadForm,
+        /// A reference of the right form (the first short name known).
+        example: String,
+    },
     /// No connection (refused, no such host, timed out), or the Hub kept
     /// failing (5xx, 429) through the retries, and nothing usable cached.
     #[error(

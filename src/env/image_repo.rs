@@ -221,7 +221,7 @@ was=$(git rev-parse --verify --quiet HEAD)
 start=$full
 if [ -n "$was" ] && [ "$was" != "$full" ] && git merge-base --is-ancestor "$full" "$was" 2>/dev/null; then
   # HEAD is past the base. Its commits on top are the image builder's
-  # (SWE-bench's setup commit) when no ref but HEAD's own branch reaches
+  # (a benchmark's setup commit) when no ref but HEAD's own branch reaches
   # any of them; those that came with a clone have its refs naming them.
   own=$(git symbolic-ref -q HEAD)
   past=$(git rev-list --count "$full..$was")
@@ -411,7 +411,7 @@ pub(super) fn not_utf8_files(patch: &[u8]) -> Vec<String> {
             let header =
                 String::from_utf8_lossy(section.split(|b| *b == b'\n').next().unwrap_or_default())
                     .into_owned();
-            files.extend(crate::task::swebench::patch_files(&header));
+            files.extend(crate::task::patch_files(&header));
         }
     }
     files

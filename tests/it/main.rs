@@ -7,6 +7,7 @@ mod agent_protocol;
 mod anthropic_cache;
 mod api_refusal;
 mod audit;
+mod benchmark_names;
 mod ci_script;
 mod clusters;
 mod code_shape;
