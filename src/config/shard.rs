@@ -8,35 +8,42 @@ pub struct Shard {
     pub count: usize,
 }
 
-/// Why `--shard` cannot be read; the words follow clap's `invalid value
-/// 'RAW' for '--shard <K/N>': `.
+/// Why `--shard` cannot be read: the value as given, and what is wrong
+/// with it. The words follow clap's `invalid value 'RAW' for '--shard
+/// <K/N>': `.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
-    #[error("{0:?} is not K/N (for example 2/4)")]
-    NotKOfN(String),
-    #[error("{0:?}: K is not a number")]
-    K(String),
-    #[error("{0:?}: N is not a number")]
-    N(String),
-    #[error("{0:?}: K must be between 1 and N, and N at least 1")]
-    OutOfRange(String),
+#[error("{raw:?}{why}")]
+pub struct ShardError {
+    pub raw: String,
+    pub why: ShardFault,
+}
+
+/// What is wrong with a `--shard` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ShardFault {
+    #[error(" is not K/N (for example 2/4)")]
+    NotKOfN,
+    #[error(": K is not a number")]
+    K,
+    #[error(": N is not a number")]
+    N,
+    #[error(": K must be between 1 and N, and N at least 1")]
+    OutOfRange,
 }
 
 impl Shard {
     pub fn parse(raw: &str) -> Result<Shard, ShardError> {
+        let fault = |why| ShardError {
+            raw: raw.to_owned(),
+            why,
+        };
         let (k, n) = raw
             .split_once('/')
-            .ok_or_else(|| ShardError::NotKOfN(raw.to_owned()))?;
-        let index: usize = k
-            .trim()
-            .parse()
-            .map_err(|_| ShardError::K(raw.to_owned()))?;
-        let count: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| ShardError::N(raw.to_owned()))?;
+            .ok_or_else(|| fault(ShardFault::NotKOfN))?;
+        let index: usize = k.trim().parse().map_err(|_| fault(ShardFault::K))?;
+        let count: usize = n.trim().parse().map_err(|_| fault(ShardFault::N))?;
         if count == 0 || index == 0 || index > count {
-            return Err(ShardError::OutOfRange(raw.to_owned()));
+            return Err(fault(ShardFault::OutOfRange));
         }
         Ok(Shard { index, count })
     }

@@ -175,10 +175,7 @@ fn tasks_of(
                 place,
                 why,
                 ..
-            }) => Some((
-                number,
-                Err(LineError::Unreadable(format!("{place}: {why}"))),
-            )),
+            }) => Some((number, Err(LineError::Unreadable { place, why }))),
             Err(error) => {
                 unreadable = Some(error);
                 None

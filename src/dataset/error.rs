@@ -234,7 +234,7 @@ pub struct RowError {
 
 /// What is wrong with a row, or with a file that cannot be read on.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RowFault {
+pub enum RowFault {
     #[error("cannot open {}: {source}", path.display())]
     Open {
         path: PathBuf,

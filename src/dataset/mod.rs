@@ -30,7 +30,7 @@ mod splits;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use error::{DatasetError, RowError};
+pub(crate) use error::{DatasetError, RowError, RowFault};
 pub(crate) use open::{Dataset, open};
 pub(crate) use reference::{Alias, DatasetRef};
 pub(crate) use settings::HubSettings;

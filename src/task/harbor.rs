@@ -171,8 +171,11 @@ pub(crate) enum HarborError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: not valid TOML: {message}")]
-    Toml { path: PathBuf, message: String },
+    #[error("{path}: not valid TOML: {}", .source.message())]
+    Toml {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
     #[error("{path}: {message}")]
     Field { path: PathBuf, message: String },
     #[error("{0}: holds no task folder (a folder with a task.toml)")]
@@ -240,9 +243,9 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
     let toml_path = dir.join(TASK_TOML);
     let toml_text = String::from_utf8_lossy(&read(TASK_TOML)?).into_owned();
     let config = TaskToml::parse(&toml_text).map_err(|err| match err {
-        TomlProblem::Syntax(message) => HarborError::Toml {
+        TomlProblem::Syntax(source) => HarborError::Toml {
             path: toml_path.clone(),
-            message,
+            source,
         },
         TomlProblem::Field(message) => HarborError::Field {
             path: toml_path.clone(),
@@ -435,7 +438,7 @@ struct TaskToml {
 }
 
 enum TomlProblem {
-    Syntax(String),
+    Syntax(toml::de::Error),
     Field(String),
 }
 
@@ -448,8 +451,7 @@ impl TaskToml {
     /// `cpus`, `memory_mb`, `docker_image`, and refuses what onebash
     /// cannot honour (`gpus` above 0).
     fn parse(text: &str) -> Result<TaskToml, TomlProblem> {
-        let table: toml::Table =
-            toml::from_str(text).map_err(|err| TomlProblem::Syntax(err.message().to_owned()))?;
+        let table: toml::Table = toml::from_str(text).map_err(TomlProblem::Syntax)?;
         let field = |m: String| TomlProblem::Field(m);
         let section = |name: &str| -> Result<Option<&toml::Table>, TomlProblem> {
             match table.get(name) {
