@@ -192,6 +192,7 @@ pub(crate) async fn run_tests(
     // An eval script that applies the test patch itself must see the
     // tree without it (see `Tests::EvalScript`).
     let own_script = matches!(task.benchmark.tests(), Tests::EvalScript);
+    bare_reset(task, rules, shell).await?;
     let (test_patch_files, test_patch_method) = match &task.test_patch {
         Some(patch) if !own_script => {
             let (files, method) = apply_test_patch(shell, patch).await?;
@@ -234,6 +235,35 @@ pub(crate) async fn run_tests(
         reward: None,
         decision: Some(decision),
     })
+}
+
+/// Under 4.1's rules, a recipe's bare reset ([`SwebenchEval::bare_reset`]:
+/// 4.1.0's `git checkout BASE` with no path, before the test patch), run
+/// as the harness. Its exit status is not looked at, as the package's
+/// script does not (it has no `set -e`): a checkout that the agent's
+/// change blocks leaves HEAD where it was there too.
+///
+/// [`SwebenchEval::bare_reset`]: crate::grade::swebench::SwebenchEval
+async fn bare_reset(task: &TaskSpec, rules: Rules, shell: Shell<'_>) -> Result<(), GradeError> {
+    let Verdict::Recipe(eval) = task.benchmark.verdict() else {
+        return Ok(());
+    };
+    let Some(reset) = eval
+        .bare_reset
+        .as_deref()
+        .filter(|_| rules == Rules::Swebench41)
+    else {
+        return Ok(());
+    };
+    let harness = Shell {
+        trust: Trust::Harness,
+        ..shell
+    };
+    harness
+        .run(reset, Duration::from_secs(120))
+        .await
+        .map(|_| ())
+        .map_err(GradeError::Exec)
 }
 
 /// The reward the tests wrote, whatever their exit code: 1 passes,
