@@ -248,11 +248,7 @@ async fn bare_reset(task: &TaskSpec, rules: Rules, shell: Shell<'_>) -> Result<(
     let Verdict::Recipe(eval) = task.benchmark.verdict() else {
         return Ok(());
     };
-    let Some(reset) = eval
-        .bare_reset
-        .as_deref()
-        .filter(|_| rules == Rules::Swebench41)
-    else {
+    let Some(reset) = eval.bare_reset_under(rules) else {
         return Ok(());
     };
     let harness = Shell {

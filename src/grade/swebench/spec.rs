@@ -121,6 +121,16 @@ pub struct SwebenchEval {
     pub bare_reset: Option<String>,
 }
 
+impl SwebenchEval {
+    /// [`SwebenchEval::bare_reset`] when `rules` are 4.1's, whose script
+    /// has it; 5.0's reset only files.
+    pub fn bare_reset_under(&self, rules: crate::grade::swebench::Rules) -> Option<&str> {
+        self.bare_reset
+            .as_deref()
+            .filter(|_| rules == crate::grade::swebench::Rules::Swebench41)
+    }
+}
+
 /// Why an instance cannot be graded SWE-bench's way.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SpecError {
