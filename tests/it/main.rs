@@ -16,6 +16,7 @@ mod datasets;
 mod demo;
 mod docs_links;
 mod doctor;
+mod dry_run;
 mod exec_safety;
 mod export;
 mod harbor;
