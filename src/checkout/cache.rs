@@ -995,6 +995,33 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
+    /// A repo path with nothing there is named as such (libgit2 reads it as
+    /// a URL and says "unsupported URL protocol"); a URL, scp-like or not,
+    /// and a path that exists are not.
+    #[test]
+    fn only_a_local_path_with_nothing_there_is_a_missing_repo_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let here = dir.path().display().to_string();
+        let gone = dir.path().join("gone").display().to_string();
+        let cases = [
+            (gone.clone(), true),
+            (format!("file://{gone}"), true),
+            ("./no-such-repo-here".to_owned(), true),
+            (here.clone(), false),
+            (format!("file://{here}"), false),
+            ("https://example.com/a/b.git".to_owned(), false),
+            ("ssh://git@example.com/a/b.git".to_owned(), false),
+            ("git@example.com:a/b.git".to_owned(), false),
+        ];
+        for (location, missing) in cases {
+            assert_eq!(
+                missing_repo_path(&location).is_some(),
+                missing,
+                "{location}"
+            );
+        }
+    }
+
     /// Two tasks copying the same pack at once: the copy that finishes
     /// second leaves the first in place (same inode), so the tasks that
     /// already linked it share it with the rest.

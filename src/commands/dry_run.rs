@@ -54,11 +54,12 @@ pub(crate) enum CheckFailure {
         source: ModelError,
         hint: &'static str,
     },
-    /// A task's repo is a path on this machine with nothing there.
-    #[error("{task}: repo path {} does not exist", path.display())]
+    /// Tasks' repo is a path on this machine with nothing there: one
+    /// failure a path, however many tasks name it.
+    #[error("repo path {} does not exist (the repo of {})", path.display(), some_of(tasks))]
     NoRepoPath {
-        task: TaskId,
         path: std::path::PathBuf,
+        tasks: Vec<TaskId>,
     },
 }
 
@@ -120,19 +121,37 @@ pub(crate) fn dry_run(config: &RunConfig<Unprobed>) -> DryRun {
 /// where nothing is: the run would end it as `checkout_error`. A task
 /// whose repo is its image's, in an image environment, needs none.
 fn repo_paths(config: &RunConfig<Unprobed>) -> Vec<CheckFailure> {
-    let mut failures = Vec::new();
+    let mut failures: Vec<CheckFailure> = Vec::new();
     for task in &config.tasks {
         if task.repo_in_image && config.env_kind != EnvKind::Host {
             continue;
         }
-        if let Some(path) = crate::checkout::missing_repo_path(&task.repo_location) {
-            failures.push(CheckFailure::NoRepoPath {
-                task: task.id.clone(),
+        let Some(path) = crate::checkout::missing_repo_path(&task.repo_location) else {
+            continue;
+        };
+        let named = failures.iter_mut().find_map(|failure| match failure {
+            CheckFailure::NoRepoPath { path: seen, tasks } if *seen == path => Some(tasks),
+            _ => None,
+        });
+        match named {
+            Some(tasks) => tasks.push(task.id.clone()),
+            None => failures.push(CheckFailure::NoRepoPath {
                 path,
-            });
+                tasks: vec![task.id.clone()],
+            }),
         }
     }
     failures
+}
+
+/// The first few of `tasks` by id, and how many more.
+fn some_of(tasks: &[TaskId]) -> String {
+    const NAMED: usize = 3;
+    let named: Vec<String> = tasks.iter().take(NAMED).map(ToString::to_string).collect();
+    match tasks.len().saturating_sub(NAMED) {
+        0 => named.join(", "),
+        more => format!("{} and {more} more", named.join(", ")),
+    }
 }
 
 /// What the model API's preflight said.
@@ -340,6 +359,12 @@ mod tests {
         let lines: Vec<String> = (1..=7)
             .map(|i| TASK_LINE.replace(r#""id": "t""#, &format!(r#""id": "t{i}""#)))
             .collect();
+        // A repo path that exists: one that does not is a failed check.
+        let repo = format!(r#""repo": "{}""#, dir.path().display());
+        let lines: Vec<String> = lines
+            .iter()
+            .map(|line| line.replace(r#""repo": "/r""#, &repo))
+            .collect();
         std::fs::write(&tasks, lines.join("\n")).expect("write");
         let out = dir.path().join("out");
         let out_arg = out.to_str().expect("a UTF-8 path");
@@ -373,5 +398,35 @@ mod tests {
             "{plan}"
         );
         assert!(!out.exists(), "a dry run writes no run folder");
+    }
+
+    /// A repo path with nothing there is one failed check however many
+    /// tasks name it (a wrong `--repo-base` names one a repo, not one a
+    /// task), and ends the dry run with a task error's code.
+    #[test]
+    fn a_missing_repo_path_is_one_failed_check_naming_its_tasks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        let lines: Vec<String> = (1..=5)
+            .map(|i| TASK_LINE.replace(r#""id": "t""#, &format!(r#""id": "t{i}""#)))
+            .collect();
+        std::fs::write(&tasks, lines.join("\n")).expect("write");
+        let out = dir.path().join("out");
+        let out_arg = out.to_str().expect("a UTF-8 path");
+        let args = run_args(
+            &tasks,
+            &["--model", "oracle", "--sandbox", "none", "-o", out_arg],
+        );
+        let config = RunConfig::from_options(&args.options(), &crate::config::Secrets::default())
+            .expect("valid");
+        let dry = dry_run(&config);
+        assert_eq!(dry.code, 1, "{}", dry.text);
+        assert!(
+            dry.text.starts_with(
+                "error: repo path /r does not exist (the repo of t1, t2, t3 and 2 more)\ndry run: 1 check failed (above)"
+            ),
+            "{}",
+            dry.text
+        );
     }
 }

@@ -211,7 +211,7 @@ fn a_dry_run_names_a_dead_model_api_and_a_missing_repo_path_and_exits_3() {
     );
     assert!(
         run.stdout.contains(&format!(
-            "error: t1: repo path {} does not exist",
+            "error: repo path {} does not exist (the repo of t1)",
             nowhere.display()
         )),
         "{}",
