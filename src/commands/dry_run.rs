@@ -93,13 +93,13 @@ pub(crate) fn dry_run(config: &RunConfig<Unprobed>) -> DryRun {
     let api = model_api(&config.model, config.grading);
     let (api_line, api_failure) = match api {
         ApiCheck::NoApi => (None, None),
-        ApiCheck::Answered(url) => (
+        ApiCheck::Answered { url } => (
             Some(format!(
                 "{url} did not refuse the run (a GET of its models list; no model call)"
             )),
             None,
         ),
-        ApiCheck::NotChecked(why) => (Some(format!("not checked: {why}")), None),
+        ApiCheck::NotChecked { why } => (Some(format!("not checked: {why}")), None),
         ApiCheck::Refused(failure) => (
             Some("refused the run (see the error above)".to_owned()),
             Some(failure),
@@ -159,9 +159,13 @@ enum ApiCheck {
     /// The model needs no API (oracle, noop, a replay, predictions).
     NoApi,
     /// It answered, or said nothing sure: the run would go on.
-    Answered(String),
-    /// It could not be asked: why.
-    NotChecked(String),
+    Answered {
+        url: String,
+    },
+    /// It could not be asked.
+    NotChecked {
+        why: String,
+    },
     Refused(CheckFailure),
 }
 
@@ -173,7 +177,11 @@ fn model_api(model: &ModelChoice, grading: Option<crate::grade::swebench::Rules>
     }
     let client = match model.client(grading) {
         Ok(client) => client,
-        Err(err) => return ApiCheck::NotChecked(format!("{err:#}")),
+        Err(err) => {
+            return ApiCheck::NotChecked {
+                why: format!("{err:#}"),
+            };
+        }
     };
     let url = client.endpoint().unwrap_or_default();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -182,11 +190,13 @@ fn model_api(model: &ModelChoice, grading: Option<crate::grade::swebench::Rules>
     {
         Ok(runtime) => runtime,
         Err(err) => {
-            return ApiCheck::NotChecked(format!("failed to start the async runtime: {err}"));
+            return ApiCheck::NotChecked {
+                why: format!("failed to start the async runtime: {err}"),
+            };
         }
     };
     match runtime.block_on(client.preflight()) {
-        Ok(()) => ApiCheck::Answered(url),
+        Ok(()) => ApiCheck::Answered { url },
         Err(source) => ApiCheck::Refused(CheckFailure::ModelApi {
             hint: crate::commands::run::refusal_hint(&source),
             url,
@@ -265,6 +275,23 @@ fn plan(
             _ => String::new(),
         }
     );
+    images_and_tasks(&mut out, config, looked);
+    let _ = writeln!(
+        out,
+        "out:      {}{}",
+        config.out_dir.display(),
+        if config.resume {
+            " (resumed: its settings match)"
+        } else {
+            " (not made)"
+        }
+    );
+    out
+}
+
+/// The images' counts and the first tasks, each with its image's state.
+fn images_and_tasks(out: &mut String, config: &RunConfig<Unprobed>, looked: &Looked) {
+    let tasks = config.tasks.len();
     if !looked.images.is_empty() {
         let count = |present: bool| {
             looked
@@ -321,17 +348,6 @@ fn plan(
     if tasks > LISTED_TASKS {
         let _ = writeln!(out, "  ... and {} more", tasks - LISTED_TASKS);
     }
-    let _ = writeln!(
-        out,
-        "out:      {}{}",
-        config.out_dir.display(),
-        if config.resume {
-            " (resumed: its settings match)"
-        } else {
-            " (not made)"
-        }
-    );
-    out
 }
 
 /// `--env`'s word: the image backends' names, and `host`.
