@@ -21,6 +21,14 @@ pub(crate) enum CheckoutError {
         rev: String,
         source: git2::Error,
     },
+    /// The repo is a path on this machine and nothing is there: libgit2
+    /// would take the path for a URL it cannot read.
+    #[error("failed to check out {repo}@{rev}: repo path {} does not exist", path.display())]
+    NoRepoPath {
+        repo: String,
+        rev: String,
+        path: PathBuf,
+    },
     #[error(
         "failed to check out {repo}@{rev}: no such commit in the repo ({})",
         source.message()

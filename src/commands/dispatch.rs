@@ -20,7 +20,11 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         // at (bwrap run once, cgroups found), still before the runtime.
         Command::Run(args) if args.dry_run => {
             let config = RunConfig::from_options(&args.options(), secrets)?;
-            printed(crate::commands::dry_run::dry_run(&config)?)
+            // Every failed check is in the plan; the code is the most
+            // serious one's.
+            let dry = crate::commands::dry_run::dry_run(&config);
+            print!("{}", dry.text);
+            Ok(dry.code)
         }
         Command::Run(args) => {
             let config =

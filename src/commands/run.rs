@@ -524,7 +524,7 @@ impl Summary {
 }
 
 /// What a user can do about an API that refused the run.
-fn refusal_hint(err: &ModelError) -> &'static str {
+pub(crate) fn refusal_hint(err: &ModelError) -> &'static str {
     match err.status() {
         Some(401 | 403) => {
             "check the API key (--api-key-env names the variable it is read from) and that it may use this model"

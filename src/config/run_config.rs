@@ -270,14 +270,14 @@ impl RunConfig<Unprobed> {
 
     /// What [`RunConfig::probe`] checks, with nothing pulled or unpacked:
     /// for `run --dry-run`.
-    pub(crate) fn look(&self) -> Result<crate::config::probe::Looked, ConfigError> {
+    pub(crate) fn look(&self) -> crate::config::probe::Looked {
         let images = self.images();
-        Ok(Probed::look(
+        Probed::look(
             self.sandbox_mode,
             &self.hidden,
             (self.env_kind, &images, self.pull),
             &self.cache_dir,
-        )?)
+        )
     }
 
     /// The images the probe makes ready, in task order. An image built

@@ -17,6 +17,7 @@ mod datasets;
 mod demo;
 mod docs_links;
 mod doctor;
+mod dry_run;
 mod exec_safety;
 mod export;
 mod harbor;
