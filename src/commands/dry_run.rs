@@ -123,7 +123,9 @@ pub(crate) fn dry_run(config: &RunConfig<Unprobed>) -> DryRun {
 fn repo_paths(config: &RunConfig<Unprobed>) -> Vec<CheckFailure> {
     let mut failures: Vec<CheckFailure> = Vec::new();
     for task in &config.tasks {
-        if task.repo_in_image && config.env_kind != EnvKind::Host {
+        if !matches!(task.benchmark.code(), crate::task::Code::Checkout)
+            && config.env_kind != EnvKind::Host
+        {
             continue;
         }
         let Some(path) = crate::checkout::missing_repo_path(&task.repo_location) else {
@@ -171,7 +173,7 @@ enum ApiCheck {
 
 /// The run's own preflight (a GET of the models list, free of tokens),
 /// made once here.
-fn model_api(model: &ModelChoice, grading: Option<crate::grade::swebench::Rules>) -> ApiCheck {
+fn model_api(model: &ModelChoice, grading: Option<crate::grade::Rules>) -> ApiCheck {
     if !matches!(model, ModelChoice::Api(_)) {
         return ApiCheck::NoApi;
     }
