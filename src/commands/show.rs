@@ -16,12 +16,17 @@ use serde_json::Value;
 
 use crate::agent::{reasoning, responses};
 use crate::audit::Probe;
+use crate::commands::show_facts::{CheckoutOrigin, TestVerdict};
 use crate::run_folder::trajectory::{CommandRecord, Event, ReadError, read_trajectory};
 use crate::run_folder::{RunFolder, RunFolderError};
 use crate::task::{IdError, TaskId};
 
 /// Lines of a command's output shown from its start and from its end.
 const SHOWN_LINES: usize = 12;
+/// Characters of one line `show` prints: a longer line (a problem
+/// statement of megabytes on one line, a minified file) is cut there, with
+/// a count of what was left out.
+const SHOWN_LINE_CHARS: usize = 1000;
 /// Lines of a model's reasoning `show` prints.
 const REASONING_LINES: usize = 4;
 
@@ -102,6 +107,8 @@ pub(crate) enum Entry {
     Checkout {
         commit: String,
         seconds: f64,
+        /// The image's repo or onebash's cache.
+        origin: CheckoutOrigin,
     },
     Setup(CommandRun),
     /// The task's problem as the model was given it (the first user message).
@@ -141,7 +148,9 @@ pub(crate) enum Entry {
     },
     Test {
         run: CommandRun,
-        passed: bool,
+        /// As graded: the test lists when the task has them, else the
+        /// exit code.
+        verdict: TestVerdict,
     },
     End {
         status: String,
@@ -171,9 +180,22 @@ pub(crate) struct Shortened {
     pub tail: String,
 }
 
-/// Cuts a command's output (or a long problem) to what a reader scans.
+/// A line cut to its first [`SHOWN_LINE_CHARS`] characters, with the
+/// count of those left out.
+fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(SHOWN_LINE_CHARS) {
+        None => line.into(),
+        Some((at, _)) => {
+            let rest = line[at..].chars().count();
+            format!("{} [... {rest} more characters ...]", &line[..at]).into()
+        }
+    }
+}
+
+/// Cuts a command's output (or a long problem) to what a reader scans:
+/// its first and last lines, each cut to its first characters.
 pub(crate) fn shorten(text: &str) -> Shortened {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<std::borrow::Cow<'_, str>> = text.lines().map(cut_line).collect();
     if lines.len() <= 2 * SHOWN_LINES {
         return Shortened {
             head: lines.join("\n"),
@@ -321,10 +343,16 @@ fn start_entry(event: &Event, setup_flags: &[String]) -> Option<Entry> {
             base_commit: base_commit.clone(),
         },
         Event::Checkout {
-            commit, duration_s, ..
+            commit,
+            duration_s,
+            setup_commits,
+            fetched,
+            from_image,
+            ..
         } => Entry::Checkout {
             commit: commit.clone(),
             seconds: *duration_s,
+            origin: CheckoutOrigin::of(*from_image, setup_commits, *fetched),
         },
         Event::Setup(record) => Entry::Setup(command_run(record, setup_flags.to_vec())),
         _ => return None,
@@ -418,8 +446,10 @@ fn end_entry(event: &Event) -> Option<Entry> {
             kinds: kinds(history_probes.iter().flat_map(|c| &c.probes)),
             setup_kinds: kinds(setup_probes.iter()),
         },
-        Event::Test { record, .. } => Entry::Test {
-            passed: record.exit_code == 0 && !record.timed_out,
+        Event::Test {
+            record, per_test, ..
+        } => Entry::Test {
+            verdict: TestVerdict::of(record.exit_code, record.timed_out, per_test.as_ref()),
             run: command_run(record, Vec::new()),
         },
         Event::End {
@@ -545,9 +575,11 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             )),
             s.dim(&format!("repo {repo} at {base_commit}")),
         ],
-        Entry::Checkout { commit, seconds: t } => {
-            vec![s.dim(&format!("checked out {commit} in {}", seconds(t)))]
-        }
+        Entry::Checkout {
+            commit,
+            seconds: t,
+            origin,
+        } => vec![s.dim(&origin.line(&commit, &seconds(t)))],
         Entry::Setup(run) => vec![command_line(s, "setup $", &run, command_status(&run))],
         Entry::Problem(text) => vec![s.bold("problem:"), indent(&shortened_text(&text))],
         Entry::ModelText(text) => vec![format!("{} {text}", s.bold("model:"))],
@@ -586,7 +618,7 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             kinds,
             setup_kinds,
         } => vec![audit_line(s, commands, &kinds, &setup_kinds)],
-        Entry::Test { run, passed } => test_lines(s, &run, passed),
+        Entry::Test { run, verdict } => test_lines(s, &run, &verdict),
         Entry::End {
             status,
             exit_reason,
@@ -621,12 +653,13 @@ fn agent_command_lines(s: &Style, run: &CommandRun) -> Vec<String> {
     lines
 }
 
-/// The test command with its verdict, then its shortened output.
-fn test_lines(s: &Style, run: &CommandRun, passed: bool) -> Vec<String> {
-    let verdict = if passed {
-        s.green("PASSED")
+/// The test command with its verdict as graded, then its shortened
+/// output.
+fn test_lines(s: &Style, run: &CommandRun, verdict: &TestVerdict) -> Vec<String> {
+    let verdict = if verdict.passed {
+        s.green(&verdict.text())
     } else {
-        s.red("FAILED")
+        s.red(&verdict.text())
     };
     vec![
         format!(
@@ -852,6 +885,47 @@ mod tests {
             assert!(text.contains(expected), "{text}");
             assert!(!text.contains("thought 5"), "{text}");
         }
+    }
+
+    /// A problem statement of megabytes on one line is cut as long outputs
+    /// are, with the count of what was left out.
+    #[test]
+    fn a_long_line_is_cut_with_a_count() {
+        let problem = "x".repeat(5_000_000);
+        let events = vec![header(), message(0, "user", &problem)];
+        let text = render(&events, false);
+        assert!(text.len() < 2_000, "{} bytes", text.len());
+        assert!(
+            text.contains(&format!(
+                "{} [... 4999000 more characters ...]",
+                "x".repeat(1000)
+            )),
+            "{text}"
+        );
+        // Multi-byte characters are cut on their boundaries.
+        let s = shorten(&"é".repeat(1001));
+        assert_eq!(
+            s.head,
+            format!("{} [... 1 more characters ...]", "é".repeat(1000))
+        );
+    }
+
+    /// pytest-dev__pytest-7373: the eval script exited 0 and the task
+    /// failed; the test line says what was graded, not `PASSED`.
+    #[test]
+    fn test_line_shows_the_graded_lists_not_the_exit_code() {
+        let mut test = passed_test();
+        if let Event::Test { per_test, .. } = &mut test {
+            *per_test = Some(json!({"statuses": {}, "verdict": {"resolved": false,
+                "fail_to_pass": [{"name": "test_x", "status": "FAILED", "ok": false}],
+                "pass_to_pass": [{"name": "test_y", "status": "PASSED", "ok": true}]}}));
+        }
+        let text = render(&[test], false);
+        assert!(
+            text.contains("test $ true  [exit 0, 0.20 s] not resolved: FAIL_TO_PASS 0/1 (test_x FAILED), PASS_TO_PASS 1/1"),
+            "{text}"
+        );
+        assert!(!text.contains("PASSED\n"), "{text}");
     }
 
     #[test]

@@ -219,7 +219,8 @@ impl TaskRun<'_> {
                 .join(format!("{}.epoch-{}", self.task.id.as_str(), self.epoch));
         // The repo the image holds (SWE-bench's), made leak-proof inside
         // its container; else onebash's own checkout.
-        let entered = if self.task.repo_in_image && ctx.env.has_image_repos() {
+        let from_image = self.task.repo_in_image && ctx.env.has_image_repos();
+        let entered = if from_image {
             self.enter_image_repo(&workdir).await
         } else {
             self.check_out(&workdir).await
@@ -240,6 +241,7 @@ impl TaskRun<'_> {
                 objects: Some(checkout.verified.objects),
                 duration_s: started.elapsed().as_secs_f64(),
                 fetched: checkout.fetched,
+                from_image,
                 warning: checkout.warning.clone(),
             })
             .await;
