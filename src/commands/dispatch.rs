@@ -78,10 +78,21 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
     }
 }
 
-/// Prints what a command returned, as it is.
+/// Prints what a command returned, as it is. A reader that closed the
+/// pipe early (`| head`) has what it wanted: exit 0, as `export` does.
 fn printed(text: String) -> Result<i32, CommandError> {
-    print!("{text}");
-    Ok(EXIT_OK)
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: failed to write stdout: {err}");
+            Ok(EXIT_TASK_ERRORS)
+        }
+        _ => Ok(EXIT_OK),
+    }
 }
 
 /// `validate`: both runs' settings checked before either runs, each

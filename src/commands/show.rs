@@ -45,15 +45,18 @@ pub enum ShowError {
     #[error(transparent)]
     TaskId(#[from] IdError),
     #[error(
-        "no trajectory for task {task} epoch {epoch} in {} (looked for {})",
+        "no trajectory for task {task} epoch {epoch} in {} (looked for {})\nhint: {}",
         folder.display(),
-        path.display()
+        path.display(),
+        known_tasks(known, *epoch)
     )]
     NoTrajectory {
         task: String,
         epoch: u32,
         folder: PathBuf,
         path: PathBuf,
+        /// The tasks of the folder with a trajectory of that epoch, sorted.
+        known: Vec<String>,
     },
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -88,8 +91,37 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
             epoch,
             folder: target.to_owned(),
             path,
+            known: tasks_with_trajectory(&folder, epoch),
         })
     }
+}
+
+/// Task ids the hint lists before it counts the rest.
+const LISTED_TASKS: usize = 20;
+
+/// The tasks of `folder` that have a trajectory of `epoch`, sorted.
+fn tasks_with_trajectory(folder: &RunFolder, epoch: u32) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(folder.tasks_dir()) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|id| TaskId::parse(id).is_ok_and(|task| folder.trajectory(&task, epoch).is_file()))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The hint after a task with no trajectory: the ids there are.
+fn known_tasks(known: &[String], epoch: u32) -> String {
+    if known.is_empty() {
+        return format!("the run has no trajectory of epoch {epoch}");
+    }
+    let mut list = known[..known.len().min(LISTED_TASKS)].join(", ");
+    if known.len() > LISTED_TASKS {
+        list.push_str(&format!(" and {} more", known.len() - LISTED_TASKS));
+    }
+    format!("the tasks with a trajectory of epoch {epoch}: {list}")
 }
 
 /// One thing a transcript shows, read from one trajectory event.
@@ -885,6 +917,38 @@ mod tests {
             assert!(text.contains(expected), "{text}");
             assert!(!text.contains("thought 5"), "{text}");
         }
+    }
+
+    /// `show RUN nosuch`: the ids there are, so a typo is one look away.
+    #[test]
+    fn an_unknown_task_lists_the_tasks_there_are() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("run.json"), "{}").expect("write");
+        let missing = show(dir.path(), Some("nosuch"), 1)
+            .expect_err("no task")
+            .to_string();
+        assert!(
+            missing.ends_with("\nhint: the run has no trajectory of epoch 1"),
+            "{missing}"
+        );
+        for i in 0..22 {
+            let epoch = dir.path().join(format!("tasks/t{i:02}/epoch-1"));
+            std::fs::create_dir_all(&epoch).expect("mkdir");
+            std::fs::write(epoch.join("trajectory.jsonl"), "").expect("write");
+        }
+        // A task folder without that epoch's trajectory is not listed.
+        std::fs::create_dir_all(dir.path().join("tasks/zz/epoch-2")).expect("mkdir");
+        let missing = show(dir.path(), Some("nosuch"), 1)
+            .expect_err("no task")
+            .to_string();
+        assert!(
+            missing.contains("no trajectory for task nosuch epoch 1 in "),
+            "{missing}"
+        );
+        assert!(
+            missing.ends_with("\nhint: the tasks with a trajectory of epoch 1: t00, t01, t02, t03, t04, t05, t06, t07, t08, t09, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19 and 2 more"),
+            "{missing}"
+        );
     }
 
     /// A problem statement of megabytes on one line is cut as long outputs

@@ -72,6 +72,15 @@ mod tests {
             .expect_err("no folder")
             .to_string();
         assert!(missing.contains("no such folder"), "{missing}");
+        // A task file given where a run folder goes is named as a file.
+        let file = dir.path().join("tasks.jsonl");
+        std::fs::write(&file, "{}\n").expect("write");
+        let file = RunFolder::open(&file).expect_err("a file").to_string();
+        assert!(
+            file.contains("tasks.jsonl is a file, not a run folder"),
+            "{file}"
+        );
+        assert!(!file.contains("no such folder"), "{file}");
         let empty = RunFolder::open(dir.path())
             .expect_err("no run.json")
             .to_string();

@@ -14,6 +14,12 @@ pub enum RunFolderError {
         .0.display()
     )]
     NoFolder(PathBuf),
+    /// A file named as a run folder (a task file, a results.csv).
+    #[error(
+        "{} is a file, not a run folder\nhint: name the folder `onebash run -o` wrote (the one holding run.json and results.csv)",
+        .0.display()
+    )]
+    File(PathBuf),
     /// A folder without run.json: not a run folder, or not yet one.
     #[error(
         "{} is not a run folder (no run.json)\nhint: name the folder `onebash run -o` wrote",

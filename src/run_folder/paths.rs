@@ -45,6 +45,9 @@ impl RunFolder {
     /// or not yet one.
     pub(crate) fn open(root: &Path) -> Result<RunFolder, RunFolderError> {
         let folder = RunFolder::at(root);
+        if root.is_file() {
+            return Err(RunFolderError::File(root.to_owned()));
+        }
         if !root.is_dir() {
             return Err(RunFolderError::NoFolder(root.to_owned()));
         }

@@ -1,4 +1,4 @@
-//! `onebash export RUN... --format openai-chat|sharegpt|atif [-o FILE]`:
+//! `onebash export RUN... [--format openai-chat|sharegpt|atif] [-o FILE]`:
 //! the conversations of one or more runs as training data, one JSONL line
 //! per (task, epoch). It selects rows (`--passed`, `--exit-reason`,
 //! `--task`, `--epoch`), reads each row's trajectory into a neutral
@@ -127,11 +127,15 @@ pub(crate) fn run(args: &ExportArgs) -> Result<Summary, ExportError> {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let summary = export(&runs, args.format, &selection, &mut out)?;
-            out.flush().map_err(|source| ExportError::Write {
-                what: "stdout".to_owned(),
-                source,
-            })?;
-            Ok(summary)
+            match out.flush() {
+                // The reader has all it wanted (`| head`): not a failure.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(summary),
+                Err(source) => Err(ExportError::Write {
+                    what: "stdout".to_owned(),
+                    source,
+                }),
+                Ok(()) => Ok(summary),
+            }
         }
     }
 }
@@ -187,11 +191,18 @@ pub(crate) fn export(
                 ExportFormat::Sharegpt => sharegpt::line(&example),
                 ExportFormat::Atif => atif::line(&example),
             };
-            writeln!(out, "{line}").map_err(|source| ExportError::Write {
-                what: "the export".to_owned(),
-                source,
-            })?;
-            summary.written += 1;
+            match writeln!(out, "{line}") {
+                // The reader closed the pipe (`| head`): it has what it
+                // wanted, as `yes | head` has; stop without an error.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(summary),
+                Err(source) => {
+                    return Err(ExportError::Write {
+                        what: "the export".to_owned(),
+                        source,
+                    });
+                }
+                Ok(()) => summary.written += 1,
+            }
         }
     }
     Ok(summary)

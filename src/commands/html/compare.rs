@@ -130,6 +130,12 @@ pub(crate) fn compare_page(c: &Comparison) -> String {
         escape(&c.run_b),
         escape(&c.label_b)
     );
+    for warning in &c.warnings {
+        body.push_str(&format!(
+            "<p class=\"note warning\">warning: {}</p>\n",
+            escape(warning)
+        ));
+    }
     body.push_str(&format!(
         "<p>Paired by (task, epoch): <b>{}</b> pairs with a verdict in both.</p>\n",
         c.pairs
@@ -233,5 +239,10 @@ mod tests {
         }
         assert!(html.contains("<rect class=\"bar ci\""));
         assert!(html.contains("p = 1</b>"));
+        assert!(!html.contains("warning"));
+        let c = crate::commands::compare::build(Path::new("a"), &a, Path::new("b"), &[]);
+        assert!(compare_page(&c).contains(
+            "<p class=\"note warning\">warning: the runs have no (task, epoch) in common"
+        ));
     }
 }

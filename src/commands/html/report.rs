@@ -236,9 +236,9 @@ fn measures_table(r: &Report) -> String {
         "<table id=\"measures\"><thead><tr><th></th><th class=\"num\">total</th>\
          <th class=\"num\">per row</th><th class=\"num\">per passed row</th></tr></thead><tbody>\n",
     );
-    for &(name, get, decimals) in MEASURES {
-        let cell =
-            |m: Option<&Measures>| m.map_or("-".to_owned(), |m| format!("{:.*}", decimals, get(m)));
+    for &measure in MEASURES {
+        let name = measure.0;
+        let cell = |m: Option<&Measures>| r.measure_cell(measure, m);
         out.push_str(&format!(
             "<tr><th>{name}</th><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
             cell(Some(&r.totals)),
@@ -400,6 +400,12 @@ pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String
         escape(r.model.as_deref().unwrap_or("?")),
         escape(r.prompt.as_deref().unwrap_or("?"))
     );
+    if let Some(state) = r.state_line() {
+        body.push_str(&format!(
+            "<p class=\"note\" id=\"state\">{}</p>\n",
+            escape(&state)
+        ));
+    }
     body.push_str(&summary_cards(r));
     if r.error > 0 {
         body.push_str(&format!(
@@ -563,6 +569,12 @@ mod tests {
         assert!(!html.contains("<script src") && !html.contains("<link"));
         assert!(html.contains("<section id=\"history-probes\"><h2>History probes</h2>\n<p class=\"note\">history probes: none in 3 rows</p>"), "{html}");
         assert!(!html.contains("passed-with-probes"));
+        // A finished run says nothing of its state; an unfinished one does.
+        assert!(!html.contains("id=\"state\""));
+        let mut report = report;
+        report.state = Some(crate::commands::report::RunState::Running);
+        let html = report_page(&report, &rows, &links);
+        assert!(html.contains("<p class=\"note\" id=\"state\">state: running: the rows below are those written so far</p>"), "{html}");
     }
 
     #[test]
