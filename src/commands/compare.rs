@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::commands::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 use crate::run_folder::{ResultRow, Status};
+use crate::sys::words::count;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Comparison {
@@ -276,8 +277,8 @@ fn render_header(out: &mut String, c: &Comparison, markdown: bool) {
     line(
         out,
         format!(
-            "paired by (task, epoch): {} pairs with a verdict in both",
-            c.pairs
+            "paired by (task, epoch): {} with a verdict in both",
+            count(c.pairs, "pair", "pairs")
         ),
     );
     if c.only_in_a + c.only_in_b > 0 {
@@ -293,8 +294,8 @@ fn render_header(out: &mut String, c: &Comparison, markdown: bool) {
         line(
             out,
             format!(
-                "{} pairs left out: a row has status error (no verdict)",
-                c.pairs_with_error
+                "{} left out: a row has status error (no verdict)",
+                count(c.pairs_with_error, "pair", "pairs")
             ),
         );
     }
@@ -390,8 +391,11 @@ fn render_deltas(out: &mut String, deltas: &[Delta], markdown: bool) {
             line(
                 out,
                 format!(
-                    "  {:<14} mean {:+12.3}  median {:+12.3}  ({} pairs)",
-                    d.measure, d.mean, d.median, d.pairs
+                    "  {:<14} mean {:+12.3}  median {:+12.3}  ({})",
+                    d.measure,
+                    d.mean,
+                    d.median,
+                    count(d.pairs, "pair", "pairs")
                 ),
             );
         }
@@ -509,7 +513,7 @@ mod tests {
             text.contains("compared on the intersection; 1 only in A, 1 only in B"),
             "{text}"
         );
-        assert!(text.contains("1 pairs left out"), "{text}");
+        assert!(text.contains("\n1 pair left out"), "{text}");
     }
 
     /// Two runs with no (task, epoch) in common: a warning, not a bare

@@ -19,6 +19,7 @@ use crate::audit::Probe;
 use crate::commands::show_facts::{CheckoutOrigin, TestVerdict};
 use crate::run_folder::trajectory::{CommandRecord, Event, ReadError, read_trajectory};
 use crate::run_folder::{RunFolder, RunFolderError};
+use crate::sys::words::count;
 use crate::task::{IdError, TaskId};
 
 /// Lines of a command's output shown from its start and from its end.
@@ -570,7 +571,12 @@ fn shortened_text(text: &str) -> String {
     if s.cut == 0 {
         s.head
     } else {
-        format!("{}\n[... {} lines cut ...]\n{}", s.head, s.cut, s.tail)
+        format!(
+            "{}\n[... {} cut ...]\n{}",
+            s.head,
+            count(s.cut, "line", "lines"),
+            s.tail
+        )
     }
 }
 
@@ -642,7 +648,11 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             tool_calls,
             total_tokens,
         } => {
-            let counts = format!("{turns} turns, {tool_calls} tool calls, {total_tokens} tokens");
+            let counts = format!(
+                "{}, {}, {total_tokens} tokens",
+                count(turns as usize, "turn", "turns"),
+                count(tool_calls as usize, "tool call", "tool calls")
+            );
             vec![s.bold(&format!("agent ended: {exit_reason} after {counts}"))]
         }
         Entry::Audit {

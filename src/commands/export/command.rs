@@ -15,6 +15,7 @@ use crate::cli::{ExportArgs, ExportFormat};
 use crate::run_folder::ExitReason;
 use crate::run_folder::trajectory::read_trajectory;
 use crate::run_folder::{ResultRow, RunFolder, Status, read_rows};
+use crate::sys::words::count;
 
 use conversation::{Conversation, Example, Meta};
 
@@ -246,20 +247,26 @@ impl Summary {
     /// The line main prints on stderr after the export.
     pub(crate) fn line(&self) -> String {
         let mut parts = vec![format!(
-            "exported {} conversation{} of {} selected row{}",
-            self.written,
-            if self.written == 1 { "" } else { "s" },
-            self.selected,
-            if self.selected == 1 { "" } else { "s" },
+            "exported {} of {}",
+            count(self.written, "conversation", "conversations"),
+            count(self.selected, "selected row", "selected rows"),
         )];
-        for (count, what) in [
-            (self.duplicates, "duplicates dropped"),
-            (self.without_conversation, "without a model conversation"),
-            (self.failed.len(), "unreadable"),
-            (self.redacted, "secret-looking strings redacted"),
+        for (n, one, many) in [
+            (self.duplicates, "duplicate dropped", "duplicates dropped"),
+            (
+                self.without_conversation,
+                "without a model conversation",
+                "without a model conversation",
+            ),
+            (self.failed.len(), "unreadable", "unreadable"),
+            (
+                self.redacted,
+                "secret-looking string redacted",
+                "secret-looking strings redacted",
+            ),
         ] {
-            if count > 0 {
-                parts.push(format!("{count} {what}"));
+            if n > 0 {
+                parts.push(count(n, one, many));
             }
         }
         parts.join(", ")

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::{escape, page, percent, rect, svg_open, text};
 use crate::commands::compare::{Comparison, format_p};
+use crate::sys::words::count;
 
 /// Where `compare --format html` writes when given no `--output`.
 pub(crate) fn default_compare_page() -> PathBuf {
@@ -149,8 +150,8 @@ pub(crate) fn compare_page(c: &Comparison) -> String {
     }
     if c.pairs_with_error > 0 {
         body.push_str(&format!(
-            "<p class=\"note\">{} pairs left out: a row has status error (no verdict).</p>\n",
-            c.pairs_with_error
+            "<p class=\"note\">{} left out: a row has status error (no verdict).</p>\n",
+            count(c.pairs_with_error, "pair", "pairs")
         ));
     }
     body.push_str(&format!(

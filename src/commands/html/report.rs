@@ -16,6 +16,7 @@ use crate::commands::report::{
 use crate::commands::show;
 use crate::run_folder::trajectory::read_trajectory;
 use crate::run_folder::{ResultRow, RunFolder};
+use crate::sys::words::{count, plural};
 
 /// The folder, next to the report page, that holds the transcript pages.
 const TRANSCRIPTS: &str = "transcripts";
@@ -387,11 +388,6 @@ fn history_probes_section(
     out + "</section>\n"
 }
 
-/// `1 task`, `7 tasks`.
-fn count(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
 /// The run's page: summary, charts, measures, pass@k, the task table.
 pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> String {
     let mut body = format!(
@@ -409,9 +405,12 @@ pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String
     body.push_str(&summary_cards(r));
     if r.error > 0 {
         body.push_str(&format!(
-            "<p class=\"note\">{} rows with status error have no verdict and are left out of the \
-             pass rate; redo them with <code>onebash run ... --resume --retry-errors</code>.</p>\n",
-            r.error
+            "<p class=\"note\">{} with status error {} no verdict and {} left out of the \
+             pass rate; redo {} with <code>onebash run ... --resume --retry-errors</code>.</p>\n",
+            count(r.error, "row", "rows"),
+            plural(r.error, "has", "have"),
+            plural(r.error, "is", "are"),
+            plural(r.error, "it", "them")
         ));
     }
     if let Some(h) = &r.history_probes {
@@ -473,8 +472,8 @@ fn summary_cards(r: &Report) -> String {
         r.failed,
         r.error,
         r.rows,
-        count(r.tasks, "task"),
-        count(r.epochs as usize, "epoch"),
+        count(r.tasks, "task", "tasks"),
+        count(r.epochs as usize, "epoch", "epochs"),
         compact(r.totals.total_tokens),
         compact(r.per_row.total_tokens.round()),
     )
@@ -507,8 +506,8 @@ fn totals_section(r: &Report) -> String {
     out.push_str(&measures_table(r));
     if r.rows_without_cost > 0 {
         out.push_str(&format!(
-            "<p class=\"note\">cost leaves out {} rows whose price is unknown</p>\n",
-            r.rows_without_cost
+            "<p class=\"note\">cost leaves out {} whose price is unknown</p>\n",
+            count(r.rows_without_cost, "row", "rows")
         ));
     }
     out + "</section>\n"

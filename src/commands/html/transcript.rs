@@ -4,6 +4,7 @@
 use super::{escape, page};
 use crate::commands::show::{self, CommandRun, Entry};
 use crate::commands::show_facts::TestVerdict;
+use crate::sys::words::count;
 
 /// A command (which may span lines: heredocs) with its status, as the
 /// terminal shows it, then its shortened output.
@@ -41,9 +42,9 @@ fn shortened_pre(text: &str, class: &str) -> String {
         return format!("<pre class=\"{class}\">{}</pre>\n", escape(&s.head));
     }
     format!(
-        "<pre class=\"{class}\">{}\n<span class=\"cut\">[... {} lines cut ...]</span>{}</pre>\n",
+        "<pre class=\"{class}\">{}\n<span class=\"cut\">[... {} cut ...]</span>{}</pre>\n",
         escape(&s.head),
-        s.cut,
+        count(s.cut, "line", "lines"),
         escape(&s.tail)
     )
 }
@@ -142,8 +143,10 @@ fn entry_html(entry: &Entry) -> String {
             tool_calls,
             total_tokens,
         } => format!(
-            "<h2>Agent ended: {} after {turns} turns, {tool_calls} tool calls, {total_tokens} tokens</h2>\n",
+            "<h2>Agent ended: {} after {}, {}, {total_tokens} tokens</h2>\n",
             escape(exit_reason),
+            count(*turns as usize, "turn", "turns"),
+            count(*tool_calls as usize, "tool call", "tool calls"),
         ),
         Entry::Audit {
             commands,

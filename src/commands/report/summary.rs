@@ -21,6 +21,7 @@ use crate::config::manifest::RunManifest;
 use crate::run_folder::Usage;
 use crate::run_folder::trajectory::{Event, read_trajectory};
 use crate::run_folder::{ResultRow, RunFolder, Status};
+use crate::sys::words::{count, plural};
 
 use super::by;
 
@@ -465,7 +466,12 @@ fn render_summary(r: &Report, markdown: bool) -> String {
     );
     line(
         &mut out,
-        format!("rows: {} ({} tasks x {} epochs)", r.rows, r.tasks, r.epochs),
+        format!(
+            "rows: {} ({} x {})",
+            r.rows,
+            count(r.tasks, "task", "tasks"),
+            count(r.epochs as usize, "epoch", "epochs")
+        ),
     );
     line(
         &mut out,
@@ -492,8 +498,11 @@ fn render_summary(r: &Report, markdown: bool) -> String {
         line(
             &mut out,
             format!(
-                "{} rows with status error have no verdict and are left out of the pass rate; redo them with `onebash run ... --resume --retry-errors`",
-                r.error
+                "{} with status error {} no verdict and {} left out of the pass rate; redo {} with `onebash run ... --resume --retry-errors`",
+                count(r.error, "row", "rows"),
+                plural(r.error, "has", "have"),
+                plural(r.error, "is", "are"),
+                plural(r.error, "it", "them")
             ),
         );
     }
@@ -545,8 +554,8 @@ fn render_measures(r: &Report, markdown: bool) -> String {
         line(
             &mut out,
             format!(
-                "cost leaves out {} rows whose price is unknown",
-                r.rows_without_cost
+                "cost leaves out {} whose price is unknown",
+                count(r.rows_without_cost, "row", "rows")
             ),
         );
     }
@@ -586,7 +595,7 @@ fn render_pass_at_k(pass_at_k: &[PassAtK], markdown: bool) -> String {
 
 /// `1 row`, `3 rows`.
 fn rows_count(n: usize) -> String {
-    format!("{n} row{}", if n == 1 { "" } else { "s" })
+    count(n, "row", "rows")
 }
 
 /// The first line of the history probes section.
@@ -941,7 +950,7 @@ mod tests {
         // One known price: a sum, with what it leaves out.
         rows[0].cost_usd = Some(0.01);
         let text = render(&build(&RunFolder::at(Path::new("run")), &rows, None), false);
-        assert!(text.contains("cost leaves out 1 rows"), "{text}");
+        assert!(text.contains("cost leaves out 1 row whose"), "{text}");
     }
 
     /// A run folder whose run.json has no end: `running` while a run holds
