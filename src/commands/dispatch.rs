@@ -11,6 +11,7 @@ use crate::cli::{Command, ExportArgs, RegradeArgs, ValidateArgs};
 use crate::commands::error::{CommandError, EXIT_OK, EXIT_TASK_ERRORS};
 use crate::commands::{completions, export, man, merge, output, pull, regrade, show, validate};
 use crate::config::{RunConfig, Secrets};
+use crate::sys::words::count;
 
 /// Runs `command`; its exit code, or why it failed. `secrets` are the
 /// keys `main` took from the environment before any thread started.
@@ -69,8 +70,9 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(
-                "merged {} runs: {rows} rows in {}",
-                args.runs.len(),
+                "merged {}: {} in {}",
+                count(args.runs.len(), "run", "runs"),
+                count(rows, "row", "rows"),
                 args.out.display()
             );
             Ok(EXIT_OK)

@@ -26,6 +26,15 @@ pub enum RunFolderError {
         .0.display()
     )]
     NoRunJson(PathBuf),
+    /// A folder without run.json whose subfolders are run folders (the
+    /// `results/` that holds them): they are named, sorted.
+    #[error(
+        "{} is not a run folder (no run.json), but holds {}: {}\nhint: name one of them",
+        path.display(),
+        crate::sys::words::count(runs.len(), "run folder", "run folders"),
+        runs.join(", ")
+    )]
+    FolderOfRuns { path: PathBuf, runs: Vec<String> },
     #[error("failed to create the run folder {}: {source}", path.display())]
     Create {
         path: PathBuf,
