@@ -195,7 +195,7 @@ pub struct ExportArgs {
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// The format of each line.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, default_value_t = ExportFormat::OpenaiChat)]
     pub format: ExportFormat,
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]

@@ -12,9 +12,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::commands::stats::{mcnemar_exact, median, newcombe_paired_diff95};
 use crate::run_folder::{ResultRow, Status};
+use crate::sys::words::count;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Comparison {
@@ -45,6 +47,44 @@ pub(crate) struct Comparison {
     pub regressions: Vec<(String, u32)>,
     /// (task, epoch) that passed in B but not in A.
     pub improvements: Vec<(String, u32)>,
+    /// What makes the comparison weak or empty: no (task, epoch) in
+    /// common, settings that differ beyond the model and prompt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Fingerprint keys a comparison is made to vary: what it compares.
+const COMPARED_KEYS: &[&str] = &["model", "provider", "prompt", "predictions_sha256"];
+
+impl Comparison {
+    /// Adds a warning for each setting that decides outcomes (run.json's
+    /// fingerprint) in which the runs differ, other than the model and
+    /// prompt they compare: then the difference is not theirs alone.
+    pub(crate) fn with_settings(mut self, a: Option<&Value>, b: Option<&Value>) -> Comparison {
+        let (Some(Value::Object(a)), Some(Value::Object(b))) = (a, b) else {
+            return self;
+        };
+        let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        let differ: Vec<String> = keys
+            .into_iter()
+            .filter(|key| !COMPARED_KEYS.contains(&key.as_str()) && a.get(*key) != b.get(*key))
+            .map(|key| {
+                let shown = |v: Option<&Value>| v.map_or("absent".to_owned(), Value::to_string);
+                format!(
+                    "{key} ({} in A, {} in B)",
+                    shown(a.get(key)),
+                    shown(b.get(key))
+                )
+            })
+            .collect();
+        if !differ.is_empty() {
+            self.warnings.push(format!(
+                "the runs differ in more than the model and prompt: {}; the difference is not theirs alone",
+                differ.join(", ")
+            ));
+        }
+        self
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -112,7 +152,14 @@ pub(crate) fn build(run_a: &Path, a: &[ResultRow], run_b: &Path, b: &[ResultRow]
         list
     };
     let deltas = deltas(&pairs);
+    let mut warnings = Vec::new();
+    if n + pairs_with_error == 0 {
+        warnings.push(
+            "the runs have no (task, epoch) in common: there is nothing to compare".to_owned(),
+        );
+    }
     Comparison {
+        warnings,
         run_a: run_a.display().to_string(),
         run_b: run_b.display().to_string(),
         label_a: label(a, run_a),
@@ -224,11 +271,14 @@ fn render_header(out: &mut String, c: &Comparison, markdown: bool) {
         line(out, format!("A: {} ({})", c.run_a, c.label_a));
         line(out, format!("B: {} ({})", c.run_b, c.label_b));
     }
+    for warning in &c.warnings {
+        line(out, format!("warning: {warning}"));
+    }
     line(
         out,
         format!(
-            "paired by (task, epoch): {} pairs with a verdict in both",
-            c.pairs
+            "paired by (task, epoch): {} with a verdict in both",
+            count(c.pairs, "pair", "pairs")
         ),
     );
     if c.only_in_a + c.only_in_b > 0 {
@@ -244,8 +294,8 @@ fn render_header(out: &mut String, c: &Comparison, markdown: bool) {
         line(
             out,
             format!(
-                "{} pairs left out: a row has status error (no verdict)",
-                c.pairs_with_error
+                "{} left out: a row has status error (no verdict)",
+                count(c.pairs_with_error, "pair", "pairs")
             ),
         );
     }
@@ -341,8 +391,11 @@ fn render_deltas(out: &mut String, deltas: &[Delta], markdown: bool) {
             line(
                 out,
                 format!(
-                    "  {:<14} mean {:+12.3}  median {:+12.3}  ({} pairs)",
-                    d.measure, d.mean, d.median, d.pairs
+                    "  {:<14} mean {:+12.3}  median {:+12.3}  ({})",
+                    d.measure,
+                    d.mean,
+                    d.median,
+                    count(d.pairs, "pair", "pairs")
                 ),
             );
         }
@@ -460,7 +513,59 @@ mod tests {
             text.contains("compared on the intersection; 1 only in A, 1 only in B"),
             "{text}"
         );
-        assert!(text.contains("1 pairs left out"), "{text}");
+        assert!(text.contains("\n1 pair left out"), "{text}");
+    }
+
+    /// Two runs with no (task, epoch) in common: a warning, not a bare
+    /// empty table and `p = 1`.
+    #[test]
+    fn runs_with_no_task_in_common_are_warned_of() {
+        let a = vec![row("x", Some(true), 1)];
+        let b = vec![row("y", Some(false), 1)];
+        let c = build(Path::new("a"), &a, Path::new("b"), &b);
+        let text = render(&c, false);
+        assert!(
+            text.contains(
+                "\nwarning: the runs have no (task, epoch) in common: there is nothing to compare\n"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(&c).expect("json");
+        assert_eq!(json["warnings"].as_array().map(Vec::len), Some(1));
+        // A comparison with pairs has none, and its JSON no key.
+        let c = build(Path::new("a"), &a, Path::new("b"), &a);
+        assert!(!render(&c, false).contains("warning"));
+        assert!(
+            serde_json::to_value(&c)
+                .expect("json")
+                .get("warnings")
+                .is_none()
+        );
+    }
+
+    /// Runs that differ in a cap or the model's arguments, not only in the
+    /// prompt: the difference is named.
+    #[test]
+    fn runs_whose_settings_differ_beyond_the_prompt_are_warned_of() {
+        let a = vec![row("x", Some(true), 1)];
+        let fa =
+            serde_json::json!({"prompt": "p@1", "max_turns": 50, "request": {"temperature": 0}});
+        let fb =
+            serde_json::json!({"prompt": "q@2", "max_turns": 20, "request": {"temperature": 0}});
+        let c = build(Path::new("a"), &a, Path::new("b"), &a).with_settings(Some(&fa), Some(&fb));
+        assert_eq!(
+            c.warnings,
+            vec![
+                "the runs differ in more than the model and prompt: max_turns (50 in A, 20 in B); the difference is not theirs alone"
+            ]
+        );
+        // Only the prompt differs: no warning; no run.json: none either.
+        let same =
+            serde_json::json!({"prompt": "q@2", "max_turns": 50, "request": {"temperature": 0}});
+        let c = build(Path::new("a"), &a, Path::new("b"), &a).with_settings(Some(&fa), Some(&same));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let c = build(Path::new("a"), &a, Path::new("b"), &a).with_settings(Some(&fa), None);
+        assert!(c.warnings.is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::cli::{Command, ExportArgs, RegradeArgs, ValidateArgs};
 use crate::commands::error::{CommandError, EXIT_OK, EXIT_TASK_ERRORS};
 use crate::commands::{completions, export, man, merge, output, pull, regrade, show, validate};
 use crate::config::{RunConfig, Secrets};
+use crate::sys::words::count;
 
 /// Runs `command`; its exit code, or why it failed. `secrets` are the
 /// keys `main` took from the environment before any thread started.
@@ -73,8 +74,9 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         Command::Merge(args) => {
             let rows = merge::merge(&args.out, &args.runs)?;
             println!(
-                "merged {} runs: {rows} rows in {}",
-                args.runs.len(),
+                "merged {}: {} in {}",
+                count(args.runs.len(), "run", "runs"),
+                count(rows, "row", "rows"),
                 args.out.display()
             );
             Ok(EXIT_OK)
@@ -82,10 +84,21 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
     }
 }
 
-/// Prints what a command returned, as it is.
+/// Prints what a command returned, as it is. A reader that closed the
+/// pipe early (`| head`) has what it wanted: exit 0, as `export` does.
 fn printed(text: String) -> Result<i32, CommandError> {
-    print!("{text}");
-    Ok(EXIT_OK)
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: failed to write stdout: {err}");
+            Ok(EXIT_TASK_ERRORS)
+        }
+        _ => Ok(EXIT_OK),
+    }
 }
 
 /// `validate`: both runs' settings checked before either runs, each

@@ -18,5 +18,6 @@ pub(crate) mod regrade;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod show;
+pub(crate) mod show_facts;
 pub(crate) mod stats;
 pub(crate) mod validate;

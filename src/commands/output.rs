@@ -100,7 +100,14 @@ pub(crate) fn compare(
 ) -> Result<String, OutputError> {
     let a = read_rows(&RunFolder::open(run_a)?.results_csv())?.rows;
     let b = read_rows(&RunFolder::open(run_b)?.results_csv())?.rows;
-    let comparison = compare::build(run_a, &a, run_b, &b);
+    // A run.json that does not read leaves its settings unchecked.
+    let fingerprint = |run: &Path| {
+        RunManifest::read(&RunFolder::at(run))
+            .ok()
+            .map(|m| m.fingerprint)
+    };
+    let comparison = compare::build(run_a, &a, run_b, &b)
+        .with_settings(fingerprint(run_a).as_ref(), fingerprint(run_b).as_ref());
     let text = match format {
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
         Format::Text => compare::render(&comparison, false),

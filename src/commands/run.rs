@@ -28,6 +28,7 @@ use crate::runner::progress::ProgressDisplay;
 use crate::runner::resume;
 use crate::runner::{RunContext, run_tasks};
 use crate::sys::lock::FileLock;
+use crate::sys::words::count;
 use crate::task::TaskId;
 
 pub(crate) async fn run(config: RunConfig) -> anyhow::Result<i32> {
@@ -399,6 +400,9 @@ fn finish(
             summary.render(ctx.config.task_count * ctx.config.runs as usize)
         );
         println!("run folder: {}", folder.root().display());
+        if interrupted {
+            println!("{}", resume_hint(folder.root()));
+        }
     }
     if let Some(err) = write_error {
         anyhow::bail!(err);
@@ -419,6 +423,15 @@ fn finish(
     } else {
         EXIT_OK
     })
+}
+
+/// How to finish an interrupted run: its rows are kept, the interrupted
+/// pairs and those that never started are run by a resume.
+fn resume_hint(folder: &std::path::Path) -> String {
+    format!(
+        "hint: finish the run with `onebash run ... -o {} --resume` (the same tasks and flags): the rows written are kept, the interrupted ones and the rest run",
+        folder.display()
+    )
 }
 
 /// The time now, as run.json writes it.
@@ -499,8 +512,9 @@ impl Summary {
             format!("{:.1}%", 100.0 * self.passed as f64 / graded as f64)
         };
         let mut text = format!(
-            "{} of {selected} runs finished: {} passed, {} failed, {} error\npass rate {rate} ({}/{} with a verdict)\ntokens: {} prompt + {} completion = {} total",
+            "{} of {} finished: {} passed, {} failed, {} error\npass rate {rate} ({}/{} with a verdict)\ntokens: {} prompt + {} completion = {} total",
             self.rows,
+            count(selected, "run", "runs"),
             self.passed,
             self.failed,
             self.errors,
@@ -511,12 +525,16 @@ impl Summary {
             self.total_tokens,
         );
         if self.rows < selected {
-            text.push_str(&format!("\n{} runs did not start", selected - self.rows));
+            let left = selected - self.rows;
+            text.push_str(&format!("\n{} did not start", count(left, "run", "runs")));
         }
         if let Some(counts) = self.predictions {
             text.push_str(&format!(
-                "\npredictions: {} in the file; {} empty (failed, not run); {} selected tasks without one and {} for no task, not run",
-                counts.count, self.empty_patches, counts.missing, counts.unknown
+                "\npredictions: {} in the file; {} empty (failed, not run); {} without one and {} for no task, not run",
+                counts.count,
+                self.empty_patches,
+                count(counts.missing, "selected task", "selected tasks"),
+                counts.unknown
             ));
         }
         text

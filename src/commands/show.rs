@@ -16,12 +16,18 @@ use serde_json::Value;
 
 use crate::agent::{reasoning, responses};
 use crate::audit::Probe;
+use crate::commands::show_facts::{CheckoutOrigin, TestVerdict};
 use crate::run_folder::trajectory::{CommandRecord, Event, ReadError, read_trajectory};
 use crate::run_folder::{RunFolder, RunFolderError};
+use crate::sys::words::count;
 use crate::task::{IdError, TaskId};
 
 /// Lines of a command's output shown from its start and from its end.
 const SHOWN_LINES: usize = 12;
+/// Characters of one line `show` prints: a longer line (a problem
+/// statement of megabytes on one line, a minified file) is cut there, with
+/// a count of what was left out.
+const SHOWN_LINE_CHARS: usize = 1000;
 /// Lines of a model's reasoning `show` prints.
 const REASONING_LINES: usize = 4;
 
@@ -40,15 +46,18 @@ pub enum ShowError {
     #[error(transparent)]
     TaskId(#[from] IdError),
     #[error(
-        "no trajectory for task {task} epoch {epoch} in {} (looked for {})",
+        "no trajectory for task {task} epoch {epoch} in {} (looked for {})\nhint: {}",
         folder.display(),
-        path.display()
+        path.display(),
+        known_tasks(known, *epoch)
     )]
     NoTrajectory {
         task: String,
         epoch: u32,
         folder: PathBuf,
         path: PathBuf,
+        /// The tasks of the folder with a trajectory of that epoch, sorted.
+        known: Vec<String>,
     },
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -83,8 +92,37 @@ fn trajectory_path(target: &Path, task: Option<&str>, epoch: u32) -> Result<Path
             epoch,
             folder: target.to_owned(),
             path,
+            known: tasks_with_trajectory(&folder, epoch),
         })
     }
+}
+
+/// Task ids the hint lists before it counts the rest.
+const LISTED_TASKS: usize = 20;
+
+/// The tasks of `folder` that have a trajectory of `epoch`, sorted.
+fn tasks_with_trajectory(folder: &RunFolder, epoch: u32) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(folder.tasks_dir()) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|id| TaskId::parse(id).is_ok_and(|task| folder.trajectory(&task, epoch).is_file()))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The hint after a task with no trajectory: the ids there are.
+fn known_tasks(known: &[String], epoch: u32) -> String {
+    if known.is_empty() {
+        return format!("the run has no trajectory of epoch {epoch}");
+    }
+    let mut list = known[..known.len().min(LISTED_TASKS)].join(", ");
+    if known.len() > LISTED_TASKS {
+        list.push_str(&format!(" and {} more", known.len() - LISTED_TASKS));
+    }
+    format!("the tasks with a trajectory of epoch {epoch}: {list}")
 }
 
 /// One thing a transcript shows, read from one trajectory event.
@@ -102,6 +140,8 @@ pub(crate) enum Entry {
     Checkout {
         commit: String,
         seconds: f64,
+        /// The image's repo or onebash's cache.
+        origin: CheckoutOrigin,
     },
     Setup(CommandRun),
     /// The task's problem as the model was given it (the first user message).
@@ -141,7 +181,9 @@ pub(crate) enum Entry {
     },
     Test {
         run: CommandRun,
-        passed: bool,
+        /// As graded: the test lists when the task has them, else the
+        /// exit code.
+        verdict: TestVerdict,
     },
     End {
         status: String,
@@ -171,9 +213,22 @@ pub(crate) struct Shortened {
     pub tail: String,
 }
 
-/// Cuts a command's output (or a long problem) to what a reader scans.
+/// A line cut to its first [`SHOWN_LINE_CHARS`] characters, with the
+/// count of those left out.
+fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(SHOWN_LINE_CHARS) {
+        None => line.into(),
+        Some((at, _)) => {
+            let rest = line[at..].chars().count();
+            format!("{} [... {rest} more characters ...]", &line[..at]).into()
+        }
+    }
+}
+
+/// Cuts a command's output (or a long problem) to what a reader scans:
+/// its first and last lines, each cut to its first characters.
 pub(crate) fn shorten(text: &str) -> Shortened {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<std::borrow::Cow<'_, str>> = text.lines().map(cut_line).collect();
     if lines.len() <= 2 * SHOWN_LINES {
         return Shortened {
             head: lines.join("\n"),
@@ -321,10 +376,16 @@ fn start_entry(event: &Event, setup_flags: &[String]) -> Option<Entry> {
             base_commit: base_commit.clone(),
         },
         Event::Checkout {
-            commit, duration_s, ..
+            commit,
+            duration_s,
+            setup_commits,
+            fetched,
+            from_image,
+            ..
         } => Entry::Checkout {
             commit: commit.clone(),
             seconds: *duration_s,
+            origin: CheckoutOrigin::of(*from_image, setup_commits, *fetched),
         },
         Event::Setup(record) => Entry::Setup(command_run(record, setup_flags.to_vec())),
         _ => return None,
@@ -418,8 +479,10 @@ fn end_entry(event: &Event) -> Option<Entry> {
             kinds: kinds(history_probes.iter().flat_map(|c| &c.probes)),
             setup_kinds: kinds(setup_probes.iter()),
         },
-        Event::Test { record, .. } => Entry::Test {
-            passed: record.exit_code == 0 && !record.timed_out,
+        Event::Test {
+            record, per_test, ..
+        } => Entry::Test {
+            verdict: TestVerdict::of(record.exit_code, record.timed_out, per_test.as_ref()),
             run: command_run(record, Vec::new()),
         },
         Event::End {
@@ -508,7 +571,12 @@ fn shortened_text(text: &str) -> String {
     if s.cut == 0 {
         s.head
     } else {
-        format!("{}\n[... {} lines cut ...]\n{}", s.head, s.cut, s.tail)
+        format!(
+            "{}\n[... {} cut ...]\n{}",
+            s.head,
+            count(s.cut, "line", "lines"),
+            s.tail
+        )
     }
 }
 
@@ -545,9 +613,11 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             )),
             s.dim(&format!("repo {repo} at {base_commit}")),
         ],
-        Entry::Checkout { commit, seconds: t } => {
-            vec![s.dim(&format!("checked out {commit} in {}", seconds(t)))]
-        }
+        Entry::Checkout {
+            commit,
+            seconds: t,
+            origin,
+        } => vec![s.dim(&origin.line(&commit, &seconds(t)))],
         Entry::Setup(run) => vec![command_line(s, "setup $", &run, command_status(&run))],
         Entry::Problem(text) => vec![s.bold("problem:"), indent(&shortened_text(&text))],
         Entry::ModelText(text) => vec![format!("{} {text}", s.bold("model:"))],
@@ -578,7 +648,11 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             tool_calls,
             total_tokens,
         } => {
-            let counts = format!("{turns} turns, {tool_calls} tool calls, {total_tokens} tokens");
+            let counts = format!(
+                "{}, {}, {total_tokens} tokens",
+                count(turns as usize, "turn", "turns"),
+                count(tool_calls as usize, "tool call", "tool calls")
+            );
             vec![s.bold(&format!("agent ended: {exit_reason} after {counts}"))]
         }
         Entry::Audit {
@@ -586,7 +660,7 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             kinds,
             setup_kinds,
         } => vec![audit_line(s, commands, &kinds, &setup_kinds)],
-        Entry::Test { run, passed } => test_lines(s, &run, passed),
+        Entry::Test { run, verdict } => test_lines(s, &run, &verdict),
         Entry::End {
             status,
             exit_reason,
@@ -621,12 +695,13 @@ fn agent_command_lines(s: &Style, run: &CommandRun) -> Vec<String> {
     lines
 }
 
-/// The test command with its verdict, then its shortened output.
-fn test_lines(s: &Style, run: &CommandRun, passed: bool) -> Vec<String> {
-    let verdict = if passed {
-        s.green("PASSED")
+/// The test command with its verdict as graded, then its shortened
+/// output.
+fn test_lines(s: &Style, run: &CommandRun, verdict: &TestVerdict) -> Vec<String> {
+    let verdict = if verdict.passed {
+        s.green(&verdict.text())
     } else {
-        s.red("FAILED")
+        s.red(&verdict.text())
     };
     vec![
         format!(
@@ -852,6 +927,79 @@ mod tests {
             assert!(text.contains(expected), "{text}");
             assert!(!text.contains("thought 5"), "{text}");
         }
+    }
+
+    /// `show RUN nosuch`: the ids there are, so a typo is one look away.
+    #[test]
+    fn an_unknown_task_lists_the_tasks_there_are() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("run.json"), "{}").expect("write");
+        let missing = show(dir.path(), Some("nosuch"), 1)
+            .expect_err("no task")
+            .to_string();
+        assert!(
+            missing.ends_with("\nhint: the run has no trajectory of epoch 1"),
+            "{missing}"
+        );
+        for i in 0..22 {
+            let epoch = dir.path().join(format!("tasks/t{i:02}/epoch-1"));
+            std::fs::create_dir_all(&epoch).expect("mkdir");
+            std::fs::write(epoch.join("trajectory.jsonl"), "").expect("write");
+        }
+        // A task folder without that epoch's trajectory is not listed.
+        std::fs::create_dir_all(dir.path().join("tasks/zz/epoch-2")).expect("mkdir");
+        let missing = show(dir.path(), Some("nosuch"), 1)
+            .expect_err("no task")
+            .to_string();
+        assert!(
+            missing.contains("no trajectory for task nosuch epoch 1 in "),
+            "{missing}"
+        );
+        assert!(
+            missing.ends_with("\nhint: the tasks with a trajectory of epoch 1: t00, t01, t02, t03, t04, t05, t06, t07, t08, t09, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19 and 2 more"),
+            "{missing}"
+        );
+    }
+
+    /// A problem statement of megabytes on one line is cut as long outputs
+    /// are, with the count of what was left out.
+    #[test]
+    fn a_long_line_is_cut_with_a_count() {
+        let problem = "x".repeat(5_000_000);
+        let events = vec![header(), message(0, "user", &problem)];
+        let text = render(&events, false);
+        assert!(text.len() < 2_000, "{} bytes", text.len());
+        assert!(
+            text.contains(&format!(
+                "{} [... 4999000 more characters ...]",
+                "x".repeat(1000)
+            )),
+            "{text}"
+        );
+        // Multi-byte characters are cut on their boundaries.
+        let s = shorten(&"é".repeat(1001));
+        assert_eq!(
+            s.head,
+            format!("{} [... 1 more characters ...]", "é".repeat(1000))
+        );
+    }
+
+    /// pytest-dev__pytest-7373: the eval script exited 0 and the task
+    /// failed; the test line says what was graded, not `PASSED`.
+    #[test]
+    fn test_line_shows_the_graded_lists_not_the_exit_code() {
+        let mut test = passed_test();
+        if let Event::Test { per_test, .. } = &mut test {
+            *per_test = Some(json!({"statuses": {}, "verdict": {"resolved": false,
+                "fail_to_pass": [{"name": "test_x", "status": "FAILED", "ok": false}],
+                "pass_to_pass": [{"name": "test_y", "status": "PASSED", "ok": true}]}}));
+        }
+        let text = render(&[test], false);
+        assert!(
+            text.contains("test $ true  [exit 0, 0.20 s] not resolved: FAIL_TO_PASS 0/1 (test_x FAILED), PASS_TO_PASS 1/1"),
+            "{text}"
+        );
+        assert!(!text.contains("PASSED\n"), "{text}");
     }
 
     #[test]

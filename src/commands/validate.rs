@@ -21,6 +21,7 @@ use crate::commands::run::run_with;
 use crate::config::RunConfig;
 use crate::run_folder::ExitReason;
 use crate::run_folder::{ResultRow, RunFolder, RunFolderError, Status, read_rows};
+use crate::sys::words::count;
 
 /// What validate found about one task.
 #[derive(Debug, Default, Serialize)]
@@ -162,8 +163,9 @@ pub(crate) fn judge(noop: &[ResultRow], oracle: &[ResultRow]) -> BTreeMap<String
                 .push("its gold patch fails the tests".to_owned());
         } else if check.oracle_passed < graded {
             check.problems.push(format!(
-                "flaky: the gold patch passed {} of {graded} runs",
-                check.oracle_passed
+                "flaky: the gold patch passed {} of {}",
+                check.oracle_passed,
+                count(graded, "run", "runs")
             ));
         }
     }
@@ -176,8 +178,13 @@ fn render(checks: &BTreeMap<String, TaskCheck>, runs: u32, out: &Path) -> String
         .filter(|(_, c)| !c.problems.is_empty())
         .collect();
     let mut text = format!(
-        "validated {} tasks (noop once, oracle {runs} times): {} fine, {} flagged\n",
-        checks.len(),
+        "validated {} (noop once, oracle {}): {} fine, {} flagged\n",
+        count(checks.len(), "task", "tasks"),
+        if runs == 1 {
+            "once".to_owned()
+        } else {
+            format!("{runs} times")
+        },
         checks.len() - flagged.len(),
         flagged.len()
     );
@@ -304,5 +311,21 @@ mod tests {
             checks["no-repo"].problems
         );
         assert!(checks["no-repo"].problems[0].starts_with("cannot be checked out"));
+    }
+
+    /// One task, one oracle run: no `1 tasks`, no `oracle 1 times`.
+    #[test]
+    fn counts_of_one_are_singular() {
+        use ExitReason::Completed;
+        use Status::*;
+        let checks = judge(
+            &[row("good", Failed, Completed, "")],
+            &[row("good", Passed, Completed, "")],
+        );
+        let text = render(&checks, 1, Path::new("out"));
+        assert!(
+            text.starts_with("validated 1 task (noop once, oracle once): 1 fine, 0 flagged\n"),
+            "{text}"
+        );
     }
 }

@@ -91,13 +91,15 @@ pub(crate) fn check_container_args(
         .join(", ");
     let more = without.len().saturating_sub(10);
     Err(ConfigError::Usage(format!(
-        "--env {engine} runs each task in its image, and {} selected tasks have none: {shown}{}\nhint: give tasks an `image` field, or --image TEMPLATE (a template over the task's fields)",
-        without.len(),
+        "--env {engine} runs each task in its image, and {} {} none: {shown}{}\nhint: give tasks an `image` field, or --image TEMPLATE (a template over the task's fields){}",
+        crate::sys::words::count(without.len(), "selected task", "selected tasks"),
+        crate::sys::words::plural(without.len(), "has", "have"),
         if more > 0 {
             format!(" and {more} more")
         } else {
             String::new()
-        }
+        },
+        crate::task::image_templates(),
     )))
 }
 
@@ -182,6 +184,29 @@ mod tests {
             .to_string();
         assert!(
             text.starts_with("--image names an image for every task"),
+            "{text}"
+        );
+    }
+
+    /// A task without an image under --env podman: the hint offers
+    /// SWE-bench's --image template, and one task is one.
+    #[test]
+    fn tasks_without_an_image_are_offered_swebench_s_template() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        std::fs::write(&tasks, format!("{TASK_LINE}\n")).expect("write");
+        let args = RunOptions {
+            sandbox: SandboxMode::None,
+            out: Some(dir.path().join("out")),
+            env: Some(EnvKind::Podman),
+            ..RunOptions::defaults(&tasks, "oracle")
+        };
+        let text = RunConfig::from_options(&args, &Secrets::default())
+            .expect_err("no image")
+            .to_string();
+        assert!(text.contains("and 1 selected task has none: t\n"), "{text}");
+        assert!(
+            text.contains(r#"for SWE-bench's images: --image 'swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest'"#),
             "{text}"
         );
     }

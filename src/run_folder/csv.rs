@@ -72,10 +72,29 @@ mod tests {
             .expect_err("no folder")
             .to_string();
         assert!(missing.contains("no such folder"), "{missing}");
+        // A task file given where a run folder goes is named as a file.
+        let file = dir.path().join("tasks.jsonl");
+        std::fs::write(&file, "{}\n").expect("write");
+        let file = RunFolder::open(&file).expect_err("a file").to_string();
+        assert!(
+            file.contains("tasks.jsonl is a file, not a run folder"),
+            "{file}"
+        );
+        assert!(!file.contains("no such folder"), "{file}");
         let empty = RunFolder::open(dir.path())
             .expect_err("no run.json")
             .to_string();
         assert!(empty.contains("not a run folder (no run.json)"), "{empty}");
+        // The folder of runs: its runs are named.
+        for run in ["b", "a"] {
+            std::fs::create_dir_all(dir.path().join(run)).expect("mkdir");
+            std::fs::write(dir.path().join(run).join("run.json"), "{}").expect("write");
+        }
+        let runs = RunFolder::open(dir.path()).expect_err("runs").to_string();
+        assert!(
+            runs.ends_with("is not a run folder (no run.json), but holds 2 run folders: a, b\nhint: name one of them"),
+            "{runs}"
+        );
         std::fs::write(dir.path().join("run.json"), "{}").expect("write");
         let folder = RunFolder::open(dir.path()).expect("a run folder");
         let task = TaskId::parse("t1").expect("id");

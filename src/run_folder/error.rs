@@ -14,12 +14,27 @@ pub enum RunFolderError {
         .0.display()
     )]
     NoFolder(PathBuf),
+    /// A file named as a run folder (a task file, a results.csv).
+    #[error(
+        "{} is a file, not a run folder\nhint: name the folder `onebash run -o` wrote (the one holding run.json and results.csv)",
+        .0.display()
+    )]
+    File(PathBuf),
     /// A folder without run.json: not a run folder, or not yet one.
     #[error(
         "{} is not a run folder (no run.json)\nhint: name the folder `onebash run -o` wrote",
         .0.display()
     )]
     NoRunJson(PathBuf),
+    /// A folder without run.json whose subfolders are run folders (the
+    /// `results/` that holds them): they are named, sorted.
+    #[error(
+        "{} is not a run folder (no run.json), but holds {}: {}\nhint: name one of them",
+        path.display(),
+        crate::sys::words::count(runs.len(), "run folder", "run folders"),
+        runs.join(", ")
+    )]
+    FolderOfRuns { path: PathBuf, runs: Vec<String> },
     #[error("failed to create the run folder {}: {source}", path.display())]
     Create {
         path: PathBuf,

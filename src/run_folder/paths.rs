@@ -45,11 +45,21 @@ impl RunFolder {
     /// or not yet one.
     pub(crate) fn open(root: &Path) -> Result<RunFolder, RunFolderError> {
         let folder = RunFolder::at(root);
+        if root.is_file() {
+            return Err(RunFolderError::File(root.to_owned()));
+        }
         if !root.is_dir() {
             return Err(RunFolderError::NoFolder(root.to_owned()));
         }
         if !folder.run_json().is_file() {
-            return Err(RunFolderError::NoRunJson(root.to_owned()));
+            let runs = runs_in(root);
+            if runs.is_empty() {
+                return Err(RunFolderError::NoRunJson(root.to_owned()));
+            }
+            return Err(RunFolderError::FolderOfRuns {
+                path: root.to_owned(),
+                runs,
+            });
         }
         Ok(folder)
     }
@@ -132,4 +142,18 @@ impl RunFolder {
             self.root.join(format!("predictions.epoch-{epoch}.jsonl"))
         }
     }
+}
+/// The subfolders of `dir` that hold a run.json, by name, sorted: what a
+/// user who named the folder of their runs meant.
+fn runs_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<String> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().join("run.json").is_file())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect();
+    runs.sort();
+    runs
 }

@@ -114,6 +114,11 @@ pub(crate) enum Event {
         /// it); absent in the first trajectories.
         #[serde(default)]
         fetched: bool,
+        /// Whether the working copy is the repo the task's image holds
+        /// (SWE-bench's), not onebash's checkout; absent when false, and
+        /// in trajectories from before it was recorded.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        from_image: bool,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         warning: Option<String>,
     },
@@ -598,6 +603,7 @@ mod tests {
                 objects: Some(42),
                 duration_s: 0.5,
                 fetched: true,
+                from_image: false,
                 warning: Some("stale mirror".to_owned()),
             },
             Event::Setup(record("make setup")),

@@ -217,7 +217,8 @@ impl TaskRun<'_> {
         // The repo the image holds, or the image alone, made leak-proof
         // inside its container; else onebash's own checkout.
         let in_image = !matches!(self.task.benchmark.code(), Code::Checkout);
-        let entered = if in_image && ctx.env.has_image_repos() {
+        let from_image = in_image && ctx.env.has_image_repos();
+        let entered = if from_image {
             self.enter_image_repo(&workdir).await
         } else {
             self.check_out(&workdir).await
@@ -238,6 +239,7 @@ impl TaskRun<'_> {
                 objects: Some(checkout.verified.objects),
                 duration_s: started.elapsed().as_secs_f64(),
                 fetched: checkout.fetched,
+                from_image,
                 warning: checkout.warning.clone(),
             })
             .await;

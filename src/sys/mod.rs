@@ -2,10 +2,12 @@
 //! [`exec`] (the only place a process is spawned), [`limits`] (a command's
 //! memory, process and time limits: cgroups, rlimits, the exec helper),
 //! [`sandbox`] (bubblewrap's confinement of one command), [`blocking`]
-//! (work off the async workers) and [`lock`] (file locks).
+//! (work off the async workers), [`lock`] (file locks) and [`words`]
+//! (counts with their plurals, for every message).
 
 pub(crate) mod blocking;
 pub(crate) mod exec;
 pub mod limits;
 pub mod lock;
 pub(crate) mod sandbox;
+pub(crate) mod words;

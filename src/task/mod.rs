@@ -36,6 +36,6 @@ pub(crate) use error::{IdError, LineError};
 #[cfg(test)]
 pub(crate) use lines::parse_tasks;
 pub(crate) use lines::{load_tasks, parse_rows};
-pub(crate) use registry::{datasets, load_path, oracle_needs};
+pub(crate) use registry::{datasets, image_templates, load_path, oracle_needs};
 pub(crate) use spec::{LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 pub(crate) use swebench::patch_files;

@@ -63,6 +63,17 @@ pub(crate) fn datasets() -> Vec<&'static Alias> {
         .collect()
 }
 
+/// The hint's offer of each source's published images, each as `; for
+/// X: --image 'TEMPLATE'` (it follows the hint's own advice), or nothing
+/// when no source publishes any.
+pub(crate) fn image_templates() -> String {
+    SOURCES
+        .iter()
+        .filter_map(|source| source.image_template())
+        .map(|(whose, template)| format!("; for {whose}: --image '{template}'"))
+        .collect()
+}
+
 /// What `--model oracle` needs of every task: a gold patch, or what a
 /// source takes instead.
 pub(crate) fn oracle_needs() -> String {

@@ -126,4 +126,10 @@ pub(crate) trait Source: Sync {
     fn oracle_needs(&self) -> Option<&'static str> {
         None
     }
+
+    /// The `--image` template of its published images, and whose images
+    /// they are, for the hint of tasks that name no image.
+    fn image_template(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
 }

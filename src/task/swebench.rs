@@ -100,6 +100,10 @@ impl Source for Swebench {
         NAME
     }
 
+    fn image_template(&self) -> Option<(&'static str, &'static str)> {
+        Some(("SWE-bench's images", IMAGE_TEMPLATE))
+    }
+
     fn datasets(&self) -> &'static [Alias] {
         DATASETS
     }

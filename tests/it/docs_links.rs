@@ -395,3 +395,64 @@ fn slugs_follow_githubs_rules() {
     let expected: BTreeSet<String> = ["title", "usage", "usage-1"].map(String::from).into();
     assert_eq!(found, expected);
 }
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(repo_root().join(rel)).unwrap_or_else(|err| panic!("{rel}: {err}"))
+}
+
+/// The lists of one document that repeat what another, or the tree, holds
+/// stay whole (issue 37): docs/README.md names every subcommand cli.md has
+/// a section for, docs/prompts.md every variant in prompts/, and the
+/// analysis guide the CSV columns of results.md, in order.
+#[test]
+fn the_documents_lists_match_what_they_list() {
+    let cli = read("docs/cli.md");
+    let readme = read("docs/README.md");
+    let covers = readme
+        .lines()
+        .find(|l| l.starts_with("| [cli.md](cli.md)"))
+        .expect("docs/README.md's line of cli.md");
+    for line in cli.lines() {
+        if let Some(rest) = line.strip_prefix("## `onebash ") {
+            let command = rest.trim_end_matches('`');
+            assert!(
+                covers.contains(&format!("`{command}`")),
+                "docs/README.md's list of what cli.md covers lacks `{command}`: {covers}"
+            );
+        }
+    }
+    let prompts = read("docs/prompts.md");
+    for entry in std::fs::read_dir(repo_root().join("prompts")).expect("prompts/") {
+        let name = entry.expect("entry").file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".toml") {
+            assert!(
+                prompts.contains(&*name),
+                "docs/prompts.md does not name prompts/{name}"
+            );
+        }
+    }
+    // results.md's table: `| N | `column` | ...`.
+    let columns: Vec<String> = read("docs/results.md")
+        .lines()
+        .filter_map(|l| {
+            let mut cells = l.split('|').map(str::trim).skip(1);
+            cells.next()?.parse::<u32>().ok()?;
+            Some(cells.next()?.trim_matches('`').to_owned())
+        })
+        .collect();
+    assert!(columns.len() > 20, "{columns:?}");
+    let guide = read("docs/guides/analysis-and-reports.md");
+    let start = guide
+        .find("CSV columns: `")
+        .expect("the guide's CSV columns")
+        + "CSV columns: `".len();
+    let listed: Vec<String> = guide[start..start + guide[start..].find('`').expect("end")]
+        .split(',')
+        .map(|c| c.trim().to_owned())
+        .collect();
+    assert_eq!(
+        listed, columns,
+        "docs/guides/analysis-and-reports.md's CSV columns"
+    );
+}

@@ -254,8 +254,10 @@ fn the_filters_select_rows_and_bad_usage_exits_2() {
         stderr.contains("error: failed to select task fxi: no run given has a row of it\nhint:"),
         "{stderr}"
     );
-    let no_format = export(&[path(&a.out)]);
-    assert_eq!(no_format.status.code(), Some(2));
+    // No --format is openai-chat now (export_defaults_to_openai_chat_...);
+    // an unknown one is still bad usage.
+    let bad_format = export(&[path(&a.out), "--format", "csv"]);
+    assert_eq!(bad_format.status.code(), Some(2));
     let not_a_run = export(&[path(&fixture.path("repo")), "--format", "atif"]);
     assert_eq!(not_a_run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&not_a_run.stderr);
@@ -283,6 +285,65 @@ fn the_filters_select_rows_and_bad_usage_exits_2() {
         stderr.contains("error: failed to write ") && stderr.contains("out.jsonl"),
         "{stderr}"
     );
+}
+
+/// `export RUN | head`: no `--format` needed (openai-chat), and a reader
+/// that closes the pipe early is not a failure (exit 0, as `show` and
+/// `report`), where it was exit 2.
+#[test]
+fn export_defaults_to_openai_chat_and_a_closed_pipe_exits_0() {
+    let fixture = Fixture::new();
+    let (a, _) = two_runs(&fixture);
+    let out = export(&[path(&a.out)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .expect("a line"),
+    )
+    .expect("JSON");
+    assert!(first["messages"].is_array(), "{first}");
+    let mut child = onebash()
+        .args(["export", path(&a.out)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn onebash export");
+    // The reader is gone before onebash writes a byte.
+    drop(child.stdout.take());
+    let closed = child.wait_with_output().expect("wait");
+    assert_eq!(
+        closed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&closed.stderr)
+    );
+    // `show` and `report` alike: no panic on the closed pipe.
+    for args in [
+        vec!["report", path(&a.out)],
+        vec!["show", path(&a.out), "fix"],
+    ] {
+        let mut child = onebash()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn onebash");
+        drop(child.stdout.take());
+        let closed = child.wait_with_output().expect("wait");
+        assert_eq!(
+            closed.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&closed.stderr)
+        );
+    }
 }
 
 #[test]

@@ -1228,6 +1228,15 @@ fn interrupt_ends_the_running_task(signal: libc::c_int) {
         cut[0]
     );
     assert!(!run.out.join("tasks/t2").exists());
+    // The summary says how to finish it.
+    assert!(
+        run.stdout.contains(&format!(
+            "\nhint: finish the run with `onebash run ... -o {} --resume`",
+            run.out.display()
+        )),
+        "{}",
+        run.stdout
+    );
     assert!(!run.out.join("tasks/t3").exists());
     assert_eq!(server.requests().len(), 1);
     let run_json: Value =

@@ -166,7 +166,7 @@ fn assert_graded_as_predicted(run: &RunOutput, predictions: &Path) {
     );
     assert!(
         run.stdout.contains(
-            "predictions: 6 in the file; 2 empty (failed, not run); 1 selected tasks without one and 1 for no task, not run"
+            "predictions: 6 in the file; 2 empty (failed, not run); 1 selected task without one and 1 for no task, not run"
         ),
         "{}",
         run.stdout

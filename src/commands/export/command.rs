@@ -1,4 +1,4 @@
-//! `onebash export RUN... --format openai-chat|sharegpt|atif [-o FILE]`:
+//! `onebash export RUN... [--format openai-chat|sharegpt|atif] [-o FILE]`:
 //! the conversations of one or more runs as training data, one JSONL line
 //! per (task, epoch). It selects rows (`--passed`, `--exit-reason`,
 //! `--task`, `--epoch`), reads each row's trajectory into a neutral
@@ -15,6 +15,7 @@ use crate::cli::{ExportArgs, ExportFormat};
 use crate::run_folder::ExitReason;
 use crate::run_folder::trajectory::read_trajectory;
 use crate::run_folder::{ResultRow, RunFolder, Status, read_rows};
+use crate::sys::words::count;
 
 use conversation::{Conversation, Example, Meta};
 
@@ -127,11 +128,15 @@ pub(crate) fn run(args: &ExportArgs) -> Result<Summary, ExportError> {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let summary = export(&runs, args.format, &selection, &mut out)?;
-            out.flush().map_err(|source| ExportError::Write {
-                what: "stdout".to_owned(),
-                source,
-            })?;
-            Ok(summary)
+            match out.flush() {
+                // The reader has all it wanted (`| head`): not a failure.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(summary),
+                Err(source) => Err(ExportError::Write {
+                    what: "stdout".to_owned(),
+                    source,
+                }),
+                Ok(()) => Ok(summary),
+            }
         }
     }
 }
@@ -187,11 +192,18 @@ pub(crate) fn export(
                 ExportFormat::Sharegpt => sharegpt::line(&example),
                 ExportFormat::Atif => atif::line(&example),
             };
-            writeln!(out, "{line}").map_err(|source| ExportError::Write {
-                what: "the export".to_owned(),
-                source,
-            })?;
-            summary.written += 1;
+            match writeln!(out, "{line}") {
+                // The reader closed the pipe (`| head`): it has what it
+                // wanted, as `yes | head` has; stop without an error.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(summary),
+                Err(source) => {
+                    return Err(ExportError::Write {
+                        what: "the export".to_owned(),
+                        source,
+                    });
+                }
+                Ok(()) => summary.written += 1,
+            }
         }
     }
     Ok(summary)
@@ -235,20 +247,26 @@ impl Summary {
     /// The line main prints on stderr after the export.
     pub(crate) fn line(&self) -> String {
         let mut parts = vec![format!(
-            "exported {} conversation{} of {} selected row{}",
-            self.written,
-            if self.written == 1 { "" } else { "s" },
-            self.selected,
-            if self.selected == 1 { "" } else { "s" },
+            "exported {} of {}",
+            count(self.written, "conversation", "conversations"),
+            count(self.selected, "selected row", "selected rows"),
         )];
-        for (count, what) in [
-            (self.duplicates, "duplicates dropped"),
-            (self.without_conversation, "without a model conversation"),
-            (self.failed.len(), "unreadable"),
-            (self.redacted, "secret-looking strings redacted"),
+        for (n, one, many) in [
+            (self.duplicates, "duplicate dropped", "duplicates dropped"),
+            (
+                self.without_conversation,
+                "without a model conversation",
+                "without a model conversation",
+            ),
+            (self.failed.len(), "unreadable", "unreadable"),
+            (
+                self.redacted,
+                "secret-looking string redacted",
+                "secret-looking strings redacted",
+            ),
         ] {
-            if count > 0 {
-                parts.push(format!("{count} {what}"));
+            if n > 0 {
+                parts.push(count(n, one, many));
             }
         }
         parts.join(", ")

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::{escape, page, percent, rect, svg_open, text};
 use crate::commands::compare::{Comparison, format_p};
+use crate::sys::words::count;
 
 /// Where `compare --format html` writes when given no `--output`.
 pub(crate) fn default_compare_page() -> PathBuf {
@@ -130,6 +131,12 @@ pub(crate) fn compare_page(c: &Comparison) -> String {
         escape(&c.run_b),
         escape(&c.label_b)
     );
+    for warning in &c.warnings {
+        body.push_str(&format!(
+            "<p class=\"note warning\">warning: {}</p>\n",
+            escape(warning)
+        ));
+    }
     body.push_str(&format!(
         "<p>Paired by (task, epoch): <b>{}</b> pairs with a verdict in both.</p>\n",
         c.pairs
@@ -143,8 +150,8 @@ pub(crate) fn compare_page(c: &Comparison) -> String {
     }
     if c.pairs_with_error > 0 {
         body.push_str(&format!(
-            "<p class=\"note\">{} pairs left out: a row has status error (no verdict).</p>\n",
-            c.pairs_with_error
+            "<p class=\"note\">{} left out: a row has status error (no verdict).</p>\n",
+            count(c.pairs_with_error, "pair", "pairs")
         ));
     }
     body.push_str(&format!(
@@ -233,5 +240,10 @@ mod tests {
         }
         assert!(html.contains("<rect class=\"bar ci\""));
         assert!(html.contains("p = 1</b>"));
+        assert!(!html.contains("warning"));
+        let c = crate::commands::compare::build(Path::new("a"), &a, Path::new("b"), &[]);
+        assert!(compare_page(&c).contains(
+            "<p class=\"note warning\">warning: the runs have no (task, epoch) in common"
+        ));
     }
 }

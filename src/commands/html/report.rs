@@ -16,6 +16,7 @@ use crate::commands::report::{
 use crate::commands::show;
 use crate::run_folder::trajectory::read_trajectory;
 use crate::run_folder::{ResultRow, RunFolder};
+use crate::sys::words::{count, plural};
 
 /// The folder, next to the report page, that holds the transcript pages.
 const TRANSCRIPTS: &str = "transcripts";
@@ -236,9 +237,9 @@ fn measures_table(r: &Report) -> String {
         "<table id=\"measures\"><thead><tr><th></th><th class=\"num\">total</th>\
          <th class=\"num\">per row</th><th class=\"num\">per passed row</th></tr></thead><tbody>\n",
     );
-    for &(name, get, decimals) in MEASURES {
-        let cell =
-            |m: Option<&Measures>| m.map_or("-".to_owned(), |m| format!("{:.*}", decimals, get(m)));
+    for &measure in MEASURES {
+        let name = measure.0;
+        let cell = |m: Option<&Measures>| r.measure_cell(measure, m);
         out.push_str(&format!(
             "<tr><th>{name}</th><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
             cell(Some(&r.totals)),
@@ -387,11 +388,6 @@ fn history_probes_section(
     out + "</section>\n"
 }
 
-/// `1 task`, `7 tasks`.
-fn count(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
 /// The run's page: summary, charts, measures, pass@k, the task table.
 pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String>]) -> String {
     let mut body = format!(
@@ -400,12 +396,21 @@ pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String
         escape(r.model.as_deref().unwrap_or("?")),
         escape(r.prompt.as_deref().unwrap_or("?"))
     );
+    if let Some(state) = r.state_line() {
+        body.push_str(&format!(
+            "<p class=\"note\" id=\"state\">{}</p>\n",
+            escape(&state)
+        ));
+    }
     body.push_str(&summary_cards(r));
     if r.error > 0 {
         body.push_str(&format!(
-            "<p class=\"note\">{} rows with status error have no verdict and are left out of the \
-             pass rate; redo them with <code>onebash run ... --resume --retry-errors</code>.</p>\n",
-            r.error
+            "<p class=\"note\">{} with status error {} no verdict and {} left out of the \
+             pass rate; redo {} with <code>onebash run ... --resume --retry-errors</code>.</p>\n",
+            count(r.error, "row", "rows"),
+            plural(r.error, "has", "have"),
+            plural(r.error, "is", "are"),
+            plural(r.error, "it", "them")
         ));
     }
     if let Some(h) = &r.history_probes {
@@ -467,8 +472,8 @@ fn summary_cards(r: &Report) -> String {
         r.failed,
         r.error,
         r.rows,
-        count(r.tasks, "task"),
-        count(r.epochs as usize, "epoch"),
+        count(r.tasks, "task", "tasks"),
+        count(r.epochs as usize, "epoch", "epochs"),
         compact(r.totals.total_tokens),
         compact(r.per_row.total_tokens.round()),
     )
@@ -501,8 +506,8 @@ fn totals_section(r: &Report) -> String {
     out.push_str(&measures_table(r));
     if r.rows_without_cost > 0 {
         out.push_str(&format!(
-            "<p class=\"note\">cost leaves out {} rows whose price is unknown</p>\n",
-            r.rows_without_cost
+            "<p class=\"note\">cost leaves out {} whose price is unknown</p>\n",
+            count(r.rows_without_cost, "row", "rows")
         ));
     }
     out + "</section>\n"
@@ -563,6 +568,12 @@ mod tests {
         assert!(!html.contains("<script src") && !html.contains("<link"));
         assert!(html.contains("<section id=\"history-probes\"><h2>History probes</h2>\n<p class=\"note\">history probes: none in 3 rows</p>"), "{html}");
         assert!(!html.contains("passed-with-probes"));
+        // A finished run says nothing of its state; an unfinished one does.
+        assert!(!html.contains("id=\"state\""));
+        let mut report = report;
+        report.state = Some(crate::commands::report::RunState::Running);
+        let html = report_page(&report, &rows, &links);
+        assert!(html.contains("<p class=\"note\" id=\"state\">state: running: the rows below are those written so far</p>"), "{html}");
     }
 
     #[test]

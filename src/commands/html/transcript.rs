@@ -3,20 +3,22 @@
 
 use super::{escape, page};
 use crate::commands::show::{self, CommandRun, Entry};
+use crate::commands::show_facts::TestVerdict;
+use crate::sys::words::count;
 
 /// A command (which may span lines: heredocs) with its status, as the
 /// terminal shows it, then its shortened output.
-fn command_block(prompt: &str, run: &CommandRun, verdict: Option<bool>) -> String {
+fn command_block(prompt: &str, run: &CommandRun, verdict: Option<&TestVerdict>) -> String {
     let exit = if run.exit_code == 0 {
         "exit-zero"
     } else {
         "exit-nonzero"
     };
-    let verdict = verdict.map_or(String::new(), |passed| {
-        let word = if passed { "passed" } else { "failed" };
+    let verdict = verdict.map_or(String::new(), |verdict| {
+        let word = if verdict.passed { "passed" } else { "failed" };
         format!(
             " <span class=\"verdict {word}\">{}</span>",
-            word.to_uppercase()
+            escape(&verdict.text())
         )
     });
     let probe = show::probe_marker(&run.probes).map_or(String::new(), |marker| {
@@ -40,9 +42,9 @@ fn shortened_pre(text: &str, class: &str) -> String {
         return format!("<pre class=\"{class}\">{}</pre>\n", escape(&s.head));
     }
     format!(
-        "<pre class=\"{class}\">{}\n<span class=\"cut\">[... {} lines cut ...]</span>{}</pre>\n",
+        "<pre class=\"{class}\">{}\n<span class=\"cut\">[... {} cut ...]</span>{}</pre>\n",
         escape(&s.head),
-        s.cut,
+        count(s.cut, "line", "lines"),
         escape(&s.tail)
     )
 }
@@ -95,10 +97,16 @@ fn entry_html(entry: &Entry) -> String {
             repo,
             base_commit,
         } => page_header(task, *epoch, model, prompt, repo, base_commit),
-        Entry::Checkout { commit, seconds } => format!(
-            "<p class=\"meta\">checked out <code>{}</code> in {}</p>\n",
-            escape(commit),
-            show::seconds(*seconds)
+        Entry::Checkout {
+            commit,
+            seconds,
+            origin,
+        } => format!(
+            "<p class=\"meta\">{}</p>\n",
+            origin.line(
+                &format!("<code>{}</code>", escape(commit)),
+                &show::seconds(*seconds)
+            )
         ),
         Entry::Setup(run) => command_block("setup $", run, None),
         Entry::Problem(problem) => format!(
@@ -135,17 +143,19 @@ fn entry_html(entry: &Entry) -> String {
             tool_calls,
             total_tokens,
         } => format!(
-            "<h2>Agent ended: {} after {turns} turns, {tool_calls} tool calls, {total_tokens} tokens</h2>\n",
+            "<h2>Agent ended: {} after {}, {}, {total_tokens} tokens</h2>\n",
             escape(exit_reason),
+            count(*turns as usize, "turn", "turns"),
+            count(*tool_calls as usize, "tool call", "tool calls"),
         ),
         Entry::Audit {
             commands,
             kinds,
             setup_kinds,
         } => audit_line(*commands, kinds, setup_kinds),
-        Entry::Test { run, passed } => format!(
+        Entry::Test { run, verdict } => format!(
             "<section class=\"test\"><h2>Test</h2>\n{}</section>\n",
-            command_block("test $", run, Some(*passed))
+            command_block("test $", run, Some(verdict))
         ),
         Entry::End {
             status,
@@ -280,5 +290,14 @@ mod tests {
             html.matches("<section").count(),
             html.matches("</section>").count()
         );
+        // A graded task shows its lists, whatever the exit code.
+        let mut test = passed_test();
+        if let Event::Test { per_test, .. } = &mut test {
+            *per_test = Some(serde_json::json!({"verdict": {"resolved": false,
+                "fail_to_pass": [{"name": "t<x>", "status": "FAILED", "ok": false}],
+                "pass_to_pass": []}}));
+        }
+        let html = transcript_page(&show::entries(&[test]), "../report.html");
+        assert!(html.contains("<span class=\"verdict failed\">not resolved: FAIL_TO_PASS 0/1 (t&lt;x&gt; FAILED), PASS_TO_PASS 0/0</span>"), "{html}");
     }
 }

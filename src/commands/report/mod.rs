@@ -6,9 +6,9 @@ pub(crate) mod by;
 pub(crate) mod harness_summary;
 mod summary;
 
-#[cfg(test)]
-pub(crate) use summary::PromptCache;
 pub(crate) use summary::{
     HistoryProbes, MEASURES, Measures, Report, build, history_probes_summary, prompt_cache_line,
     render,
 };
+#[cfg(test)]
+pub(crate) use summary::{PromptCache, RunState};

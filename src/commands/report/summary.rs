@@ -21,6 +21,7 @@ use crate::config::manifest::RunManifest;
 use crate::run_folder::Usage;
 use crate::run_folder::trajectory::{Event, read_trajectory};
 use crate::run_folder::{ResultRow, RunFolder, Status};
+use crate::sys::words::{count, plural};
 
 use super::by;
 
@@ -28,6 +29,10 @@ use super::by;
 #[derive(Debug, Serialize)]
 pub(crate) struct Report {
     pub run: String,
+    /// Whether the run is still going or ended before its end; absent when
+    /// it finished (or run.json could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<RunState>,
     pub model: Option<String>,
     pub prompt: Option<String>,
     pub rows: usize,
@@ -94,6 +99,35 @@ pub(crate) struct ProbedRow {
     /// The probes' kinds, from the trajectory's `audit` event; empty when
     /// the trajectory is not there.
     pub kinds: Vec<String>,
+}
+
+/// A run that has not finished: its rows are not all there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RunState {
+    /// Another onebash holds the folder's run.lock: rows are still coming.
+    Running,
+    /// Ctrl-C or SIGTERM ended it, or it was killed before it wrote its
+    /// end to run.json.
+    Interrupted,
+}
+
+/// The run's state, from run.json's end and its run.lock: `None` for a
+/// finished run, or when there is no run.json to tell.
+fn run_state(run: &RunFolder, manifest: Option<&RunManifest>) -> Option<RunState> {
+    let manifest = manifest?;
+    if manifest.finished_at.is_some() {
+        return (manifest.interrupted == Some(true)).then_some(RunState::Interrupted);
+    }
+    // No end written: running if a run holds the lock, else killed. The
+    // lock file is only opened when it is there, so a report never makes it.
+    let lock = run.lock_file();
+    let held = lock.is_file() && matches!(crate::sys::lock::FileLock::try_acquire(&lock), Ok(None));
+    Some(if held {
+        RunState::Running
+    } else {
+        RunState::Interrupted
+    })
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -171,6 +205,7 @@ pub(crate) fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunMa
         .len();
     Report {
         run: run.root().display().to_string(),
+        state: run_state(run, manifest),
         model: rows.first().map(|r| r.model.clone()),
         prompt: rows.first().map(|r| r.prompt.clone()),
         rows: rows.len(),
@@ -335,8 +370,20 @@ impl Report {
         if self.model.is_none() {
             self.model = manifest.map(|m| m.settings.model.name().to_owned());
         }
+        if self.prompt.is_none() {
+            self.prompt = manifest.and_then(manifest_prompt);
+        }
         self
     }
+}
+
+/// The prompt as the CSV's `prompt` column writes it (`NAME@` and the
+/// first 12 hex digits of its sha256), from run.json's settings.
+fn manifest_prompt(manifest: &RunManifest) -> Option<String> {
+    let setting = |key: &str| manifest.settings.other.get(key).and_then(|v| v.as_str());
+    let name = setting("prompt_name")?;
+    let sha = setting("prompt_sha256").unwrap_or("");
+    Some(format!("{name}@{}", sha.get(..12).unwrap_or(sha)))
 }
 
 fn percent(x: f64) -> String {
@@ -353,8 +400,30 @@ pub(crate) const MEASURES: &[(&str, MeasureOf, usize)] = &[
     ("completion tokens", |m| m.completion_tokens, 0),
     ("turns", |m| m.turns, 1),
     ("agent seconds", |m| m.agent_seconds, 1),
-    ("cost USD", |m| m.cost_usd, 4),
+    (COST_USD, |m| m.cost_usd, 4),
 ];
+
+/// The measures table's cost row.
+const COST_USD: &str = "cost USD";
+
+impl Report {
+    /// One cell of the measures table (text and HTML): `-` for a column
+    /// without rows, `unknown` for the cost when no row's price is known
+    /// (a sum of nothing is not a cost of 0).
+    pub(crate) fn measure_cell(
+        &self,
+        (name, get, decimals): (&str, MeasureOf, usize),
+        m: Option<&Measures>,
+    ) -> String {
+        match m {
+            None => "-".to_owned(),
+            Some(_) if name == COST_USD && self.rows > 0 && self.rows_without_cost == self.rows => {
+                "unknown".to_owned()
+            }
+            Some(m) => format!("{:.*}", decimals, get(m)),
+        }
+    }
+}
 
 /// The report as text, or as markdown.
 pub(crate) fn render(r: &Report, markdown: bool) -> String {
@@ -384,6 +453,9 @@ fn render_summary(r: &Report, markdown: bool) -> String {
     } else {
         line(&mut out, format!("run: {}", r.run));
     }
+    if let Some(state) = r.state_line() {
+        line(&mut out, state);
+    }
     line(
         &mut out,
         format!(
@@ -394,7 +466,12 @@ fn render_summary(r: &Report, markdown: bool) -> String {
     );
     line(
         &mut out,
-        format!("rows: {} ({} tasks x {} epochs)", r.rows, r.tasks, r.epochs),
+        format!(
+            "rows: {} ({} x {})",
+            r.rows,
+            count(r.tasks, "task", "tasks"),
+            count(r.epochs as usize, "epoch", "epochs")
+        ),
     );
     line(
         &mut out,
@@ -421,8 +498,11 @@ fn render_summary(r: &Report, markdown: bool) -> String {
         line(
             &mut out,
             format!(
-                "{} rows with status error have no verdict and are left out of the pass rate; redo them with `onebash run ... --resume --retry-errors`",
-                r.error
+                "{} with status error {} no verdict and {} left out of the pass rate; redo {} with `onebash run ... --resume --retry-errors`",
+                count(r.error, "row", "rows"),
+                plural(r.error, "has", "have"),
+                plural(r.error, "is", "are"),
+                plural(r.error, "it", "them")
             ),
         );
     }
@@ -439,14 +519,27 @@ fn render_summary(r: &Report, markdown: bool) -> String {
     out
 }
 
+impl Report {
+    /// What a reader of an unfinished run's report must know first (text
+    /// and HTML); `None` for a finished run.
+    pub(crate) fn state_line(&self) -> Option<String> {
+        Some(match self.state? {
+            RunState::Running => {
+                "state: running: the rows below are those written so far".to_owned()
+            }
+            RunState::Interrupted => "state: interrupted before it finished: the rows below are those written; finish it with `onebash run ... -o DIR --resume`".to_owned(),
+        })
+    }
+}
+
 /// The measures table (total, per row, per passed row), what cost leaves
 /// out, and the prompt cache's line.
 fn render_measures(r: &Report, markdown: bool) -> String {
     let columns = ["", "total", "per row", "per passed row"];
     let mut table: Vec<Vec<String>> = Vec::new();
-    for &(name, get, decimals) in MEASURES {
-        let cell =
-            |m: Option<&Measures>| m.map_or("-".to_owned(), |m| format!("{:.*}", decimals, get(m)));
+    for &measure in MEASURES {
+        let name = measure.0;
+        let cell = |m: Option<&Measures>| r.measure_cell(measure, m);
         table.push(vec![
             name.to_owned(),
             cell(Some(&r.totals)),
@@ -455,12 +548,14 @@ fn render_measures(r: &Report, markdown: bool) -> String {
         ]);
     }
     let mut out = render_table(&columns, &table, markdown);
-    if r.rows_without_cost > 0 {
+    if r.rows_without_cost == r.rows && r.rows > 0 {
+        line(&mut out, "cost unknown: no row's price is known".to_owned());
+    } else if r.rows_without_cost > 0 {
         line(
             &mut out,
             format!(
-                "cost leaves out {} rows whose price is unknown",
-                r.rows_without_cost
+                "cost leaves out {} whose price is unknown",
+                count(r.rows_without_cost, "row", "rows")
             ),
         );
     }
@@ -500,7 +595,7 @@ fn render_pass_at_k(pass_at_k: &[PassAtK], markdown: bool) -> String {
 
 /// `1 row`, `3 rows`.
 fn rows_count(n: usize) -> String {
-    format!("{n} row{}", if n == 1 { "" } else { "s" })
+    count(n, "row", "rows")
 }
 
 /// The first line of the history probes section.
@@ -828,6 +923,81 @@ mod tests {
         let groups = by::tests::mixed_by_repo();
         insta::assert_snapshot!(render_by(&groups, false));
         insta::assert_snapshot!("by_repo_markdown", render_by(&groups, true));
+    }
+
+    /// No row's price known: the cost is unknown, not 0.0000.
+    #[test]
+    fn unknown_prices_show_as_unknown_not_zero() {
+        let mut rows = vec![row("a", 1, Status::Passed), row("b", 1, Status::Failed)];
+        for row in &mut rows {
+            row.cost_usd = None;
+        }
+        let text = render(&build(&RunFolder::at(Path::new("run")), &rows, None), false);
+        let cost = text
+            .lines()
+            .find(|l| l.starts_with("cost USD"))
+            .expect("cost row");
+        assert!(!cost.contains("0.0000"), "{text}");
+        assert_eq!(
+            cost.split_whitespace().filter(|w| *w == "unknown").count(),
+            3,
+            "{text}"
+        );
+        assert!(
+            text.contains("cost unknown: no row's price is known\n"),
+            "{text}"
+        );
+        // One known price: a sum, with what it leaves out.
+        rows[0].cost_usd = Some(0.01);
+        let text = render(&build(&RunFolder::at(Path::new("run")), &rows, None), false);
+        assert!(text.contains("cost leaves out 1 row whose"), "{text}");
+    }
+
+    /// A run folder whose run.json has no end: `running` while a run holds
+    /// run.lock, `interrupted` when none does; the prompt comes from
+    /// run.json when there is no row yet.
+    #[test]
+    fn an_unfinished_run_says_so_with_its_prompt() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = RunFolder::at(dir.path());
+        let mut manifest: RunManifest = serde_json::from_value(serde_json::json!({
+            "onebash_version": "0",
+            "settings": {"model": {"kind": "noop"}, "out_dir": "run",
+                         "prompt_name": "default", "prompt_sha256": "69db3d003ca9ffff"}
+        }))
+        .expect("manifest");
+        let report = build(&run, &[], Some(&manifest));
+        assert_eq!(report.state, Some(RunState::Interrupted));
+        assert_eq!(report.prompt.as_deref(), Some("default@69db3d003ca9"));
+        let text = render(&report, false);
+        assert!(text.contains("prompt: default@69db3d003ca9"), "{text}");
+        assert!(
+            text.contains("\nstate: interrupted before it finished"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).expect("json");
+        assert_eq!(json["state"], "interrupted");
+        let held = crate::sys::lock::FileLock::acquire(&run.lock_file()).expect("lock");
+        let report = build(&run, &[], Some(&manifest));
+        assert_eq!(report.state, Some(RunState::Running));
+        assert!(render(&report, false).contains("\nstate: running"));
+        drop(held);
+        manifest.finished_at = Some("2026-12-03T10:00:00Z".to_owned());
+        manifest.interrupted = Some(false);
+        let report = build(&run, &[], Some(&manifest));
+        assert_eq!(report.state, None);
+        assert!(!render(&report, false).contains("state:"));
+        assert!(
+            serde_json::to_value(&report)
+                .expect("json")
+                .get("state")
+                .is_none()
+        );
+        manifest.interrupted = Some(true);
+        assert_eq!(
+            build(&run, &[], Some(&manifest)).state,
+            Some(RunState::Interrupted)
+        );
     }
 
     #[test]
