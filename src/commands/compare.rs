@@ -357,8 +357,12 @@ fn render_pass_rates(out: &mut String, c: &Comparison) {
     line(
         out,
         format!(
-            "exact McNemar test on the {} discordant pairs: p = {}",
-            c.only_a_passed + c.only_b_passed,
+            "exact McNemar test on the {}: p = {}",
+            count(
+                c.only_a_passed + c.only_b_passed,
+                "discordant pair",
+                "discordant pairs"
+            ),
             format_p(c.mcnemar_p)
         ),
     );
@@ -587,5 +591,24 @@ mod tests {
         ];
         let c = build(Path::new("results/a"), &a, Path::new("results/b"), &b);
         insta::assert_snapshot!(render(&c, false));
+    }
+
+    /// One discordant pair is one pair: the test line said "the 1
+    /// discordant pairs", in text and in the HTML page.
+    #[test]
+    fn one_discordant_pair_is_counted_as_one() {
+        let a = vec![row("x", Some(true), 1), row("y", Some(true), 1)];
+        let b = vec![row("x", Some(false), 1), row("y", Some(true), 1)];
+        let c = build(Path::new("a"), &a, Path::new("b"), &b);
+        let text = render(&c, false);
+        assert!(
+            text.contains("exact McNemar test on the 1 discordant pair: p = 1"),
+            "{text}"
+        );
+        let html = crate::commands::html::compare_page(&c);
+        assert!(
+            html.contains("Exact McNemar test on the 1 discordant pair: <b>"),
+            "{html}"
+        );
     }
 }

@@ -23,6 +23,7 @@ use crate::env::EnvKind;
 use crate::env::oci::Readiness;
 use crate::run_folder::RunFolder;
 use crate::runner::resume::ResumeError;
+use crate::sys::words::{count, plural};
 use crate::task::TaskId;
 
 /// How many tasks the plan lists by name.
@@ -239,10 +240,10 @@ fn plan(
     }
     let _ = writeln!(
         out,
-        "tasks:    {tasks} {} x {epochs} epoch{} = {} runs, {} at a time",
-        plural(tasks, "task", "tasks"),
-        if epochs == 1 { "" } else { "s" },
-        tasks * epochs as usize,
+        "tasks:    {} x {} = {}, {} at a time",
+        count(tasks, "task", "tasks"),
+        count(epochs as usize, "epoch", "epochs"),
+        count(tasks * epochs as usize, "run", "runs"),
         config.jobs
     );
     match &config.dataset {
@@ -357,10 +358,6 @@ fn env_name(kind: EnvKind) -> &'static str {
     kind.image_backend().unwrap_or("host")
 }
 
-fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
-    if n == 1 { one } else { many }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +440,30 @@ mod tests {
             dry.text.starts_with(
                 "error: repo path /r does not exist (the repo of t1, t2, t3 and 2 more)\ndry run: 1 check failed (above)"
             ),
+            "{}",
+            dry.text
+        );
+    }
+
+    /// One task, one epoch: the plan counts them as one (it said "= 1
+    /// runs").
+    #[test]
+    fn a_plan_of_one_task_is_one_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        let repo = format!(r#""repo": "{}""#, dir.path().display());
+        std::fs::write(&tasks, TASK_LINE.replace(r#""repo": "/r""#, &repo)).expect("write");
+        let out = dir.path().join("out");
+        let out_arg = out.to_str().expect("a UTF-8 path");
+        let args = run_args(
+            &tasks,
+            &["--model", "oracle", "--sandbox", "none", "-o", out_arg],
+        );
+        let config = RunConfig::from_options(&args.options(), &crate::config::Secrets::default())
+            .expect("valid");
+        let dry = dry_run(&config);
+        assert!(
+            dry.text.contains("tasks:    1 task x 1 epoch = 1 run, "),
             "{}",
             dry.text
         );

@@ -128,8 +128,8 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
         })
         .unwrap_or_default();
     Ok(format!(
-        "{dataset}{count} image{} ready in {place}",
-        if count == 1 { "" } else { "s" }
+        "{dataset}{} ready in {place}",
+        crate::sys::words::count(count, "image", "images")
     ))
 }
 

@@ -41,6 +41,7 @@ use crate::run_folder::{
 use crate::runner::report_json;
 use crate::runner::test_run::{GradeError, decide, reads_junit};
 use crate::sys::lock::FileLock;
+use crate::sys::words::count;
 use crate::task::{LineError, TaskSpec};
 
 /// Why a run folder cannot be regraded at all: exit code 2.
@@ -84,12 +85,12 @@ impl Regraded {
             .map_or_else(|| "each row's format's rules".to_owned(), |r| r.to_string());
         let graded = self.rows - self.untested - self.problems.len();
         format!(
-            "regraded {graded} of {} rows by {rules} into {}: {} verdicts changed, {} rows without test results kept, {} rows could not be regraded",
-            self.rows,
+            "regraded {graded} of {} by {rules} into {}: {} changed, {} without test results kept, {} could not be regraded",
+            count(self.rows, "row", "rows"),
             self.folder.display(),
-            self.changes.len(),
-            self.untested,
-            self.problems.len(),
+            count(self.changes.len(), "verdict", "verdicts"),
+            count(self.untested, "row", "rows"),
+            count(self.problems.len(), "row", "rows"),
         )
     }
 }
@@ -626,4 +627,29 @@ fn regraded_manifest(
     }
     manifest.summary = Some(Value::Object(summary));
     manifest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count line of a run of one row counts it as one: it said
+    /// "1 rows" and "1 verdicts changed".
+    #[test]
+    fn the_count_line_of_one_row_is_singular() {
+        let regraded = Regraded {
+            folder: PathBuf::from("out"),
+            rules: None,
+            changes: vec!["t epoch 1: passed -> failed".to_owned()],
+            problems: Vec::new(),
+            warnings: Vec::new(),
+            backup: None,
+            rows: 1,
+            untested: 0,
+        };
+        assert_eq!(
+            regraded.line(),
+            "regraded 1 of 1 row by each row's format's rules into out: 1 verdict changed, 0 rows without test results kept, 0 rows could not be regraded"
+        );
+    }
 }

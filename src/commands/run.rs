@@ -148,12 +148,12 @@ fn open_run_folder(
         };
         work.retain(|&(i, epoch)| !plan.is_done(&config.tasks[i].id, epoch));
         eprintln!(
-            "resuming {}: {} rows kept, {} dropped to redo, {} unfinished attempts set aside, {} runs to go",
+            "resuming {}: {} kept, {} dropped to redo, {} set aside, {} to go",
             folder.root().display(),
-            plan.kept.len(),
+            count(plan.kept.len(), "row", "rows"),
             plan.dropped,
-            plan.set_aside,
-            work.len()
+            count(plan.set_aside, "unfinished attempt", "unfinished attempts"),
+            count(work.len(), "run", "runs")
         );
         // check_settings read run.json already: it reads again.
         let before = RunManifest::read(folder)?;
@@ -262,14 +262,14 @@ async fn execute(
         Ok(swept) => {
             if swept.this_run > 0 {
                 display.handle(&RunEvent::Warning(format!(
-                    "removed {} containers an earlier attempt of this run left behind",
-                    swept.this_run
+                    "removed {} an earlier attempt of this run left behind",
+                    count(swept.this_run, "container", "containers")
                 )));
             }
             if swept.other_runs > 0 {
                 display.handle(&RunEvent::Warning(format!(
-                    "removed {} containers that killed onebash runs left behind",
-                    swept.other_runs
+                    "removed {} that killed onebash runs left behind",
+                    count(swept.other_runs, "container", "containers")
                 )));
             }
         }

@@ -310,8 +310,11 @@ pub(crate) fn probe_marker(probes: &[String]) -> Option<String> {
 pub(crate) fn audit_summary(commands: usize, kinds: &[String], setup_kinds: &[String]) -> String {
     let mut line = match commands {
         0 => "history probes: none".to_owned(),
-        1 => format!("history probes: 1 command ({})", kinds.join(", ")),
-        n => format!("history probes: {n} commands ({})", kinds.join(", ")),
+        n => format!(
+            "history probes: {} ({})",
+            count(n, "command", "commands"),
+            kinds.join(", ")
+        ),
     };
     if !setup_kinds.is_empty() {
         line.push_str(&format!(
@@ -555,12 +558,12 @@ fn indent(text: &str) -> String {
 fn folded_reasoning(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let shown = lines.len().min(REASONING_LINES);
-    let mut out = format!("reasoning ({} lines):\n", lines.len());
+    let mut out = format!("reasoning ({}):\n", count(lines.len(), "line", "lines"));
     out.push_str(&indent(&lines[..shown].join("\n")));
     if lines.len() > shown {
         out.push_str(&format!(
-            "\n    [... {} more lines of reasoning ...]",
-            lines.len() - shown
+            "\n    [... {} of reasoning ...]",
+            count(lines.len() - shown, "more line", "more lines")
         ));
     }
     out

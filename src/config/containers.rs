@@ -6,6 +6,7 @@
 use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
 use crate::sys::limits::Limits;
+use crate::sys::words::{count, plural};
 use crate::task::TaskSpec;
 
 /// The most MiB a limit can name: their bytes must fit in a u64.
@@ -38,8 +39,10 @@ fn image_guard(
         )));
     }
     warnings.push(format!(
-        "--env host: {named} tasks name an image (the first, {}: {image}); they run on this machine, not in it",
-        first.id
+        "--env host: {} an image (the first, {}: {image}); {} on this machine, not in it",
+        count(named, "task names", "tasks name"),
+        first.id,
+        plural(named, "it runs", "they run"),
     ));
     Ok(())
 }
@@ -92,8 +95,8 @@ pub(crate) fn check_container_args(
     let more = without.len().saturating_sub(10);
     Err(ConfigError::Usage(format!(
         "--env {engine} runs each task in its image, and {} {} none: {shown}{}\nhint: give tasks an `image` field, or --image TEMPLATE (a template over the task's fields){}",
-        crate::sys::words::count(without.len(), "selected task", "selected tasks"),
-        crate::sys::words::plural(without.len(), "has", "have"),
+        count(without.len(), "selected task", "selected tasks"),
+        plural(without.len(), "has", "have"),
         if more > 0 {
             format!(" and {more} more")
         } else {
@@ -169,6 +172,11 @@ mod tests {
             .filter(|w| w.contains("img:1"))
             .collect();
         assert_eq!(warned.len(), 1, "{:?}", config.warnings);
+        // One task is one (it said "1 tasks name an image").
+        assert!(
+            warned[0].starts_with("--env host: 1 task names an image (the first, boxed: img:1); it runs on this machine"),
+            "{warned:?}"
+        );
 
         std::fs::write(&tasks, format!("{plain}\n")).expect("write");
         assert!(

@@ -10,6 +10,7 @@ use regex::Regex;
 use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
 use crate::config::source::{DatasetContext, Loaded};
+use crate::sys::words::{count, plural};
 use crate::task::predictions::{PredictionFile, PredictionsRecord};
 use crate::task::{LoadOptions, TaskSpec};
 
@@ -72,7 +73,8 @@ pub(crate) fn select_tasks(
     let (tasks, record) = file.match_tasks(all_ids.iter().map(String::as_str), tasks);
     if tasks.is_empty() {
         return Err(ConfigError::Usage(format!(
-            "none of the {selected} selected tasks has a prediction in {}\nhint: its `instance_id`s must be the tasks' ids; check the file, --filter, --shard and --limit",
+            "none of the {} has a prediction in {}\nhint: its `instance_id`s must be the tasks' ids; check the file, --filter, --shard and --limit",
+            count(selected, "selected task", "selected tasks"),
             file.path.display()
         )));
     }
@@ -94,8 +96,10 @@ pub(crate) fn prediction_warnings(
     let file = record.path.display();
     if !record.missing.is_empty() {
         warnings.push(format!(
-            "{} selected tasks have no prediction in {file} and are not run: {}",
-            record.missing.len(),
+            "{} {} no prediction in {file} and {} not run: {}",
+            count(record.missing.len(), "selected task", "selected tasks"),
+            plural(record.missing.len(), "has", "have"),
+            plural(record.missing.len(), "is", "are"),
             listed(&record.missing)
         ));
     }
@@ -121,9 +125,9 @@ pub(crate) fn prediction_warnings(
 pub(crate) fn duplicate_warning(file: &PredictionFile, warnings: &mut Vec<String>) {
     if !file.duplicated.is_empty() {
         warnings.push(format!(
-            "{}: {} instances have more than one prediction; the last one of each is graded: {}",
+            "{}: {} more than one prediction; the last one of each is graded: {}",
             file.path.display(),
-            file.duplicated.len(),
+            count(file.duplicated.len(), "instance has", "instances have"),
             listed(&file.duplicated)
         ));
     }
@@ -163,4 +167,39 @@ pub(crate) fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), C
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::options::TASK_LINE;
+    use crate::config::{RunConfig, RunOptions, Secrets};
+    use crate::sys::sandbox::SandboxMode;
+
+    /// A predictions file that names none of the one selected task: the
+    /// error counts it as one (it said "none of the 1 selected tasks").
+    #[test]
+    fn no_prediction_for_the_one_selected_task_is_counted_as_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tasks = dir.path().join("tasks.jsonl");
+        std::fs::write(&tasks, format!("{TASK_LINE}\n")).expect("write");
+        let predictions = dir.path().join("preds.jsonl");
+        std::fs::write(
+            &predictions,
+            r#"{"instance_id": "other", "model_name_or_path": "m", "model_patch": ""}"#,
+        )
+        .expect("write");
+        let model = format!("predictions:{}", predictions.display());
+        let args = RunOptions {
+            sandbox: SandboxMode::None,
+            out: Some(dir.path().join("out")),
+            ..RunOptions::defaults(&tasks, &model)
+        };
+        let text = RunConfig::from_options(&args, &Secrets::default())
+            .expect_err("no prediction")
+            .to_string();
+        assert!(
+            text.starts_with("none of the 1 selected task has a prediction in"),
+            "{text}"
+        );
+    }
 }

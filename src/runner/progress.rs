@@ -10,6 +10,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::{Phase, RunEvent};
 use crate::run_folder::{ResultRow, Status};
+use crate::sys::words::count;
 use crate::task::TaskId;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -145,12 +146,12 @@ impl ProgressDisplay {
         };
         let width = self.total.to_string().len();
         let mut line = format!(
-            "[{:>width$}/{}] {word} {}  {}, {} turns, {:.1} s",
+            "[{:>width$}/{}] {word} {}  {}, {}, {:.1} s",
             self.counts.done,
             self.total,
             task_label(&row.task_id, row.epoch),
             row.exit_reason.as_str(),
-            row.turns,
+            count(row.turns as usize, "turn", "turns"),
             row.wall_seconds,
         );
         if !row.error.is_empty() {
@@ -201,4 +202,33 @@ fn describe(phase: &Phase) -> String {
 fn eprintln_plain(line: &str) {
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run_folder::ExitReason;
+
+    /// A task's finished line counts its turns as words do: it said
+    /// "1 turns".
+    #[test]
+    fn a_finished_line_of_one_turn_says_turn() {
+        let display = ProgressDisplay {
+            counts: Counts::default(),
+            total: 2,
+            bars: None,
+        };
+        let mut row = ResultRow::blank(
+            TaskId::parse("t").expect("an id"),
+            1,
+            "m".to_owned(),
+            "default".to_owned(),
+            ExitReason::Completed,
+        );
+        for (turns, words) in [(1, ", 1 turn, "), (2, ", 2 turns, ")] {
+            row.turns = turns;
+            let line = display.finished_line(&row);
+            assert!(line.contains(words), "{line}");
+        }
+    }
 }

@@ -158,9 +158,8 @@ fn assert_graded_as_predicted(run: &RunOutput, predictions: &Path) {
         run.stderr
     );
     assert!(
-        run.stderr
-            .contains("1 selected tasks have no prediction in")
-            && run.stderr.contains("are not run: missing"),
+        run.stderr.contains("1 selected task has no prediction in")
+            && run.stderr.contains("is not run: missing"),
         "{}",
         run.stderr
     );
@@ -330,7 +329,7 @@ fn a_second_prediction_for_an_instance_replaces_the_first() {
     assert_eq!(run.row("fix")["status"], "passed");
     assert!(
         run.stderr.contains(&format!(
-            "{}: 1 instances have more than one prediction; the last one of each is graded: fix",
+            "{}: 1 instance has more than one prediction; the last one of each is graded: fix",
             file.display()
         )),
         "{}",

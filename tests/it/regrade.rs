@@ -442,7 +442,7 @@ fn a_damaged_row_is_named_and_the_rest_is_regraded() {
         BTreeSet::from([DISAGREE[0].to_owned(), DISAGREE[1].to_owned()])
     );
     assert!(
-        regraded.stdout.contains("1 rows could not be regraded"),
+        regraded.stdout.contains("1 row could not be regraded"),
         "{}",
         regraded.stdout
     );

@@ -149,7 +149,7 @@ fn a_multi_turn_task_passes_against_the_strict_server_shows_and_replays() {
     // <details>.
     let shown = onebash_ok(&["show", path_arg(&run.out), "fix"]);
     assert!(
-        shown.contains(&format!("reasoning (1 lines):\n    {}", summary(0))),
+        shown.contains(&format!("reasoning (1 line):\n    {}", summary(0))),
         "{shown}"
     );
     assert!(shown.contains("model: Fixed."), "{shown}");
@@ -158,7 +158,7 @@ fn a_multi_turn_task_passes_against_the_strict_server_shows_and_replays() {
         .expect("the transcript");
     assert!(
         page.contains(&format!(
-            "<details class=\"reasoning\"><summary>reasoning (1 lines)</summary><pre>{}</pre></details>",
+            "<details class=\"reasoning\"><summary>reasoning (1 line)</summary><pre>{}</pre></details>",
             summary(2)
         )),
         "{page}"
@@ -498,7 +498,7 @@ fn chat_completions_reasoning_fields_go_back_unchanged_and_show_folded() {
     let shown = onebash_ok(&["show", path_arg(&run.out), "think"]);
     assert_eq!(shown.matches("Thinking 0.").count(), 1, "{shown}");
     assert!(
-        shown.contains("reasoning (1 lines):\n    Thinking 1."),
+        shown.contains("reasoning (1 line):\n    Thinking 1."),
         "{shown}"
     );
 }

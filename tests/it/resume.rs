@@ -1239,7 +1239,7 @@ fn ctrl_c_then_resume_redoes_the_interrupted_pairs_and_runs_the_rest() {
     assert_eq!(resumed.code, 0, "stderr:\n{}", resumed.stderr);
     assert!(
         resumed.stderr.contains(
-            "1 rows kept, 2 dropped to redo, 2 unfinished attempts set aside, 5 runs to go"
+            "1 row kept, 2 dropped to redo, 2 unfinished attempts set aside, 5 runs to go"
         ),
         "{}",
         resumed.stderr

@@ -159,13 +159,17 @@ pub(crate) fn compare_page(c: &Comparison) -> String {
          <th class=\"num\">B passed</th><th class=\"num\">B failed</th></tr></thead><tbody>\n\
          <tr><th>A passed</th><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n\
          <tr><th>A failed</th><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n\
-         </tbody></table>\n<p id=\"mcnemar\">Exact McNemar test on the {} discordant pairs: \
+         </tbody></table>\n<p id=\"mcnemar\">Exact McNemar test on the {}: \
          <b>p = {}</b></p></section>\n",
         c.both_passed,
         c.only_a_passed,
         c.only_b_passed,
         c.neither_passed,
-        c.only_a_passed + c.only_b_passed,
+        count(
+            c.only_a_passed + c.only_b_passed,
+            "discordant pair",
+            "discordant pairs"
+        ),
         format_p(c.mcnemar_p)
     ));
     body.push_str("<section><h2>Pass rates</h2>\n");

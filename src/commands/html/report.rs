@@ -220,9 +220,9 @@ fn per_task_chart(id: &str, unit: &str, rows: &[ResultRow], get: fn(&ResultRow) 
             let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
             (!values.is_empty()).then(|| {
                 let label = format!(
-                    "{} ({} rows, mean {} {unit})",
+                    "{} ({}, mean {} {unit})",
                     status_class(*status),
-                    values.len(),
+                    count(values.len(), "row", "rows"),
                     compact((mean * 10.0).round() / 10.0)
                 );
                 (status_class(*status), label)
@@ -565,6 +565,8 @@ mod tests {
         assert!(html.contains("HTTP 500 from https://api.example/v1 &lt;html&gt;"));
         // Two statuses in one exit reason each, three bars per per-task chart.
         assert_eq!(html.matches("<rect class=\"bar ").count(), 3 + 3 + 3);
+        // One row of a status is one (the legend said "1 rows").
+        assert!(html.contains("passed (1 row, mean 3 turns)"), "{html}");
         assert!(!html.contains("<script src") && !html.contains("<link"));
         assert!(html.contains("<section id=\"history-probes\"><h2>History probes</h2>\n<p class=\"note\">history probes: none in 3 rows</p>"), "{html}");
         assert!(!html.contains("passed-with-probes"));

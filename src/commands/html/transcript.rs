@@ -121,8 +121,8 @@ fn entry_html(entry: &Entry) -> String {
         } => turn_heading(*turn, *prompt_tokens, *completion_tokens, *seconds),
         Entry::ModelText(text) => format!("<pre class=\"model-text\">{}</pre>\n", escape(text)),
         Entry::Reasoning(text) => format!(
-            "<details class=\"reasoning\"><summary>reasoning ({} lines)</summary><pre>{}</pre></details>\n",
-            text.lines().count(),
+            "<details class=\"reasoning\"><summary>reasoning ({})</summary><pre>{}</pre></details>\n",
+            count(text.lines().count(), "line", "lines"),
             escape(text)
         ),
         Entry::Retry {

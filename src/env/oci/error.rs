@@ -67,7 +67,12 @@ pub enum OciError {
     NoNamed { dir: PathBuf, name: String },
     #[error("{}: no image for linux/amd64", path.display())]
     NoPlatform { path: PathBuf },
-    #[error("{}: {layers} layers but {diff_ids} diff_ids in the config", path.display())]
+    #[error(
+        "{}: {} but {} in the config",
+        path.display(),
+        crate::sys::words::count(*layers, "layer", "layers"),
+        crate::sys::words::count(*diff_ids, "diff_id", "diff_ids")
+    )]
     LayerCount {
         path: PathBuf,
         layers: usize,
@@ -260,4 +265,20 @@ pub enum Hostile {
         target.display()
     )]
     HardLinkNotInLayer { link: PathBuf, target: PathBuf },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A layout of one layer says so (it said "1 layers").
+    #[test]
+    fn a_layer_count_of_one_is_singular() {
+        let err = OciError::LayerCount {
+            path: PathBuf::from("img"),
+            layers: 1,
+            diff_ids: 2,
+        };
+        assert_eq!(err.to_string(), "img: 1 layer but 2 diff_ids in the config");
+    }
 }
