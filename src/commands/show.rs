@@ -873,6 +873,7 @@ pub(crate) mod sample {
             rules: None,
             graded_by_recipe: None,
             model_patch_empty: None,
+            bare_reset: false,
         }
     }
 

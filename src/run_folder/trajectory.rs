@@ -244,6 +244,13 @@ pub(crate) enum Event {
         /// from before it was recorded (patch.diff tells then).
         #[serde(skip_serializing_if = "Option::is_none", default)]
         model_patch_empty: Option<bool>,
+        /// Whether the recipe's bare reset ran before the test patch
+        /// (swebench 4.1.0's `git checkout BASE` of an instance whose test
+        /// patch only adds files, under 4.1's rules: docs/results.md);
+        /// absent when it did not, and in trajectories from before it was
+        /// recorded.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        bare_reset: bool,
     },
     End {
         status: Status,
@@ -522,6 +529,38 @@ pub(crate) fn read_trajectory(path: &Path) -> Result<Vec<Event>, ReadError> {
     Ok(events)
 }
 
+/// The last `test` event of the trajectory at `path`, if it has one.
+/// Only lines that may be one are parsed: `report` asks it of every row,
+/// and the rest of a trajectory (the model's messages, the commands'
+/// output) is most of its bytes. A torn line is skipped, as
+/// [`read_trajectory`] skips it.
+pub(crate) fn read_test_event(path: &Path) -> Result<Option<Event>, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut last = None;
+    for (index, line) in text.lines().enumerate() {
+        // The tag's value, however the line is spaced.
+        if !line.contains("\"test\"") {
+            continue;
+        }
+        match serde_json::from_str::<Event>(line) {
+            Ok(event @ Event::Test { .. }) => last = Some(event),
+            Ok(_) => {}
+            Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() => {}
+            Err(source) => {
+                return Err(ReadError::Event {
+                    path: path.to_owned(),
+                    line: index + 1,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(last)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -687,6 +726,7 @@ mod tests {
                 rules: Some(Rules::Swebench50),
                 graded_by_recipe: Some(true),
                 model_patch_empty: Some(false),
+                bare_reset: false,
             },
             Event::End {
                 status: Status::Error,
@@ -783,6 +823,24 @@ mod tests {
         assert!(writer.error().await.is_none());
         assert_eq!(read_trajectory(&path).expect("read"), every_event());
         assert!(writer.finish().await.is_none());
+    }
+
+    /// `bare_reset` is written when the reset ran and read back, and left
+    /// out when it did not, as in the trajectories from before it.
+    #[test]
+    fn a_bare_reset_is_written_only_when_it_ran() {
+        let mut test = every_event()
+            .into_iter()
+            .find(|event| matches!(event, Event::Test { .. }))
+            .expect("a test event");
+        let line = serde_json::to_string(&test).expect("serialize");
+        assert!(!line.contains("bare_reset"), "{line}");
+        if let Event::Test { bare_reset, .. } = &mut test {
+            *bare_reset = true;
+        }
+        let line = serde_json::to_string(&test).expect("serialize");
+        assert!(line.contains(r#""bare_reset":true"#), "{line}");
+        assert_eq!(serde_json::from_str::<Event>(&line).expect("read"), test);
     }
 
     /// The golden file reads as the events it was written from: a field

@@ -546,6 +546,7 @@ impl TaskRun<'_> {
                 rules: outcome.decision.as_ref().map(|decision| decision.rules),
                 graded_by_recipe: outcome.decision.is_some().then(|| graded_by_recipe(task)),
                 model_patch_empty: Some(model_patch_empty),
+                bare_reset: outcome.bare_reset,
             })
             .await;
         Tested::Verdict(verdict)

@@ -41,6 +41,12 @@ pub(crate) struct TestOutcome {
     pub reward: Option<f64>,
     /// What the output decided (None when a reward did).
     pub decision: Option<Decision>,
+    /// Whether the recipe's bare reset ran before the test patch
+    /// ([`SwebenchEval::bare_reset`]): the trajectory records it, so that
+    /// `report` can count the rows graded after it.
+    ///
+    /// [`SwebenchEval::bare_reset`]: crate::grade::swebench::SwebenchEval
+    pub bare_reset: bool,
 }
 
 /// The tests could not run: no verdict.
@@ -192,7 +198,7 @@ pub(crate) async fn run_tests(
     // An eval script that applies the test patch itself must see the
     // tree without it (see `Tests::EvalScript`).
     let own_script = matches!(task.benchmark.tests(), Tests::EvalScript);
-    bare_reset(task, rules, shell).await?;
+    let bare_reset = bare_reset(task, rules, shell).await?;
     let (test_patch_files, test_patch_method) = match &task.test_patch {
         Some(patch) if !own_script => {
             let (files, method) = apply_test_patch(shell, patch).await?;
@@ -218,6 +224,7 @@ pub(crate) async fn run_tests(
             test_patch_method: None,
             reward: Some(reward),
             decision: None,
+            bare_reset,
         });
     }
     // A JUnit file is read from the workspace now; the output is read by
@@ -234,6 +241,7 @@ pub(crate) async fn run_tests(
         test_patch_files,
         reward: None,
         decision: Some(decision),
+        bare_reset,
     })
 }
 
@@ -241,15 +249,15 @@ pub(crate) async fn run_tests(
 /// 4.1.0's `git checkout BASE` with no path, before the test patch), run
 /// as the harness. Its exit status is not looked at, as the package's
 /// script does not (it has no `set -e`): a checkout that the agent's
-/// change blocks leaves HEAD where it was there too.
+/// change blocks leaves HEAD where it was there too. Whether it ran.
 ///
 /// [`SwebenchEval::bare_reset`]: crate::grade::swebench::SwebenchEval
-async fn bare_reset(task: &TaskSpec, rules: Rules, shell: Shell<'_>) -> Result<(), GradeError> {
+async fn bare_reset(task: &TaskSpec, rules: Rules, shell: Shell<'_>) -> Result<bool, GradeError> {
     let Verdict::Recipe(eval) = task.benchmark.verdict() else {
-        return Ok(());
+        return Ok(false);
     };
     let Some(reset) = eval.bare_reset_under(rules) else {
-        return Ok(());
+        return Ok(false);
     };
     let harness = Shell {
         trust: Trust::Harness,
@@ -258,7 +266,7 @@ async fn bare_reset(task: &TaskSpec, rules: Rules, shell: Shell<'_>) -> Result<(
     harness
         .run(reset, Duration::from_secs(120))
         .await
-        .map(|_| ())
+        .map(|_| true)
         .map_err(GradeError::Exec)
 }
 

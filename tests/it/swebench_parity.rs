@@ -1463,6 +1463,19 @@ fn a_test_patch_that_only_adds_files_grades_as_each_package_grades_it(backend: B
             run.stderr
         );
     }
+    // The trajectory records the reset where it ran, and `report` counts
+    // the row; under 5.0 neither.
+    use crate::support::harness::{onebash_ok, path_arg};
+    let bare = |run: &crate::support::harness::RunOutput| {
+        run.events(id, "test")[0].get("bare_reset").cloned()
+    };
+    assert_eq!(bare(&old), Some(json!(true)));
+    assert_eq!(bare(&new), None);
+    let note = "1 row graded after swebench 4.1.0's bare reset (test patch adds files only)";
+    let text = onebash_ok(&["report", path_arg(&old.out)]);
+    assert!(text.contains(note), "{text}");
+    let text = onebash_ok(&["report", path_arg(&new.out)]);
+    assert!(!text.contains("bare reset"), "{text}");
     // 4.1.0's script for the instance: a bare reset before the test patch,
     // the one onebash's recipe names.
     let ours = eval_for(&Instance {

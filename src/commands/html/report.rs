@@ -413,6 +413,12 @@ pub(crate) fn report_page(r: &Report, rows: &[ResultRow], links: &[Option<String
             plural(r.error, "it", "them")
         ));
     }
+    if let Some(note) = r.bare_reset_line() {
+        body.push_str(&format!(
+            "<p class=\"note\" id=\"bare-reset\">{}</p>\n",
+            escape(&note)
+        ));
+    }
     if let Some(h) = &r.history_probes {
         body.push_str(&history_probes_section(h, r, rows, links));
     }
@@ -576,6 +582,12 @@ mod tests {
         report.state = Some(crate::commands::report::RunState::Running);
         let html = report_page(&report, &rows, &links);
         assert!(html.contains("<p class=\"note\" id=\"state\">state: running: the rows below are those written so far</p>"), "{html}");
+        // The rows graded after the recipe's bare reset: one note, none
+        // when there are none (above).
+        assert!(!html.contains("id=\"bare-reset\""));
+        report.bare_reset_rows = 1;
+        let html = report_page(&report, &rows, &links);
+        assert!(html.contains("<p class=\"note\" id=\"bare-reset\">1 row graded after swebench 4.1.0&#39;s bare reset (test patch adds files only): see docs/results.md#grading-rules</p>"), "{html}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! per passed row), pass@k / pass^k when there are several epochs, and
 //! the rows whose commands probed the repo's history (`history_probes`),
 //! listing those that passed with the kinds from their trajectories, and
-//! what the prompt cache saved (priced with run.json's price).
+//! what the prompt cache saved (priced with run.json's price), and how
+//! many rows were graded after a recipe's bare reset (their test events).
 //! Plain synchronous code over results.csv and run.json. It builds the
 //! report and renders it as text; `commands::output` chooses the format
 //! and `commands::html` draws the page, so this file imports neither.
@@ -19,7 +20,7 @@ use crate::agent::pricing::Price;
 use crate::commands::stats::{pass_at_k, pass_hat_k, wilson95};
 use crate::config::manifest::RunManifest;
 use crate::run_folder::Usage;
-use crate::run_folder::trajectory::{Event, read_trajectory};
+use crate::run_folder::trajectory::{Event, read_test_event, read_trajectory};
 use crate::run_folder::{ResultRow, RunFolder, Status};
 use crate::sys::words::{count, plural};
 
@@ -57,6 +58,11 @@ pub(crate) struct Report {
     /// What the provider's prompt cache saved; `None` when no row read
     /// or wrote the cache, or the run's price is not known.
     pub prompt_cache: Option<PromptCache>,
+    /// Rows whose tests ran after the recipe's bare reset (their test
+    /// event's `bare_reset`): graded as swebench 4.1.0 grades them, its
+    /// bug included. Absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bare_reset_rows: usize,
     /// `--by FIELD`: the rows grouped by a field of their task lines;
     /// absent without `--by`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -225,6 +231,7 @@ pub(crate) fn build(run: &RunFolder, rows: &[ResultRow], manifest: Option<&RunMa
         pass_at_k,
         history_probes: history_probes(run, rows),
         prompt_cache: prompt_cache(rows, manifest),
+        bare_reset_rows: bare_reset_rows(run, rows),
         by: None,
     }
     .with_manifest(manifest)
@@ -319,6 +326,42 @@ pub(crate) fn prompt_cache_line(c: &PromptCache) -> String {
         c.cost_without_cache_usd,
         c.saved_usd
     )
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The rows whose test event says the recipe's bare reset ran before the
+/// test patch. Only rows that ran their tests are read; a trajectory that
+/// is gone or unreadable counts as none (the report is of the CSV).
+fn bare_reset_rows(run: &RunFolder, rows: &[ResultRow]) -> usize {
+    rows.iter()
+        .filter(|r| r.test_seconds.is_some())
+        .filter(|r| {
+            matches!(
+                read_test_event(&run.trajectory(&r.task_id, r.epoch)),
+                Ok(Some(Event::Test {
+                    bare_reset: true,
+                    ..
+                }))
+            )
+        })
+        .count()
+}
+
+impl Report {
+    /// The note on the rows graded after the recipe's bare reset (text
+    /// and HTML); `None` when there are none.
+    pub(crate) fn bare_reset_line(&self) -> Option<String> {
+        (self.bare_reset_rows > 0).then(|| {
+            format!(
+                "{} {}",
+                count(self.bare_reset_rows, "row", "rows"),
+                crate::grade::swebench::spec::BARE_RESET_NOTE
+            )
+        })
+    }
 }
 
 fn history_probes(run: &RunFolder, rows: &[ResultRow]) -> Option<HistoryProbes> {
@@ -512,6 +555,9 @@ fn render_summary(r: &Report, markdown: bool) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     line(&mut out, format!("exit reasons: {}", reasons.join(", ")));
+    if let Some(note) = r.bare_reset_line() {
+        line(&mut out, note);
+    }
     if let Some(h) = &r.history_probes {
         out.push_str(&render_history_probes(h, r.rows, markdown));
     }
@@ -869,6 +915,56 @@ mod tests {
         let empty = build(&RunFolder::at(Path::new("run")), &[], None);
         assert_eq!(empty.pass_rate, None);
         assert!(render(&empty, false).contains("pass rate: n/a"));
+    }
+
+    /// The rows whose test event says the recipe's bare reset ran are
+    /// counted and named in one line (text, JSON); a test event from
+    /// before the field, a row that never ran its tests and a run with no
+    /// trajectory count none, and then nothing is said.
+    #[test]
+    fn rows_graded_after_the_bare_reset_are_counted() {
+        use Status::*;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = RunFolder::at(dir.path());
+        let mut rows = vec![
+            row("a", 1, Failed),
+            row("b", 1, Passed),
+            row("c", 1, Passed),
+            row("d", 1, Error),
+        ];
+        rows[3].test_seconds = None;
+        let test = |bare: &str| {
+            format!(
+                r#"{{"ts":1.0,"event":"test","command":"bash eval.sh","exit_code":0,"timed_out":false,"duration_s":1.0,"output":"","output_bytes":0,"output_lines":0,"log_path":"test.log","rules":"swebench-4.1","graded_by_recipe":true,"model_patch_empty":false{bare}}}"#
+            )
+        };
+        // A command whose output names "test" is read past.
+        let command = r#"{"ts":0.5,"event":"command","turn":1,"tool_call_id":"c1","command":"echo","exit_code":0,"timed_out":false,"duration_s":0.1,"output":"\"test\"\n","output_bytes":7,"output_lines":1,"shown_chars":7}"#;
+        for (row, lines) in rows.iter().zip([
+            vec![command.to_owned(), test(r#","bare_reset":true"#)],
+            vec![test(r#","bare_reset":true"#)],
+            vec![test("")],
+            vec![test(r#","bare_reset":true"#)],
+        ]) {
+            let path = run.trajectory(&row.task_id, row.epoch);
+            std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+            std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+        }
+        let report = build(&run, &rows, None);
+        assert_eq!(report.bare_reset_rows, 2);
+        let text = render(&report, false);
+        assert!(
+            text.contains("\n2 rows graded after swebench 4.1.0's bare reset (test patch adds files only): see docs/results.md#grading-rules\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).expect("json");
+        assert_eq!(json["bare_reset_rows"], 2);
+
+        let none = build(&RunFolder::at(Path::new("run")), &rows, None);
+        assert_eq!(none.bare_reset_rows, 0);
+        assert!(!render(&none, false).contains("bare reset"));
+        let json = serde_json::to_value(&none).expect("json");
+        assert!(json.get("bare_reset_rows").is_none(), "{json}");
     }
 
     #[test]

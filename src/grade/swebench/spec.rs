@@ -261,6 +261,11 @@ pub fn eval_for(instance: &Instance) -> Result<SwebenchEval, SpecError> {
     })
 }
 
+/// What `report` says of the rows graded after [`SwebenchEval::bare_reset`]
+/// (their number before it): the verdict is 4.1.0's, which its bug may
+/// make unresolved where 5.0 resolves.
+pub const BARE_RESET_NOTE: &str = "graded after swebench 4.1.0's bare reset (test patch adds files only): see docs/results.md#grading-rules";
+
 /// [`SwebenchEval::bare_reset`]: 4.1.0's reset of a Python instance whose
 /// test patch modifies no file of the base, `git checkout BASE` with no
 /// path (the base quoted for the shell).
