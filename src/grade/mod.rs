@@ -12,6 +12,7 @@ pub mod swebench;
 pub(crate) mod testlog;
 
 pub(crate) use swebench::run_report;
+pub(crate) use swebench::spec::BARE_RESET_NOTE;
 pub(crate) use swebench::{
     ApplyChain, InstanceGrade, Rules, TestsStatus, grade_output, instance_report,
     record_test_exit_code, to_results,

@@ -358,7 +358,7 @@ impl Report {
             format!(
                 "{} {}",
                 count(self.bare_reset_rows, "row", "rows"),
-                crate::grade::swebench::spec::BARE_RESET_NOTE
+                crate::grade::BARE_RESET_NOTE
             )
         })
     }
