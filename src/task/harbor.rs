@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::task::benchmark::{
-    Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict, VerifierFolder,
+    Benchmark, BuiltinPrompt, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict,
+    VerifierFolder,
 };
 use crate::task::source::{ParsedLine, RecipeResult, Source};
 use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
@@ -117,9 +118,17 @@ impl Benchmark for HarborTask {
     fn oracle<'a>(&'a self, gold_patch: Option<&'a str>) -> Oracle<'a> {
         let _ = gold_patch;
         match oracle_command(self) {
-            Some(command) => Oracle::Command(command),
+            Some(command) => Oracle::Command {
+                command,
+                done: "Ran solution/solve.sh.",
+            },
             None => Oracle::Missing("solution/solve.sh"),
         }
+    }
+
+    /// A Harbor task is a job in a container, not an issue in a repo.
+    fn default_prompt(&self) -> BuiltinPrompt {
+        BuiltinPrompt::Terminal
     }
 
     /// `load` reads Harbor folders too (a run takes them); their images
@@ -192,6 +201,14 @@ pub(crate) fn is_task_folder(path: &Path) -> bool {
 /// name order. Every bad folder is reported; nothing is returned unless
 /// all are good. The hash is over every file read, folder by folder.
 pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
+    // Absolute, so that the build context (and every path the task
+    // names) means the same wherever it is used: a build runs in its
+    // context folder, where a relative path would be taken twice.
+    let absolute = std::path::absolute(path).map_err(|source| TaskFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let path = absolute.as_path();
     let folders = if path.join(TASK_TOML).is_file() {
         vec![path.to_owned()]
     } else {
