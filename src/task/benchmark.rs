@@ -126,6 +126,14 @@ pub(crate) enum BuiltinPrompt {
     Terminal,
 }
 
+/// The network a task asks for, whatever the run gives, and the setting
+/// of the task that says so (a message names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NetworkWish {
+    pub public: bool,
+    pub key: String,
+}
+
 /// What `pull` does for a task.
 #[derive(Debug, Clone)]
 pub(crate) enum Pull {
@@ -180,6 +188,12 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
     /// The built-in prompt it is rendered into when `--prompt` names none.
     fn default_prompt(&self) -> BuiltinPrompt {
         BuiltinPrompt::Repository
+    }
+
+    /// The network it asks for, when it says (onebash's own tasks take
+    /// the run's, `--allow-network`).
+    fn network(&self) -> Option<NetworkWish> {
+        None
     }
 
     /// What the oracle runs for a task with this gold patch.
