@@ -15,14 +15,20 @@ use crate::task::{Oracle, TaskSpec};
 /// The oracle's answer to a history: a tool call that applies the gold patch
 /// when it has not answered yet, else a final text.
 pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply, ModelError> {
-    if answered(messages) > 0 {
-        return Ok(final_text("Applied the gold patch."));
-    }
     // What the oracle runs is the task's benchmark's answer: its gold
-    // patch applied, or a command of its own run in place.
-    let commands = match task.benchmark.oracle(task.gold_patch.as_deref()) {
+    // patch applied, or a command of its own run in place; its last
+    // message says which.
+    let oracle = task.benchmark.oracle(task.gold_patch.as_deref());
+    if answered(messages) > 0 {
+        let done = match oracle {
+            Oracle::Command { done, .. } => done,
+            Oracle::Patch(_) | Oracle::Missing(_) => "Applied the gold patch.",
+        };
+        return Ok(final_text(done));
+    }
+    let commands = match oracle {
         Oracle::Patch(patch) => apply_commands(patch),
-        Oracle::Command(command) => vec![command],
+        Oracle::Command { command, .. } => vec![command],
         Oracle::Missing(what) => {
             return Err(ModelError::Malformed(format!(
                 "task {} has no {what} for the oracle",

@@ -7,7 +7,7 @@ use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
 use crate::sys::limits::Limits;
 use crate::sys::words::{count, plural};
-use crate::task::TaskSpec;
+use crate::task::{NetworkWish, TaskSpec};
 
 /// The most MiB a limit can name: their bytes must fit in a u64.
 pub(crate) const MAX_MIB: u64 = u64::MAX >> 20;
@@ -75,6 +75,7 @@ pub(crate) fn check_container_args(
     {
         return Err(ConfigError::Usage(refused));
     }
+    network_wishes(args, tasks, warnings)?;
     let Some(engine) = args.env_kind().image_backend() else {
         return image_guard(args, tasks, warnings);
     };
@@ -122,6 +123,43 @@ pub(crate) fn limits_of(args: &RunOptions) -> Result<Limits, ConfigError> {
         max_memory_bytes: bytes("--max-memory", args.max_memory)?,
         max_file_size_bytes: bytes("--max-file-size", args.max_file_size)?,
     })
+}
+
+/// The network tasks ask for against the run's: a task that must run
+/// without one stops the run under `--allow-network` (it would get one);
+/// tasks that want one, in a run without it, are named in one warning
+/// (their commands run without it).
+fn network_wishes(
+    args: &RunOptions,
+    tasks: &[TaskSpec],
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let wishes: Vec<(&TaskSpec, NetworkWish)> = tasks
+        .iter()
+        .filter_map(|task| task.benchmark.network().map(|wish| (task, wish)))
+        .collect();
+    if args.allow_network {
+        if let Some((task, wish)) = wishes.iter().find(|(_, wish)| !wish.public) {
+            return Err(ConfigError::Usage(format!(
+                "task {} must run without the network ({}), and --allow-network gives it one\nhint: run it without --allow-network",
+                task.id, wish.key
+            )));
+        }
+        return Ok(());
+    }
+    let wanting: Vec<&(&TaskSpec, NetworkWish)> =
+        wishes.iter().filter(|(_, wish)| wish.public).collect();
+    if let Some((first, wish)) = wanting.first() {
+        warnings.push(format!(
+            "{} for the network ({} for {}), which this run does not give: {} commands, and {} tests, run without it\nhint: --allow-network gives it",
+            count(wanting.len(), "selected task asks", "selected tasks ask"),
+            wish.key,
+            first.id,
+            plural(wanting.len(), "its", "their"),
+            plural(wanting.len(), "its", "their"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -363,7 +363,8 @@ struct Checked {
 fn checked_prompt(args: &RunOptions, tasks: &[TaskSpec]) -> Result<PromptVariant, ConfigError> {
     let prompt = match &args.prompt {
         Some(path) => PromptVariant::load(path)?,
-        None => PromptVariant::builtin()?,
+        // Without one, the built-in prompt the tasks' benchmark asks for.
+        None => PromptVariant::builtin_for(tasks)?,
     };
     for task in tasks {
         prompt.render(task, args.max_turns)?;

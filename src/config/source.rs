@@ -121,7 +121,11 @@ pub(crate) fn load(
         .and_then(|raw| DatasetRef::parse(raw, &known))
         .transpose()?;
     let Some(reference) = reference else {
-        let TaskFile { tasks, sha256 } = match crate::task::load_path(raw) {
+        let TaskFile {
+            tasks,
+            sha256,
+            warnings,
+        } = match crate::task::load_path(raw) {
             Some(loaded) => loaded?,
             None => load_tasks(raw, options)?,
         };
@@ -130,7 +134,7 @@ pub(crate) fn load(
             sha256,
             dataset: None,
             hidden: Vec::new(),
-            warnings: Vec::new(),
+            warnings,
         });
     };
     let typed = raw.display().to_string();

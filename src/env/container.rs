@@ -515,11 +515,16 @@ impl Containers {
             Repo::None { no_repo, verifier },
             child,
         );
-        // The agent and the tests run in the image's WORKDIR.
+        // The agent and the tests run in the image's WORKDIR, which the
+        // engine makes when the image lacks the folder (a Dockerfile that
+        // ends with `WORKDIR /app` and writes nothing there: buildah
+        // makes no folder, docker's builder does). So the container gets
+        // no `-w`: podman refuses `-w` of a folder the image lacks.
         workspace.workdir = match workdir.trim() {
             "" => "/".to_owned(),
             dir => dir.to_owned(),
         };
+        workspace.image_workdir = true;
         let limits = task.benchmark.limits();
         if let Some(mb) = limits.memory_mb {
             workspace.memory_bytes = mb.saturating_mul(1024 * 1024);
@@ -572,6 +577,7 @@ impl Containers {
             dir,
             repo,
             child,
+            image_workdir: false,
             memory_bytes: self.settings.memory_bytes,
             cpus: self.settings.cpus,
             client_env: CommandEnv::engine_client(&format!(
@@ -614,6 +620,9 @@ struct ContainerWorkspace {
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
+    /// Whether `workdir` is the image's own WORKDIR: the engine makes
+    /// it, and the container is started without `-w`.
+    image_workdir: bool,
     /// The container's memory and CPUs: the run's, or the task's own.
     memory_bytes: u64,
     cpus: Option<f64>,
@@ -707,22 +716,32 @@ impl ContainerWorkspace {
         if mounted {
             args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir)]);
         }
+        if !self.image_workdir {
+            args.extend(["-w".into(), self.workdir.clone()]);
+        }
+        // A label of this start alone: a container the engine created but
+        // could not start (a workdir it refuses, a limit the runtime
+        // cannot set) is found by it and removed, never left behind.
+        let start_label = format!("onebash.start={}", channel::nonce());
         args.extend([
-            "-w".into(),
-            self.workdir.clone(),
+            "--label".into(),
+            start_label.clone(),
             "--entrypoint".into(),
             "sleep".into(),
             self.image.clone(),
             "infinity".into(),
         ]);
-        let id = settings
-            .engine
-            .client_async(args)
-            .await
-            .map_err(|source| EnvError::Start {
-                image: self.image.clone(),
-                source: Box::new(source),
-            })?;
+        let started = settings.engine.client_async(args).await;
+        let id = match started {
+            Ok(id) => id,
+            Err(source) => {
+                self.remove_labelled(&start_label).await;
+                return Err(EnvError::Start {
+                    image: self.image.clone(),
+                    source: Box::new(source),
+                });
+            }
+        };
         // Some engines print warnings before the id on stdout: the id is
         // the last line.
         id.lines()
@@ -732,6 +751,31 @@ impl ContainerWorkspace {
             .ok_or_else(|| EnvError::NoId {
                 image: self.image.clone(),
             })
+    }
+
+    /// Removes every container labelled `label` (`k=v`), running or not;
+    /// nothing when there is none or the engine does not answer (the next
+    /// run's sweep removes what is left).
+    async fn remove_labelled(&self, label: &str) {
+        let engine = &self.settings.engine;
+        let listed = engine
+            .client_async(vec![
+                "ps".into(),
+                "-a".into(),
+                "-q".into(),
+                "--filter".into(),
+                format!("label={label}"),
+            ])
+            .await;
+        let ids: Vec<String> = match listed {
+            Ok(listed) => listed.split_whitespace().map(str::to_owned).collect(),
+            Err(_) => return,
+        };
+        if !ids.is_empty() {
+            let mut args = vec!["rm".to_owned(), "-f".to_owned()];
+            args.extend(ids);
+            let _ = engine.client_async(args).await;
+        }
     }
 
     /// Removes the container commands go to now, if any, and closes its
@@ -1322,6 +1366,7 @@ mod tests {
             dir: dir.to_owned(),
             repo: Repo::Image(ImageRepo::new("abc")),
             child: ChildSetup::none(),
+            image_workdir: false,
             memory_bytes: 1 << 30,
             cpus: None,
             client_env: CommandEnv::engine_client("r-t-1"),

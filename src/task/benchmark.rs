@@ -109,10 +109,29 @@ pub(crate) type RewardError = Box<dyn std::error::Error + Send + Sync>;
 pub(crate) enum Oracle<'a> {
     /// Applies this patch.
     Patch(&'a str),
-    /// Runs this command.
-    Command(String),
+    /// Runs this command; `done` is the oracle's last message, saying
+    /// what it ran.
+    Command { command: String, done: &'static str },
     /// The task lacks what the oracle needs: this names it.
     Missing(&'static str),
+}
+
+/// The built-in prompt a task is rendered into when `--prompt` names
+/// none (prompt.rs holds their texts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BuiltinPrompt {
+    /// `prompts/default.toml`: an issue in a repository at a commit.
+    Repository,
+    /// `prompts/terminal.toml`: a job in a Linux container.
+    Terminal,
+}
+
+/// The network a task asks for, whatever the run gives, and the setting
+/// of the task that says so (a message names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NetworkWish {
+    pub public: bool,
+    pub key: String,
 }
 
 /// What `pull` does for a task.
@@ -164,6 +183,17 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
     /// The rules it is graded by when `--grading` gives none.
     fn default_rules(&self) -> Rules {
         Rules::by_format(false)
+    }
+
+    /// The built-in prompt it is rendered into when `--prompt` names none.
+    fn default_prompt(&self) -> BuiltinPrompt {
+        BuiltinPrompt::Repository
+    }
+
+    /// The network it asks for, when it says (onebash's own tasks take
+    /// the run's, `--allow-network`).
+    fn network(&self) -> Option<NetworkWish> {
+        None
     }
 
     /// What the oracle runs for a task with this gold patch.

@@ -20,8 +20,13 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+mod schema;
+
+use schema::Network;
+
 use crate::task::benchmark::{
-    Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict, VerifierFolder,
+    Benchmark, BuiltinPrompt, Code, FolderImage, Limits, NetworkWish, Oracle, Pull, RewardFile,
+    Tests, Verdict, VerifierFolder,
 };
 use crate::task::source::{ParsedLine, RecipeResult, Source};
 use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
@@ -59,6 +64,14 @@ pub(crate) struct HarborTask {
     /// `solution/`'s files (relative path, text, executable), for the
     /// oracle; empty when the task has no `solution/solve.sh`.
     pub solution: Vec<(String, String, bool)>,
+    /// What of the task onebash cannot run as Harbor does, each naming
+    /// its key (schema.rs); the task stops at its start when any.
+    pub refused: Vec<String>,
+    /// task.toml's path, which a refusal names.
+    pub toml_path: PathBuf,
+    /// The network it asks for, and whether task.toml says so (or it is
+    /// Harbor's default); `None` when that is refused.
+    pub network: Option<(Network, bool)>,
 }
 
 /// The label a built image carries, valued by the task's id.
@@ -117,9 +130,45 @@ impl Benchmark for HarborTask {
     fn oracle<'a>(&'a self, gold_patch: Option<&'a str>) -> Oracle<'a> {
         let _ = gold_patch;
         match oracle_command(self) {
-            Some(command) => Oracle::Command(command),
+            Some(command) => Oracle::Command {
+                command,
+                done: "Ran solution/solve.sh.",
+            },
             None => Oracle::Missing("solution/solve.sh"),
         }
+    }
+
+    /// A Harbor task is a job in a container, not an issue in a repo.
+    fn default_prompt(&self) -> BuiltinPrompt {
+        BuiltinPrompt::Terminal
+    }
+
+    /// A key onebash cannot honour stops the task, named.
+    fn cannot_run(&self) -> Option<String> {
+        (!self.refused.is_empty()).then(|| {
+            format!(
+                "{}: {}\nhint: onebash would not run this task as Harbor does; see the Harbor keys in docs/tasks.md",
+                self.toml_path.display(),
+                self.refused.join("; ")
+            )
+        })
+    }
+
+    fn network(&self) -> Option<NetworkWish> {
+        let (network, written) = self.network?;
+        let mode = match network {
+            Network::Public => "public",
+            Network::None => "no-network",
+        };
+        let key = if written {
+            format!("`environment.network_mode` = {mode:?}")
+        } else {
+            format!("`environment.network_mode` = {mode:?}, Harbor's default")
+        };
+        Some(NetworkWish {
+            public: network == Network::Public,
+            key,
+        })
     }
 
     /// `load` reads Harbor folders too (a run takes them); their images
@@ -192,6 +241,14 @@ pub(crate) fn is_task_folder(path: &Path) -> bool {
 /// name order. Every bad folder is reported; nothing is returned unless
 /// all are good. The hash is over every file read, folder by folder.
 pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
+    // Absolute, so that the build context (and every path the task
+    // names) means the same wherever it is used: a build runs in its
+    // context folder, where a relative path would be taken twice.
+    let absolute = std::path::absolute(path).map_err(|source| TaskFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let path = absolute.as_path();
     let folders = if path.join(TASK_TOML).is_file() {
         vec![path.to_owned()]
     } else {
@@ -215,11 +272,19 @@ pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
     let mut tasks = Vec::new();
     let mut errors = Vec::new();
     let mut hasher = Sha256::new();
+    // Each key Harbor does not read, with the tasks that write it.
+    let mut unknown: Vec<(String, Vec<String>)> = Vec::new();
     for dir in &folders {
         match read_task(dir) {
-            Ok((task, digest)) => {
+            Ok((task, digest, keys)) => {
                 hasher.update(task.id.as_str().as_bytes());
                 hasher.update(digest);
+                for key in keys {
+                    match unknown.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, ids)) => ids.push(task.id.as_str().to_owned()),
+                        None => unknown.push((key, vec![task.id.as_str().to_owned()])),
+                    }
+                }
                 tasks.push(task);
             }
             Err(err) => errors.push(err.to_string()),
@@ -231,11 +296,27 @@ pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
     Ok(TaskFile {
         tasks,
         sha256: format!("{:x}", hasher.finalize()),
+        warnings: unknown
+            .iter()
+            .map(|(key, ids)| unknown_warning(key, ids))
+            .collect(),
     })
 }
 
-/// One task folder: its task and the hash of its files.
-fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
+/// The one warning of a task.toml key Harbor does not read (it ignores
+/// it, and so does onebash), naming the tasks that write it.
+fn unknown_warning(key: &str, ids: &[String]) -> String {
+    let shown = ids.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = match ids.len().saturating_sub(5) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!("task.toml key `{key}` is not one Harbor 0.26 reads; it is ignored (in {shown}{more})")
+}
+
+/// One task folder: its task, the hash of its files, and the keys of
+/// its task.toml Harbor does not read.
+fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(|source| HarborError::Read { path, source })
@@ -264,25 +345,7 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let id = TaskId::parse(&name).map_err(|m| field_error(format!("the folder's name: {m}")))?;
-    let (context, image, env_hash) = match &config.docker_image {
-        Some(image) => (None, image.clone(), Sha256::digest(image.as_bytes()).into()),
-        None => {
-            let context = dir.join("environment");
-            // Harbor also runs tasks of several containers from a compose
-            // file; onebash runs one container a task.
-            for compose in ["docker-compose.yaml", "docker-compose.yml", "compose.yaml"] {
-                if context.join(compose).is_file() {
-                    return Err(field_error(format!(
-                        "environment/{compose}: tasks of several containers are not supported (onebash runs one container a task)"
-                    )));
-                }
-            }
-            read("environment/Dockerfile")?;
-            let hash = hash_tree(&context)?;
-            let tag = format!("{IMAGE_REPOSITORY}:env-{}", &hex(&hash)[..16]);
-            (Some(context), tag, hash)
-        }
-    };
+    let (refused, context, image, env_hash) = environment_of(dir, &config)?;
     let solution = read_solution(&dir.join("solution"))?;
     let mut digest = Sha256::new();
     digest.update(toml_text.as_bytes());
@@ -307,6 +370,12 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
         cpus: config.cpus,
         memory_mb: config.memory_mb,
         solution,
+        refused,
+        toml_path: toml_path.clone(),
+        network: config
+            .checked
+            .network
+            .map(|network| (network, config.checked.network_written)),
     };
     let test_command = test_command(&harbor.verifier_env);
     let task = TaskSpec {
@@ -329,7 +398,44 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
         benchmark: Arc::new(harbor),
         extra: Map::new(),
     };
-    Ok((task, digest.finalize().into()))
+    let unknown = config.checked.unknown.clone();
+    Ok((task, digest.finalize().into(), unknown))
+}
+
+/// What a task runs in: what onebash refuses of it (task.toml's keys and
+/// a compose file), the build context, the image and its hash.
+type Environment = (Vec<String>, Option<PathBuf>, String, [u8; 32]);
+
+fn environment_of(dir: &Path, config: &TaskToml) -> Result<Environment, HarborError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(|source| HarborError::Read { path, source })
+    };
+    let mut refused = config.checked.refused.clone();
+    // Harbor also runs tasks of several containers from a compose file
+    // (which it prefers to a Dockerfile); onebash runs one container a
+    // task, so it refuses them, and reads no Dockerfile it would not run.
+    let compose = ["docker-compose.yaml", "docker-compose.yml", "compose.yaml"]
+        .into_iter()
+        .find(|name| dir.join("environment").join(name).is_file());
+    if let Some(compose) = compose {
+        refused.push(format!(
+            "environment/{compose}: tasks of several containers are not run by onebash yet (it runs one container a task)"
+        ));
+    }
+    let (context, image, env_hash) = match &config.docker_image {
+        Some(image) => (None, image.clone(), Sha256::digest(image.as_bytes()).into()),
+        None => {
+            let context = dir.join("environment");
+            if compose.is_none() {
+                read("environment/Dockerfile")?;
+            }
+            let hash = hash_tree(&context)?;
+            let tag = format!("{IMAGE_REPOSITORY}:env-{}", &hex(&hash)[..16]);
+            (Some(context), tag, hash)
+        }
+    };
+    Ok((refused, context, image, env_hash))
 }
 
 /// `bash /tests/test.sh` with `[verifier] env` exported first.
@@ -425,8 +531,10 @@ pub(crate) fn shell_quote(text: &str) -> String {
 }
 
 /// The fields of task.toml onebash uses, checked.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 struct TaskToml {
+    /// What schema.rs made of the whole file.
+    checked: schema::Checked,
     metadata: Map<String, Value>,
     verifier_timeout_s: f64,
     verifier_env: Vec<(String, String)>,
@@ -446,13 +554,16 @@ enum TomlProblem {
 const DEFAULT_TIMEOUT_S: f64 = 600.0;
 
 impl TaskToml {
-    /// Reads Harbor's fields: `[metadata]` (free), `[verifier] timeout_sec`
-    /// and `env`, `[agent] timeout_sec`, `[environment] build_timeout_sec`,
-    /// `cpus`, `memory_mb`, `docker_image`, and refuses what onebash
-    /// cannot honour (`gpus` above 0).
+    /// Checks the whole file as Harbor 0.26 does (schema.rs: what Harbor
+    /// rejects is an error; what onebash cannot honour is kept, to stop
+    /// the task), then reads the fields onebash uses: `[metadata]`
+    /// (free), `[verifier] timeout_sec` and `env`, `[agent] timeout_sec`,
+    /// `[environment] build_timeout_sec`, `cpus`, `memory_mb` (or the old
+    /// `memory`), `docker_image`.
     fn parse(text: &str) -> Result<TaskToml, TomlProblem> {
         let table: toml::Table = toml::from_str(text).map_err(TomlProblem::Syntax)?;
         let field = |m: String| TomlProblem::Field(m);
+        let checked = schema::check(&table).map_err(field)?;
         let section = |name: &str| -> Result<Option<&toml::Table>, TomlProblem> {
             match table.get(name) {
                 None => Ok(None),
@@ -504,27 +615,11 @@ impl TaskToml {
                 )));
             }
         };
-        let memory_mb = match environment.and_then(|t| t.get("memory_mb")) {
-            None => None,
-            Some(toml::Value::Integer(i)) if *i > 0 => Some(*i as u64),
-            Some(other) => {
-                return Err(field(format!(
-                    "`environment.memory_mb` must be a positive integer, got {}",
-                    shown(other)
-                )));
-            }
-        };
-        match environment.and_then(|t| t.get("gpus")) {
-            None | Some(toml::Value::Integer(0)) => {}
-            Some(other) => {
-                return Err(field(format!(
-                    "`environment.gpus` = {}: onebash cannot give a container GPUs",
-                    shown(other)
-                )));
-            }
-        }
+        let memory_mb = memory_mb(environment)?;
         let docker_image = match environment.and_then(|t| t.get("docker_image")) {
+            // Harbor builds environment/ when the image is empty.
             None => None,
+            Some(toml::Value::String(s)) if s.is_empty() => None,
             Some(toml::Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(other) => {
                 return Err(field(format!(
@@ -534,6 +629,7 @@ impl TaskToml {
             }
         };
         Ok(TaskToml {
+            checked,
             metadata,
             verifier_timeout_s: seconds("verifier", "timeout_sec")?.unwrap_or(DEFAULT_TIMEOUT_S),
             verifier_env,
@@ -544,6 +640,32 @@ impl TaskToml {
             memory_mb,
             docker_image,
         })
+    }
+}
+
+/// `[environment] memory_mb`, or Harbor's old `memory = "2G"` when that
+/// is not written (schema.rs checked that the two agree).
+fn memory_mb(environment: Option<&toml::Table>) -> Result<Option<u64>, TomlProblem> {
+    // Harbor reads the old `memory = "2G"` as `memory_mb` when that is
+    // not written (schema.rs checked that the two agree).
+    let old_memory = environment
+        .and_then(|t| t.get("memory"))
+        .and_then(toml::Value::as_str)
+        .and_then(schema::size_mb)
+        .map(toml::Value::Integer);
+    match environment
+        .and_then(|t| t.get("memory_mb"))
+        .or(old_memory.as_ref())
+    {
+        None => Ok(None),
+        Some(toml::Value::Integer(i)) if *i > 0 => Ok(Some(*i as u64)),
+        Some(toml::Value::Float(f)) if *f >= 1.0 && f.fract() == 0.0 && *f < 1e15 => {
+            Ok(Some(*f as u64))
+        }
+        Some(other) => Err(TomlProblem::Field(format!(
+            "`environment.memory_mb` must be a positive integer, got {}",
+            shown(other)
+        ))),
     }
 }
 
@@ -577,16 +699,7 @@ fn verifier_env(verifier: Option<&toml::Table>) -> Result<Vec<(String, String)>,
     Ok(vars)
 }
 
-/// A TOML value as a message shows it.
-fn shown(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(s) => format!("{s:?}"),
-        toml::Value::Integer(i) => i.to_string(),
-        toml::Value::Float(f) => f.to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        other => other.type_str().to_owned(),
-    }
-}
+use schema::shown;
 
 /// The oracle's one command: `solution/`'s files written to `/solution`
 /// with quoted heredocs, then `bash /solution/solve.sh`, as Harbor's
@@ -741,25 +854,25 @@ mod tests {
         let bad = [
             (
                 "[verifier]\ntimeout_sec = \"long\"",
-                "`verifier.timeout_sec` must be a number of seconds, got string",
+                "`verifier.timeout_sec` must be a number of seconds, got \"long\"",
             ),
             (
                 "[agent]\ntimeout_sec = -1",
                 "`agent.timeout_sec` must be a positive number",
             ),
             (
-                "[environment]\ngpus = 1",
-                "`environment.gpus` = 1: onebash cannot",
-            ),
-            (
                 "[environment]\ncpus = \"two\"",
-                "`environment.cpus` must be a positive number",
+                "`environment.cpus` must be a finite number",
             ),
             (
                 "[environment]\nmemory_mb = 1.5",
+                "`environment.memory_mb` must be an integer",
+            ),
+            (
+                "[environment]\nmemory_mb = 0",
                 "`environment.memory_mb` must be a positive integer",
             ),
-            ("verifier = 3", "`verifier` must be a table, got integer"),
+            ("verifier = 3", "`verifier` must be a table, got 3"),
             (
                 "[verifier]\nenv = { \"A-B\" = \"x\" }",
                 "`verifier.env.A-B` must be a string",
@@ -797,6 +910,9 @@ mod tests {
                     false,
                 ),
             ],
+            refused: Vec::new(),
+            toml_path: PathBuf::from("/t/task.toml"),
+            network: Some((Network::Public, false)),
         };
         let Some(script) = oracle_command(&harbor) else {
             panic!("a solution");

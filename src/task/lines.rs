@@ -77,6 +77,7 @@ pub(crate) fn load_tasks(path: &Path, options: &LoadOptions) -> Result<TaskFile,
     Ok(TaskFile {
         tasks,
         sha256: format!("{:x}", Sha256::digest(&bytes)),
+        warnings: Vec::new(),
     })
 }
 

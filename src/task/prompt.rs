@@ -11,9 +11,13 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::task::TaskSpec;
+use crate::task::benchmark::BuiltinPrompt;
 
 /// The built-in prompt, compiled into the binary.
 pub(crate) const DEFAULT_PROMPT: &str = include_str!("../../prompts/default.toml");
+/// The built-in prompt of tasks that are jobs in a container (a
+/// benchmark's [`BuiltinPrompt::Terminal`]).
+const TERMINAL_PROMPT: &str = include_str!("../../prompts/terminal.toml");
 
 /// A loaded prompt variant.
 #[derive(Debug, Clone)]
@@ -61,8 +65,32 @@ struct PromptFile {
 }
 
 impl PromptVariant {
-    pub(crate) fn builtin() -> Result<PromptVariant, PromptError> {
-        PromptVariant::parse(DEFAULT_PROMPT, "default", "built-in prompts/default.toml")
+    /// A built-in prompt by what it is for.
+    pub(crate) fn of(builtin: BuiltinPrompt) -> Result<PromptVariant, PromptError> {
+        match builtin {
+            BuiltinPrompt::Repository => {
+                PromptVariant::parse(DEFAULT_PROMPT, "default", "built-in prompts/default.toml")
+            }
+            BuiltinPrompt::Terminal => PromptVariant::parse(
+                TERMINAL_PROMPT,
+                "terminal",
+                "built-in prompts/terminal.toml",
+            ),
+        }
+    }
+
+    /// The built-in prompt the tasks' benchmarks ask for when `--prompt`
+    /// names none: the one they all ask for (a run's tasks come from one
+    /// file or one folder, so they agree), else the repository prompt.
+    pub(crate) fn builtin_for(tasks: &[TaskSpec]) -> Result<PromptVariant, PromptError> {
+        let mut wanted = tasks.iter().map(|task| task.benchmark.default_prompt());
+        let first = wanted.next().unwrap_or(BuiltinPrompt::Repository);
+        let agreed = wanted.all(|other| other == first);
+        PromptVariant::of(if agreed {
+            first
+        } else {
+            BuiltinPrompt::Repository
+        })
     }
 
     pub(crate) fn load(path: &Path) -> Result<PromptVariant, PromptError> {
@@ -179,7 +207,7 @@ mod tests {
 
     #[test]
     fn builtin_prompt_renders_every_variable() {
-        let prompt = PromptVariant::builtin().expect("builtin parses");
+        let prompt = PromptVariant::of(BuiltinPrompt::Repository).expect("builtin parses");
         assert_eq!(prompt.name, "default");
         assert_eq!(prompt.sha256.len(), 64);
         let rendered = prompt.render(&task(), 7).expect("renders");
@@ -232,9 +260,17 @@ mod tests {
             assert!(rendered.instance.contains("fix the bug"), "{file}");
             assert!(rendered.system.contains('9'), "{file}");
         }
-        // The built-in prompt is the shipped default, byte for byte.
-        let builtin = PromptVariant::builtin().expect("builtin");
-        let shipped = PromptVariant::load(&dir.join("default.toml")).expect("default");
-        assert_eq!(builtin.sha256, shipped.sha256);
+        // The built-in prompts are the shipped files, byte for byte.
+        for (builtin, file) in [
+            (BuiltinPrompt::Repository, "default.toml"),
+            (BuiltinPrompt::Terminal, "terminal.toml"),
+        ] {
+            let builtin = PromptVariant::of(builtin).expect("builtin");
+            let shipped = PromptVariant::load(&dir.join(file)).expect(file);
+            assert_eq!(
+                (builtin.sha256, builtin.name),
+                (shipped.sha256, shipped.name)
+            );
+        }
     }
 }

@@ -215,4 +215,6 @@ pub(crate) struct TaskFile {
     pub tasks: Vec<TaskSpec>,
     /// sha256 of the bytes the tasks were parsed from, in lowercase hex.
     pub sha256: String,
+    /// What the user should know of the tasks read (each once).
+    pub warnings: Vec<String>,
 }

@@ -188,6 +188,17 @@ fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
         .to_owned();
     let cleanup = ImageTags(vec![image.clone()]);
     assert_eq!(oracle.code, 1, "a task errored:\n{}", oracle.stderr);
+    // Harbor's default network is public; this run gives none, and says so
+    // once for all three.
+    assert_eq!(
+        oracle
+            .stderr
+            .matches("3 selected tasks ask for the network (`environment.network_mode` = \"public\", Harbor's default for a-broken), which this run does not give: their commands, and their tests, run without it")
+            .count(),
+        1,
+        "{}",
+        oracle.stderr
+    );
     let broken = oracle.row("a-broken");
     assert_eq!(broken["status"], "error", "{broken:?}");
     assert_eq!(broken["exit_reason"], "setup_error", "{broken:?}");
@@ -311,17 +322,6 @@ fn harbor_a_malformed_task_toml_names_the_file_and_the_field() {
         &files("[verifier]\ntimeout_sec = \"two minutes\"\n"),
     );
     task_folder(&root, "broken-toml", &files("[agent\ntimeout_sec = 1\n"));
-    task_folder(
-        &root,
-        "composed",
-        &[
-            ("task.toml", TASK_TOML),
-            ("instruction.md", "x\n"),
-            ("environment/Dockerfile", "FROM scratch\n"),
-            ("environment/docker-compose.yaml", "services: {}\n"),
-            ("tests/test.sh", "true\n"),
-        ],
-    );
     task_folder(&root, "no-tests", &files(TASK_TOML)[..3]);
     let run = run(&fixture, &root, "out", &["--model", "noop"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -329,14 +329,10 @@ fn harbor_a_malformed_task_toml_names_the_file_and_the_field() {
     let path = |rel: &str| root.join(rel).display().to_string();
     for expected in [
         format!(
-            "{}: `verifier.timeout_sec` must be a number of seconds, got string",
+            "{}: `verifier.timeout_sec` must be a number of seconds, got \"two minutes\"",
             path("slow/task.toml")
         ),
         format!("{}: not valid TOML", path("broken-toml/task.toml")),
-        format!(
-            "{}: environment/docker-compose.yaml: tasks of several containers are not supported",
-            path("composed")
-        ),
         format!("{}: cannot be read", path("no-tests/tests/test.sh")),
     ] {
         assert!(run.stderr.contains(&expected), "{expected}\n{}", run.stderr);
@@ -408,3 +404,105 @@ fn harbor_tasks_are_refused_on_the_host() {
     assert_eq!(pull.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("only is a Harbor task"), "{stderr}");
 }
+
+/// Three bugs of issue 38, under each engine: a task folder given by a
+/// relative path builds (its build context was once doubled), an image
+/// whose Dockerfile ends with `WORKDIR /app` and nothing that makes the
+/// folder starts in it (podman 4.3 refused `-w` of a folder the image
+/// lacks, and left the created container behind), a container that fails
+/// to start (a memory limit the engine cannot apply) leaves nothing, and
+/// a Harbor task gets the terminal prompt by default and an oracle that
+/// says it ran solve.sh.
+fn harbor_relative_folder_bare_workdir_and_failed_start_in_an_engine(backend: Backend) {
+    let fixture = Fixture::new();
+    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let dockerfile = format!("FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\n");
+    let test_sh = "#!/bin/bash\nif [ \"$(pwd)\" = /app ] && [ \"$(cat /app/out.txt)\" = done ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n";
+    let files = |toml: &'static str| -> Vec<(&str, String)> {
+        vec![
+            ("task.toml", toml.to_owned()),
+            ("instruction.md", "Write done to /app/out.txt.\n".to_owned()),
+            ("environment/Dockerfile", dockerfile.clone()),
+            ("tests/test.sh", test_sh.to_owned()),
+            (
+                "solution/solve.sh",
+                "#!/bin/bash\necho done > out.txt\n".to_owned(),
+            ),
+        ]
+    };
+    let root = fixture.path("tasks");
+    for (name, toml) in [
+        ("bare-workdir", "version = \"1.0\"\ncolour = \"blue\"\n"),
+        ("tiny-memory", "[environment]\nmemory_mb = 1\n"),
+        ("windows-only", "[environment]\nos = \"windows\"\n"),
+    ] {
+        let files = files(toml);
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+        task_folder(&root, name, &files);
+    }
+    let engine = backend.engine().expect("an engine");
+    let out = fixture.path("out");
+    // The folder by a path relative to the current directory.
+    let output = onebash()
+        .current_dir(fixture.path(""))
+        .args(["run", "tasks", "-o"])
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(fixture.path("cache"))
+        .args(["--model", "oracle", "--env", engine, "--pull", "never"])
+        .output()
+        .expect("run onebash");
+    let run = RunOutput {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        out,
+    };
+    let image = run.trajectory("bare-workdir")[0]["task"]["image"]
+        .as_str()
+        .expect("image")
+        .to_owned();
+    let _cleanup = ImageTags(vec![image]);
+    let bare = run.row("bare-workdir");
+    assert_eq!(bare["status"], "passed", "{bare:?}\n{}", run.stderr);
+    assert!(bare["prompt"].starts_with("terminal@"), "{bare:?}");
+    let trajectory = serde_json::to_string(&run.trajectory("bare-workdir")).expect("json");
+    assert!(
+        trajectory.contains("Ran solution/solve.sh.") && !trajectory.contains("gold patch"),
+        "{trajectory}"
+    );
+    assert!(
+        trajectory.contains("solving a task in a Linux container"),
+        "the terminal prompt: {trajectory}"
+    );
+    // A key onebash cannot honour stops its task, named; a key Harbor
+    // does not read is told once.
+    let windows = run.row("windows-only");
+    assert_eq!(windows["exit_reason"], "setup_error", "{windows:?}");
+    assert!(
+        windows["error"].contains("windows-only/task.toml: `environment.os` = \"windows\""),
+        "{windows:?}"
+    );
+    assert_eq!(
+        run.stderr.matches("task.toml key `colour`").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    let tiny = run.row("tiny-memory");
+    assert_eq!(tiny["status"], "error", "{tiny:?}\n{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for task in ["bare-workdir", "tiny-memory"] {
+        backend.assert_nothing_left_of(task);
+    }
+    assert!(
+        !run.stderr.contains("left behind"),
+        "a container was left:\n{}",
+        run.stderr
+    );
+}
+
+under_each_engine!(
+    harbor_relative_folder_bare_workdir_and_failed_start,
+    super::harbor_relative_folder_bare_workdir_and_failed_start_in_an_engine
+);

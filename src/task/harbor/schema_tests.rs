@@ -1,0 +1,321 @@
+//! Tests of schema.rs: each key honoured, refused or ignored by name; the
+//! task guide's table of keys is [`KEYS`]'s; and, with Harbor's own
+//! `TaskConfig` (the `harbor` wheel in `$ONEBASH_HARBOR_PYTHON`, which
+//! .ci/run installs), no field of Harbor's model is left out and Harbor
+//! and onebash read the fixtures alike.
+
+use std::process::Command;
+
+use super::*;
+use crate::task::harbor::TaskToml;
+
+/// task.toml fixtures: the text, and what onebash makes of it: `Ok(keys)`
+/// with the keys it refuses (empty: it runs), or `Err(text)` of what
+/// Harbor rejects too.
+const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
+    ("", Ok(&[])),
+    // Defaults written out are not refused.
+    (
+        "schema_version = \"1.4\"\n[environment]\nos = \"Linux\"\nnetwork_mode = \"public\"\ngpus = 0\nstorage_mb = 10240\nenv = {}\nmcp_servers = []\n[verifier]\nenvironment_mode = \"shared\"\ncollect = []\n[agent]\nnetwork_mode = \"public\"\n[solution]\nenv = {}\n",
+        Ok(&[]),
+    ),
+    (
+        "version = \"1.0\"\n[task]\nname = \"acme/copy\"\nauthors = [{ name = \"A\" }]\n[metadata]\nx = 1\n[verifier]\ntimeout_sec = 120\nenv = { MODE = \"fast\" }\n[agent]\ntimeout_sec = 300.0\n[environment]\nbuild_timeout_sec = 60\ncpus = 2.0\nmemory = \"2G\"\nallow_internet = false\n",
+        Ok(&[]),
+    ),
+    // The five keys issue 38 found read past.
+    ("[environment]\nos = \"windows\"\n", Ok(&["environment.os"])),
+    (
+        "[[steps]]\nname = \"one\"\n[[steps]]\nname = \"two\"\n",
+        Ok(&["steps"]),
+    ),
+    (
+        "[verifier]\nenvironment_mode = \"separate\"\n",
+        Ok(&["verifier.environment_mode"]),
+    ),
+    ("artifacts = [\"/app/out.txt\"]\n", Ok(&["artifacts"])),
+    (
+        "[agent]\nnetwork_mode = \"no-network\"\n",
+        Ok(&["agent.network_mode"]),
+    ),
+    // The rest of what onebash cannot honour yet.
+    (
+        "[verifier]\nuser = \"tester\"\n[verifier.environment]\ndocker_image = \"x\"\n[[verifier.collect]]\ncommand = \"true\"\n",
+        Ok(&["verifier.user", "verifier.environment", "verifier.collect"]),
+    ),
+    (
+        "[agent]\nuser = 1000\n[environment]\nworkdir = \"/w\"\nenv = { A = \"b\" }\nskills_dir = \"/s\"\ngpus = 1\n[environment.healthcheck]\ncommand = \"true\"\n[[environment.mcp_servers]]\nname = \"m\"\nurl = \"http://x\"\n[solution]\nenv = { K = \"v\" }\n",
+        Ok(&[
+            "agent.user",
+            "environment.workdir",
+            "environment.env",
+            "environment.skills_dir",
+            "environment.gpus",
+            "environment.healthcheck",
+            "environment.mcp_servers",
+            "solution.env",
+        ]),
+    ),
+    (
+        "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]\n",
+        Ok(&["environment.network_mode", "environment.allowed_hosts"]),
+    ),
+    (
+        "[verifier]\nenv = { KEY = \"${OPENAI_API_KEY}\" }\n",
+        Ok(&["verifier.env.KEY"]),
+    ),
+    // What Harbor rejects.
+    (
+        "[verifier]\ntimeout_sec = \"long\"\n",
+        Err("`verifier.timeout_sec` must be a number of seconds"),
+    ),
+    (
+        "[environment]\nos = \"macos\"\n",
+        Err("`environment.os` must be one of"),
+    ),
+    (
+        "[environment]\nallowed_hosts = [\"x.org\"]\n",
+        Err("`environment.allowed_hosts` is only valid"),
+    ),
+    (
+        "[verifier]\nenvironment_mode = \"shared\"\n[verifier.environment]\n",
+        Err("incompatible"),
+    ),
+    (
+        "[task]\nname = \"nameless\"\n",
+        Err("`task.name` must be `org/name`"),
+    ),
+    (
+        "[environment]\nmemory = \"1G\"\nmemory_mb = 512\n",
+        Err("disagree"),
+    ),
+    (
+        "[environment]\nmemory_mb = 1.5\n",
+        Err("must be an integer"),
+    ),
+];
+
+#[test]
+fn every_key_is_honoured_refused_or_ignored_by_name() {
+    for (text, expected) in FIXTURES {
+        let table: toml::Table = toml::from_str(text).expect(text);
+        match (check(&table), expected) {
+            (Ok(checked), Ok(keys)) => {
+                for key in *keys {
+                    assert!(
+                        checked
+                            .refused
+                            .iter()
+                            .any(|r| r.starts_with(&format!("`{key}`"))),
+                        "{text}: {key} not refused: {:?}",
+                        checked.refused
+                    );
+                }
+                assert_eq!(
+                    checked.refused.len(),
+                    keys.len(),
+                    "{text}: {:?}",
+                    checked.refused
+                );
+                assert!(checked.unknown.is_empty(), "{text}: {:?}", checked.unknown);
+            }
+            (Err(message), Err(part)) => assert!(message.contains(part), "{text}: {message}"),
+            (got, _) => panic!("{text}: {got:?}, expected {expected:?}"),
+        }
+    }
+    // A key Harbor does not read is told, not refused; free tables hold
+    // anything.
+    let table: toml::Table = toml::from_str(
+        "colour = 1\n[metadata]\nanything = { a = 1 }\n[environment]\nflavour = \"x\"\n",
+    )
+    .expect("toml");
+    let checked = check(&table).expect("valid");
+    assert_eq!(checked.unknown, ["colour", "environment.flavour"]);
+    assert!(checked.refused.is_empty());
+    // The network: Harbor's default, the old spelling, and the written.
+    let network = |text: &str| {
+        let table: toml::Table = toml::from_str(text).expect("toml");
+        let checked = check(&table).expect("valid");
+        (checked.network, checked.network_written)
+    };
+    assert_eq!(network(""), (Some(Network::Public), false));
+    assert_eq!(
+        network("[environment]\nallow_internet = false\n"),
+        (Some(Network::None), true)
+    );
+    assert_eq!(
+        network(
+            "[environment]\nnetwork_mode = \"no-network\"\n[verifier]\nnetwork_mode = \"no-network\"\n"
+        ),
+        (Some(Network::None), true)
+    );
+    assert_eq!(size_mb("1.5g"), Some(1536));
+    assert_eq!(size_mb("512K"), Some(0));
+    assert_eq!(size_mb("12"), None);
+}
+
+/// The task guide's table of keys, as [`KEYS`] makes it.
+fn guide_table() -> String {
+    let mut table = String::from("| key | Harbor's default | onebash |\n|---|---|---|\n");
+    for key in KEYS {
+        let does = match &key.does {
+            Does::Honours(how) => format!("honoured: {how}"),
+            Does::Ignores(why) => format!("read, no effect: {why}"),
+            Does::Refuses { why, .. } => format!("refused unless the default: {why}"),
+        };
+        table.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            key.path,
+            key.default.replace('|', "\\|"),
+            does.replace('|', "\\|")
+        ));
+    }
+    table
+}
+
+#[test]
+fn the_task_guide_lists_every_key_as_the_table_says() {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tasks.md"))
+        .expect("docs/tasks.md");
+    let (start, end) = ("<!-- harbor-keys -->\n", "<!-- /harbor-keys -->");
+    let inside = guide
+        .split_once(start)
+        .and_then(|(_, rest)| rest.split_once(end))
+        .map(|(inside, _)| inside);
+    let expected = guide_table();
+    assert_eq!(
+        inside,
+        Some(expected.as_str()),
+        "docs/tasks.md's Harbor keys, between {start:?} and {end:?}, must read:\n{expected}"
+    );
+}
+
+/// The python with Harbor's wheel: `$ONEBASH_HARBOR_PYTHON`; without it
+/// the test is skipped with a note, unless CI is set (.ci/run installs
+/// it).
+fn harbor_python() -> Option<String> {
+    let python = std::env::var("ONEBASH_HARBOR_PYTHON").ok();
+    let found = python.as_ref().is_some_and(|python| {
+        Command::new(python)
+            .args(["-c", "import harbor.models.task.config"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    });
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "Harbor's TaskConfig is missing, but CI is set: .ci/run must install it (ONEBASH_HARBOR_PYTHON)"
+    );
+    if !found {
+        eprintln!(
+            "skipped: Harbor's TaskConfig (set ONEBASH_HARBOR_PYTHON to a python with the harbor wheel; see .ci/run)"
+        );
+    }
+    found.then(|| python.unwrap_or_default())
+}
+
+fn script() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/harbor_taskconfig.py")
+}
+
+#[test]
+fn every_field_of_harbors_model_is_honoured_refused_or_ignored() {
+    let Some(python) = harbor_python() else {
+        return;
+    };
+    let out = Command::new(&python)
+        .args([script(), "fields"])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fields: Vec<String> = serde_json::from_slice(&out.stdout).expect("a JSON list");
+    assert!(fields.len() > 40, "{fields:?}");
+    let missing: Vec<&String> = fields.iter().filter(|f| covering(f).is_none()).collect();
+    assert!(
+        missing.is_empty(),
+        "fields of Harbor's TaskConfig onebash neither honours nor refuses: {missing:?}"
+    );
+}
+
+#[test]
+fn harbors_taskconfig_and_onebash_read_the_fixtures_alike() {
+    let Some(python) = harbor_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths: Vec<String> = FIXTURES
+        .iter()
+        .enumerate()
+        .map(|(i, (text, _))| {
+            let path = dir.path().join(format!("{i}.toml"));
+            std::fs::write(&path, text).expect("write");
+            path.display().to_string()
+        })
+        .collect();
+    let out = Command::new(&python)
+        .arg(script())
+        .arg("parse")
+        .args(&paths)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let harbor: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    assert_eq!(harbor.len(), FIXTURES.len());
+    for ((text, _), theirs) in FIXTURES.iter().zip(&harbor) {
+        let ours = TaskToml::parse(text);
+        if theirs["ok"] != true {
+            // What Harbor rejects, onebash rejects or refuses: it never runs.
+            if let Ok(ours) = ours {
+                assert!(!ours.checked.refused.is_empty(), "{text}: Harbor: {theirs}");
+            }
+            continue;
+        }
+        let Ok(ours) = ours else {
+            panic!("{text}: Harbor reads it ({theirs}), onebash rejects it");
+        };
+        let number = |key: &str| theirs[key].as_f64();
+        assert_eq!(
+            Some(ours.verifier_timeout_s),
+            number("verifier_timeout_sec"),
+            "{text}"
+        );
+        assert_eq!(ours.agent_timeout_s, number("agent_timeout_sec"), "{text}");
+        assert_eq!(
+            Some(ours.build_timeout_s),
+            number("build_timeout_sec"),
+            "{text}"
+        );
+        assert_eq!(ours.cpus, number("cpus"), "{text}");
+        assert_eq!(ours.memory_mb, theirs["memory_mb"].as_u64(), "{text}");
+        assert_eq!(
+            ours.docker_image.as_deref(),
+            theirs["docker_image"].as_str(),
+            "{text}"
+        );
+        let env: Vec<(String, String)> = theirs["verifier_env"]
+            .as_object()
+            .map(|env| {
+                env.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(ours.verifier_env, env, "{text}");
+        let mode = match ours.checked.network {
+            Some(Network::Public) => "public",
+            Some(Network::None) => "no-network",
+            None => "allowlist",
+        };
+        assert_eq!(theirs["network_mode"], mode, "{text}");
+    }
+}
