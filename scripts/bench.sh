@@ -1501,6 +1501,10 @@ with open(sys.argv[1], 'w') as f:
     local calls=$((msa_tasks * (msa_turns + 1)))
     echo "$msa_tasks tasks x $((msa_turns + 1)) model calls ($msa_turns of \`true\`, then the end), zero latency, -j $msa_jobs; mini-swe-agent $msa_version (\`mini-extra swebench\`, local environment, litellm's openai/ model at the bench server) against onebash (--sandbox none); model calls/s over the server's span (first request to last answer), $msa_rounds rounds alternating"
     local r o_rate m_rate o_rates=() m_rates=() ratios=() o_wall m_wall m_t0
+    # An untimed run fills onebash's repo cache and the page cache.
+    start_server 1
+    onebash "$dir/onebash-warm" "$dir/tasks.jsonl" "$msa_jobs" 2 none
+    stop_server
     for r in $(seq "$msa_rounds"); do
         start_server "$msa_turns"
         onebash "$dir/onebash-$r" "$dir/tasks.jsonl" "$msa_jobs" $((msa_turns + 1)) none
