@@ -5,7 +5,9 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets regrade"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets regrade minisweagent"
+#   BENCH_VENVS     where section minisweagent keeps its venv (default
+#                   target/bench-venvs; made once from PyPI, then reused)
 #   ONEBASH_HF_PYTHON  a python with pyarrow, for section datasets (default python3)
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
@@ -165,6 +167,25 @@
 #             in place, under the other rules: every row's saved log read
 #             and graded again, no checkout, no process. Wall time and
 #             peak RSS (wait4's) of each, and the ratio live / regrade.
+# minisweagent  onebash against mini-swe-agent 2.4.6 (installed from PyPI
+#             into a venv of its own, see BENCH_VENVS) on the same workload:
+#             40 tasks (8 with BENCH_QUICK=1) of 21 model calls (6), 20 (5)
+#             of them a `bash` tool call running `true`, at -j 4 against
+#             one scripted server at zero latency. onebash: `run --sandbox
+#             none`, after an untimed run that fills its repo cache.
+#             mini-swe-agent: its batch mode, `mini-extra swebench` on a
+#             dataset folder of the same tasks (`--subset DIR --split
+#             test`), with its swebench.yaml and `environment_class=local`
+#             (commands run by `subprocess` in one clone of the repo: no
+#             checkout), `model_name=openai/bench` (litellm's OpenAI-
+#             compatible client) with `model_kwargs.api_base` at the
+#             server; its last call is the tool call that submits (`echo
+#             COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`), onebash's a final
+#             text. Model calls per second over the server's span, from the
+#             first request to the last answer (start-up and exit aside:
+#             mini-swe-agent's imports take seconds), 3 rounds alternating
+#             (1 with BENCH_QUICK=1); each round's figures, the medians and
+#             the ratio onebash / mini-swe-agent (issue 37's target: 10x).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."

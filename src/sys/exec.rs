@@ -18,6 +18,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::sys::limits::ChildSetup;
+use crate::sys::spawn;
 
 /// After the shell exits, how long a background process holding the output
 /// pipe may keep the command waiting (`sleep 600 & echo started`).
@@ -238,37 +239,9 @@ pub enum ExecError {
 pub(crate) async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
-    let (program, args, stdin, helper) = through_helper(&spec)?;
-    let mut cmd = Command::new(&program);
-    cmd.args(&args)
-        .current_dir(spec.cwd)
-        .env_clear()
-        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
-        .stdin(stdin)
-        .stdout(Stdio::from(OwnedFd::from(writer)))
-        .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
-        .process_group(0)
-        .kill_on_drop(true);
     let start = Instant::now();
-    let spawned = spawn_off_worker(cmd).await;
-    let (mut child, _starter) = spawned.map_err(|source| ExecError::Spawn {
-        program: spec.program.to_string_lossy().into_owned(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    })?;
+    let (mut child, _starter) = start_child(&spec, writer, writer_for_stderr).await?;
     let pgid = child.id();
-    if let Some(report) = helper {
-        let failed = helper_failure(report).await.map_err(ExecError::Pipe)?;
-        if let Some(message) = failed {
-            kill_group(pgid);
-            let _ = child.wait().await;
-            return Err(ExecError::Spawn {
-                program: spec.program.to_string_lossy().into_owned(),
-                cwd: spec.cwd.display().to_string(),
-                source: std::io::Error::other(message),
-            });
-        }
-    }
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(ExecError::Pipe)?;
 
@@ -392,6 +365,123 @@ pub(crate) async fn start_server(spec: Spawn<'_>) -> Result<Server, ExecError> {
         pgid,
         _starter: starter,
     })
+}
+
+/// Whether `clone` with a pidfd works here (kernel 5.2 or later): until it
+/// is found not to, commands with limits start by [`spawn::launch`].
+static CLONE_WORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Starts what `spec` names with its output to `writer` (stdout and
+/// stderr). With limits, by [`spawn::launch`] in one exec, or where the
+/// kernel cannot, through the exec helper; without, by tokio's spawn.
+async fn start_child(
+    spec: &Spawn<'_>,
+    writer: std::io::PipeWriter,
+    writer_for_stderr: std::io::PipeWriter,
+) -> Result<(Running, Starter), ExecError> {
+    let spawn_error = |source: std::io::Error| ExecError::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    };
+    use std::sync::atomic::Ordering;
+    if !spec.child.is_empty() && CLONE_WORKS.load(Ordering::Relaxed) {
+        let launch = spawn::Launch {
+            program: spec.program.clone(),
+            args: spec.args.clone(),
+            cwd: spec.cwd.to_owned(),
+            env: spec.env.vars().to_vec(),
+            stdout: OwnedFd::from(writer.try_clone().map_err(ExecError::Pipe)?),
+            stderr: OwnedFd::from(writer_for_stderr.try_clone().map_err(ExecError::Pipe)?),
+            child: spec.child.clone(),
+        };
+        match launch_off_worker(launch).await {
+            Ok((child, starter)) => return Ok((Running::Cloned(child), starter)),
+            Err(spawn::LaunchError::Unsupported) => CLONE_WORKS.store(false, Ordering::Relaxed),
+            Err(spawn::LaunchError::Start(source)) => return Err(spawn_error(source)),
+            Err(spawn::LaunchError::Child(message)) => {
+                return Err(spawn_error(std::io::Error::other(message)));
+            }
+        }
+    }
+    let (program, args, stdin, helper) = through_helper(spec)?;
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(stdin)
+        .stdout(Stdio::from(OwnedFd::from(writer)))
+        .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
+        .process_group(0)
+        .kill_on_drop(true);
+    let (mut child, starter) = spawn_off_worker(cmd).await.map_err(spawn_error)?;
+    if let Some(report) = helper {
+        let failed = helper_failure(report).await.map_err(ExecError::Pipe)?;
+        if let Some(message) = failed {
+            kill_group(child.id());
+            let _ = child.wait().await;
+            return Err(spawn_error(std::io::Error::other(message)));
+        }
+    }
+    Ok((Running::Std(child), starter))
+}
+
+/// A command's process, however it was started.
+enum Running {
+    Std(tokio::process::Child),
+    Cloned(spawn::Cloned),
+}
+
+impl Running {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Running::Std(child) => child.id(),
+            Running::Cloned(child) => Some(child.id()),
+        }
+    }
+
+    /// Cancel-safe, as tokio's.
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Running::Std(child) => child.wait().await,
+            Running::Cloned(child) => child.wait().await,
+        }
+    }
+}
+
+/// [`spawn::launch`] on a thread of its own, for the reasons given at
+/// [`spawn_off_worker`] (which also holds for the clone: the parent thread
+/// waits for the child's exec, the cgroup join included).
+async fn launch_off_worker(
+    launch: spawn::Launch,
+) -> Result<(spawn::Cloned, Starter), spawn::LaunchError> {
+    let runtime = tokio::runtime::Handle::current();
+    let (sent, launched) = tokio::sync::oneshot::channel();
+    let (done, ended) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("onebash-spawn".to_owned())
+        .spawn(move || {
+            let started = {
+                // The child's pidfd is watched by this runtime's reactor.
+                let _entered = runtime.enter();
+                spawn::launch(&launch)
+            };
+            // Our copies of the pipe's write end: closed now.
+            drop(launch);
+            let waits = started.is_ok();
+            let _ = sent.send(started);
+            if waits {
+                let _ = ended.blocking_recv();
+            }
+        })
+        .map_err(spawn::LaunchError::Start)?;
+    let child = launched.await.unwrap_or_else(|_| {
+        Err(spawn::LaunchError::Start(std::io::Error::other(
+            "the thread starting the command ended",
+        )))
+    })?;
+    Ok((child, Starter { _done: done }))
 }
 
 /// The program, arguments and stdin that start `spec`, and the helper's

@@ -9,3 +9,4 @@ pub(crate) mod exec;
 pub mod limits;
 pub mod lock;
 pub(crate) mod sandbox;
+pub(crate) mod spawn;
