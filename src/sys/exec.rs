@@ -1,5 +1,6 @@
 //! The only place a child process is spawned: agent commands, setup commands
-//! and test commands all go through [`run_command`].
+//! and test commands all go through [`run_command`] (which has
+//! [`crate::sys::spawn`] clone those with limits, in one exec).
 //!
 //! Owns the child's environment (cleared to an allowlist: the API key never
 //! reaches a command), its process group, the combined stdout+stderr pipe read
@@ -485,8 +486,9 @@ async fn launch_off_worker(
 }
 
 /// The program, arguments and stdin that start `spec`, and the helper's
-/// status pipe if it goes through it. With limits, through onebash's own
-/// exec helper (see limits.rs): no closure between fork and exec, so the
+/// status pipe if it goes through it. With limits where the kernel cannot
+/// clone with a pidfd (see [`start_child`]), through onebash's own exec
+/// helper (see limits.rs): no closure between fork and exec, so the
 /// child starts by posix_spawn. The helper reports on its stdin whether
 /// it got as far as the command: a message when it failed, end-of-file
 /// once the command's exec closed it (then stdin is /dev/null, as
