@@ -3,7 +3,8 @@
 # BIN_DIR/onebash, and the offline demo (tasks/demo/tasks.jsonl with
 # `--model oracle`, as the README runs it) must pass all 7 tasks. The run
 # folder and the repo cache go to a temporary folder, so neither the
-# checkout nor the user's cache is written.
+# checkout nor the user's cache is written. The binary must be under 60 MB
+# (no debug info).
 #
 # Usage: scripts/check-installed.sh BIN_DIR [LABEL]
 # (BIN_DIR: a venv's bin/, or the bin/ of a `cargo install --root`.)
@@ -18,6 +19,14 @@ bin_dir=$(cd "$bin_dir" && pwd)
 found=$(PATH="$bin_dir:$PATH" command -v onebash || true)
 if [ "$found" != "$bin_dir/onebash" ]; then
     echo "check-installed ($label): \`onebash\` on PATH is '${found:-nothing}', not $bin_dir/onebash" >&2
+    exit 1
+fi
+
+# What the install ships must not carry debug info (the line tables made a
+# 125 MB binary; without them it is about 25 MB).
+size=$(stat -c %s "$bin_dir/onebash")
+if [ "$size" -gt $((60 * 1024 * 1024)) ]; then
+    echo "check-installed ($label): $bin_dir/onebash is $((size / 1024 / 1024)) MB: it carries debug info (Cargo.toml's [profile.release])" >&2
     exit 1
 fi
 

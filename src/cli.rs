@@ -1,105 +1,25 @@
-//! The command line, as clap types only. Validation and defaults that need
-//! the environment or the file system live in `config/`.
+//! The command line, on top of the stages: clap's types (the subcommands,
+//! their flags, and the values only the command line has: `--format`,
+//! durations), over the value types the stages own, which derive
+//! `clap::ValueEnum` where they are (`--env` is `env::EnvKind`, `--provider`
+//! `agent::provider::Provider`, `--shard` `config::Shard`...). `run`'s
+//! flags become the plain [`RunOptions`] config checks ([`RunArgs::options`]).
+//! Validation and defaults that need the environment or the file system
+//! live in `config/`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::agent::provider::Provider;
+pub use crate::agent::request::ReasoningEffort;
 use crate::checkout::History;
+use crate::config::{MAX_MIB, RunOptions};
+pub use crate::config::{Shard, ShardError};
+pub use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::run_folder::ExitReason;
 use crate::sys::sandbox::SandboxMode;
-
-/// The most MiB a limit can name: their bytes must fit in a u64.
-pub const MAX_MIB: u64 = u64::MAX >> 20;
-
-/// `--provider`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    Openai,
-    Anthropic,
-    /// OpenAI's Responses API (`/responses`), spoken statelessly.
-    #[serde(rename = "openai-responses")]
-    OpenaiResponses,
-}
-
-/// `--reasoning-effort`: how hard a reasoning model thinks, in OpenAI's
-/// words (Chat Completions' `reasoning_effort`, Responses' `reasoning.effort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasoningEffort {
-    Minimal,
-    Low,
-    Medium,
-    High,
-}
-
-/// `--env`: where tasks run.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum EnvKind {
-    /// The host, under `--sandbox`.
-    Host,
-    /// A podman container per (task, epoch), from the task's image.
-    Podman,
-    /// A docker container per (task, epoch), through the same CLI words.
-    Docker,
-    /// The task's image without a daemon: pulled from a registry or read
-    /// from a local archive or OCI layout, unpacked into onebash's cache,
-    /// each command under bwrap over it.
-    Oci,
-}
-
-impl EnvKind {
-    /// The engine's program, for the container kinds.
-    pub fn engine(self) -> Option<&'static str> {
-        match self {
-            EnvKind::Host | EnvKind::Oci => None,
-            EnvKind::Podman => Some("podman"),
-            EnvKind::Docker => Some("docker"),
-        }
-    }
-
-    /// The name of the kinds that run tasks from an image.
-    pub fn image_backend(self) -> Option<&'static str> {
-        match self {
-            EnvKind::Oci => Some("oci"),
-            kind => kind.engine(),
-        }
-    }
-}
-
-/// `--pull`: when the engine pulls a task's image.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum PullPolicy {
-    /// Never: an image that is not there stops the run before it starts.
-    Never,
-    /// The images that are not there.
-    Missing,
-    /// Every image, before the run starts.
-    Always,
-}
-
-/// `--container-commands`: how each command of a task reaches its
-/// container.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ContainerCommands {
-    /// Through one long-lived `exec -i` per container running a small bash server: a fork and an exec of bash a command.
-    Channel,
-    /// One `ENGINE exec` a command (150-390 ms each, the engine's own work).
-    Exec,
-}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -305,25 +225,43 @@ pub enum ExportFormat {
     Atif,
 }
 
+/// A flag's value that clap's own parsers cannot check; clap prints it
+/// after `invalid value 'RAW' for '--FLAG <VALUE>': `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("not a number of seconds")]
+    NotSeconds,
+    #[error("must be a positive number of seconds")]
+    NotPositive,
+    #[error("too long: at most {MAX_SECONDS:e} seconds (about 31 years)")]
+    TooLong,
+    #[error("unknown rules {0:?}; expected one of: {names}", names = rule_names())]
+    UnknownRules(String),
+    #[error(
+        "not an exit reason: {0:?}; the words are those of results.csv (docs/results.md), e.g. completed, max_turns"
+    )]
+    NotExitReason(String),
+}
+
 /// `--grading`: a rule set by its name.
-pub(crate) fn grading_rules(name: &str) -> Result<crate::grade::swebench::Rules, String> {
-    crate::grade::swebench::Rules::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = crate::grade::swebench::ALL_RULES
-            .iter()
-            .map(|rules| rules.as_str())
-            .collect();
-        format!(
-            "unknown rules {name:?}; expected one of: {}",
-            names.join(", ")
-        )
-    })
+pub(crate) fn grading_rules(name: &str) -> Result<crate::grade::swebench::Rules, ValueError> {
+    crate::grade::swebench::Rules::parse(name)
+        .ok_or_else(|| ValueError::UnknownRules(name.to_owned()))
+}
+
+/// The names of the rule sets, for [`ValueError::UnknownRules`].
+fn rule_names() -> String {
+    let names: Vec<&str> = crate::grade::swebench::ALL_RULES
+        .iter()
+        .map(|rules| rules.as_str())
+        .collect();
+    names.join(", ")
 }
 
 /// An exit reason as results.csv writes it.
-fn exit_reason(raw: &str) -> Result<ExitReason, String> {
-    serde_json::from_value(serde_json::Value::String(raw.to_owned())).map_err(|_| {
-        format!("not an exit reason: {raw:?}; the words are those of results.csv (docs/results.md), e.g. completed, max_turns")
-    })
+fn exit_reason(raw: &str) -> Result<ExitReason, ValueError> {
+    serde_json::from_value(serde_json::Value::String(raw.to_owned()))
+        .map_err(|_| ValueError::NotExitReason(raw.to_owned()))
 }
 
 #[derive(Debug, Args)]
@@ -612,60 +550,82 @@ impl RunArgs {
     pub fn env_kind(&self) -> EnvKind {
         self.env.unwrap_or(EnvKind::Host)
     }
+
+    /// The options config checks into a run's settings: the flags as
+    /// parsed, in the stages' types (`--dry-run` is the command's own).
+    pub(crate) fn options(&self) -> RunOptions {
+        RunOptions {
+            tasks: self.tasks.clone(),
+            model: self.model.clone(),
+            repo_base: self.repo_base.clone(),
+            test_command: self.test_command.clone(),
+            junit_path: self.junit_path.clone(),
+            grading: self.grading,
+            provider: self.provider,
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+            max_retries: self.max_retries,
+            retry_delay: self.retry_delay,
+            max_connections: self.max_connections,
+            request_timeout: self.request_timeout,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            max_output_tokens: self.max_output_tokens,
+            reasoning_effort: self.reasoning_effort,
+            no_prompt_cache: self.no_prompt_cache,
+            thinking_budget: self.thinking_budget,
+            interleaved_thinking: self.interleaved_thinking,
+            model_args: self.model_args.clone(),
+            price: self.price.clone(),
+            max_cost: self.max_cost,
+            prompt: self.prompt.clone(),
+            jobs: self.jobs,
+            max_turns: self.max_turns,
+            max_tokens: self.max_tokens,
+            command_timeout: self.command_timeout,
+            task_timeout: self.task_timeout,
+            test_timeout: self.test_timeout,
+            runs: self.runs,
+            shard: self.shard,
+            filter: self.filter.clone(),
+            limit: self.limit,
+            out: self.out.clone(),
+            cache_dir: self.cache_dir.clone(),
+            history: self.history,
+            workdirs: self.workdirs.clone(),
+            sandbox: self.sandbox,
+            allow_network: self.allow_network,
+            env: self.env,
+            image: self.image.clone(),
+            workdir: self.workdir.clone(),
+            cpus: self.cpus,
+            pull: self.pull,
+            container_commands: self.container_commands,
+            max_processes: self.max_processes,
+            max_memory: self.max_memory,
+            max_file_size: self.max_file_size,
+            resume: self.resume,
+            retry_errors: self.retry_errors,
+            keep_workdirs: self.keep_workdirs,
+        }
+    }
 }
 
 use crate::task::MAX_SECONDS;
 
 /// A duration flag (`--command-timeout S` and the like): a positive number
 /// of seconds, fractions allowed, as `f64` reads it (`90`, `0.5`, `1e3`).
-pub fn seconds(raw: &str) -> Result<Duration, String> {
-    let value: f64 = raw
-        .parse()
-        .map_err(|_| "not a number of seconds".to_owned())?;
+pub fn seconds(raw: &str) -> Result<Duration, ValueError> {
+    let value: f64 = raw.parse().map_err(|_| ValueError::NotSeconds)?;
     if !(value.is_finite() && value > 0.0) {
-        return Err("must be a positive number of seconds".to_owned());
+        return Err(ValueError::NotPositive);
     }
     if value > MAX_SECONDS {
-        return Err(format!(
-            "too long: at most {MAX_SECONDS:e} seconds (about 31 years)"
-        ));
+        return Err(ValueError::TooLong);
     }
     // Finite, positive and at most MAX_SECONDS: from_secs_f64 cannot panic.
     Ok(Duration::from_secs_f64(value))
-}
-
-/// `--shard K/N`: 1-based K of N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-impl Shard {
-    pub fn parse(raw: &str) -> Result<Shard, String> {
-        let (k, n) = raw
-            .split_once('/')
-            .ok_or_else(|| format!("{raw:?} is not K/N (for example 2/4)"))?;
-        let index: usize = k
-            .trim()
-            .parse()
-            .map_err(|_| format!("{raw:?}: K is not a number"))?;
-        let count: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("{raw:?}: N is not a number"))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(format!(
-                "{raw:?}: K must be between 1 and N, and N at least 1"
-            ));
-        }
-        Ok(Shard { index, count })
-    }
-
-    /// Whether the task at 0-based position `i` of the file belongs to this shard.
-    pub fn contains(&self, i: usize) -> bool {
-        i % self.count == self.index - 1
-    }
 }
 
 /// `--format` of `report` and `compare`.
@@ -675,7 +635,8 @@ pub enum Format {
     Markdown,
     Json,
     /// The run summary SWE-bench's run_evaluation writes (`schema_version` 2), of epoch 1 (`--epoch`).
-    Swebench,
+    #[value(name = "swebench")]
+    BenchmarkReport,
     /// A self-contained page with charts, written to a file (`--output`).
     Html,
 }
@@ -693,11 +654,6 @@ pub(crate) fn run_args(tasks: &std::path::Path, args: &[&str]) -> RunArgs {
     };
     *run
 }
-
-/// One task with a gold patch, from an absolute repo path: the task file
-/// of those tests.
-#[cfg(test)]
-pub(crate) const TASK_LINE: &str = r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#;
 
 #[cfg(test)]
 mod tests {
@@ -725,8 +681,32 @@ mod tests {
             ("1e300", "too long: at most 1e9 seconds"),
             ("1e19", "too long: at most 1e9 seconds"),
         ] {
-            let err = seconds(raw).expect_err(raw);
+            let err = seconds(raw).expect_err(raw).to_string();
             assert!(err.contains(said), "{raw}: {err}");
+        }
+    }
+
+    /// `run TASKS --model M` gives the options the checks' tests start
+    /// from: the command line's defaults and theirs cannot drift apart.
+    #[test]
+    fn run_options_default_as_the_command_line_does() {
+        let tasks = std::path::Path::new("/t/tasks.jsonl");
+        let args = run_args(tasks, &["--model", "m"]);
+        assert_eq!(args.options(), RunOptions::defaults(tasks, "m"));
+    }
+
+    #[test]
+    fn shard_parsing_and_membership_errors_read_as_before() {
+        for (raw, said) in [
+            ("3", "\"3\" is not K/N (for example 2/4)"),
+            ("x/2", "\"x/2\": K is not a number"),
+            ("1/y", "\"1/y\": N is not a number"),
+            (
+                "4/3",
+                "\"4/3\": K must be between 1 and N, and N at least 1",
+            ),
+        ] {
+            assert_eq!(Shard::parse(raw).expect_err(raw).to_string(), said);
         }
     }
 }

@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::agent::http;
+use crate::agent::request::RequestSettings;
 use crate::agent::types::{ModelError, ModelReply, ToolCall};
-use crate::config::RequestSettings;
 use crate::run_folder::Usage;
 
 const API_VERSION: &str = "2023-06-01";
@@ -20,10 +20,10 @@ pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05
 /// the previous request wrote (mini-swe-agent and SWE-agent do the same).
 const ROLLING_BREAKPOINTS: usize = 2;
 /// The Messages API requires `max_tokens`; this is used when
-/// `--max-output-tokens` is not given. (config/run_config.rs owns it: it
-/// checks the thinking budget against it, and may not depend on this
-/// file.)
-pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = crate::config::ANTHROPIC_MAX_OUTPUT_TOKENS;
+/// `--max-output-tokens` is not given (the registry's entry, which the
+/// thinking budget is checked against).
+pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 =
+    crate::agent::provider::ANTHROPIC_MAX_OUTPUT_TOKENS;
 
 pub(crate) struct AnthropicClient {
     http: reqwest::Client,

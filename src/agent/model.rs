@@ -3,8 +3,8 @@
 //! what a call cost.
 //!
 //! Owns [`ModelClient`] (a protocol, the run's retry policy and gate, the
-//! price) and [`Protocol`], the one place that dispatches to the protocol
-//! files. What they answer ([`ModelReply`], [`ModelError`]) is in
+//! price) and [`Protocol`]: an API model (`api.rs` dispatches to the wire
+//! protocol its provider speaks) or one that needs no API. What they answer ([`ModelReply`], [`ModelError`]) is in
 //! `types.rs`, which they import instead of this file. Each protocol keeps
 //! its native message format in the history: the loop treats messages as
 //! opaque JSON.
@@ -15,15 +15,16 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::agent::anthropic::AnthropicClient;
-use crate::agent::openai::OpenAiClient;
+use crate::agent::api::{ApiClient, ApiModel};
 use crate::agent::oracle;
 use crate::agent::predictions;
-use crate::agent::replay::{RecordedFormat, ReplayStore};
+use crate::agent::pricing::Price;
+use crate::agent::provider::Wire;
+use crate::agent::replay::ReplayStore;
 use crate::agent::responses::ResponsesClient;
 use crate::agent::retry::{Gate, RetryPolicy};
 use crate::agent::types::{ModelError, ModelReply};
-use crate::config::pricing::Price;
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::run_folder::Usage;
 use crate::task::TaskSpec;
 use crate::task::predictions::PredictionFile;
@@ -39,12 +40,10 @@ pub(crate) struct RetryNote {
     pub wait: Duration,
 }
 
-/// The wire protocol of a model.
+/// What answers: a model behind an API, or one that needs none.
 pub(crate) enum Protocol {
-    OpenAi(OpenAiClient),
-    Anthropic(AnthropicClient),
-    /// OpenAI's Responses API.
-    Responses(ResponsesClient),
+    /// A provider's API, in its wire protocol.
+    Api(ApiClient),
     Oracle,
     /// Answers at once, without a tool call: changes nothing.
     Noop,
@@ -103,9 +102,7 @@ impl ModelClient {
     /// The URL and model of an API model, for messages about it.
     pub(crate) fn endpoint(&self) -> Option<String> {
         match &self.protocol {
-            Protocol::OpenAi(client) => Some(client.url().to_owned()),
-            Protocol::Anthropic(client) => Some(client.url().to_owned()),
-            Protocol::Responses(client) => Some(client.endpoint().url().to_owned()),
+            Protocol::Api(client) => Some(client.url().to_owned()),
             Protocol::Oracle
             | Protocol::Noop
             | Protocol::Replay(_)
@@ -117,9 +114,7 @@ impl ModelClient {
     /// an error only when the API surely cannot be used.
     pub(crate) async fn preflight(&self) -> Result<(), ModelError> {
         match &self.protocol {
-            Protocol::OpenAi(client) => client.preflight().await,
-            Protocol::Anthropic(client) => client.preflight().await,
-            Protocol::Responses(client) => client.endpoint().preflight().await,
+            Protocol::Api(client) => client.preflight().await,
             Protocol::Oracle
             | Protocol::Noop
             | Protocol::Replay(_)
@@ -143,10 +138,7 @@ impl ModelClient {
     fn note(&self, result: &Result<ModelReply, ModelError>) {
         // The oracle, noop and replay make no call: their errors are the
         // task's or the recording's.
-        if !matches!(
-            self.protocol,
-            Protocol::OpenAi(_) | Protocol::Anthropic(_) | Protocol::Responses(_)
-        ) {
+        if !matches!(self.protocol, Protocol::Api(_)) {
             return;
         }
         let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
@@ -197,6 +189,17 @@ impl ModelClient {
         )
     }
 
+    /// A model behind an API: its provider's protocol, behind the run's
+    /// retries, gate and price.
+    pub(crate) fn api(api: &ApiModel) -> Result<ModelClient, reqwest::Error> {
+        Ok(ModelClient::new(
+            Protocol::Api(ApiClient::new(api)?),
+            RetryPolicy::new(api.max_retries, api.retry_delay),
+            Gate::new(api.max_connections),
+            api.price,
+        ))
+    }
+
     /// Plays back a recorded run; costs nothing.
     pub(crate) fn replay(store: ReplayStore) -> ModelClient {
         ModelClient::new(
@@ -212,9 +215,7 @@ impl ModelClient {
     /// the trajectory header.
     pub(crate) fn provider(&self) -> &'static str {
         match self.protocol {
-            Protocol::OpenAi(_) => "openai",
-            Protocol::Anthropic(_) => "anthropic",
-            Protocol::Responses(_) => "openai-responses",
+            Protocol::Api(ref client) => client.provider(),
             Protocol::Oracle => "oracle",
             Protocol::Noop => "noop",
             Protocol::Replay(_) => "replay",
@@ -225,25 +226,21 @@ impl ModelClient {
     /// Whether the system prompt travels apart from the messages
     /// (Anthropic's `system`, Responses' `instructions`).
     pub(crate) fn system_apart(&self) -> bool {
-        self.format() != RecordedFormat::OpenAi
+        self.format() != Wire::Chat
     }
 
     /// Whether messages are in Anthropic's format (its own client, or a
     /// replay of a run that used it).
     fn speaks_anthropic(&self) -> bool {
-        self.format() == RecordedFormat::Anthropic
+        self.format() == Wire::Messages
     }
 
     /// The format of the messages: the protocol's own, or a replayed run's.
-    fn format(&self) -> RecordedFormat {
+    fn format(&self) -> Wire {
         match &self.protocol {
-            Protocol::Anthropic(_) => RecordedFormat::Anthropic,
-            Protocol::Responses(_) => RecordedFormat::Responses,
+            Protocol::Api(client) => client.wire(),
             Protocol::Replay(store) => store.format,
-            Protocol::OpenAi(_)
-            | Protocol::Oracle
-            | Protocol::Noop
-            | Protocol::Predictions { .. } => RecordedFormat::OpenAi,
+            Protocol::Oracle | Protocol::Noop | Protocol::Predictions { .. } => Wire::Chat,
         }
     }
 
@@ -283,7 +280,7 @@ impl ModelClient {
         if self.speaks_anthropic() {
             return AnthropicClient::tool_results(results);
         }
-        if self.format() == RecordedFormat::Responses {
+        if self.format() == Wire::Responses {
             return ResponsesClient::tool_results(results);
         }
         results
@@ -298,9 +295,7 @@ impl ModelClient {
     /// trajectory.
     pub(crate) fn request_template(&self) -> Value {
         match &self.protocol {
-            Protocol::OpenAi(client) => client.request_template(),
-            Protocol::Anthropic(client) => client.request_template(),
-            Protocol::Responses(client) => client.request_template(),
+            Protocol::Api(client) => client.request_template(),
             Protocol::Oracle
             | Protocol::Noop
             | Protocol::Replay(_)
@@ -348,9 +343,7 @@ impl ModelClient {
             let result = {
                 let _slot = self.gate.enter().await;
                 match &self.protocol {
-                    Protocol::OpenAi(client) => client.complete(messages).await,
-                    Protocol::Anthropic(client) => client.complete(system, messages).await,
-                    Protocol::Responses(client) => client.complete(system, messages).await,
+                    Protocol::Api(client) => client.complete(system, messages).await,
                     Protocol::Oracle => return oracle::complete(task, messages),
                     Protocol::Noop => return Ok(oracle::nothing()),
                     Protocol::Predictions { file, grading } => {

@@ -10,8 +10,8 @@ use std::borrow::Cow;
 use serde_json::{Value, json};
 
 use crate::agent::http;
+use crate::agent::request::RequestSettings;
 use crate::agent::types::{ModelError, ModelReply, ToolCall};
-use crate::config::RequestSettings;
 use crate::run_folder::Usage;
 
 pub(crate) struct OpenAiClient {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::agent::patch_file::patch_commands;
 use crate::agent::types::{ModelError, ModelReply, ToolCall};
 use crate::run_folder::Usage;
-use crate::task::TaskSpec;
+use crate::task::{Oracle, TaskSpec};
 
 /// The oracle's answer to a history: a tool call that applies the gold patch
 /// when it has not answered yet, else a final text.
@@ -18,17 +18,17 @@ pub(crate) fn complete(task: &TaskSpec, messages: &[Value]) -> Result<ModelReply
     if answered(messages) > 0 {
         return Ok(final_text("Applied the gold patch."));
     }
-    // A Harbor task's oracle is its solution/solve.sh, run in place.
-    let commands = match &task.harbor {
-        None => apply_commands(task.gold_patch.as_deref().ok_or_else(|| {
-            ModelError::Malformed(format!("task {} has no gold_patch for the oracle", task.id))
-        })?),
-        Some(harbor) => vec![crate::task::harbor::oracle_command(harbor).ok_or_else(|| {
-            ModelError::Malformed(format!(
-                "task {} has no solution/solve.sh for the oracle",
+    // What the oracle runs is the task's benchmark's answer: its gold
+    // patch applied, or a command of its own run in place.
+    let commands = match task.benchmark.oracle(task.gold_patch.as_deref()) {
+        Oracle::Patch(patch) => apply_commands(patch),
+        Oracle::Command(command) => vec![command],
+        Oracle::Missing(what) => {
+            return Err(ModelError::Malformed(format!(
+                "task {} has no {what} for the oracle",
                 task.id
-            ))
-        })?],
+            )));
+        }
     };
     Ok(bash_calls("oracle", &commands))
 }

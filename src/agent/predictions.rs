@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::agent::oracle::{answered, bash_calls, final_text};
 use crate::agent::patch_file::patch_commands;
 use crate::agent::types::{ModelError, ModelReply};
-use crate::grade::swebench::{ApplyChain, Rules};
+use crate::grade::{ApplyChain, Rules};
 use crate::task::TaskSpec;
 use crate::task::predictions::PredictionFile;
 

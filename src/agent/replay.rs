@@ -11,24 +11,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::agent::provider::{Provider, Wire};
 use crate::agent::types::{ModelError, ModelReply};
 use crate::agent::{anthropic, openai, responses};
-use crate::cli::Provider;
 use crate::run_folder::trajectory::{Event, ReadError, read_trajectory};
 use crate::run_folder::{ExitReason, Usage};
 use crate::run_folder::{RunFolder, RunFolderError};
 use crate::task::TaskId;
-
-/// The message format of the recorded run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RecordedFormat {
-    /// OpenAI Chat Completions (also the oracle's).
-    OpenAi,
-    Anthropic,
-    /// OpenAI's Responses API: one `{"role": "assistant", "output": [...]}`
-    /// a turn.
-    Responses,
-}
 
 /// Why a recorded run cannot be played back: each names the run folder
 /// or the trajectory file it read.
@@ -76,21 +65,21 @@ impl Recording {
 /// The recorded run, read lazily, one trajectory per (task, epoch).
 pub(crate) struct ReplayStore {
     folder: RunFolder,
-    pub format: RecordedFormat,
+    /// The message format of the recorded run.
+    pub format: Wire,
     loaded: Mutex<HashMap<(TaskId, u32), Arc<Recording>>>,
 }
 
 impl ReplayStore {
-    /// Opens a run folder to replay; reads its protocol from run.json.
-    pub(crate) fn open(run_dir: &Path) -> Result<ReplayStore, ReplayError> {
+    /// Opens a run folder to replay; `recorded` reads the provider its
+    /// run.json names (run.json is `config/manifest.rs`'s to read).
+    pub(crate) fn open(
+        run_dir: &Path,
+        recorded: impl FnOnce(&RunFolder) -> Result<Option<Provider>, RunFolderError>,
+    ) -> Result<ReplayStore, ReplayError> {
         let folder = RunFolder::open(run_dir)?;
-        let manifest = crate::config::manifest::RunManifest::read(&folder)?;
         // The oracle and the first runs (no provider yet) spoke OpenAI's format.
-        let format = match manifest.settings.model.provider {
-            Some(Provider::Anthropic) => RecordedFormat::Anthropic,
-            Some(Provider::OpenaiResponses) => RecordedFormat::Responses,
-            Some(Provider::Openai) | None => RecordedFormat::OpenAi,
-        };
+        let format = recorded(&folder)?.map_or(Wire::Chat, |provider| provider.info().wire);
         Ok(ReplayStore {
             folder,
             format,
@@ -163,13 +152,13 @@ impl ReplayStore {
             });
         };
         let tool_calls = match self.format {
-            RecordedFormat::OpenAi => openai::tool_calls_of(message),
-            RecordedFormat::Anthropic => message
+            Wire::Chat => openai::tool_calls_of(message),
+            Wire::Messages => message
                 .get("content")
                 .and_then(Value::as_array)
                 .map(|blocks| anthropic::tool_calls_of(blocks))
                 .unwrap_or_default(),
-            RecordedFormat::Responses => responses::tool_calls_of(message),
+            Wire::Responses => responses::tool_calls_of(message),
         };
         let cut = matches!(
             finish_reason.as_deref(),
@@ -243,18 +232,19 @@ fn parse(events: Vec<Event>) -> Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::manifest::RunManifest;
 
     /// The Anthropic run of tests/fixtures (written by an earlier onebash)
     /// plays back: its format from run.json, its answers, its command's
     /// output and how its agent phase ended.
     #[test]
     fn a_recorded_anthropic_run_reads_back() {
-        let store = ReplayStore::open(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/run"
-        )))
+        let store = ReplayStore::open(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run")),
+            RunManifest::recorded_provider,
+        )
         .expect("a run folder");
-        assert_eq!(store.format, RecordedFormat::Anthropic);
+        assert_eq!(store.format, Wire::Messages);
         let task = TaskId::parse("calc-divide-by-zero").expect("an id");
         let recording = store.recording(&task, 1).expect("the recording");
         assert_eq!(recording.answers.len(), 2);
@@ -279,7 +269,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run"));
         std::fs::copy(fixture.join("run.json"), dir.path().join("run.json")).expect("run.json");
-        let store = ReplayStore::open(dir.path()).expect("a run folder");
+        let store =
+            ReplayStore::open(dir.path(), RunManifest::recorded_provider).expect("a run folder");
         let task = TaskId::parse("calc-divide-by-zero").expect("an id");
         let err = store.recording(&task, 1).expect_err("no trajectory");
         let ReplayError::NotRecorded { run, epoch, .. } = &err else {
@@ -294,7 +285,9 @@ mod tests {
             )
         );
         let missing = dir.path().join("gone");
-        let err = ReplayStore::open(&missing).err().expect("no folder");
+        let err = ReplayStore::open(&missing, RunManifest::recorded_provider)
+            .err()
+            .expect("no folder");
         assert!(
             matches!(&err, ReplayError::Folder(RunFolderError::NoFolder(path)) if path == &missing),
             "{err:?}"

@@ -24,8 +24,8 @@ use std::borrow::Cow;
 use serde_json::{Map, Value, json};
 
 use crate::agent::openai::{self, Endpoint};
+use crate::agent::request::RequestSettings;
 use crate::agent::types::{ModelError, ModelReply, ToolCall};
-use crate::config::RequestSettings;
 use crate::run_folder::Usage;
 
 /// What the request asks the server to add to its answer: the reasoning,
@@ -451,7 +451,7 @@ mod tests {
     #[test]
     fn the_request_is_stateless_and_a_model_arg_cannot_replace_the_history() {
         let mut settings = RequestSettings {
-            reasoning_effort: Some(crate::cli::ReasoningEffort::High),
+            reasoning_effort: Some(crate::agent::request::ReasoningEffort::High),
             max_output_tokens: Some(512),
             ..RequestSettings::default()
         };

@@ -319,24 +319,7 @@ async fn ask_model(
             progress.turns -= 1;
             return Err(Ended { reason, error });
         }
-        Ok(Err(err)) => {
-            trajectory
-                .write(&Event::ModelError {
-                    turn,
-                    latency_s: asked.elapsed().as_secs_f64(),
-                    error: err.to_string(),
-                })
-                .await;
-            let reason = match err {
-                ModelError::ContextOverflow(_) => ExitReason::ContextOverflow,
-                ModelError::PatchDoesNotApply(_) => ExitReason::PatchError,
-                _ => ExitReason::ApiError,
-            };
-            return Err(Ended {
-                reason,
-                error: Some(err.to_string()),
-            });
-        }
+        Ok(Err(err)) => return Err(call_failed(trajectory, turn, asked, err).await),
     };
     progress.usage += reply.usage;
     trajectory
@@ -355,6 +338,32 @@ async fn ask_model(
         })
         .await;
     Ok(reply)
+}
+
+/// A model call that failed for good, in the trajectory, and how the task
+/// ends for it.
+async fn call_failed(
+    trajectory: &mut TrajectoryWriter,
+    turn: u32,
+    asked: Instant,
+    err: ModelError,
+) -> Ended {
+    trajectory
+        .write(&Event::ModelError {
+            turn,
+            latency_s: asked.elapsed().as_secs_f64(),
+            error: err.to_string(),
+        })
+        .await;
+    let reason = match err {
+        ModelError::ContextOverflow(_) => ExitReason::ContextOverflow,
+        ModelError::PatchDoesNotApply(_) => ExitReason::PatchError,
+        _ => ExitReason::ApiError,
+    };
+    Ended {
+        reason,
+        error: Some(err.to_string()),
+    }
 }
 
 /// Runs the tool calls of one answer, in order: the (call id, answer)

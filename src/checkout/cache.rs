@@ -374,6 +374,13 @@ fn ensure_commit(
                 // An old mirror may still hold the commit: go on with it,
                 // and say so; otherwise the fetch error is the answer.
                 if resolve(&repo, rev).is_err() {
+                    if let Some(path) = missing_repo_path(location) {
+                        return Err(CheckoutError::NoRepoPath {
+                            repo: location.to_owned(),
+                            rev: rev.to_owned(),
+                            path,
+                        });
+                    }
                     return Err(CheckoutError::Fetch {
                         repo: location.to_owned(),
                         rev: rev.to_owned(),
@@ -397,6 +404,26 @@ fn ensure_commit(
         fetched,
         warning,
     })
+}
+
+/// The path a repo location names on this machine when nothing is there
+/// (`/srv/repos/x`, `file:///srv/repos/x`, `./x`); `None` for a URL
+/// (`https://`, `ssh://`, scp-like `git@host:x`) or a path that exists.
+pub(crate) fn missing_repo_path(location: &str) -> Option<PathBuf> {
+    let path = match location.strip_prefix("file://") {
+        Some(path) => path,
+        None if location.contains("://") => return None,
+        // `host:path`: git reads a colon before any slash as scp-like ssh.
+        None if location
+            .find(':')
+            .is_some_and(|colon| location.find('/').is_none_or(|slash| colon < slash)) =>
+        {
+            return None;
+        }
+        None => location,
+    };
+    let path = Path::new(path);
+    (!path.exists()).then(|| path.to_owned())
 }
 
 fn is_full_sha(rev: &str) -> bool {
@@ -881,7 +908,7 @@ impl Checkout {
         let repo = Repository::open(&self.dir)?;
         let diff = parse_patch(patch)?;
         repo.apply(&diff, ApplyLocation::WorkDir, None)
-            .map_err(|err| GitError(format!("the patch does not apply: {}", err.message())))
+            .map_err(GitError::Apply)
     }
 }
 
@@ -902,8 +929,7 @@ pub(crate) fn patch_paths(patch: &str) -> Result<Vec<PathBuf>, GitError> {
 }
 
 fn parse_patch(patch: &str) -> Result<Diff<'static>, GitError> {
-    Diff::from_buffer(patch.as_bytes())
-        .map_err(|err| GitError(format!("the patch cannot be parsed: {}", err.message())))
+    Diff::from_buffer(patch.as_bytes()).map_err(GitError::Parse)
 }
 
 fn set_mode(path: &Path, filemode: i32) -> std::io::Result<()> {
@@ -968,6 +994,33 @@ fn patch_texts(diff: &Diff<'_>) -> Result<Vec<(PathBuf, Vec<u8>)>, GitError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    /// A repo path with nothing there is named as such (libgit2 reads it as
+    /// a URL and says "unsupported URL protocol"); a URL, scp-like or not,
+    /// and a path that exists are not.
+    #[test]
+    fn only_a_local_path_with_nothing_there_is_a_missing_repo_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let here = dir.path().display().to_string();
+        let gone = dir.path().join("gone").display().to_string();
+        let cases = [
+            (gone.clone(), true),
+            (format!("file://{gone}"), true),
+            ("./no-such-repo-here".to_owned(), true),
+            (here.clone(), false),
+            (format!("file://{here}"), false),
+            ("https://example.com/a/b.git".to_owned(), false),
+            ("ssh://git@example.com/a/b.git".to_owned(), false),
+            ("git@example.com:a/b.git".to_owned(), false),
+        ];
+        for (location, missing) in cases {
+            assert_eq!(
+                missing_repo_path(&location).is_some(),
+                missing,
+                "{location}"
+            );
+        }
+    }
 
     /// Two tasks copying the same pack at once: the copy that finishes
     /// second leaves the first in place (same inode), so the tasks that

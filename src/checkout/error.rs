@@ -21,6 +21,14 @@ pub(crate) enum CheckoutError {
         rev: String,
         source: git2::Error,
     },
+    /// The repo is a path on this machine and nothing is there: libgit2
+    /// would take the path for a URL it cannot read.
+    #[error("failed to check out {repo}@{rev}: repo path {} does not exist", path.display())]
+    NoRepoPath {
+        repo: String,
+        rev: String,
+        path: PathBuf,
+    },
     #[error(
         "failed to check out {repo}@{rev}: no such commit in the repo ({})",
         source.message()
@@ -91,22 +99,46 @@ pub(crate) enum CheckoutError {
     },
 }
 
-/// A git operation on a working copy failed (diff, restore, apply).
+/// A git operation on a working copy failed (diff, restore, apply): on the
+/// host with libgit2, or in a container on the repo an image holds. Each
+/// keeps the error it wraps as its source.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct GitError(pub String);
-
-impl From<git2::Error> for GitError {
-    fn from(err: git2::Error) -> Self {
-        GitError(err.message().to_owned())
-    }
+pub enum GitError {
+    /// libgit2 on the working copy; the text is libgit2's message alone.
+    #[error("{}", .0.message())]
+    Git(#[from] git2::Error),
+    /// A file of the working copy.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("the patch cannot be parsed: {}", .0.message())]
+    Parse(#[source] git2::Error),
+    #[error("the patch does not apply: {}", .0.message())]
+    Apply(#[source] git2::Error),
+    /// The blocking thread the operation ran on panicked or was cancelled.
+    #[error("the git thread failed: {0}")]
+    Thread(#[source] tokio::task::JoinError),
+    /// A workspace whose task has no repo (a task that brings its own
+    /// image and tests): `why` is its benchmark's sentence.
+    #[error("{why}")]
+    NoRepo { why: &'static str },
+    /// `git diff` in the container failed. The source is the environment's
+    /// error, boxed: the environment sits above the checkout stage.
+    #[error("git diff in the container failed: {0}")]
+    ContainerDiff(#[source] ContainerFault),
+    /// The diff could not be copied out of the container.
+    #[error("{0}")]
+    ContainerRead(#[source] ContainerFault),
+    #[error("restoring files in the container failed: {0}")]
+    ContainerRestore(#[source] ContainerFault),
+    #[error("failed to copy the patch in: {0}")]
+    ContainerCopyIn(#[source] ContainerFault),
+    #[error("the patch does not apply: {0}")]
+    ContainerApply(#[source] ContainerFault),
 }
 
-impl From<std::io::Error> for GitError {
-    fn from(err: std::io::Error) -> Self {
-        GitError(err.to_string())
-    }
-}
+/// The environment's error behind a git operation in a container, boxed so
+/// that this stage need not name the environment's type.
+pub(crate) type ContainerFault = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a base's object store could not be built, fixed or used, or a
 /// working copy made over it. Each names the file, pack or repository.
@@ -232,8 +264,9 @@ pub(crate) const GIT_HINT: &str =
 /// What a new working copy holds that its store has not: it is never used.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub(crate) enum Leak {
-    #[error("it has .git/{0}")]
-    File(String),
+    /// A file of `.git`, by its path there.
+    #[error("it has .git/{}", .0.display())]
+    File(PathBuf),
     #[error("it has the ref {0}")]
     Ref(String),
     #[error("its config names a remote ({0})")]
@@ -250,10 +283,10 @@ pub(crate) enum Leak {
         store: u64,
         objects: u64,
     },
-    #[error("it has .git/objects/{0} (a loose object, or not git's)")]
-    Loose(String),
-    #[error("it has .git/objects/pack/{0}, which its store has not")]
-    Pack(String),
+    #[error("it has .git/objects/{} (a loose object, or not git's)", .0.display())]
+    Loose(PathBuf),
+    #[error("it has .git/objects/pack/{}, which its store has not", .0.display())]
+    Pack(PathBuf),
     #[error("it has {packs} packs and {indexes} indexes where its store has {wanted}")]
     PackCount {
         packs: usize,

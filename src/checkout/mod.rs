@@ -8,6 +8,8 @@ mod error;
 mod store;
 mod thin;
 
-pub(crate) use cache::{BUILD_ARTEFACTS, Checkout, RepoCache, STAGED_PACKS, patch_paths};
+pub(crate) use cache::{
+    BUILD_ARTEFACTS, Checkout, RepoCache, STAGED_PACKS, missing_repo_path, patch_paths,
+};
 pub(crate) use error::{CheckoutError, GitError};
 pub(crate) use store::{History, Verified};

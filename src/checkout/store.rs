@@ -864,7 +864,7 @@ pub(super) fn verify_working_copy(
         "shallow",
     ] {
         if gitdir.join(file).symlink_metadata().is_ok() {
-            return Err(Leak::File(file.to_owned()).into());
+            return Err(Leak::File(PathBuf::from(file)).into());
         }
     }
     let references = repo.references().map_err(git("list the refs"))?;
@@ -928,10 +928,10 @@ fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, StoreError> {
             ("pack", true) => {}
             ("info", true) => {
                 if let Some((file, _)) = read(&objects.join("info"))?.first() {
-                    return Err(Leak::File(format!("objects/info/{file}")).into());
+                    return Err(Leak::File(Path::new("objects/info").join(file)).into());
                 }
             }
-            _ => return Err(Leak::Loose(name).into()),
+            _ => return Err(Leak::Loose(PathBuf::from(name)).into()),
         }
     }
     let wanted: HashSet<&str> = linked.iter().map(String::as_str).collect();
@@ -944,7 +944,7 @@ fn store_entries(objects: &Path, linked: &[String]) -> Result<u64, StoreError> {
                 indexes += 1;
                 entries += pack_index_count(&objects.join("pack").join(&name))?;
             }
-            _ => return Err(Leak::Pack(name).into()),
+            _ => return Err(Leak::Pack(PathBuf::from(name)).into()),
         }
     }
     if packs != wanted.len() || indexes != wanted.len() {

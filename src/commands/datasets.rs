@@ -1,11 +1,10 @@
 //! `onebash datasets`: the names onebash knows datasets by (each a Hub id
-//! and a split, `dataset::ALIASES`), what each is, and where datasets are
+//! and a split, `task::datasets`), what each is, and where datasets are
 //! cached. A name goes wherever a task file does: `onebash run NAME`.
 
 use std::fmt::Write as _;
 
 use crate::cli::DatasetsArgs;
-use crate::dataset::ALIASES;
 
 /// The table to print.
 pub(crate) fn list(args: &DatasetsArgs) -> String {
@@ -13,14 +12,15 @@ pub(crate) fn list(args: &DatasetsArgs) -> String {
         .cache_dir
         .clone()
         .unwrap_or_else(crate::config::default_cache_dir);
-    let width = ALIASES.iter().map(|a| a.name.len()).max().unwrap_or(0);
-    let hub_width = ALIASES
+    let aliases = crate::task::datasets();
+    let width = aliases.iter().map(|a| a.name.len()).max().unwrap_or(0);
+    let hub_width = aliases
         .iter()
         .map(|a| a.repo.len() + a.split.len() + 4)
         .max()
         .unwrap_or(0);
     let mut out = String::new();
-    for alias in ALIASES {
+    for alias in &aliases {
         let hub = format!("hf:{}:{}", alias.repo, alias.split);
         let _ = writeln!(
             out,
@@ -47,8 +47,9 @@ mod tests {
         let text = list(&DatasetsArgs {
             cache_dir: Some("/tmp/c".into()),
         });
-        assert_eq!(ALIASES.len(), 8);
-        for alias in ALIASES {
+        let aliases = crate::task::datasets();
+        assert_eq!(aliases.len(), 8);
+        for alias in aliases {
             let line = text
                 .lines()
                 .find(|line| line.starts_with(&format!("{} ", alias.name)))

@@ -19,11 +19,16 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
         // The arguments are checked first; only then is the machine looked
         // at (bwrap run once, cgroups found), still before the runtime.
         Command::Run(args) if args.dry_run => {
-            let config = RunConfig::from_args(&args, secrets)?;
-            printed(crate::commands::dry_run::dry_run(&config)?)
+            let config = RunConfig::from_options(&args.options(), secrets)?;
+            // Every failed check is in the plan; the code is the most
+            // serious one's.
+            let dry = crate::commands::dry_run::dry_run(&config);
+            print!("{}", dry.text);
+            Ok(dry.code)
         }
         Command::Run(args) => {
-            let config = RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?;
+            let config =
+                RunConfig::from_options(&args.options(), secrets).and_then(RunConfig::probe)?;
             for warning in &config.warnings {
                 eprintln!("warning: {warning}");
             }

@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::{DoctorFormat, EnvKind, PullPolicy};
+use crate::cli::DoctorFormat;
 use crate::commands::error::{EXIT_OK, EXIT_TASK_ERRORS};
 use crate::config::probe::{ProbeError, Probed};
+use crate::env::{EnvKind, PullPolicy};
 use crate::sys::limits::{Limits, Mechanism};
 use crate::sys::sandbox::SandboxMode;
 

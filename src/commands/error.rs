@@ -55,10 +55,9 @@ pub enum CommandError {
     /// `show` cannot find or read the trajectory it was asked for.
     #[error(transparent)]
     Show(#[from] ShowError),
-    /// `validate` refused its input, in its words (clap's message for the
-    /// command line validate builds).
-    #[error("{0}")]
-    Input(String),
+    /// `validate` refused its input.
+    #[error(transparent)]
+    Validate(#[from] ValidateError),
     /// A run (or validate's) failed after its checks passed: its run
     /// folder could not be written, a `replay:` run folder could not be
     /// read. The causes follow, joined by `: `, each once ([`chain`]).
@@ -87,6 +86,26 @@ fn chain(err: &anyhow::Error) -> String {
     text
 }
 
+/// Why validate refused its input before anything ran.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// clap refused the `run` command line validate built from its own.
+    #[error("{}", without_error_prefix(.0))]
+    Args(#[source] clap::Error),
+    #[error("internal error: validate built a command that is not `run`")]
+    NotRun,
+    #[error(
+        "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`"
+    )]
+    DryRun,
+}
+
+/// clap's message without its own `error: `: main adds one.
+fn without_error_prefix(err: &clap::Error) -> String {
+    let text = err.to_string();
+    text.strip_prefix("error: ").unwrap_or(&text).to_owned()
+}
+
 impl CommandError {
     /// The exit code docs/exit-codes.md gives this failure: 2 when the
     /// input was refused before anything ran, 1 when a run started and
@@ -105,7 +124,7 @@ impl CommandError {
             | CommandError::Show(_)
             | CommandError::Man(_)
             | CommandError::Regrade(_)
-            | CommandError::Input(_) => EXIT_USAGE,
+            | CommandError::Validate(_) => EXIT_USAGE,
             CommandError::Run(_) | CommandError::Runtime(_) => EXIT_TASK_ERRORS,
         }
     }
@@ -157,9 +176,9 @@ mod tests {
                 "failed to create the man page folder man/man1: Permission denied",
             ),
             (
-                CommandError::Input("no such trajectory".into()),
+                ValidateError::NotRun.into(),
                 2,
-                "no such trajectory",
+                "internal error: validate built a command that is not `run`",
             ),
             (
                 CommandError::Run(

@@ -22,10 +22,52 @@ use crate::task::TaskId;
 /// Why the runs cannot be merged: bad input, exit code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
-    /// The runs do not fit together (their settings, their rows, a torn
-    /// results.csv), or OUT_DIR is taken.
-    #[error("{0}")]
-    Refused(String),
+    #[error(
+        "the merged run folder {} exists and is not empty\nhint: choose a new OUT_DIR",
+        out.display()
+    )]
+    OutTaken { out: PathBuf },
+    /// Two runs whose fingerprints differ: `differences` one line each.
+    #[error(
+        "refusing to merge {} with {}: their settings differ:\n{}",
+        run.display(),
+        first.display(),
+        differences.join("\n")
+    )]
+    Settings {
+        run: PathBuf,
+        first: PathBuf,
+        differences: Vec<String>,
+    },
+    #[error(
+        "{} ends in a torn row (the run was killed)\nhint: finish it first with `onebash run ... -o {} --resume`",
+        csv.display(),
+        run.display()
+    )]
+    Torn { csv: PathBuf, run: PathBuf },
+    #[error(
+        "{task} epoch {epoch} is in both {} and {}: the shards overlap",
+        first.display(),
+        run.display()
+    )]
+    Overlap {
+        task: TaskId,
+        epoch: u32,
+        first: PathBuf,
+        run: PathBuf,
+    },
+    #[error("no run folder to merge")]
+    NoRuns,
+    /// A task folder's file that the copy would write over.
+    #[error("{} would overwrite {}: the shards overlap", from.display(), to.display())]
+    Overwrite { from: PathBuf, to: PathBuf },
+    /// A file or folder of the task folders being copied.
+    #[error("failed to {action} {}: {source}", path.display())]
+    Copy {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A run folder, or a file in one, that cannot be read or written.
     #[error(transparent)]
     Folder(#[from] RunFolderError),
@@ -33,10 +75,9 @@ pub enum MergeError {
 
 pub(crate) fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
     if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
-        return Err(MergeError::Refused(format!(
-            "the merged run folder {} exists and is not empty\nhint: choose a new OUT_DIR",
-            out.display()
-        )));
+        return Err(MergeError::OutTaken {
+            out: out.to_owned(),
+        });
     }
     let mut first: Option<(PathBuf, RunManifest)> = None;
     let mut rows: Vec<ResultRow> = Vec::new();
@@ -52,39 +93,36 @@ pub(crate) fn merge(out: &Path, runs: &[PathBuf]) -> Result<usize, MergeError> {
                 let differences =
                     compare_fingerprints(&first_manifest.fingerprint, &manifest.fingerprint);
                 if !differences.is_empty() {
-                    return Err(MergeError::Refused(format!(
-                        "refusing to merge {} with {}: their settings differ:\n{}",
-                        run.display(),
-                        first_run.display(),
-                        differences.join("\n")
-                    )));
+                    return Err(MergeError::Settings {
+                        run: run.clone(),
+                        first: first_run.clone(),
+                        differences,
+                    });
                 }
             }
         }
         let read = read_rows(&folder.results_csv())?;
         if read.torn_at.is_some() {
-            return Err(MergeError::Refused(format!(
-                "{} ends in a torn row (the run was killed)\nhint: finish it first with `onebash run ... -o {} --resume`",
-                folder.results_csv().display(),
-                run.display()
-            )));
+            return Err(MergeError::Torn {
+                csv: folder.results_csv(),
+                run: run.clone(),
+            });
         }
         for row in read.rows {
             let key = (row.task_id.clone(), row.epoch);
             if let Some(other) = owner.insert(key, run) {
-                return Err(MergeError::Refused(format!(
-                    "{} epoch {} is in both {} and {}: the shards overlap",
-                    row.task_id,
-                    row.epoch,
-                    other.display(),
-                    run.display()
-                )));
+                return Err(MergeError::Overlap {
+                    task: row.task_id.clone(),
+                    epoch: row.epoch,
+                    first: other.to_owned(),
+                    run: run.clone(),
+                });
             }
             rows.push(row);
         }
     }
     let Some((_, first)) = first else {
-        return Err(MergeError::Refused("no run folder to merge".to_owned()));
+        return Err(MergeError::NoRuns);
     };
 
     // The settings are the first shard's, less what was its own.
@@ -167,32 +205,34 @@ impl ShardSettings {
     }
 }
 
-fn io_error(path: &Path, err: std::io::Error) -> MergeError {
-    MergeError::Refused(format!("failed to write {}: {err}", path.display()))
+/// `Copy` of `path`, for `map_err`.
+fn copy_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> MergeError {
+    let path = path.to_owned();
+    move |source| MergeError::Copy {
+        action,
+        path,
+        source,
+    }
 }
 
 /// Copies a folder tree; refuses to overwrite a file (the shards' task
 /// folders never overlap once their rows do not).
 fn copy_tree(from: &Path, to: &Path) -> Result<(), MergeError> {
-    std::fs::create_dir_all(to).map_err(|err| io_error(to, err))?;
-    let entries = std::fs::read_dir(from)
-        .map_err(|err| MergeError::Refused(format!("failed to read {}: {err}", from.display())))?;
+    std::fs::create_dir_all(to).map_err(copy_error("write", to))?;
+    let entries = std::fs::read_dir(from).map_err(copy_error("read", from))?;
     for entry in entries {
-        let entry = entry.map_err(|err| {
-            MergeError::Refused(format!("failed to read {}: {err}", from.display()))
-        })?;
+        let entry = entry.map_err(copy_error("read", from))?;
         let source = entry.path();
         let target = to.join(entry.file_name());
         if source.is_dir() {
             copy_tree(&source, &target)?;
         } else if target.exists() {
-            return Err(MergeError::Refused(format!(
-                "{} would overwrite {}: the shards overlap",
-                source.display(),
-                target.display()
-            )));
+            return Err(MergeError::Overwrite {
+                from: source,
+                to: target,
+            });
         } else {
-            std::fs::copy(&source, &target).map_err(|err| io_error(&target, err))?;
+            std::fs::copy(&source, &target).map_err(copy_error("write", &target))?;
         }
     }
     Ok(())

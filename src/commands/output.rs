@@ -2,8 +2,8 @@
 //! chooses how a report or a comparison is given. JSON is the type as
 //! serde writes it; text and markdown are the command file's `render`
 //! (`commands::report`, `commands::compare`); html is the page writers'
-//! (`commands::html`); swebench is SWE-bench's run summary
-//! (`commands::report::swebench`), report's only. With `--output` (always for html) the result goes
+//! (`commands::html`); the benchmark's run summary
+//! (`commands::report::harness_summary`) is report's only. With `--output` (always for html) the result goes
 //! to a file and the path is what is printed.
 //!
 //! It sits above both sides so that neither imports the other's way up:
@@ -32,8 +32,8 @@ pub enum OutputError {
     /// The page writers' (`commands::html`) own error, which names the file.
     #[error(transparent)]
     Page(#[from] html::HtmlError),
-    /// `--format swebench` of a command that has no such summary.
-    #[error("--format swebench is report's only: it is SWE-bench's summary of one run")]
+    /// The benchmark's run summary asked of a command that has none.
+    #[error("{}", crate::grade::run_report::ONLY_FOR_REPORT)]
     NotForCompare,
 }
 
@@ -74,8 +74,8 @@ pub(crate) fn report(run: &Path, request: &ReportRequest<'_>) -> Result<String, 
         Format::Json => serde_json::to_string_pretty(&rows_report()?)? + "\n",
         Format::Text => report::render(&rows_report()?, false),
         Format::Markdown => report::render(&rows_report()?, true),
-        Format::Swebench => {
-            report::swebench::build(&folder, &read.rows, manifest.as_ref(), epoch).to_json()
+        Format::BenchmarkReport => {
+            report::harness_summary::build(&folder, &read.rows, manifest.as_ref(), epoch).to_json()
         }
         Format::Html => {
             let page = output.map_or_else(|| run.join("report.html"), Path::to_owned);
@@ -105,7 +105,7 @@ pub(crate) fn compare(
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
         Format::Text => compare::render(&comparison, false),
         Format::Markdown => compare::render(&comparison, true),
-        Format::Swebench => return Err(OutputError::NotForCompare),
+        Format::BenchmarkReport => return Err(OutputError::NotForCompare),
         Format::Html => {
             let page = output.map_or_else(html::default_compare_page, Path::to_owned);
             return write_output(&page, &html::compare_page(&comparison));

@@ -17,7 +17,7 @@ use regex::Regex;
 use crate::cli::{EnvKind, PullArgs};
 use crate::config::Secrets;
 use crate::config::source::{DatasetContext, SourceError};
-use crate::task::LoadOptions;
+use crate::task::{LoadOptions, Pull, TaskSpec};
 
 /// Why the images could not be made ready: exit code 2 (3 for a dataset
 /// whose Hub cannot be reached, as for run).
@@ -27,6 +27,14 @@ pub enum PullError {
     Source(#[from] SourceError),
     #[error("{0}")]
     Other(String),
+}
+
+/// Why `pull` has nothing to pull for `task`, as its benchmark says.
+fn refusal(task: &TaskSpec) -> Option<String> {
+    match task.benchmark.pull(task.id.as_str()) {
+        Pull::Refused(why) => Some(why),
+        Pull::Image => None,
+    }
 }
 
 /// Makes the images ready; what to print on success.
@@ -50,13 +58,10 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
     for warning in &file.warnings {
         eprintln!("warning: {warning}");
     }
-    // `load` reads Harbor folders too (a run takes them); their images are
-    // built from environment/ when a task starts, not pulled.
-    if let Some(task) = file.tasks.iter().find(|t| t.harbor.is_some()) {
-        return Err(PullError::Other(format!(
-            "{} is a Harbor task: its image is built from its environment/ when it runs, so there is nothing to pull",
-            task.id
-        )));
+    // `load` reads every task a run takes; some have no image to pull
+    // (their benchmark says why).
+    if let Some(refused) = file.tasks.iter().find_map(refusal) {
+        return Err(PullError::Other(refused));
     }
     let filter = args
         .filter

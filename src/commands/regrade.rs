@@ -31,17 +31,17 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::manifest::RunManifest;
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::grade::testlog::{PerTestVerdict, TestResults};
-use crate::run_folder::trajectory::{CommandRecord, Event, read_trajectory};
+use crate::run_folder::trajectory::{CommandRecord, Event, ReadError, read_trajectory};
 use crate::run_folder::{
     ResultRow, RunFolder, RunFolderError, Status, one_line, read_rows, replace_rows,
     write_atomically, write_predictions, write_rows_atomically,
 };
 use crate::runner::report_json;
-use crate::runner::test_run::{decide, reads_junit};
+use crate::runner::test_run::{GradeError, decide, reads_junit};
 use crate::sys::lock::FileLock;
-use crate::task::TaskSpec;
+use crate::task::{LineError, TaskSpec};
 
 /// Why a run folder cannot be regraded at all: exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -251,64 +251,83 @@ struct Again {
     why: Option<String>,
 }
 
+/// Why one row cannot be regraded: the row is kept as it was and named.
+#[derive(Debug, thiserror::Error)]
+enum RowError {
+    #[error(transparent)]
+    Trajectory(#[from] ReadError),
+    #[error("{} has no header", .0.display())]
+    NoHeader(PathBuf),
+    #[error("the task in the header of {} cannot be read: {source}", path.display())]
+    Header {
+        path: PathBuf,
+        #[source]
+        source: LineError,
+    },
+    /// The run graded it by a recipe this onebash cannot build: the
+    /// benchmark's words.
+    #[error("{0}")]
+    Recipe(String),
+    #[error(
+        "failed to read {}: {source}; hint: the test log is what is graded, restore it from a copy of the run",
+        path.display()
+    )]
+    TestLog {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read {}: {source}", path.display())]
+    Saved {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read {}: {source}", path.display())]
+    SavedJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} holds no statuses", .0.display())]
+    NoStatuses(PathBuf),
+    #[error("{}: {name} has no status: {status}", path.display())]
+    NoStatus {
+        path: PathBuf,
+        name: String,
+        status: Value,
+    },
+}
+
+/// What the run saved of a row's tests: the task read back from its
+/// trajectory's header, the tests' record with test.log's output, whether
+/// a recipe graded it, and whether the patch SWE-bench grades was empty.
+struct Saved {
+    task: TaskSpec,
+    record: CommandRecord,
+    model_patch_empty: bool,
+}
+
 /// The row of `row`'s (task, epoch) graded again; `None` when it has no
-/// test results to grade (no `test` event, or a Harbor task's reward).
+/// test results to grade (no `test` event, or a reward decided it).
 fn regrade_row(
     folder: &RunFolder,
     row: &ResultRow,
     rules: Option<Rules>,
     junit: bool,
     warning: &mut Option<String>,
-) -> Result<Option<Again>, String> {
+) -> Result<Option<Again>, RowError> {
     let (id, epoch) = (&row.task_id, row.epoch);
     if row.reward.is_some() {
         return Ok(None);
     }
-    let path = folder.trajectory(id, epoch);
-    let events = read_trajectory(&path).map_err(|err| err.to_string())?;
-    let header = events.iter().find_map(|event| match event {
-        Event::Header { task, .. } => Some(task),
-        _ => None,
-    });
-    let test = events.iter().find_map(|event| match event {
-        Event::Test {
-            record,
-            graded_by_recipe,
-            model_patch_empty,
-            ..
-        } => Some((record, *graded_by_recipe, *model_patch_empty)),
-        _ => None,
-    });
-    let Some((record, recipe, model_patch_empty)) = test else {
+    let Some(Saved {
+        task,
+        record,
+        model_patch_empty,
+    }) = saved_tests(folder, row, warning)?
+    else {
         return Ok(None);
-    };
-    let Some(task) = header else {
-        return Err(format!("{} has no header", path.display()));
-    };
-    let (task, doubt) = TaskSpec::from_header(task, recipe).map_err(|err| {
-        format!(
-            "the task in the header of {} cannot be read: {err}",
-            path.display()
-        )
-    })?;
-    *warning = doubt;
-    if let Some(Err(err)) = &task.swebench
-        && recipe == Some(true)
-    {
-        return Err(format!(
-            "the run graded it by SWE-bench's recipe, which this onebash cannot build: {err}"
-        ));
-    }
-    let log_path = folder.test_log(id, epoch);
-    let log = std::fs::read(&log_path).map_err(|err| {
-        format!(
-            "failed to read {}: {err}; hint: the test log is what is graded, restore it from a copy of the run",
-            log_path.display()
-        )
-    })?;
-    let record = CommandRecord {
-        output: String::from_utf8_lossy(&log).into_owned(),
-        ..record.clone()
     };
     let statuses = if junit && reads_junit(&task) {
         Some(saved_statuses(&folder.tests_json(id, epoch))?)
@@ -317,10 +336,6 @@ fn regrade_row(
     };
     let rules = task.rules(rules);
     let mut again = row.clone();
-    // The patch SWE-bench grades: as the run recorded it, else patch.diff.
-    let model_patch_empty = model_patch_empty.unwrap_or_else(|| {
-        std::fs::metadata(folder.patch_diff(id, epoch)).map_or(true, |meta| meta.len() == 0)
-    });
     match grade_again(&task, rules, &record, statuses, model_patch_empty) {
         Ok(graded) => {
             again.passed = graded.passed;
@@ -338,6 +353,7 @@ fn regrade_row(
         }
         Err(error) => {
             // As in the run: tests that give no verdict are the row's error.
+            let error = error.to_string();
             again.passed = false;
             again.status = Status::Error;
             if !again.error.contains(&error) {
@@ -357,14 +373,75 @@ fn regrade_row(
     }
 }
 
+/// What the run saved of `row`'s tests; `None` when they did not run (no
+/// `test` event). A doubt about how the run graded it goes to `warning`.
+fn saved_tests(
+    folder: &RunFolder,
+    row: &ResultRow,
+    warning: &mut Option<String>,
+) -> Result<Option<Saved>, RowError> {
+    let (id, epoch) = (&row.task_id, row.epoch);
+    let path = folder.trajectory(id, epoch);
+    let events = read_trajectory(&path)?;
+    let header = events.iter().find_map(|event| match event {
+        Event::Header { task, .. } => Some(task),
+        _ => None,
+    });
+    let test = events.iter().find_map(|event| match event {
+        Event::Test {
+            record,
+            graded_by_recipe,
+            model_patch_empty,
+            ..
+        } => Some((record, *graded_by_recipe, *model_patch_empty)),
+        _ => None,
+    });
+    let Some((record, recipe, model_patch_empty)) = test else {
+        return Ok(None);
+    };
+    let Some(task) = header else {
+        return Err(RowError::NoHeader(path));
+    };
+    let (task, doubt) =
+        TaskSpec::from_header(task, recipe).map_err(|source| RowError::Header { path, source })?;
+    *warning = doubt;
+    if recipe == Some(true)
+        && let Some(why) = task.benchmark.cannot_regrade()
+    {
+        return Err(RowError::Recipe(why));
+    }
+    let log_path = folder.test_log(id, epoch);
+    let log = std::fs::read(&log_path).map_err(|source| RowError::TestLog {
+        path: log_path,
+        source,
+    })?;
+    let record = CommandRecord {
+        output: String::from_utf8_lossy(&log).into_owned(),
+        ..record.clone()
+    };
+    // The patch SWE-bench grades: as the run recorded it, else patch.diff.
+    let model_patch_empty = model_patch_empty.unwrap_or_else(|| {
+        std::fs::metadata(folder.patch_diff(id, epoch)).map_or(true, |meta| meta.len() == 0)
+    });
+    Ok(Some(Saved {
+        task,
+        record,
+        model_patch_empty,
+    }))
+}
+
 /// The statuses a JUnit file gave in the run, as tests.json saved them.
-fn saved_statuses(path: &Path) -> Result<TestResults, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
-    let saved: Value = serde_json::from_str(&text)
-        .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+fn saved_statuses(path: &Path) -> Result<TestResults, RowError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RowError::Saved {
+        path: path.to_owned(),
+        source,
+    })?;
+    let saved: Value = serde_json::from_str(&text).map_err(|source| RowError::SavedJson {
+        path: path.to_owned(),
+        source,
+    })?;
     let Some(Value::Object(statuses)) = saved.get("statuses") else {
-        return Err(format!("{} holds no statuses", path.display()));
+        return Err(RowError::NoStatuses(path.to_owned()));
     };
     statuses
         .iter()
@@ -372,10 +449,11 @@ fn saved_statuses(path: &Path) -> Result<TestResults, String> {
             let word = status.as_str().unwrap_or_default();
             match crate::grade::testlog::status_word(word) {
                 Some(status) => Ok((name.clone(), status)),
-                None => Err(format!(
-                    "{}: {name} has no status: {status}",
-                    path.display()
-                )),
+                None => Err(RowError::NoStatus {
+                    path: path.to_owned(),
+                    name: name.clone(),
+                    status: status.clone(),
+                }),
             }
         })
         .collect()
@@ -397,8 +475,8 @@ fn grade_again(
     record: &CommandRecord,
     statuses: Option<TestResults>,
     model_patch_empty: bool,
-) -> Result<Graded, String> {
-    let decision = decide(task, rules, record, statuses).map_err(|err| err.to_string())?;
+) -> Result<Graded, GradeError> {
+    let decision = decide(task, rules, record, statuses)?;
     let tests_json = decision
         .tests_json()
         .map(|value| serde_json::to_string_pretty(&value).unwrap_or_default());

@@ -1,5 +1,5 @@
-//! `onebash run`: wires the pieces of a run together. Builds the model
-//! client and the run folder, starts the runner, feeds its events to the
+//! `onebash run`: wires the pieces of a run together. Gets the model's
+//! client (`ModelChoice::client`), makes the run folder, starts the runner, feeds its events to the
 //! progress display and the results writer, handles Ctrl-C, and prints the
 //! summary. Returns the exit code docs/exit-codes.md promises.
 //! [`run_with`] calls the stages in order, one function each.
@@ -11,22 +11,15 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::agent::ModelClient;
-use crate::agent::anthropic::AnthropicClient;
-use crate::agent::model::{Protocol, REFUSALS_TO_STOP};
-use crate::agent::openai::OpenAiClient;
-use crate::agent::replay::ReplayStore;
-use crate::agent::responses::ResponsesClient;
-use crate::agent::retry::{Gate, RetryPolicy};
+use crate::agent::model::REFUSALS_TO_STOP;
 use crate::agent::types::ModelError;
 use crate::checkout::RepoCache;
-use crate::cli::Provider;
 use crate::commands::error::{
     EXIT_API_REFUSED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TASK_ERRORS, EXIT_USAGE,
 };
+use crate::config::RunConfig;
 use crate::config::manifest::RunManifest;
-use crate::config::{ModelChoice, RunConfig};
 use crate::events::{Cancel, CancelHandle, EventSink, RunEvent};
-use crate::grade::swebench::Rules;
 use crate::run_folder::{
     ExitReason, ResultRow, ResultsWriter, RowSink, RunFolder, RunFolderError, Status,
     write_predictions,
@@ -46,7 +39,7 @@ pub(crate) async fn run(config: RunConfig) -> anyhow::Result<i32> {
 /// the run before anything is written, the run folder and the work to do,
 /// the tasks themselves, and the summary with the exit code.
 pub(crate) async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::Result<i32> {
-    let client = model_client(&config.model, config.grading)?;
+    let client = config.model.client(config.grading)?;
     let folder = RunFolder::at(&config.out_dir);
     if let Some(code) = refuse_early(&folder, &config, &client).await {
         return Ok(code);
@@ -67,45 +60,6 @@ pub(crate) async fn run_with(config: RunConfig, print_summary: bool) -> anyhow::
     let code = finish(&ctx, manifest, executed, print_summary);
     drop(lock);
     code
-}
-
-/// The client of the model the run asks: an API behind its retries, gate
-/// and price, or one that needs no API (oracle, noop, a replay).
-fn model_client(model: &ModelChoice, grading: Option<Rules>) -> anyhow::Result<ModelClient> {
-    Ok(match model {
-        ModelChoice::Oracle { .. } => ModelClient::oracle(),
-        ModelChoice::Predictions { file, .. } => {
-            ModelClient::predictions(Arc::clone(file), grading)
-        }
-        ModelChoice::Noop => ModelClient::noop(),
-        ModelChoice::Replay { run_dir, .. } => {
-            let store = ReplayStore::open(run_dir)?;
-            ModelClient::replay(store)
-        }
-        ModelChoice::Api(api) => {
-            let (url, name, key, request) = (
-                &api.base_url,
-                &api.name,
-                api.api_key.clone(),
-                api.request.clone(),
-            );
-            let protocol = match api.provider {
-                Provider::Openai => Protocol::OpenAi(OpenAiClient::new(url, name, key, request)?),
-                Provider::Anthropic => {
-                    Protocol::Anthropic(AnthropicClient::new(url, name, key, request)?)
-                }
-                Provider::OpenaiResponses => {
-                    Protocol::Responses(ResponsesClient::new(url, name, key, request)?)
-                }
-            };
-            ModelClient::new(
-                protocol,
-                RetryPolicy::new(api.max_retries, api.retry_delay),
-                Gate::new(api.max_connections),
-                api.price,
-            )
-        }
-    })
 }
 
 /// What refuses the run before anything is written, with its exit code
@@ -570,7 +524,7 @@ impl Summary {
 }
 
 /// What a user can do about an API that refused the run.
-fn refusal_hint(err: &ModelError) -> &'static str {
+pub(crate) fn refusal_hint(err: &ModelError) -> &'static str {
     match err.status() {
         Some(401 | 403) => {
             "check the API key (--api-key-env names the variable it is read from) and that it may use this model"

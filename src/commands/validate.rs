@@ -16,7 +16,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::cli::{Cli, Command};
-use crate::commands::error::{CommandError, EXIT_INTERRUPTED};
+use crate::commands::error::{CommandError, EXIT_INTERRUPTED, ValidateError};
 use crate::commands::run::run_with;
 use crate::config::RunConfig;
 use crate::run_folder::ExitReason;
@@ -59,21 +59,14 @@ pub(crate) fn configs(
         ];
         argv.extend(extra.iter().cloned());
         // clap's message starts with its own `error: `, and main adds one.
-        let cli = Cli::try_parse_from(&argv).map_err(|err| {
-            let text = err.to_string();
-            CommandError::Input(text.strip_prefix("error: ").unwrap_or(&text).to_owned())
-        })?;
+        let cli = Cli::try_parse_from(&argv).map_err(ValidateError::Args)?;
         let Command::Run(args) = cli.command else {
-            return Err(CommandError::Input(
-                "internal error: validate built a command that is not `run`".to_owned(),
-            ));
+            return Err(ValidateError::NotRun.into());
         };
         if args.dry_run {
-            return Err(CommandError::Input(
-                "--dry-run is run's: validate runs its tasks\nhint: check the tasks with `onebash run TASKS -m oracle --dry-run`".to_owned(),
-            ));
+            return Err(ValidateError::DryRun.into());
         }
-        configs.push(RunConfig::from_args(&args, secrets).and_then(RunConfig::probe)?);
+        configs.push(RunConfig::from_options(&args.options(), secrets).and_then(RunConfig::probe)?);
     }
     Ok(configs)
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::cli::Provider;
+use crate::agent::provider::Provider;
 use crate::config::{RunConfig, Shard};
 use crate::run_folder::{RunFolder, RunFolderError};
 
@@ -111,7 +111,7 @@ impl ModelSettings {
 impl RunManifest {
     /// The rule set the run was graded by (`settings.grading`: `--grading`,
     /// or the one a regrade chose); `None` when each row's format decided.
-    pub(crate) fn grading(&self) -> Option<crate::grade::swebench::Rules> {
+    pub(crate) fn grading(&self) -> Option<crate::grade::Rules> {
         let value = self.settings.other.get("grading")?;
         serde_json::from_value(value.clone()).ok()
     }
@@ -124,6 +124,14 @@ impl RunManifest {
             source,
         })?;
         serde_json::from_str(&text).map_err(|source| RunFolderError::Json { path, source })
+    }
+
+    /// The provider of a recorded run, as its run.json names it (`None`:
+    /// no API, or a run from before providers): what a replay speaks.
+    pub(crate) fn recorded_provider(
+        folder: &RunFolder,
+    ) -> Result<Option<Provider>, RunFolderError> {
+        Ok(RunManifest::read(folder)?.settings.model.provider)
     }
 
     /// Writes a run folder's run.json whole, through a temporary file and a
@@ -186,37 +194,23 @@ impl RunManifest {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::config::RunOptions;
 
     /// run.json of the run in tests/fixtures/run, as the onebash before
     /// this type wrote it (built with `json!`).
     const GOLDEN: &str = include_str!("../../tests/fixtures/run/run.json");
 
-    /// A config as `onebash run ARGS` builds it, over a one-task file.
-    fn config(args: &[&str]) -> RunConfig {
+    /// A config as `onebash run TASKS -o OUT` and the options `with` sets
+    /// build it, over a one-task file.
+    fn config(model: &str, with: impl FnOnce(&mut RunOptions)) -> RunConfig {
         let dir = tempfile::tempdir().expect("tempdir");
         let tasks = dir.path().join("tasks.jsonl");
-        std::fs::write(
-            &tasks,
-            r#"{"id": "t", "repo": "/r", "base_commit": "HEAD", "problem_statement": "p", "test_command": "true", "gold_patch": "x"}"#,
-        )
-        .expect("write tasks");
-        let out = dir.path().join("out");
-        let argv = [
-            "onebash",
-            "run",
-            tasks.to_str().expect("a UTF-8 path"),
-            "-o",
-            out.to_str().expect("a UTF-8 path"),
-        ];
-        let cli = Cli::try_parse_from(argv.iter().chain(args)).expect("valid arguments");
-        let Command::Run(run) = cli.command else {
-            panic!("not a run");
-        };
-        RunConfig::from_args(&run, &crate::config::Secrets::default())
+        std::fs::write(&tasks, crate::config::options::TASK_LINE).expect("write tasks");
+        let mut options = RunOptions::defaults(&tasks, model);
+        options.out = Some(dir.path().join("out"));
+        with(&mut options);
+        RunConfig::from_options(&options, &crate::config::Secrets::default())
             .and_then(RunConfig::probe)
             .expect("a valid config")
     }
@@ -238,25 +232,25 @@ mod tests {
     /// readers type are where RunConfig puts them.
     #[test]
     fn settings_read_back_as_the_config_wrote_them() {
-        let api = [
-            "--model",
-            "claude-x",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            "http://127.0.0.1:9",
-            "--shard",
-            "1/2",
-        ];
+        let api = |options: &mut RunOptions| {
+            options.provider = Provider::Anthropic;
+            options.base_url = Some("http://127.0.0.1:9".to_owned());
+            options.shard = Some(Shard::parse("1/2").expect("a shard"));
+        };
         let replay = concat!("replay:", env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run");
-        let cases: [(&[&str], Option<Provider>); 4] = [
-            (&api, Some(Provider::Anthropic)),
-            (&["--model", "oracle"], None),
-            (&["--model", "noop"], None),
-            (&["--model", replay], None),
+        let cases: [(&str, Option<Provider>); 4] = [
+            ("claude-x", Some(Provider::Anthropic)),
+            ("oracle", None),
+            ("noop", None),
+            (replay, None),
         ];
-        for (args, provider) in cases {
-            let config = config(args);
+        for (model, provider) in cases {
+            let args = model;
+            let config = config(model, |options| {
+                if provider.is_some() {
+                    api(options);
+                }
+            });
             let manifest = RunManifest::starting(&config, "now".to_owned()).expect("manifest");
             let text = manifest.to_json_text().expect("serialize");
             let read: RunManifest = serde_json::from_slice(&text).expect("read back");

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::{EnvKind, PullPolicy};
-use crate::env::EnvError;
 use crate::env::container::Engine;
+use crate::env::oci::Readiness;
+use crate::env::{EnvError, EnvKind, PullPolicy};
 use crate::sys::limits::{Enforcement, LimitPlan, Limits, Mechanism};
 use crate::sys::sandbox::{Sandbox, SandboxError, SandboxMode};
 
@@ -116,14 +116,19 @@ impl Probed {
 }
 
 /// What `run --dry-run` finds: the probes a run makes, without pulling,
-/// fetching or unpacking an image.
-#[derive(Debug, Clone)]
+/// fetching or unpacking an image. A probe that fails does not stop the
+/// looking: the failure is kept and the rest is still looked at.
+#[derive(Debug)]
 pub(crate) struct Looked {
     /// The name a run would record (`bwrap`, `none`, the engine).
     pub sandbox_used: &'static str,
     /// Each image once, in the order tasks name them, and whether it is
-    /// there or would be pulled.
-    pub images: Vec<(String, crate::env::oci::Readiness)>,
+    /// there or would be pulled; `None` when it could not be checked (the
+    /// engine does not answer, it is missing under `--pull never`, its
+    /// registry failed, or an earlier image's registry did).
+    pub images: Vec<(String, Option<Readiness>)>,
+    /// The checks that failed, each the error the run would stop with.
+    pub failures: Vec<ProbeError>,
     pub warnings: Vec<String>,
 }
 
@@ -131,44 +136,128 @@ impl Probed {
     /// [`Probed::probe`]'s checks, images looked at and not made ready: the
     /// engine found and answering, each image in its store or (missing)
     /// named by its registry; `--env oci`'s images in the cache or named by
-    /// theirs; bwrap on the host. An error is the one the run would stop
-    /// with.
+    /// theirs; bwrap on the host. Every failure is kept in
+    /// [`Looked::failures`]; once a registry failed, no further image is
+    /// asked of one (with no network each would wait out its own timeout).
     pub(crate) fn look(
         mode: SandboxMode,
         hidden: &[PathBuf],
         (env_kind, images, pull): (EnvKind, &[String], PullPolicy),
         cache_dir: &Path,
-    ) -> Result<Looked, ProbeError> {
-        use crate::env::oci::Readiness;
-        let mut warnings = Vec::new();
-        let (sandbox_used, images) = match env_kind {
-            EnvKind::Podman | EnvKind::Docker => {
-                let (engine, to_pull) = Engine::look(env_kind, images, pull)?;
-                let mut states = Vec::new();
-                for image in images {
-                    if states.iter().any(|(seen, _)| seen == image) {
-                        continue;
-                    }
-                    let state = match (to_pull.contains(image), pull) {
-                        (false, _) => Readiness::Present,
-                        (true, PullPolicy::Always) => Readiness::ToPullAgain,
-                        (true, _) => crate::env::oci::look_in_registry(image)?,
-                    };
-                    states.push((image.clone(), state));
-                }
-                (engine.name(), states)
-            }
-            EnvKind::Oci => ("bwrap", crate::env::oci::look(cache_dir, images, pull)?),
-            EnvKind::Host => {
-                let (sandbox, warning) = Sandbox::choose(mode, hidden)?;
-                warnings.extend(warning);
-                (sandbox.name(), Vec::new())
-            }
+    ) -> Looked {
+        let mut looked = Looked {
+            sandbox_used: "none",
+            images: Vec::new(),
+            failures: Vec::new(),
+            warnings: Vec::new(),
         };
-        Ok(Looked {
-            sandbox_used,
-            images,
-            warnings,
-        })
+        let mut unique: Vec<&String> = Vec::new();
+        for image in images {
+            if !unique.contains(&image) {
+                unique.push(image);
+            }
+        }
+        match env_kind {
+            EnvKind::Podman | EnvKind::Docker => look_engine(&mut looked, env_kind, &unique, pull),
+            EnvKind::Oci => {
+                looked.sandbox_used = "bwrap";
+                let look = |name: &String, pull| {
+                    crate::env::oci::look(cache_dir, std::slice::from_ref(name), pull)
+                        .map(|mut states| states.pop().map(|(_, state)| state))
+                };
+                // What the cache holds needs no registry; `--pull always`
+                // asks again whatever it holds.
+                let local = |name: &String| match pull {
+                    PullPolicy::Always => None,
+                    _ => look(name, PullPolicy::Never).ok().flatten(),
+                };
+                let ask = |name: &String| {
+                    look(name, pull).map(|state| state.unwrap_or(Readiness::ToPullAgain))
+                };
+                look_each(
+                    &mut looked,
+                    &unique,
+                    (local, ask),
+                    pull == PullPolicy::Never,
+                );
+            }
+            EnvKind::Host => match Sandbox::choose(mode, hidden) {
+                Ok((sandbox, warning)) => {
+                    looked.warnings.extend(warning);
+                    looked.sandbox_used = sandbox.name();
+                }
+                Err(err) => {
+                    looked.sandbox_used = "bwrap";
+                    looked.failures.push(err.into());
+                }
+            },
+        }
+        looked
+    }
+}
+
+/// `--env podman|docker`: the engine answering, then each image in its
+/// store or named by its registry.
+fn look_engine(looked: &mut Looked, kind: EnvKind, unique: &[&String], pull: PullPolicy) {
+    looked.sandbox_used = kind.engine().unwrap_or("podman");
+    let owned: Vec<String> = unique.iter().map(|image| (*image).clone()).collect();
+    match Engine::look(kind, &owned, pull) {
+        Ok((_, to_pull)) => {
+            let local = |image: &String| match (to_pull.contains(image), pull) {
+                (false, _) => Some(Readiness::Present),
+                (true, PullPolicy::Always) => Some(Readiness::ToPullAgain),
+                (true, _) => None,
+            };
+            let ask = |image: &String| crate::env::oci::look_in_registry(image);
+            look_each(looked, unique, (local, ask), false);
+        }
+        // `--pull never`: the missing images are named in one error, the
+        // rest are there.
+        Err(EnvError::NotInStore { engine, images }) => {
+            looked.images = unique
+                .iter()
+                .map(|image| {
+                    let state = (!images.contains(image)).then_some(Readiness::Present);
+                    ((*image).clone(), state)
+                })
+                .collect();
+            looked
+                .failures
+                .push(EnvError::NotInStore { engine, images }.into());
+        }
+        // No engine to ask: no image is checked.
+        Err(err) => {
+            looked.images = unique
+                .iter()
+                .map(|image| ((*image).clone(), None))
+                .collect();
+            looked.failures.push(err.into());
+        }
+    }
+}
+
+/// Each image's state: what `local` knows without a network, else what
+/// `ask` finds (a registry). After the first failure of `ask` no image is
+/// asked any more, unless `ask_all` (it asks no network).
+fn look_each<L, A>(looked: &mut Looked, unique: &[&String], (local, ask): (L, A), ask_all: bool)
+where
+    L: Fn(&String) -> Option<Readiness>,
+    A: Fn(&String) -> Result<Readiness, EnvError>,
+{
+    let mut failed = false;
+    for image in unique {
+        let state = match local(image) {
+            Some(state) => Some(state),
+            None if failed && !ask_all => None,
+            None => match ask(image) {
+                Ok(state) => Some(state),
+                Err(err) => {
+                    failed = true;
+                    looked.failures.push(err.into());
+                    None
+                }
+            },
+        };
+        looked.images.push(((*image).clone(), state));
     }
 }

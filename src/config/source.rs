@@ -1,6 +1,6 @@
-//! Where a run's tasks come from: a JSONL task file, a folder of Harbor
-//! tasks, or a dataset on the Hugging Face Hub (`hf:OWNER/NAME`, or a name
-//! of `dataset::ALIASES`). One function, [`load`], for `run`, `validate`
+//! Where a run's tasks come from: a JSONL task file, a folder a benchmark
+//! reads (`task::load_path`), or a dataset on the Hugging Face Hub
+//! (`hf:OWNER/NAME`, or a short name of `task::datasets`). One function, [`load`], for `run`, `validate`
 //! and `pull`, so the three read the same tasks from the same argument.
 //!
 //! A dataset's rows go through the same checks as a task file's lines, each
@@ -16,12 +16,6 @@ use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings, RowError};
 use crate::task::{
     LineError, LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows,
 };
-
-/// SWE-bench's image of an instance, as its harness names it (and
-/// `grade::swebench::spec::image_name`): what a row of a SWE-bench alias
-/// runs in when it names no image and no `--image` is given.
-pub(crate) const SWEBENCH_IMAGE_TEMPLATE: &str =
-    r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#;
 
 /// The tasks of the argument, and what identifies them.
 #[derive(Debug)]
@@ -114,20 +108,22 @@ impl SourceError {
 }
 
 /// Reads the tasks `raw` names (see the module's comment); `options` as
-/// for a task file. A SWE-bench alias defaults `--image` to SWE-bench's
-/// image names.
+/// for a task file. A short name's dataset defaults `--image` to the
+/// image naming its benchmark declares.
 pub(crate) fn load(
     raw: &Path,
     options: &LoadOptions,
     context: &DatasetContext,
 ) -> Result<Loaded, SourceError> {
-    let reference = raw.to_str().and_then(DatasetRef::parse).transpose()?;
+    let known = crate::task::datasets();
+    let reference = raw
+        .to_str()
+        .and_then(|raw| DatasetRef::parse(raw, &known))
+        .transpose()?;
     let Some(reference) = reference else {
-        let TaskFile { tasks, sha256 } = if crate::task::harbor::is_task_folder(raw) {
-            // A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
-            crate::task::harbor::load(raw)?
-        } else {
-            load_tasks(raw, options)?
+        let TaskFile { tasks, sha256 } = match crate::task::load_path(raw) {
+            Some(loaded) => loaded?,
+            None => load_tasks(raw, options)?,
         };
         return Ok(Loaded {
             tasks,
@@ -145,8 +141,10 @@ pub(crate) fn load(
     }
     let dataset = crate::dataset::open(&asked, &settings)?;
     let mut options = options.clone();
-    if options.image.is_none() && reference.alias.is_some_and(|alias| alias.swebench) {
-        options.image = Some(SWEBENCH_IMAGE_TEMPLATE.to_owned());
+    if options.image.is_none()
+        && let Some(image) = reference.alias.and_then(|alias| alias.image)
+    {
+        options.image = Some(image.to_owned());
     }
     let tasks = tasks_of(&dataset, &typed, &options)?;
     Ok(Loaded {
@@ -177,10 +175,7 @@ fn tasks_of(
                 place,
                 why,
                 ..
-            }) => Some((
-                number,
-                Err(LineError::Unreadable(format!("{place}: {why}"))),
-            )),
+            }) => Some((number, Err(LineError::Unreadable { place, why }))),
             Err(error) => {
                 unreadable = Some(error);
                 None
@@ -225,7 +220,11 @@ pub(crate) fn pinned_by(out_dir: &Path, raw: &Path) -> Option<String> {
     let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let record: DatasetRecord =
         serde_json::from_value(manifest.get("settings")?.get("dataset")?.clone()).ok()?;
-    let reference = raw.to_str().and_then(DatasetRef::parse)?.ok()?;
+    let known = crate::task::datasets();
+    let reference = raw
+        .to_str()
+        .and_then(|raw| DatasetRef::parse(raw, &known))?
+        .ok()?;
     // Another dataset, or the same one at another revision, is not pinned:
     // the fingerprints then differ and the resume is refused as such.
     let asked = reference.revision.as_deref().unwrap_or("main");

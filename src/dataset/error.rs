@@ -6,13 +6,60 @@
 
 use std::path::PathBuf;
 
+/// The longest repo name the Hub takes (huggingface_hub's
+/// `validate_repo_id` allows 96 characters per part).
+pub(crate) const MAX_NAME: usize = 96;
+
+/// Why a reference is of a bad form (the text reads after "failed to read
+/// the dataset reference `RAW`: ").
+#[derive(Debug, thiserror::Error)]
+pub enum BadForm {
+    #[error("expected `@REVISION` or `:SPLIT` after the name")]
+    AfterName,
+    #[error("`{0}` is not OWNER/NAME (the dataset's page is huggingface.co/datasets/OWNER/NAME)")]
+    NotOwnerName(String),
+    #[error("`{0}` has more than one `/`: expected OWNER/NAME")]
+    Slashes(String),
+    #[error("the {what} in `{repo}` is empty: expected OWNER/NAME")]
+    EmptyPart { what: &'static str, repo: String },
+    #[error("the {what} in `{repo}` is longer than {MAX_NAME} characters")]
+    LongPart { what: &'static str, repo: String },
+    #[error("the {what} in `{repo}` has `{c}`: only letters, digits, `-`, `_` and `.` are allowed")]
+    RepoChar {
+        what: &'static str,
+        repo: String,
+        c: char,
+    },
+    #[error("the {what} in `{repo}` starts or ends with `-` or `.`, or has `--` or `..`")]
+    Edge { what: &'static str, repo: String },
+    #[error("the revision after `@` is empty")]
+    EmptyRevision,
+    #[error("the revision `{revision}` has `{}`", c.escape_default())]
+    RevisionChar { revision: String, c: char },
+    #[error("`{0}` is not a branch, tag or commit name")]
+    NotARef(String),
+    #[error("the split after `:` is empty")]
+    EmptySplit,
+    #[error(
+        "the split `{split}` has `{}`: only letters, digits, `_`, `-` and `.` are allowed",
+        c.escape_default()
+    )]
+    SplitChar { split: String, c: char },
+}
+
 /// Why a dataset could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     #[error(
-        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. hf:SWE-bench/SWE-bench_Lite@main:test"
+        "failed to read the dataset reference `{raw}`: {why}\nhint: write hf:OWNER/NAME[@REVISION][:SPLIT], e.g. {example}"
     )]
-    BadReference { raw: String, why: String },
+    BadReference {
+        raw: String,
+        #[source]
+        why: BadForm,
+        /// A reference of the right form (the first short name known).
+        example: String,
+    },
     /// No connection (refused, no such host, timed out), or the Hub kept
     /// failing (5xx, 429) through the retries, and nothing usable cached.
     #[error(
@@ -182,7 +229,35 @@ pub struct RowError {
     pub(crate) row: Option<usize>,
     /// The file, and where in it (`data/test.jsonl line 5`).
     pub(crate) place: String,
-    pub(crate) why: String,
+    pub(crate) why: RowFault,
+}
+
+/// What is wrong with a row, or with a file that cannot be read on.
+#[derive(Debug, thiserror::Error)]
+pub enum RowFault {
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("not a JSON array of objects: {0}")]
+    NotArray(#[source] serde_json::Error),
+    #[error("not a Parquet file: {0}")]
+    NotParquet(#[source] parquet::errors::ParquetError),
+    /// A compression this build of the `parquet` crate lacks.
+    #[error(
+        "the file is compressed with {codec}, which onebash is built without (it reads uncompressed, SNAPPY, GZIP, LZ4 and ZSTD Parquet files)"
+    )]
+    Codec { codec: &'static str },
+    #[error("cannot read: {0}")]
+    ParquetRow(#[source] parquet::errors::ParquetError),
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// A JSON value that is no object: `kind` says what it is.
+    #[error("not a JSON object but {kind}")]
+    NotObject { kind: &'static str },
 }
 
 fn located(row: Option<usize>, place: &str) -> String {
@@ -254,21 +329,21 @@ mod tests {
             dataset: "hf:o/n@abc:test".into(),
             row: Some(7),
             place: "data/test.jsonl line 2".into(),
-            why: "not an object".into(),
+            why: RowFault::NotObject { kind: "an array" },
         };
         assert_eq!(
             row.to_string(),
-            "failed to read hf:o/n@abc:test: row 7 (data/test.jsonl line 2): not an object"
+            "failed to read hf:o/n@abc:test: row 7 (data/test.jsonl line 2): not a JSON object but an array"
         );
         let file = RowError {
             dataset: "hf:o/n@abc:test".into(),
             row: None,
             place: "data/x.parquet".into(),
-            why: "bad magic".into(),
+            why: RowFault::Codec { codec: "LZO" },
         };
         assert_eq!(
             file.to_string(),
-            "failed to read hf:o/n@abc:test: data/x.parquet: bad magic"
+            "failed to read hf:o/n@abc:test: data/x.parquet: the file is compressed with LZO, which onebash is built without (it reads uncompressed, SNAPPY, GZIP, LZ4 and ZSTD Parquet files)"
         );
     }
 }

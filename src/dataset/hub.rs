@@ -238,7 +238,7 @@ impl<'a> Hub<'a> {
                 progress.finish();
                 return Ok(());
             }
-            let mut response = self.get(&url, Some(have), None).await?;
+            let response = self.get(&url, Some(have), None).await?;
             match response.status() {
                 StatusCode::PARTIAL_CONTENT if have > 0 && resumes_at(response.headers(), have) => {
                 }
@@ -260,36 +260,25 @@ impl<'a> Hub<'a> {
                 }
             }
             progress.set(have);
-            loop {
-                match response.chunk().await {
-                    Ok(Some(bytes)) => {
-                        out.write_all(&bytes).map_err(|err| io("write", err))?;
-                        have += bytes.len() as u64;
-                        progress.set(have);
-                        if have > file.size {
-                            return Err(self.bad_answer(
-                                &url,
-                                format!(
-                                    "{} is longer than the listing's {} bytes",
-                                    file.path, file.size
-                                ),
-                            ));
-                        }
-                    }
-                    Ok(None) if have == file.size => {
-                        progress.finish();
-                        return Ok(());
-                    }
-                    // Short: the server ended early; resume from here.
-                    Ok(None) => {
-                        last_cut = format!("the answer ended after {have} of {} bytes", file.size);
-                        break;
-                    }
-                    Err(err) => {
-                        last_cut = describe(err);
-                        break;
-                    }
+            match self
+                .append_body(
+                    response,
+                    (&mut out, partial),
+                    &mut have,
+                    file,
+                    &url,
+                    &progress,
+                )
+                .await?
+            {
+                Body::Whole => {
+                    progress.finish();
+                    return Ok(());
                 }
+                Body::Short => {
+                    last_cut = format!("the answer ended after {have} of {} bytes", file.size);
+                }
+                Body::Broke(err) => last_cut = describe(err),
             }
         }
         Err(DatasetError::Unreachable {
@@ -300,6 +289,48 @@ impl<'a> Hub<'a> {
                 file.path
             ),
         })
+    }
+
+    /// Appends the body of `response` to `out` (the file at `partial`,
+    /// holding `have` bytes of `file`) until it ends or breaks; a body
+    /// longer than the listing's size is refused.
+    async fn append_body(
+        &self,
+        mut response: reqwest::Response,
+        (out, partial): (&mut File, &Path),
+        have: &mut u64,
+        file: &TreeFile,
+        url: &str,
+        progress: &Progress,
+    ) -> Result<Body, DatasetError> {
+        loop {
+            match response.chunk().await {
+                Ok(Some(bytes)) => {
+                    out.write_all(&bytes)
+                        .map_err(|source| DatasetError::Cache {
+                            dataset: self.dataset.to_owned(),
+                            action: "write",
+                            path: partial.to_owned(),
+                            source,
+                        })?;
+                    *have += bytes.len() as u64;
+                    progress.set(*have);
+                    if *have > file.size {
+                        return Err(self.bad_answer(
+                            url,
+                            format!(
+                                "{} is longer than the listing's {} bytes",
+                                file.path, file.size
+                            ),
+                        ));
+                    }
+                }
+                Ok(None) if *have == file.size => return Ok(Body::Whole),
+                // Short: the server ended early; resume from here.
+                Ok(None) => return Ok(Body::Short),
+                Err(err) => return Ok(Body::Broke(err)),
+            }
+        }
     }
 
     /// A GET, tried again when no answer came or the answer was a 5xx or
@@ -574,6 +605,16 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// How one answer's body ended.
+enum Body {
+    /// The file is whole.
+    Whole,
+    /// The server ended the answer early.
+    Short,
+    /// The connection broke.
+    Broke(reqwest::Error),
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! read as rows of JSON fields. Below the task stage, which turns the rows
 //! into tasks; it depends on nothing of onebash but `sys` (its file lock).
 //!
-//! - reference.rs: [`DatasetRef`] and [`ALIASES`], telling a reference
-//!   from a path;
+//! - reference.rs: [`DatasetRef`] and [`Alias`], telling a reference
+//!   from a path (the short names are the benchmarks', given by `task/`);
 //! - settings.rs: [`HubSettings`], the endpoint, token and offline mode
 //!   from the environment;
 //! - open.rs: [`open`], which resolves the revision, finds the split's
@@ -30,7 +30,7 @@ mod splits;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use error::{DatasetError, RowError};
+pub(crate) use error::{DatasetError, RowError, RowFault};
 pub(crate) use open::{Dataset, open};
-pub(crate) use reference::{ALIASES, DatasetRef};
+pub(crate) use reference::{Alias, DatasetRef};
 pub(crate) use settings::HubSettings;

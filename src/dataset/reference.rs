@@ -1,6 +1,7 @@
 //! What names a dataset on the command line: `hf:OWNER/NAME[@REVISION][:SPLIT]`
-//! ([`DatasetRef`]), or one of onebash's short names ([`ALIASES`]) with the
-//! same optional `@REVISION` and `:SPLIT`.
+//! ([`DatasetRef`]), or a short name ([`Alias`], the list given by the
+//! caller: the benchmarks declare theirs) with the same optional
+//! `@REVISION` and `:SPLIT`.
 //!
 //! Owns telling a reference from a path and checking its form; it asks
 //! nothing of the Hub (whether the dataset, revision or split exists is
@@ -9,16 +10,14 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::dataset::error::DatasetError;
+use crate::dataset::error::{BadForm, DatasetError, MAX_NAME};
 
 /// The prefix that makes a task source a Hub dataset whatever files exist.
 const PREFIX: &str = "hf:";
 
-/// The longest repo name the Hub takes (huggingface_hub's
-/// `validate_repo_id` allows 96 characters per part).
-const MAX_NAME: usize = 96;
-
-/// A short name for a dataset onebash knows: its repo and usual split.
+/// A short name for a dataset: its repo and usual split. The names are
+/// the benchmarks' (`task/`, which declares them), passed to
+/// [`DatasetRef::parse`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Alias {
     pub(crate) name: &'static str,
@@ -26,73 +25,11 @@ pub(crate) struct Alias {
     pub(crate) repo: &'static str,
     /// The split read when the reference names none.
     pub(crate) split: &'static str,
-    /// Rows are SWE-bench instances: the caller defaults `--image` to
-    /// SWE-bench's image naming.
-    pub(crate) swebench: bool,
+    /// The image template of its rows when `--image` gives none.
+    pub(crate) image: Option<&'static str>,
     /// One line for `--help` and error hints.
     pub(crate) about: &'static str,
 }
-
-/// The datasets onebash knows by a short name. The repos are the
-/// SWE-bench organisation's (princeton-nlp's old names redirect there).
-pub(crate) const ALIASES: &[Alias] = &[
-    Alias {
-        name: "swe-bench-lite",
-        repo: "SWE-bench/SWE-bench_Lite",
-        split: "test",
-        swebench: true,
-        about: "SWE-bench Lite: 300 instances of SWE-bench (test split)",
-    },
-    Alias {
-        name: "swe-bench-verified",
-        repo: "SWE-bench/SWE-bench_Verified",
-        split: "test",
-        swebench: true,
-        about: "SWE-bench Verified: 500 instances checked by people (test split)",
-    },
-    Alias {
-        name: "swe-bench",
-        repo: "SWE-bench/SWE-bench",
-        split: "test",
-        swebench: true,
-        about: "SWE-bench: the full 2,294 instances (test split)",
-    },
-    Alias {
-        name: "swe-bench-multilingual",
-        repo: "SWE-bench/SWE-bench_Multilingual",
-        split: "test",
-        swebench: true,
-        about: "SWE-bench Multilingual: 300 instances in 9 languages (test split)",
-    },
-    Alias {
-        name: "swe-bench-multimodal",
-        repo: "SWE-bench/SWE-bench_Multimodal",
-        split: "dev",
-        swebench: true,
-        about: "SWE-bench Multimodal: 102 JavaScript instances with images (dev split: the test split's tests are withheld)",
-    },
-    Alias {
-        name: "swe-gym",
-        repo: "SWE-Gym/SWE-Gym",
-        split: "train",
-        swebench: false,
-        about: "SWE-Gym: 2,438 instances of 11 Python repos, SWE-bench's fields (train split; give --image)",
-    },
-    Alias {
-        name: "swe-bench-pro",
-        repo: "ScaleAI/SWE-bench_Pro",
-        split: "test",
-        swebench: false,
-        about: "SWE-bench Pro, the public set: 731 instances, images named by their rows (test split; give --test-command)",
-    },
-    Alias {
-        name: "multi-swe-bench",
-        repo: "ByteDance-Seed/Multi-SWE-bench",
-        split: "train",
-        swebench: false,
-        about: "Multi-SWE-bench: 1,632 instances in 7 languages, images named by their rows (its files form one split, train; give --test-command)",
-    },
-];
 
 /// A dataset on the Hub, by reference: the repo, the revision asked for
 /// (`None`: `main`) and the split (`None`: the dataset's only split, else
@@ -112,8 +49,13 @@ impl DatasetRef {
     /// counts only when no file or folder of that name exists, so a task
     /// file that happens to be called `swe-bench-lite` is still read;
     /// `hf:` always counts. An error for a reference of a bad form.
-    pub(crate) fn parse(raw: &str) -> Option<Result<DatasetRef, DatasetError>> {
-        DatasetRef::parse_with(raw, |path| path.exists())
+    /// `aliases` are the short names known; the first is the example of
+    /// the error's hint.
+    pub(crate) fn parse(
+        raw: &str,
+        aliases: &[&'static Alias],
+    ) -> Option<Result<DatasetRef, DatasetError>> {
+        DatasetRef::parse_with(raw, aliases, |path| path.exists())
     }
 
     /// [`DatasetRef::parse`] with the question "does this file exist"
@@ -121,23 +63,34 @@ impl DatasetRef {
     /// folder).
     fn parse_with(
         raw: &str,
+        aliases: &[&'static Alias],
         exists: impl Fn(&Path) -> bool,
     ) -> Option<Result<DatasetRef, DatasetError>> {
+        let bad = |why: BadForm| DatasetError::BadReference {
+            raw: raw.to_owned(),
+            why,
+            example: aliases.first().map_or_else(
+                || "hf:OWNER/NAME@main:test".to_owned(),
+                |a| format!("{PREFIX}{}@main:{}", a.repo, a.split),
+            ),
+        };
         if let Some(rest) = raw.strip_prefix(PREFIX) {
-            return Some(parse_hf(raw, rest));
+            return Some(parse_hf(rest).map_err(bad));
         }
         let name_end = raw.find(['@', ':']).unwrap_or(raw.len());
-        let alias = ALIASES.iter().find(|a| a.name == &raw[..name_end])?;
+        let alias = *aliases.iter().find(|a| a.name == &raw[..name_end])?;
         if exists(Path::new(raw)) {
             return None;
         }
         Some(
-            parse_tail(raw, &raw[name_end..]).map(|(revision, split)| DatasetRef {
-                repo: alias.repo.to_owned(),
-                revision,
-                split: split.or_else(|| Some(alias.split.to_owned())),
-                alias: Some(alias),
-            }),
+            parse_tail(&raw[name_end..])
+                .map(|(revision, split)| DatasetRef {
+                    repo: alias.repo.to_owned(),
+                    revision,
+                    split: split.or_else(|| Some(alias.split.to_owned())),
+                    alias: Some(alias),
+                })
+                .map_err(bad),
         )
     }
 
@@ -162,11 +115,12 @@ impl fmt::Display for DatasetRef {
     }
 }
 
-fn parse_hf(raw: &str, rest: &str) -> Result<DatasetRef, DatasetError> {
+/// The reference after `hf:`, or why it is of a bad form.
+fn parse_hf(rest: &str) -> Result<DatasetRef, BadForm> {
     let repo_end = rest.find(['@', ':']).unwrap_or(rest.len());
     let repo = &rest[..repo_end];
-    check_repo(repo).map_err(|why| bad(raw, why))?;
-    let (revision, split) = parse_tail(raw, &rest[repo_end..])?;
+    check_repo(repo)?;
+    let (revision, split) = parse_tail(&rest[repo_end..])?;
     Ok(DatasetRef {
         repo: repo.to_owned(),
         revision,
@@ -178,64 +132,48 @@ fn parse_hf(raw: &str, rest: &str) -> Result<DatasetRef, DatasetError> {
 /// `[@REVISION][:SPLIT]`. A revision may hold `/` (`refs/convert/parquet`,
 /// `refs/pr/1`) but never `:`, which git refuses in ref names; so the first
 /// `:` starts the split.
-fn parse_tail(raw: &str, tail: &str) -> Result<(Option<String>, Option<String>), DatasetError> {
+fn parse_tail(tail: &str) -> Result<(Option<String>, Option<String>), BadForm> {
     let (before, split) = match tail.split_once(':') {
         Some((before, split)) => (before, Some(split)),
         None => (tail, None),
     };
     let revision = match before.strip_prefix('@') {
         Some(revision) => {
-            check_revision(revision).map_err(|why| bad(raw, why))?;
+            check_revision(revision)?;
             Some(revision.to_owned())
         }
         None if before.is_empty() => None,
-        None => return Err(bad(raw, "expected `@REVISION` or `:SPLIT` after the name")),
+        None => return Err(BadForm::AfterName),
     };
     if let Some(split) = split {
-        check_split(split).map_err(|why| bad(raw, why))?;
+        check_split(split)?;
     }
     Ok((revision, split.map(str::to_owned)))
-}
-
-fn bad(raw: &str, why: impl Into<String>) -> DatasetError {
-    DatasetError::BadReference {
-        raw: raw.to_owned(),
-        why: why.into(),
-    }
 }
 
 /// The Hub's rules for a repo id (huggingface_hub's `validate_repo_id`):
 /// one `/`, each side of letters, digits, `-`, `_` and `.`, neither
 /// starting nor ending with `-` or `.`, no `--` or `..`.
-fn check_repo(repo: &str) -> Result<(), String> {
+fn check_repo(repo: &str) -> Result<(), BadForm> {
     let Some((owner, name)) = repo.split_once('/') else {
-        return Err(format!(
-            "`{repo}` is not OWNER/NAME (the dataset's page is huggingface.co/datasets/OWNER/NAME)"
-        ));
+        return Err(BadForm::NotOwnerName(repo.to_owned()));
     };
     if name.contains('/') {
-        return Err(format!(
-            "`{repo}` has more than one `/`: expected OWNER/NAME"
-        ));
+        return Err(BadForm::Slashes(repo.to_owned()));
     }
     for (what, part) in [("owner", owner), ("name", name)] {
+        let repo = repo.to_owned();
         if part.is_empty() {
-            return Err(format!(
-                "the {what} in `{repo}` is empty: expected OWNER/NAME"
-            ));
+            return Err(BadForm::EmptyPart { what, repo });
         }
         if part.len() > MAX_NAME {
-            return Err(format!(
-                "the {what} in `{repo}` is longer than {MAX_NAME} characters"
-            ));
+            return Err(BadForm::LongPart { what, repo });
         }
         if let Some(c) = part
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
         {
-            return Err(format!(
-                "the {what} in `{repo}` has `{c}`: only letters, digits, `-`, `_` and `.` are allowed"
-            ));
+            return Err(BadForm::RepoChar { what, repo, c });
         }
         let edge = |c: char| matches!(c, '-' | '.');
         if part.starts_with(edge)
@@ -243,9 +181,7 @@ fn check_repo(repo: &str) -> Result<(), String> {
             || part.contains("--")
             || part.contains("..")
         {
-            return Err(format!(
-                "the {what} in `{repo}` starts or ends with `-` or `.`, or has `--` or `..`"
-            ));
+            return Err(BadForm::Edge { what, repo });
         }
     }
     Ok(())
@@ -253,18 +189,18 @@ fn check_repo(repo: &str) -> Result<(), String> {
 
 /// A branch, tag or commit: git's ref name rules, loosely (what would
 /// make a bad URL or path is refused here rather than by the Hub).
-fn check_revision(revision: &str) -> Result<(), String> {
+fn check_revision(revision: &str) -> Result<(), BadForm> {
     if revision.is_empty() {
-        return Err("the revision after `@` is empty".to_owned());
+        return Err(BadForm::EmptyRevision);
     }
     let bad_char = revision.chars().find(|c| {
         c.is_whitespace() || c.is_control() || matches!(c, '~' | '^' | '?' | '*' | '[' | '\\')
     });
     if let Some(c) = bad_char {
-        return Err(format!(
-            "the revision `{revision}` has `{}`",
-            c.escape_default()
-        ));
+        return Err(BadForm::RevisionChar {
+            revision: revision.to_owned(),
+            c,
+        });
     }
     if revision.contains("..")
         || revision.contains("//")
@@ -272,7 +208,7 @@ fn check_revision(revision: &str) -> Result<(), String> {
         || revision.ends_with('/')
         || revision.ends_with(".lock")
     {
-        return Err(format!("`{revision}` is not a branch, tag or commit name"));
+        return Err(BadForm::NotARef(revision.to_owned()));
     }
     Ok(())
 }
@@ -280,18 +216,18 @@ fn check_revision(revision: &str) -> Result<(), String> {
 /// A split name: letters, digits, `_`, `-` and `.` (the `datasets`
 /// library's own rule is `\w+(\.\w+)*`; a `-` is allowed as Hub file names
 /// carry it).
-fn check_split(split: &str) -> Result<(), String> {
+fn check_split(split: &str) -> Result<(), BadForm> {
     if split.is_empty() {
-        return Err("the split after `:` is empty".to_owned());
+        return Err(BadForm::EmptySplit);
     }
     if let Some(c) = split
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
     {
-        return Err(format!(
-            "the split `{split}` has `{}`: only letters, digits, `_`, `-` and `.` are allowed",
-            c.escape_default()
-        ));
+        return Err(BadForm::SplitChar {
+            split: split.to_owned(),
+            c,
+        });
     }
     Ok(())
 }
@@ -306,11 +242,37 @@ pub(crate) fn is_commit_sha(revision: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
+    /// Two short names, as a benchmark declares them.
+    pub(crate) const ALIASES: &[Alias] = &[
+        Alias {
+            name: "swe-bench-lite",
+            repo: "SWE-bench/SWE-bench_Lite",
+            split: "test",
+            image: Some("img"),
+            about: "Lite",
+        },
+        Alias {
+            name: "swe-bench",
+            repo: "SWE-bench/SWE-bench",
+            split: "test",
+            image: None,
+            about: "Full",
+        },
+    ];
+
+    pub(crate) fn aliases() -> Vec<&'static Alias> {
+        ALIASES.iter().collect()
+    }
+
+    fn parse(raw: &str) -> Option<Result<DatasetRef, DatasetError>> {
+        DatasetRef::parse(raw, &aliases())
+    }
+
     fn parsed(raw: &str) -> DatasetRef {
-        match DatasetRef::parse(raw) {
+        match parse(raw) {
             Some(Ok(reference)) => reference,
             other => panic!("{raw}: {other:?}"),
         }
@@ -374,11 +336,15 @@ mod tests {
             ("hf:o/n:a:b", "has `:`"),
         ];
         for (raw, want) in cases {
-            match DatasetRef::parse(raw) {
+            match parse(raw) {
                 Some(Err(err)) => {
                     let text = err.to_string();
                     assert!(text.contains(want), "{raw}: {text}");
                     assert!(text.contains(raw), "{raw}: {text}");
+                    assert!(
+                        text.ends_with("e.g. hf:SWE-bench/SWE-bench_Lite@main:test"),
+                        "{raw}: {text}"
+                    );
                 }
                 other => panic!("{raw}: {other:?}"),
             }
@@ -391,14 +357,14 @@ mod tests {
         assert_eq!(lite.repo, "SWE-bench/SWE-bench_Lite");
         assert_eq!(lite.split.as_deref(), Some("test"));
         assert_eq!(lite.revision, None);
-        assert!(lite.alias.is_some_and(|a| a.swebench));
+        assert!(lite.alias.is_some_and(|a| a.image == Some("img")));
         assert_eq!(lite.to_string(), "hf:SWE-bench/SWE-bench_Lite:test");
 
         let dev = parsed("swe-bench-lite@v2:dev");
         assert_eq!(dev.revision.as_deref(), Some("v2"));
         assert_eq!(dev.split.as_deref(), Some("dev"));
-        assert!(matches!(DatasetRef::parse("swe-bench-lite@"), Some(Err(_))));
-        assert!(DatasetRef::parse("swe-bench-lite+x").is_none());
+        assert!(matches!(parse("swe-bench-lite@"), Some(Err(_))));
+        assert!(parse("swe-bench-lite+x").is_none());
         for alias in ALIASES {
             assert_eq!(parsed(alias.name).repo, alias.repo);
             assert!(check_repo(alias.repo).is_ok(), "{}", alias.repo);
@@ -407,19 +373,24 @@ mod tests {
 
     #[test]
     fn a_path_is_not_a_reference_and_an_existing_file_shadows_an_alias() {
-        assert!(DatasetRef::parse("tasks.jsonl").is_none());
-        assert!(DatasetRef::parse("./swe-bench-lite").is_none());
+        assert!(parse("tasks.jsonl").is_none());
+        assert!(parse("./swe-bench-lite").is_none());
         let exists = |names: &'static [&'static str]| {
             move |path: &Path| names.iter().any(|name| Path::new(name) == path)
         };
-        let shadowed =
-            |raw| DatasetRef::parse_with(raw, exists(&["swe-bench-lite", "swe-bench:dev"]));
+        let shadowed = |raw| {
+            DatasetRef::parse_with(
+                raw,
+                &aliases(),
+                exists(&["swe-bench-lite", "swe-bench:dev"]),
+            )
+        };
         assert!(shadowed("swe-bench-lite").is_none());
         assert!(shadowed("swe-bench:dev").is_none());
         assert!(matches!(shadowed("swe-bench-lite:dev"), Some(Ok(_))));
         assert!(matches!(shadowed("swe-bench"), Some(Ok(_))));
         // `hf:` counts even when a file of that name exists.
-        let hf = DatasetRef::parse_with("hf:o/n", exists(&["hf:o/n"]));
+        let hf = DatasetRef::parse_with("hf:o/n", &aliases(), exists(&["hf:o/n"]));
         assert!(matches!(hf, Some(Ok(_))));
     }
 }

@@ -21,7 +21,7 @@ use parquet::record::{Field, Row};
 use serde_json::{Map, Number, Value};
 
 use crate::dataset::cache;
-use crate::dataset::error::RowError;
+use crate::dataset::error::{RowError, RowFault};
 use crate::dataset::open::{DataFile, Dataset};
 
 /// One row: its fields by name.
@@ -67,8 +67,8 @@ enum FileRows {
 /// after which the file cannot be read further.
 enum Next {
     Row(Fields),
-    Bad(String, String),
-    Broken(String, String),
+    Bad(String, RowFault),
+    Broken(String, RowFault),
 }
 
 impl Iterator for Rows<'_> {
@@ -118,15 +118,17 @@ impl Iterator for Rows<'_> {
 
 /// The reader of a file, by its extension and, for `.json`, its first
 /// character.
-fn open_file(file: &DataFile) -> Result<FileRows, String> {
-    let mut handle = File::open(&file.local)
-        .map_err(|err| format!("cannot open {}: {err}", file.local.display()))?;
+fn open_file(file: &DataFile) -> Result<FileRows, RowFault> {
+    let mut handle = File::open(&file.local).map_err(|source| RowFault::Open {
+        path: file.local.clone(),
+        source,
+    })?;
     if file.path.ends_with(".parquet") {
         return open_parquet(handle);
     }
     if file.path.ends_with(".json") && first_byte(&mut handle)? == Some(b'[') {
-        let items: Vec<Value> = serde_json::from_reader(BufReader::new(handle))
-            .map_err(|err| format!("not a JSON array of objects: {err}"))?;
+        let items: Vec<Value> =
+            serde_json::from_reader(BufReader::new(handle)).map_err(RowFault::NotArray)?;
         return Ok(FileRows::Array {
             items: items.into_iter(),
             index: 0,
@@ -139,31 +141,25 @@ fn open_file(file: &DataFile) -> Result<FileRows, String> {
 }
 
 /// The first byte past white space, the file then rewound.
-fn first_byte(handle: &mut File) -> Result<Option<u8>, String> {
+fn first_byte(handle: &mut File) -> Result<Option<u8>, RowFault> {
     let mut reader = BufReader::new(&mut *handle);
     let mut found = None;
     let mut byte = [0u8];
-    while reader
-        .read(&mut byte)
-        .map_err(|err| format!("cannot read: {err}"))?
-        == 1
-    {
+    while reader.read(&mut byte).map_err(RowFault::Read)? == 1 {
         if !byte[0].is_ascii_whitespace() {
             found = Some(byte[0]);
             break;
         }
     }
     drop(reader);
-    handle
-        .rewind()
-        .map_err(|err| format!("cannot read: {err}"))?;
+    handle.rewind().map_err(RowFault::Read)?;
     Ok(found)
 }
 
 /// Why a file compressed with `codec` cannot be read, when this build of
 /// the `parquet` crate lacks it (Brotli: rare on the Hub and slow to
 /// build; LZO: the crate has none).
-pub(crate) fn codec_refusal(codec: Compression) -> Option<String> {
+pub(crate) fn codec_refusal(codec: Compression) -> Option<RowFault> {
     let name = match codec {
         Compression::UNCOMPRESSED
         | Compression::SNAPPY
@@ -174,14 +170,11 @@ pub(crate) fn codec_refusal(codec: Compression) -> Option<String> {
         Compression::BROTLI(_) => "BROTLI",
         Compression::LZO => "LZO",
     };
-    Some(format!(
-        "the file is compressed with {name}, which onebash is built without (it reads uncompressed, SNAPPY, GZIP, LZ4 and ZSTD Parquet files)"
-    ))
+    Some(RowFault::Codec { codec: name })
 }
 
-fn open_parquet(handle: File) -> Result<FileRows, String> {
-    let reader =
-        SerializedFileReader::new(handle).map_err(|err| format!("not a Parquet file: {err}"))?;
+fn open_parquet(handle: File) -> Result<FileRows, RowFault> {
+    let reader = SerializedFileReader::new(handle).map_err(RowFault::NotParquet)?;
     let refusal = reader
         .metadata()
         .row_groups()
@@ -212,15 +205,14 @@ impl FileRows {
                         Ok(_) => {
                             return Some(match serde_json::from_slice::<Value>(&bytes) {
                                 Ok(Value::Object(fields)) => Next::Row(fields),
-                                Ok(other) => Next::Bad(
-                                    place,
-                                    format!("not a JSON object but {}", kind(&other)),
-                                ),
-                                Err(err) => Next::Bad(place, format!("not JSON: {err}")),
+                                Ok(other) => {
+                                    Next::Bad(place, RowFault::NotObject { kind: kind(&other) })
+                                }
+                                Err(err) => Next::Bad(place, RowFault::NotJson(err)),
                             });
                         }
                         Err(err) => {
-                            return Some(Next::Broken(place, format!("cannot read: {err}")));
+                            return Some(Next::Broken(place, RowFault::Read(err)));
                         }
                     }
                 }
@@ -231,7 +223,7 @@ impl FileRows {
                 let place = format!("{path} item {index}");
                 Some(match item {
                     Value::Object(fields) => Next::Row(fields),
-                    other => Next::Bad(place, format!("not a JSON object but {}", kind(&other))),
+                    other => Next::Bad(place, RowFault::NotObject { kind: kind(&other) }),
                 })
             }
             FileRows::Parquet { rows, index } => {
@@ -240,7 +232,7 @@ impl FileRows {
                 let place = format!("{path} row {index}");
                 Some(match row {
                     Ok(row) => Next::Row(row_fields(row)),
-                    Err(err) => Next::Broken(place, format!("cannot read: {err}")),
+                    Err(err) => Next::Broken(place, RowFault::ParquetRow(err)),
                 })
             }
         }

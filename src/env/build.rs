@@ -1,10 +1,10 @@
-//! A task's image built from its build context: a Harbor task's
-//! `environment/`, by the container engine's `build`. The build's output
+//! A task's image built from its build context (its benchmark's
+//! `task::FolderImage`), by the container engine's `build`. The build's output
 //! goes to a file of the task's folder (`build.log`), never to the
 //! terminal: the runner never prints; a failed or timed-out build is the
 //! task's setup error. It does not decide whether to build (`Containers::
 //! build_image`: one build at a time, none when the engine holds the tag)
-//! nor what the tag is (`task/harbor.rs`: the content hash of the folder).
+//! nor what the tag is (the task's benchmark: the content hash of the folder).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -12,7 +12,7 @@ use std::path::Path;
 use super::{BuildEnd, BuildLogError, EnvError, ImageBuild};
 use crate::sys::exec::{CommandEnv, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
-use crate::task::{HarborTask, TaskSpec};
+use crate::task::{FolderImage, TaskSpec};
 
 /// One build: the engine's program, the tag, the context folder (its
 /// `Dockerfile` is the one built), the file its output goes to, the
@@ -27,12 +27,12 @@ pub(super) struct Build<'a> {
 }
 
 impl Build<'_> {
-    /// Builds `task`'s image, within its `build_timeout`, and writes the
+    /// Builds `task`'s image, within the build's timeout, and writes the
     /// build's output to the log file.
     pub(super) async fn run(
         &self,
         task: &TaskSpec,
-        harbor: &HarborTask,
+        spec: FolderImage<'_>,
     ) -> Result<ImageBuild, EnvError> {
         let image = self.image;
         let args: Vec<OsString> = vec![
@@ -43,7 +43,7 @@ impl Build<'_> {
             // a run.
             "--force-rm".into(),
             "--label".into(),
-            format!("onebash.harbor-task={}", task.id).into(),
+            format!("{}={}", spec.label, task.id).into(),
             "-t".into(),
             image.into(),
             "-f".into(),
@@ -56,7 +56,7 @@ impl Build<'_> {
             cwd: self.context,
             env: self.env,
             child: self.child,
-            timeout: harbor.build_timeout,
+            timeout: spec.timeout,
         })
         .await
         .map_err(|source| EnvError::BuildExec {
@@ -73,7 +73,7 @@ impl Build<'_> {
                 });
         if outcome.timed_out || outcome.exit_code != 0 {
             let ended = if outcome.timed_out {
-                BuildEnd::TimedOut(harbor.build_timeout.as_secs_f64())
+                BuildEnd::TimedOut(spec.timeout.as_secs_f64())
             } else {
                 BuildEnd::Exit(outcome.exit_code)
             };

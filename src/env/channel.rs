@@ -2,8 +2,8 @@
 //! a server of bash (channel_server.sh) per container, through which each
 //! of the task's commands goes, instead of one `ENGINE exec` per command
 //! (150-390 ms each, nearly all of it the engine's own work). Why a bash
-//! server and not a helper binary copied in: ARCHITECTURE.md, "Commands in
-//! a container".
+//! server and not a helper binary copied in:
+//! docs/decisions/0010-container-command-channel.md.
 //!
 //! Owns the protocol: a request is one line of bash assignments with every
 //! value quoted byte for byte; the server answers `NONCE start`, the
@@ -55,6 +55,55 @@ pub(super) struct Request<'a> {
     pub timeout: Duration,
 }
 
+/// Why a channel could not be opened, or broke: container.rs puts it in
+/// the command's notice.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ChannelError {
+    /// The engine's exec of the server could not be started.
+    #[error("{0}")]
+    Start(#[source] ExecError),
+    /// The request cannot be written as a line of bash assignments.
+    #[error("{0}")]
+    Request(#[source] ExecError),
+    /// The server stopped answering as it should: `how`, then the end of
+    /// what it wrote to its stderr (`said`, empty when nothing).
+    #[error("{how}{}", if said.is_empty() { String::new() } else { format!("; it said: {said}") })]
+    Broke { how: Broke, said: String },
+}
+
+/// How a channel broke.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Broke {
+    /// `status` is how the server's exec ended, in words.
+    #[error("its server ended before it was ready ({status})")]
+    EndedBeforeReady { status: String },
+    #[error("its server did not say it was ready within {seconds} s")]
+    NotReady { seconds: u64 },
+    #[error("the request could not be sent: {0}")]
+    Send(#[source] std::io::Error),
+    #[error("its server ended before the command started")]
+    EndedBeforeStart,
+    /// Lost while a command ran: `status` is how the server's exec ended.
+    #[error("{why} ({status})")]
+    Lost { why: Lost, status: String },
+}
+
+/// Why a channel was lost while a command ran.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Lost {
+    #[error("its server did not start the command before its timeout")]
+    StartTimeout,
+    #[error("its server's end line is not one it writes")]
+    BadEndLine,
+    #[error("its server ended during the command")]
+    EndedDuring,
+    /// The caller's kill of the timed-out command's processes failed.
+    #[error("the command timed out, and killing its processes in the container failed: {0}")]
+    KillFailed(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the command timed out, and its server did not end it within {seconds} s of the kill")]
+    NotEnded { seconds: u64 },
+}
+
 /// What became of a request.
 #[derive(Debug)]
 pub(super) enum Reply {
@@ -62,12 +111,12 @@ pub(super) enum Reply {
     Ended(CommandOutcome),
     /// The channel broke before the command started: nothing of it ran,
     /// and it may be sent again on a new channel.
-    NotStarted(String),
+    NotStarted(ChannelError),
     /// The channel broke while the command ran (it killed the server,
     /// say): what came before, how the server's exec ended, and why.
     Lost {
         outcome: CommandOutcome,
-        why: String,
+        why: ChannelError,
     },
 }
 
@@ -93,8 +142,8 @@ impl Channel {
     /// [`SERVER`] with `nonce` as its argument: [`server_args`]) and waits
     /// for its `ready` line. The error says what the engine or the server
     /// said.
-    pub(super) async fn open(spawn: Spawn<'_>, nonce: &str) -> Result<Channel, String> {
-        let server = start_server(spawn).await.map_err(|err| err.to_string())?;
+    pub(super) async fn open(spawn: Spawn<'_>, nonce: &str) -> Result<Channel, ChannelError> {
+        let server = start_server(spawn).await.map_err(ChannelError::Start)?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let mut server = server;
         let stderr_read = server
@@ -117,13 +166,12 @@ impl Channel {
             tokio::select! {
                 read = channel.fill() => if !read {
                     let status = channel.exit_status().await;
-                    return Err(channel.broke(&format!("its server ended before it was ready ({status})")));
+                    return Err(channel.broke(Broke::EndedBeforeReady { status }));
                 },
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Err(channel.broke(&format!(
-                        "its server did not say it was ready within {} s",
-                        READY_WITHIN.as_secs()
-                    )));
+                    return Err(channel.broke(Broke::NotReady {
+                        seconds: READY_WITHIN.as_secs(),
+                    }));
                 }
             }
         }
@@ -133,18 +181,19 @@ impl Channel {
     /// `kill` (which kills the command's processes in the container) is
     /// awaited while the output is still read; the server then ends the
     /// command, which counts as timed out.
-    pub(super) async fn run<K>(&mut self, request: &Request<'_>, kill: K) -> Reply
+    pub(super) async fn run<K, E>(&mut self, request: &Request<'_>, kill: K) -> Reply
     where
-        K: Future<Output = Result<(), String>>,
+        K: Future<Output = Result<(), E>>,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let start = Instant::now();
         let nonce = nonce();
         let line = match request_line(&nonce, request) {
             Ok(line) => line,
-            Err(err) => return Reply::NotStarted(err.to_string()),
+            Err(err) => return Reply::NotStarted(ChannelError::Request(err)),
         };
         if let Err(err) = self.server.stdin.write_all(line.as_bytes()).await {
-            return Reply::NotStarted(self.broke(&format!("the request could not be sent: {err}")));
+            return Reply::NotStarted(self.broke(Broke::Send(err)));
         }
         let deadline = tokio::time::Instant::from_std(start + request.timeout);
         let started = format!("{nonce} start\n");
@@ -160,7 +209,7 @@ impl Channel {
             self.unread.drain(..self.unread.len() - keep);
             tokio::select! {
                 read = self.fill() => if !read {
-                    return Reply::NotStarted(self.broke("its server ended before the command started"));
+                    return Reply::NotStarted(self.broke(Broke::EndedBeforeStart));
                 },
                 _ = tokio::time::sleep_until(deadline) => {
                     // It may have started it all the same (its start line
@@ -168,7 +217,7 @@ impl Channel {
                     // command is, and the channel is given up.
                     let output = CapturedOutput::new(KEEP_HEAD_BYTES, KEEP_TAIL_BYTES);
                     let _ = kill.await;
-                    return self.lost(output, true, start, "its server did not start the command before its timeout").await;
+                    return self.lost(output, true, start, Lost::StartTimeout).await;
                 }
             }
         }
@@ -176,7 +225,7 @@ impl Channel {
     }
 
     /// The command's output up to its end line, and how it ended.
-    async fn until_end<K>(
+    async fn until_end<K, E>(
         &mut self,
         nonce: &str,
         start: Instant,
@@ -184,13 +233,14 @@ impl Channel {
         kill: K,
     ) -> Reply
     where
-        K: Future<Output = Result<(), String>>,
+        K: Future<Output = Result<(), E>>,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let ended = format!("{nonce} end ");
         let mut output = CapturedOutput::new(KEEP_HEAD_BYTES, KEEP_TAIL_BYTES);
         let mut kill = std::pin::pin!(kill);
         let mut timed_out = false;
-        let mut killed: Option<Result<(), String>> = None;
+        let mut killed: Option<Result<(), E>> = None;
         let mut grace = deadline;
         // Once the end line has come, only its status is awaited: the
         // command is over, and its deadline no longer counts.
@@ -209,14 +259,7 @@ impl Channel {
                     match status {
                         Some(status) => break status,
                         None => {
-                            return self
-                                .lost(
-                                    output,
-                                    timed_out,
-                                    start,
-                                    "its server's end line is not one it writes",
-                                )
-                                .await;
+                            return self.lost(output, timed_out, start, Lost::BadEndLine).await;
                         }
                     }
                 }
@@ -228,7 +271,7 @@ impl Channel {
             }
             tokio::select! {
                 read = self.fill() => if !read {
-                    return self.lost(output, timed_out, start, "its server ended during the command").await;
+                    return self.lost(output, timed_out, start, Lost::EndedDuring).await;
                 },
                 _ = tokio::time::sleep_until(deadline), if !timed_out && !over => {
                     timed_out = true;
@@ -240,10 +283,10 @@ impl Channel {
                 },
                 _ = tokio::time::sleep_until(grace), if timed_out && killed.is_some() => {
                     let why = match killed.take() {
-                        Some(Err(err)) => format!("the command timed out, and killing its processes in the container failed: {err}"),
-                        _ => format!("the command timed out, and its server did not end it within {} s of the kill", END_AFTER_KILL.as_secs()),
+                        Some(Err(err)) => Lost::KillFailed(Box::new(err)),
+                        _ => Lost::NotEnded { seconds: END_AFTER_KILL.as_secs() },
                     };
-                    return self.lost(output, timed_out, start, &why).await;
+                    return self.lost(output, timed_out, start, why).await;
                 }
             }
         };
@@ -270,12 +313,12 @@ impl Channel {
         mut output: CapturedOutput,
         timed_out: bool,
         start: Instant,
-        why: &str,
+        why: Lost,
     ) -> Reply {
         output.push(&self.unread);
         self.unread.clear();
         let status = self.exit_status().await;
-        let why = self.broke(&format!("{why} ({status})"));
+        let why = self.broke(Broke::Lost { why, status });
         let exit_code = match self.server.child.try_wait() {
             Ok(Some(status)) => status.code().unwrap_or(-1),
             _ => -1,
@@ -324,9 +367,8 @@ impl Channel {
         }
     }
 
-    /// `what` with the end of the server's stderr, for a message about a
-    /// channel that broke.
-    fn broke(&self, what: &str) -> String {
+    /// `how` the channel broke, with the end of the server's stderr.
+    fn broke(&self, how: Broke) -> ChannelError {
         let said = {
             let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
             let (a, b) = tail.as_slices();
@@ -334,11 +376,7 @@ impl Channel {
             bytes.extend_from_slice(b);
             String::from_utf8_lossy(&bytes).trim().to_owned()
         };
-        if said.is_empty() {
-            what.to_owned()
-        } else {
-            format!("{what}; it said: {said}")
-        }
+        ChannelError::Broke { how, said }
     }
 }
 
@@ -518,13 +556,12 @@ mod tests {
     /// Kills every process on this machine whose environment holds
     /// `ONEBASH_COMMAND=mark`, as container.rs's kill does inside a
     /// container (the stand-in's processes are this machine's too).
-    async fn kill_marked(mark: String) -> Result<(), String> {
+    async fn kill_marked(mark: String) -> Result<(), tokio::task::JoinError> {
         tokio::task::spawn_blocking(move || {
             crate::sys::exec::kill_processes_with(crate::env::container::COMMAND_MARK_VAR, &mark)
         })
         .await
         .map(|_| ())
-        .map_err(|err| err.to_string())
     }
 
     /// A command printing how many processes' command lines match the
@@ -658,7 +695,10 @@ mod tests {
             "{}",
             outcome.output.to_text()
         );
-        assert!(why.contains("ended during the command"), "{why}");
+        assert!(
+            why.to_string().contains("ended during the command"),
+            "{why}"
+        );
         // The channel is gone: a next request does not start.
         let reply = server
             .run_with("echo next", Vec::new(), Duration::from_secs(120))

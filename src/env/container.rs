@@ -39,12 +39,12 @@ use super::{
     BoxFuture, Command, Entered, EnvError, Environment, ImageBuild, Swept, Trust, Workspace, host,
 };
 use crate::checkout::{Checkout, CheckoutError, GitError, History, Verified};
-use crate::cli::{ContainerCommands, EnvKind, PullPolicy};
+use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
 use crate::sys::limits::ChildSetup;
-use crate::task::{HarborTask, TaskSpec};
+use crate::task::{Code, TaskSpec, Tests, VerifierFolder};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -334,19 +334,16 @@ impl Environment for Containers {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<ImageBuild, EnvError>> {
         Box::pin(async move {
-            let Some(harbor) = &task.harbor else {
+            let Some(spec) = task.benchmark.image_build() else {
                 return Ok(ImageBuild::Ready);
             };
-            let Some(context) = &harbor.context else {
-                return Ok(ImageBuild::Ready);
-            };
-            // Config gave every Harbor task its image tag, the content hash
-            // of its environment/.
+            // The task's benchmark gave it its image tag, the content hash
+            // of its build context.
             let image = task.image.clone().unwrap_or_default();
             let engine = &self.settings.engine;
             let _one_at_a_time = self.building.lock().await;
             let inspect = vec!["image".into(), "inspect".into(), image.clone()];
-            // Tagged by the content hash of environment/: an image with
+            // Tagged by the content hash of the context: an image with
             // the tag was built from the same files.
             if engine.client_async(inspect).await.is_ok() {
                 return Ok(ImageBuild::Ready);
@@ -356,12 +353,12 @@ impl Environment for Containers {
             let build = super::build::Build {
                 program: &engine.program,
                 image: &image,
-                context,
+                context: spec.context,
                 log,
                 env: &client_env,
                 child: &child,
             };
-            build.run(task, harbor).await
+            build.run(task, spec).await
         })
     }
 
@@ -374,9 +371,9 @@ impl Environment for Containers {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Entered, CheckoutError>> {
         Box::pin(async move {
-            if let Some(harbor) = &task.harbor {
+            if let Code::Image { no_repo } = task.benchmark.code() {
                 return self
-                    .enter_harbor(task, epoch, Arc::clone(harbor), history, scratch, child)
+                    .enter_image(task, epoch, no_repo, history, scratch, child)
                     .await;
             }
             let image = task.image.clone().unwrap_or_default();
@@ -473,14 +470,14 @@ impl Environment for Containers {
 }
 
 impl Containers {
-    /// The workspace of a Harbor task: a container from its image, working
-    /// in the image's own working directory; no repo (the environment is
-    /// the image).
-    async fn enter_harbor(
+    /// The workspace of a task whose environment is its image: a container
+    /// from its image, working in the image's own working directory, with
+    /// the limits the task asks for; no repo (`no_repo` says so).
+    async fn enter_image(
         &self,
         task: &TaskSpec,
         epoch: u32,
-        harbor: Arc<HarborTask>,
+        no_repo: &'static str,
         history: History,
         scratch: &Path,
         child: ChildSetup,
@@ -506,24 +503,29 @@ impl Containers {
             ])
             .await
             .map_err(|err| failed(err.to_string()))?;
+        let verifier = match task.benchmark.tests() {
+            Tests::Verifier(verifier) => Some(verifier.clone()),
+            Tests::Command | Tests::EvalScript => None,
+        };
         let mut workspace = self.workspace(
             task,
             epoch,
             image.clone(),
             scratch.to_owned(),
-            Repo::Harbor(Arc::clone(&harbor)),
+            Repo::None { no_repo, verifier },
             child,
         );
-        // Harbor runs the agent and test.sh in the image's WORKDIR.
+        // The agent and the tests run in the image's WORKDIR.
         workspace.workdir = match workdir.trim() {
             "" => "/".to_owned(),
             dir => dir.to_owned(),
         };
-        if let Some(mb) = harbor.memory_mb {
+        let limits = task.benchmark.limits();
+        if let Some(mb) = limits.memory_mb {
             workspace.memory_bytes = mb.saturating_mul(1024 * 1024);
         }
-        if harbor.cpus.is_some() {
-            workspace.cpus = harbor.cpus;
+        if limits.cpus.is_some() {
+            workspace.cpus = limits.cpus;
         }
         let id = workspace
             .start("agent", self.settings.network)
@@ -591,9 +593,13 @@ enum Repo {
     /// The repo the image holds at the workdir: the diff and patches are
     /// git commands in the container ([`image_repo`]).
     Image(ImageRepo),
-    /// None: a Harbor task, whose environment is its image. The verifier
-    /// runs in the agent's container ([`Workspace::end_agent_phase`]).
-    Harbor(Arc<HarborTask>),
+    /// None: the task's environment is its image (`no_repo` says why no
+    /// patch goes in). Its verifier, if any, runs in the agent's container
+    /// ([`Workspace::end_agent_phase`]).
+    None {
+        no_repo: &'static str,
+        verifier: Option<VerifierFolder>,
+    },
 }
 
 struct ContainerWorkspace {
@@ -608,7 +614,7 @@ struct ContainerWorkspace {
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
-    /// The container's memory and CPUs: the run's, or a Harbor task's own.
+    /// The container's memory and CPUs: the run's, or the task's own.
     memory_bytes: u64,
     cpus: Option<f64>,
     client_env: CommandEnv,
@@ -967,11 +973,7 @@ impl ContainerWorkspace {
                 file_blocks: file_blocks(self.settings.max_file_size_bytes),
                 timeout: command.timeout,
             };
-            let kill = async {
-                self.kill_marked(container, mark)
-                    .await
-                    .map_err(|err| err.to_string())
-            };
+            let kill = self.kill_marked(container, mark);
             match channel.run(&request, kill).await {
                 Reply::Ended(mut outcome) => {
                     *via = Via::Open {
@@ -1011,7 +1013,7 @@ impl ContainerWorkspace {
     }
 
     /// Starts the channel's server in `container`.
-    async fn open_channel(&self, container: &str) -> Result<Channel, String> {
+    async fn open_channel(&self, container: &str) -> Result<Channel, channel::ChannelError> {
         let nonce = channel::nonce();
         let args = channel::server_args(container, &self.workdir, &nonce)
             .into_iter()
@@ -1061,7 +1063,7 @@ impl ContainerWorkspace {
         let (outcome, output) = self
             .git_outcome(&image_repo::prepare(base, history))
             .await
-            .map_err(|err| Refused::Unusable(err.to_string()))?;
+            .map_err(Refused::Exec)?;
         image_repo::prepared(&outcome, &output)
     }
 
@@ -1128,25 +1130,25 @@ impl ContainerWorkspace {
     }
 }
 
-/// A Harbor task has no repo to patch (it carries no test patch).
-fn no_repo() -> GitError {
-    GitError("a Harbor task has no repo to patch".to_owned())
+/// A task without a repo has none to patch (it carries no test patch).
+fn no_repo(why: &'static str) -> GitError {
+    GitError::NoRepo { why }
 }
 
 impl ContainerWorkspace {
-    /// Harbor's verifier, in the agent's own container: `/tests` and
-    /// `/logs/verifier` emptied (nothing the agent put there counts), the
-    /// task's `tests/` copied to `/tests`. The container is kept because
-    /// a Harbor task's outcome is the state of the whole container (files
-    /// anywhere, services running), which Harbor's verifier checks in
-    /// place and no diff of one folder could carry to a fresh container.
-    async fn stage_verifier(&self, harbor: &HarborTask) -> Result<(), EnvError> {
-        self.harness_git(crate::task::harbor::STAGE_VERIFIER)
+    /// The verifier, in the agent's own container: where it reads and
+    /// writes emptied (nothing the agent put there counts), its folder
+    /// copied in. The container is kept because such a task's outcome is
+    /// the state of the whole container (files anywhere, services
+    /// running), which the verifier checks in place and no diff of one
+    /// folder could carry to a fresh container.
+    async fn stage_verifier(&self, verifier: &VerifierFolder) -> Result<(), EnvError> {
+        self.harness_git(verifier.stage)
             .await
             .map_err(|err| EnvError::VerifierDirs(Box::new(err)))?;
         let container = self.current()?;
-        let from = format!("{}/.", harbor.tests.display());
-        let to = format!("{container}:{}", crate::task::harbor::TESTS_IN_CONTAINER);
+        let from = format!("{}/.", verifier.folder.display());
+        let to = format!("{container}:{}", verifier.target);
         self.settings
             .engine
             .client_async(vec!["cp".into(), from, to])
@@ -1182,8 +1184,11 @@ impl Workspace for ContainerWorkspace {
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
         Box::pin(async move {
             self.setup.agent_over();
-            if let Repo::Harbor(harbor) = &self.repo {
-                return self.stage_verifier(harbor).await;
+            if let Repo::None { verifier, .. } = &self.repo {
+                return match verifier {
+                    Some(verifier) => self.stage_verifier(verifier).await,
+                    None => Ok(()),
+                };
             }
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.
@@ -1205,7 +1210,7 @@ impl Workspace for ContainerWorkspace {
             Repo::Image(repo) => Box::pin(repo.diff(self)),
             // No repo: the change is the container's state, which the
             // verifier sees in place; there is no diff to take.
-            Repo::Harbor(_) => Box::pin(async { Ok(String::new()) }),
+            Repo::None { .. } => Box::pin(async { Ok(String::new()) }),
         }
     }
 
@@ -1216,7 +1221,10 @@ impl Workspace for ContainerWorkspace {
                 let patch = patch.to_owned();
                 Box::pin(async move { repo.restore(self, &patch).await })
             }
-            Repo::Harbor(_) => Box::pin(async { Err(no_repo()) }),
+            Repo::None { no_repo: why, .. } => {
+                let why = *why;
+                Box::pin(async move { Err(no_repo(why)) })
+            }
         }
     }
 
@@ -1227,14 +1235,17 @@ impl Workspace for ContainerWorkspace {
                 let patch = patch.to_owned();
                 Box::pin(async move { repo.apply(self, &patch).await })
             }
-            Repo::Harbor(_) => Box::pin(async { Err(no_repo()) }),
+            Repo::None { no_repo: why, .. } => {
+                let why = *why;
+                Box::pin(async move { Err(no_repo(why)) })
+            }
         }
     }
 
     fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
         match &self.repo {
             Repo::Mounted(files) => files.read(relative),
-            Repo::Image(_) | Repo::Harbor(_) => {
+            Repo::Image(_) | Repo::None { .. } => {
                 let relative = relative.to_owned();
                 Box::pin(async move {
                     self.copy_file_out(&relative)
@@ -1248,7 +1259,7 @@ impl Workspace for ContainerWorkspace {
     fn write(&self, relative: &Path, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
         match &self.repo {
             Repo::Mounted(files) => files.write(relative, bytes),
-            Repo::Image(_) | Repo::Harbor(_) => {
+            Repo::Image(_) | Repo::None { .. } => {
                 let relative = relative.to_owned();
                 Box::pin(async move {
                     self.copy_file_in(&relative, bytes)

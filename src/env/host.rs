@@ -66,7 +66,7 @@ impl Files {
         Box::pin(async move {
             crate::sys::blocking::spawn(move || job(&checkout))
                 .await
-                .unwrap_or_else(|join| Err(GitError(format!("the git thread failed: {join}"))))
+                .unwrap_or_else(|join| Err(GitError::Thread(join)))
         })
     }
 

@@ -103,12 +103,26 @@ impl Prepared {
 }
 
 /// Why the repo in the image was not used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub(super) enum Refused {
-    /// It could not be used at all (no repo, no base, dirty).
-    Unusable(String),
-    /// It was cleaned and still holds something past the base.
-    Leaking(String),
+    /// The preparing script refused it (no repo, no base, dirty), in the
+    /// script's words.
+    #[error("{message}")]
+    Script { message: String },
+    /// It was cleaned and still holds something past the base, in the
+    /// script's words.
+    #[error("{message}")]
+    Leaking { message: String },
+    /// The preparing script could not be run in the container.
+    #[error("{0}")]
+    Exec(#[source] EnvError),
+    #[error("cleaning the repo timed out after {seconds} s")]
+    TimedOut { seconds: u64 },
+    /// The script's last lines, joined by ` / `.
+    #[error("the preparing script ended without its report: {tail}")]
+    NoReport { tail: String },
+    #[error("a report onebash cannot read: {report}")]
+    BadReport { report: String },
 }
 
 impl Refused {
@@ -116,8 +130,12 @@ impl Refused {
     pub(super) fn into_error(self, repo: String, rev: &str) -> CheckoutError {
         let rev = rev.to_owned();
         match self {
-            Refused::Unusable(message) => CheckoutError::WorkingCopy { repo, rev, message },
-            Refused::Leaking(message) => CheckoutError::Leaking { repo, rev, message },
+            Refused::Leaking { message } => CheckoutError::Leaking { repo, rev, message },
+            unusable => CheckoutError::WorkingCopy {
+                repo,
+                rev,
+                message: unusable.to_string(),
+            },
         }
     }
 }
@@ -144,10 +162,9 @@ pub(super) fn git_result(outcome: &CommandOutcome, output: String) -> Result<Str
 /// line says which, whatever its exit code).
 pub(super) fn prepared(outcome: &CommandOutcome, output: &str) -> Result<Prepared, Refused> {
     if outcome.timed_out {
-        return Err(Refused::Unusable(format!(
-            "cleaning the repo timed out after {} s",
-            GIT_TIMEOUT.as_secs()
-        )));
+        return Err(Refused::TimedOut {
+            seconds: GIT_TIMEOUT.as_secs(),
+        });
     }
     read_report(output)
 }
@@ -204,7 +221,7 @@ was=$(git rev-parse --verify --quiet HEAD)
 start=$full
 if [ -n "$was" ] && [ "$was" != "$full" ] && git merge-base --is-ancestor "$full" "$was" 2>/dev/null; then
   # HEAD is past the base. Its commits on top are the image builder's
-  # (SWE-bench's setup commit) when no ref but HEAD's own branch reaches
+  # (a benchmark's setup commit) when no ref but HEAD's own branch reaches
   # any of them; those that came with a clone have its refs naming them.
   own=$(git symbolic-ref -q HEAD)
   past=$(git rev-list --count "$full..$was")
@@ -280,16 +297,19 @@ echo "ONEBASH-REPO base=$full head=$head objects=$objects commits=$commits moved
 pub(super) fn read_report(output: &str) -> Result<Prepared, Refused> {
     if let Some(message) = output.lines().rev().find_map(|l| l.strip_prefix(REFUSED)) {
         return Err(match message.strip_prefix("leaking: ") {
-            Some(leak) => Refused::Leaking(leak.to_owned()),
-            None => Refused::Unusable(message.to_owned()),
+            Some(leak) => Refused::Leaking {
+                message: leak.to_owned(),
+            },
+            None => Refused::Script {
+                message: message.to_owned(),
+            },
         });
     }
     let Some(report) = output.lines().rev().find_map(|l| l.strip_prefix(REPORT)) else {
         let tail: Vec<&str> = output.lines().rev().take(5).collect();
-        return Err(Refused::Unusable(format!(
-            "the preparing script ended without its report: {}",
-            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-        )));
+        return Err(Refused::NoReport {
+            tail: tail.into_iter().rev().collect::<Vec<_>>().join(" / "),
+        });
     };
     let field = |name: &str| {
         report.split(' ').find_map(|word| {
@@ -324,9 +344,9 @@ pub(super) fn read_report(output: &str) -> Result<Prepared, Refused> {
                 setup_commits,
             })
         }
-        _ => Err(Refused::Unusable(format!(
-            "a report onebash cannot read: {report}"
-        ))),
+        _ => Err(Refused::BadReport {
+            report: report.to_owned(),
+        }),
     }
 }
 
@@ -391,7 +411,7 @@ pub(super) fn not_utf8_files(patch: &[u8]) -> Vec<String> {
             let header =
                 String::from_utf8_lossy(section.split(|b| *b == b'\n').next().unwrap_or_default())
                     .into_owned();
-            files.extend(crate::task::swebench::patch_files(&header));
+            files.extend(crate::task::patch_files(&header));
         }
     }
     files
@@ -506,11 +526,11 @@ impl ImageRepo {
             container
                 .git(&diff(&commit, &binary))
                 .await
-                .map_err(|err| GitError(format!("git diff in the container failed: {err}")))?;
+                .map_err(|err| GitError::ContainerDiff(err.into()))?;
             let bytes = container
                 .copy_out(Path::new(DIFF_FILE))
                 .await
-                .map_err(|err| GitError(err.to_string()))?;
+                .map_err(|err| GitError::ContainerRead(err.into()))?;
             match String::from_utf8(bytes) {
                 Ok(diff) => break diff,
                 Err(err) => {
@@ -566,7 +586,7 @@ impl ImageRepo {
         container
             .git(&restore(&commit, &paths))
             .await
-            .map_err(|err| GitError(format!("restoring files in the container failed: {err}")))?;
+            .map_err(|err| GitError::ContainerRestore(err.into()))?;
         Ok(paths)
     }
 
@@ -580,12 +600,12 @@ impl ImageRepo {
         container
             .copy_in(Path::new(file), patch.as_bytes().to_vec())
             .await
-            .map_err(|err| GitError(format!("failed to copy the patch in: {err}")))?;
+            .map_err(|err| GitError::ContainerCopyIn(err.into()))?;
         container
             .git(&apply(file))
             .await
             .map(|_| ())
-            .map_err(|err| GitError(format!("the patch does not apply: {err}")))
+            .map_err(|err| GitError::ContainerApply(err.into()))
     }
 }
 
@@ -649,20 +669,20 @@ mod tests {
         let b = "b".repeat(40);
         let output = format!("noise\nONEBASH-REPO base={a} head={b} objects=12 commits=3 moved=\n");
         assert_eq!(
-            read_report(&output),
-            Ok(Prepared {
+            read_report(&output).expect("a report"),
+            Prepared {
                 base: a.clone(),
                 head: b.clone(),
                 objects: 12,
                 commits: 3,
                 moved_from: None,
                 setup_commits: Vec::new(),
-            })
+            }
         );
         let moved = format!("ONEBASH-REPO base={a} head={a} objects=1 commits=1 moved={b} setup=");
         assert_eq!(
-            read_report(&moved).map(|p| p.moved_from),
-            Ok(Some(b.clone()))
+            read_report(&moved).expect("a report").moved_from,
+            Some(b.clone())
         );
         // The image's setup commits, oldest first: the agent starts from
         // the last one.
@@ -678,20 +698,23 @@ mod tests {
             read_report(&format!(
                 "ONEBASH-REPO base={a} head={a} objects=1 commits=1 moved= setup={b},xyz"
             )),
-            Err(Refused::Unusable(_))
+            Err(Refused::BadReport { .. })
         ));
-        assert_eq!(
+        assert!(matches!(
             read_report("ONEBASH-REPO-ERROR leaking: it has refs: refs/tags/v1 \n"),
-            Err(Refused::Leaking("it has refs: refs/tags/v1 ".to_owned()))
-        );
+            Err(Refused::Leaking { message }) if message == "it has refs: refs/tags/v1 "
+        ));
         assert!(matches!(
             read_report("ONEBASH-REPO-ERROR the image has no git"),
-            Err(Refused::Unusable(m)) if m == "the image has no git"
+            Err(Refused::Script { message }) if message == "the image has no git"
         ));
-        assert!(matches!(read_report("killed"), Err(Refused::Unusable(_))));
+        assert!(matches!(
+            read_report("killed"),
+            Err(Refused::NoReport { .. })
+        ));
         assert!(matches!(
             read_report("ONEBASH-REPO base=x head=y objects=1 commits=1"),
-            Err(Refused::Unusable(_))
+            Err(Refused::BadReport { .. })
         ));
     }
 

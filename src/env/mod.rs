@@ -5,7 +5,8 @@
 //! for the repo an image holds, channel.rs for the one channel into each
 //! container its commands go through, and build.rs for a Harbor image), or an OCI
 //! image's root without an engine ([`oci`]); [`choose`] (choose.rs) picks
-//! the run's; what goes wrong there, in error.rs ([`EnvError`]).
+//! the run's; what goes wrong there, in error.rs ([`EnvError`]); the values
+//! `--env`, `--pull` and `--container-commands` name, in settings.rs.
 
 mod build;
 mod channel;
@@ -16,9 +17,11 @@ mod host;
 mod image_repo;
 pub(crate) mod oci;
 mod seam;
+mod settings;
 
 pub(crate) use choose::choose;
 pub(crate) use error::{BuildEnd, BuildLogError, EnvError};
 pub(crate) use seam::{
     BoxFuture, Command, Entered, Environment, ImageBuild, Shell, Swept, Trust, Workspace,
 };
+pub use settings::{ContainerCommands, EnvKind, PullPolicy};

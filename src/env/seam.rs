@@ -64,8 +64,8 @@ pub(crate) trait Environment: Send + Sync {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>>;
 
-    /// Whether a task whose `repo_in_image` is set uses the repo its
-    /// image holds ([`Environment::enter_image_repo`]) rather than
+    /// Whether a task whose code is in its image (`task::Code`) uses the
+    /// repo or the image ([`Environment::enter_image_repo`]) rather than
     /// onebash's own checkout: in a container, yes.
     fn has_image_repos(&self) -> bool {
         false
@@ -95,8 +95,8 @@ pub(crate) trait Environment: Send + Sync {
         })
     }
 
-    /// Builds the image of a task that brings its build context (a Harbor
-    /// task's `environment/`) unless the engine has it already; the
+    /// Builds the image of a task that brings its build context (its
+    /// benchmark's `task::FolderImage`) unless the engine has it already; the
     /// build's output goes to the file `log` (the task folder's
     /// build.log), never to the terminal. Tasks without one need nothing.
     fn build_image<'a>(
@@ -107,7 +107,7 @@ pub(crate) trait Environment: Send + Sync {
     ) -> BoxFuture<'a, Result<ImageBuild, EnvError>> {
         let _ = (log, child);
         Box::pin(async move {
-            match task.harbor.as_ref().and_then(|h| h.context.as_ref()) {
+            match task.benchmark.image_build() {
                 None => Ok(ImageBuild::Ready),
                 Some(_) => Err(EnvError::NoBuilder),
             }

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::audit::{Probe, ProbedCommand, RecordedCommand};
 use crate::checkout::History;
-use crate::grade::swebench::Rules;
+use crate::grade::Rules;
 use crate::run_folder::Status;
 use crate::run_folder::{ExitReason, Usage};
 use crate::sys::exec::CommandOutcome;

@@ -22,7 +22,7 @@ use crate::checkout::{Checkout, GitError, RepoCache};
 use crate::config::RunConfig;
 use crate::env::{Environment, ImageBuild, Shell, Trust, Workspace};
 use crate::events::{Cancel, EventSink, Phase, RunEvent};
-use crate::grade::swebench::instance_report;
+use crate::grade::instance_report;
 use crate::run_folder::ExitReason;
 use crate::run_folder::trajectory::{
     CommandRecord, Event, FORMAT_VERSION, PromptInfo, TrajectoryWriter,
@@ -34,7 +34,7 @@ use crate::run_folder::{
 use crate::runner::test_run::{Decision, GradeError, graded_by_recipe, run_tests, test_timeout};
 use crate::sys::exec::{CommandEnv, kill_marked_processes};
 use crate::sys::limits::TaskLimits;
-use crate::task::TaskSpec;
+use crate::task::{Code, TaskSpec};
 
 /// What every task shares.
 pub(crate) struct RunContext {
@@ -185,13 +185,10 @@ impl TaskRun<'_> {
     /// unless `--keep-workdirs`.
     async fn stages(&self, trajectory: &mut TrajectoryWriter) -> ResultRow {
         let ctx = self.ctx;
-        // A SWE-bench instance whose repo or version has no eval spec is
-        // an error of its own, before anything runs for it.
-        if let Some(Err(reason)) = &self.task.swebench {
-            return self.error_row(Failure::new(
-                ExitReason::SetupError,
-                format!("failed to find how SWE-bench grades this task: {reason}"),
-            ));
+        // A task whose grading cannot be built (a recipe missing for its
+        // repo or version) is an error of its own, before anything runs.
+        if let Some(reason) = self.task.benchmark.cannot_run() {
+            return self.error_row(Failure::new(ExitReason::SetupError, reason));
         }
         // An empty prediction is SWE-bench's empty patch: nothing to put
         // in, so no checkout and no container; unresolved.
@@ -207,7 +204,7 @@ impl TaskRun<'_> {
             return row;
         }
         ctx.events.phase(&self.task.id, self.epoch, Phase::Checkout);
-        // A Harbor task's image is built from its environment/ first; a
+        // An image built from a folder of the task is built first; a
         // failed build is the task's setup error, the run goes on.
         if let Err(failure) = self.build_image().await {
             return self.error_row(failure);
@@ -217,9 +214,10 @@ impl TaskRun<'_> {
             ctx.config
                 .workdirs
                 .join(format!("{}.epoch-{}", self.task.id.as_str(), self.epoch));
-        // The repo the image holds (SWE-bench's), made leak-proof inside
-        // its container; else onebash's own checkout.
-        let entered = if self.task.repo_in_image && ctx.env.has_image_repos() {
+        // The repo the image holds, or the image alone, made leak-proof
+        // inside its container; else onebash's own checkout.
+        let in_image = !matches!(self.task.benchmark.code(), Code::Checkout);
+        let entered = if in_image && ctx.env.has_image_repos() {
             self.enter_image_repo(&workdir).await
         } else {
             self.check_out(&workdir).await
@@ -664,17 +662,13 @@ impl TaskRun<'_> {
         }
     }
 
-    /// The task's agent timeout: a Harbor task's `[agent] timeout_sec`
-    /// (its own, as a task's test_timeout_s is), else `--task-timeout`.
+    /// The task's agent timeout: its benchmark's for it (its own, as a
+    /// task's test_timeout_s is), else `--task-timeout`.
     fn task_timeout(&self) -> std::time::Duration {
         self.task
-            .harbor
-            .as_ref()
-            .and_then(|h| h.agent_timeout_s)
-            .map_or(
-                self.ctx.config.task_timeout,
-                std::time::Duration::from_secs_f64,
-            )
+            .benchmark
+            .agent_timeout()
+            .unwrap_or(self.ctx.config.task_timeout)
     }
 
     /// The row of a task that a stage ended before its agent ran: no

@@ -5,19 +5,24 @@
 //! fixed PYTHONHASHSEED, so runs repeat) and decides: pass is exit code 0,
 //! or, when the task lists `fail_to_pass`/`pass_to_pass`, SWE-bench's
 //! per-test rules over the statuses parsed from the output or a JUnit XML
-//! file (see grade/testlog.rs). A SWE-bench instance with an eval spec runs
-//! SWE-bench's eval script and is read by its repo's parser and graded by
-//! the package's rules (grade/swebench/: spec.rs, log.rs, grading.rs). It does not
-//! know about the agent or the CSV.
+//! file (see grade/testlog.rs). How the tests run and how the verdict is
+//! reached is the task's benchmark's answer (`task::Tests`,
+//! `task::Verdict`): a recipe's eval script read by its log parser and
+//! graded by the package's rules (grade/), or a reward file the tests
+//! wrote. It does not know about the agent or the CSV.
 
 use std::path::Path;
 use std::time::Duration;
 
+use crate::checkout::GitError;
 use crate::env::{Shell, Trust};
-use crate::grade::swebench::{self, InstanceGrade, Rules, TestsStatus};
-use crate::grade::testlog::{PerTestVerdict, TestResults, grade, parse_junit, parse_output};
+use crate::grade::testlog::{
+    JunitError, PerTestVerdict, TestResults, grade, parse_junit, parse_output,
+};
+use crate::grade::{InstanceGrade, Rules, TestsStatus};
 use crate::run_folder::trajectory::CommandRecord;
-use crate::task::TaskSpec;
+use crate::sys::exec::ExecError;
+use crate::task::{RewardError, RewardFile, TaskSpec, Tests, Verdict};
 
 /// Settings every test command runs with, so that a verdict repeats.
 pub(crate) const TEST_SETTINGS: &[(&str, &str)] = &[("TZ", "UTC"), ("PYTHONHASHSEED", "0")];
@@ -32,9 +37,9 @@ pub(crate) struct TestOutcome {
     /// How the test patch went in: `git apply`, `git apply --3way` or
     /// `patch --fuzz=5`, SWE-bench's fallbacks in order.
     pub test_patch_method: Option<&'static str>,
-    /// A Harbor task's reward, which decides its verdict.
+    /// The reward the tests wrote, when it decides the verdict.
     pub reward: Option<f64>,
-    /// What the output decided (None for a Harbor task).
+    /// What the output decided (None when a reward did).
     pub decision: Option<Decision>,
 }
 
@@ -42,27 +47,61 @@ pub(crate) struct TestOutcome {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum GradeError {
     #[error("failed to apply the test_patch: {0}")]
-    TestPatch(String),
+    TestPatch(#[source] GitError),
+    /// The patch could not be written for the fallbacks.
+    #[error("failed to apply the test_patch: failed to write {path}: {source}")]
+    TestPatchFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `git apply` failed, and each fallback after it.
+    #[error("failed to apply the test_patch: {0}; git apply --3way and patch --fuzz=5 failed too")]
+    TestPatchFallbacks(#[source] GitError),
     #[error("failed to run the test command: {0}")]
-    Exec(String),
+    Exec(#[source] ExecError),
     /// The environment could not be readied for the tests (a container
     /// environment's fresh container).
     #[error("failed to prepare the tests' environment: {0}")]
     Environment(#[source] crate::env::EnvError),
     /// The task lists its tests but none could be read from the run.
+    #[error("no test result could be read from the test output; {NO_TESTS_HINT}")]
+    NoTests,
+    /// The JUnit file of `--junit-path` could not be read.
     #[error(
-        "no test result could be read from the test output{0}; hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path"
+        "no test result could be read from the test output (the JUnit file {path} could not be read: {source}); {NO_TESTS_HINT}"
     )]
-    NoTests(String),
-    /// A Harbor task is decided by its verifier's reward, not its log.
-    #[error("a Harbor task is graded by the reward its verifier wrote, not by its test log")]
-    ByReward,
-    /// A Harbor task's verifier ran but its reward cannot be read.
+    JunitUnread {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The JUnit file of `--junit-path` could not be parsed.
     #[error(
-        "failed to read the verifier's reward: {0}; hint: test.sh must write a number to /logs/verifier/reward.txt or {{\"reward\": N}} to reward.json"
+        "no test result could be read from the test output (the JUnit file {path} could not be parsed: {source}); {NO_TESTS_HINT}"
     )]
-    Reward(String),
+    JunitUnparsed {
+        path: String,
+        #[source]
+        source: JunitError,
+    },
+    /// The task is decided by the reward its tests wrote, not its log:
+    /// the benchmark's words.
+    #[error("{0}")]
+    ByReward(&'static str),
+    /// The command that reads the reward could not run.
+    #[error("failed to read the verifier's reward: {0}; {REWARD_HINT}")]
+    RewardExec(#[source] ExecError),
+    /// The verifier ran but its reward cannot be read.
+    #[error("failed to read the verifier's reward: {0}; {REWARD_HINT}")]
+    Reward(#[source] RewardError),
 }
+
+/// What to do when no test result could be read.
+const NO_TESTS_HINT: &str = "hint: run pytest with -rA, unittest or Django with -v, or write JUnit XML and pass --junit-path";
+
+/// What a verifier must write.
+const REWARD_HINT: &str = "hint: test.sh must write a number to /logs/verifier/reward.txt or {\"reward\": N} to reward.json";
 
 /// The test patch, for the fallbacks, in the working copy's `.git`.
 const FALLBACK_PATCH: &str = "onebash-test-patch.diff";
@@ -87,12 +126,12 @@ async fn apply_test_patch(
         workspace
             .restore(patch)
             .await
-            .map_err(|err| GradeError::TestPatch(err.to_string()))
+            .map_err(GradeError::TestPatch)
     };
     let files = restore().await?;
     let first_error = match workspace.apply(patch).await {
         Ok(()) => return Ok((files, "git apply")),
-        Err(err) => err.to_string(),
+        Err(err) => err,
     };
     // The fallbacks read the patch from a file in the working copy's .git
     // (the agent is done; the diff was saved), by a relative path that
@@ -102,8 +141,9 @@ async fn apply_test_patch(
     workspace
         .write(&file, patch.as_bytes().to_vec())
         .await
-        .map_err(|err| {
-            GradeError::TestPatch(format!("failed to write {}: {err}", file.display()))
+        .map_err(|source| GradeError::TestPatchFile {
+            path: file.display().to_string(),
+            source,
         })?;
     let quoted = format!(".git/{FALLBACK_PATCH}");
     let attempts: [(&'static str, String); 2] = [
@@ -135,15 +175,13 @@ async fn apply_test_patch(
         .await;
     match worked {
         Some(method) => Ok((files, method)),
-        None => Err(GradeError::TestPatch(format!(
-            "{first_error}; git apply --3way and patch --fuzz=5 failed too"
-        ))),
+        None => Err(GradeError::TestPatchFallbacks(first_error)),
     }
 }
 
 /// Puts the hidden tests in, runs `test_command` through `shell` (the
-/// agent's sandbox, no network) and decides by `rules` ([`decide`]); a
-/// Harbor task by the reward its verifier wrote.
+/// agent's sandbox, no network) and decides by `rules` ([`decide`]), or
+/// by the reward the tests wrote when the task's benchmark says so.
 pub(crate) async fn run_tests(
     task: &TaskSpec,
     rules: Rules,
@@ -151,16 +189,10 @@ pub(crate) async fn run_tests(
     timeout: Duration,
     junit_path: Option<&Path>,
 ) -> Result<TestOutcome, GradeError> {
-    let graded_by_recipe = graded_by_recipe(task);
-    // A swebench 5 row's own eval script resets the test_patch's files to
-    // the base and applies the test_patch itself, as it does under the
-    // package, so onebash does not apply it first: the script then sees
-    // the tree the package's run sees (the agent's change alone). Applied
-    // twice, a test_patch that adds a file would make the script's reset
-    // (`git checkout BASE -- FILES`, where the new file is unknown) fail
-    // and its own apply fail on the file already there, a log the
-    // package never writes.
-    let own_script = graded_by_recipe && task.swebench5.eval_script.is_some();
+    // An eval script that applies the test patch itself must see the
+    // tree without it (see `Tests::EvalScript`).
+    let own_script = matches!(task.benchmark.tests(), Tests::EvalScript);
+    bare_reset(task, rules, shell).await?;
     let (test_patch_files, test_patch_method) = match &task.test_patch {
         Some(patch) if !own_script => {
             let (files, method) = apply_test_patch(shell, patch).await?;
@@ -175,17 +207,10 @@ pub(crate) async fn run_tests(
     let outcome = Shell { env: &env, ..shell }
         .run(&command, timeout)
         .await
-        .map_err(|err| GradeError::Exec(err.to_string()))?;
+        .map_err(GradeError::Exec)?;
     let record = CommandRecord::new(&command, &outcome);
-    if task.harbor.is_some() {
-        // Harbor's verdict is the reward test.sh wrote, whatever its exit
-        // code: 1 passes, anything else fails (fractions are kept).
-        let read = Shell { env: &env, ..shell }
-            .run(&crate::task::harbor::reward_script(), timeout)
-            .await
-            .map_err(|err| GradeError::Reward(err.to_string()))?;
-        let reward = crate::task::harbor::read_reward(&read.output.to_text())
-            .map_err(|err| GradeError::Reward(err.to_string()))?;
+    if let Verdict::Reward(file) = task.benchmark.verdict() {
+        let reward = read_reward(file, Shell { env: &env, ..shell }, timeout).await?;
         return Ok(TestOutcome {
             passed: reward == 1.0,
             record,
@@ -212,8 +237,47 @@ pub(crate) async fn run_tests(
     })
 }
 
-/// The command the test stage runs: the task's, and for a SWE-bench
-/// instance its eval script made to record the test command's exit status
+/// Under 4.1's rules, a recipe's bare reset ([`SwebenchEval::bare_reset`]:
+/// 4.1.0's `git checkout BASE` with no path, before the test patch), run
+/// as the harness. Its exit status is not looked at, as the package's
+/// script does not (it has no `set -e`): a checkout that the agent's
+/// change blocks leaves HEAD where it was there too.
+///
+/// [`SwebenchEval::bare_reset`]: crate::grade::swebench::SwebenchEval
+async fn bare_reset(task: &TaskSpec, rules: Rules, shell: Shell<'_>) -> Result<(), GradeError> {
+    let Verdict::Recipe(eval) = task.benchmark.verdict() else {
+        return Ok(());
+    };
+    let Some(reset) = eval.bare_reset_under(rules) else {
+        return Ok(());
+    };
+    let harness = Shell {
+        trust: Trust::Harness,
+        ..shell
+    };
+    harness
+        .run(reset, Duration::from_secs(120))
+        .await
+        .map(|_| ())
+        .map_err(GradeError::Exec)
+}
+
+/// The reward the tests wrote, whatever their exit code: 1 passes,
+/// anything else fails (fractions are kept).
+async fn read_reward(
+    file: &RewardFile,
+    shell: Shell<'_>,
+    timeout: Duration,
+) -> Result<f64, GradeError> {
+    let read = shell
+        .run(&file.script, timeout)
+        .await
+        .map_err(GradeError::RewardExec)?;
+    (file.read)(&read.output.to_text()).map_err(GradeError::Reward)
+}
+
+/// The command the test stage runs: the task's, and for a task graded by
+/// a recipe its eval script made to record the test command's exit status
 /// after the end marker, as 5.0's `make_test_spec` does
 /// (`record_test_exit_code`). Under either rule set: 4.1's grading never
 /// reads the line (it is past the end marker, and no parser takes a
@@ -221,7 +285,7 @@ pub(crate) async fn run_tests(
 /// regraded by 5.0's exit-code rule from its log.
 pub(crate) fn test_command(task: &TaskSpec) -> String {
     if graded_by_recipe(task) {
-        swebench::record_test_exit_code(&task.test_command)
+        crate::grade::record_test_exit_code(&task.test_command)
     } else {
         task.test_command.clone()
     }
@@ -257,15 +321,15 @@ fn lists_tests(task: &TaskSpec) -> bool {
     named(&task.fail_to_pass) || named(&task.pass_to_pass)
 }
 
-/// Whether SWE-bench's recipe for the instance (its eval script and log
-/// parser) runs and grades the tests.
+/// Whether a recipe (its eval script and log parser) runs and grades the
+/// tests.
 pub(crate) fn graded_by_recipe(task: &TaskSpec) -> bool {
-    matches!(task.swebench, Some(Ok(_)))
+    matches!(task.benchmark.verdict(), Verdict::Recipe(_))
 }
 
 /// Whether a run with `--junit-path` grades the task from the JUnit file
 /// (saved in tests.json): a task that lists its tests and is not graded by
-/// SWE-bench's recipe. The test stage and `regrade` ask the same question.
+/// a recipe. The test stage and `regrade` ask the same question.
 pub(crate) fn reads_junit(task: &TaskSpec) -> bool {
     !graded_by_recipe(task) && lists_tests(task)
 }
@@ -273,32 +337,34 @@ pub(crate) fn reads_junit(task: &TaskSpec) -> bool {
 /// What the tests' output decides, running nothing: the test stage and
 /// `regrade` call it. `statuses` are per-test statuses already read (a
 /// JUnit file, tests.json's saved statuses); None reads them from
-/// `record.output`. A SWE-bench instance is always read from the output
+/// `record.output`. A task graded by a recipe is always read from the output
 /// (its rules need the whole log: markers, harness lines, the recorded
 /// exit code), `statuses` unused; a timed-out run of one grades as an
 /// empty output, as in the package. A task that lists its tests is graded
 /// by onebash's own per-test rules (testlog.rs, under `rules` where they
 /// apply) and its report lists are that verdict's; any other by its exit
-/// code, with empty lists. A Harbor task is decided by its verifier's
-/// reward, which only the workspace holds: refused here.
+/// code, with empty lists. A task decided by a reward, which only the
+/// workspace holds, is refused here.
 pub(crate) fn decide(
     task: &TaskSpec,
     rules: Rules,
     record: &CommandRecord,
     statuses: Option<TestResults>,
 ) -> Result<Decision, GradeError> {
-    if task.harbor.is_some() {
-        return Err(GradeError::ByReward);
-    }
     let fail_to_pass = task.fail_to_pass.as_deref().unwrap_or_default();
     let pass_to_pass = task.pass_to_pass.as_deref().unwrap_or_default();
-    if let Some(Ok(eval)) = &task.swebench {
+    let eval = match task.benchmark.verdict() {
+        Verdict::Reward(file) => return Err(GradeError::ByReward(file.not_by_log)),
+        Verdict::Recipe(eval) => Some(eval),
+        Verdict::Tests => None,
+    };
+    if let Some(eval) = eval {
         let output = if record.timed_out {
             ""
         } else {
             record.output.as_str()
         };
-        let graded = swebench::grade_output(
+        let graded = crate::grade::grade_output(
             rules,
             eval.parser,
             eval.fail_only,
@@ -310,7 +376,7 @@ pub(crate) fn decide(
             passed: graded.verdict.resolved,
             rules,
             report: graded.instance_grade(),
-            per_test: Some((swebench::to_results(&graded.statuses), graded.verdict)),
+            per_test: Some((crate::grade::to_results(&graded.statuses), graded.verdict)),
         });
     }
     if !lists_tests(task) {
@@ -328,7 +394,7 @@ pub(crate) fn decide(
     }
     let results = statuses.unwrap_or_else(|| parse_output(&record.output));
     if results.is_empty() {
-        return Err(GradeError::NoTests(String::new()));
+        return Err(GradeError::NoTests);
     }
     let verdict = grade(
         rules,
@@ -352,17 +418,17 @@ pub(crate) fn decide(
 /// The per-test results in the JUnit file at `rel` in the working copy.
 async fn read_junit(shell: Shell<'_>, rel: &Path) -> Result<TestResults, GradeError> {
     let shown = || format!("{}/{}", shell.workspace.location(), rel.display());
-    let bytes = shell.workspace.read(rel).await.map_err(|err| {
-        GradeError::NoTests(format!(
-            " (the JUnit file {} could not be read: {err})",
-            shown()
-        ))
-    })?;
-    parse_junit(&String::from_utf8_lossy(&bytes)).map_err(|err| {
-        GradeError::NoTests(format!(
-            " (the JUnit file {} could not be parsed: {err})",
-            shown()
-        ))
+    let bytes = shell
+        .workspace
+        .read(rel)
+        .await
+        .map_err(|source| GradeError::JunitUnread {
+            path: shown(),
+            source,
+        })?;
+    parse_junit(&String::from_utf8_lossy(&bytes)).map_err(|source| GradeError::JunitUnparsed {
+        path: shown(),
+        source,
     })
 }
 
@@ -420,7 +486,11 @@ mod tests {
         }
 
         fn apply(&self, _patch: &str) -> BoxFuture<'_, Result<(), GitError>> {
-            Box::pin(async { Err(GitError("does not apply strictly".to_owned())) })
+            Box::pin(async {
+                Err(GitError::from(git2::Error::from_str(
+                    "does not apply strictly",
+                )))
+            })
         }
 
         fn read(&self, relative: &Path) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {

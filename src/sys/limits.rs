@@ -459,8 +459,11 @@ enum CgroupProblem {
     NoV1Pids,
     #[error("no cgroup v2 entry in /proc/self/cgroup")]
     NoV2Entry,
-    #[error("onebash runs in cgroup {0}, where cgroup v2 does not let it make limited children")]
-    NotTheRoot(String),
+    #[error(
+        "onebash runs in cgroup {}, where cgroup v2 does not let it make limited children",
+        .0.display()
+    )]
+    NotTheRoot(PathBuf),
     #[error("cannot make cgroups in {}: {source}", dir.display())]
     Unusable {
         dir: PathBuf,
@@ -544,7 +547,7 @@ fn v2_root(mount: &Path, own: &str) -> Result<CgroupRoot, CgroupProblem> {
         .find_map(|line| line.strip_prefix("0::"))
         .ok_or(CgroupProblem::NoV2Entry)?;
     if path != "/" {
-        return Err(CgroupProblem::NotTheRoot(path.to_owned()));
+        return Err(CgroupProblem::NotTheRoot(PathBuf::from(path)));
     }
     let enable = |dir: &Path| {
         std::fs::write(dir.join("cgroup.subtree_control"), "+pids +memory").map_err(|source| {

@@ -96,9 +96,12 @@ pub enum LineError {
     Json(#[source] serde_json::Error),
     #[error("expected a JSON object")]
     NotAnObject,
-    /// A dataset's row that could not be read (where in its file, and why).
-    #[error("{0}")]
-    Unreadable(String),
+    /// A dataset's row that could not be read: where in its file, and why.
+    #[error("{place}: {why}")]
+    Unreadable {
+        place: String,
+        why: crate::dataset::RowFault,
+    },
     #[error(transparent)]
     Refused(#[from] Refusal),
     /// Every field that is wrong, in the order they are read.

@@ -1,4 +1,5 @@
-//! Harbor task folders in (the format Terminal-Bench moved to).
+//! Harbor task folders in (the format Terminal-Bench moved to), and the
+//! answers of a Harbor task ([`HarborTask`]'s [`Benchmark`]).
 //!
 //! Owns reading a task folder (`task.toml`, `instruction.md`,
 //! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`) or a
@@ -7,16 +8,23 @@
 //! verifier's folder and settings, and the oracle's solution. Also the
 //! scripts the container runs for such a task (the verifier's staging, the
 //! oracle's command) and the reading of the reward Harbor's verifier
-//! writes. It does not build images or run anything: `env/container.rs`
-//! builds and runs, `runner/test_run.rs` calls [`reward_script`] and [`read_reward`].
+//! writes. It does not build images or run anything: the container
+//! environment builds the image it names ([`FolderImage`]) and copies its
+//! verifier in ([`VerifierFolder`]), the test stage reads its reward
+//! ([`RewardFile`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::task::{HarborTask, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
+use crate::task::benchmark::{
+    Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict, VerifierFolder,
+};
+use crate::task::source::{ParsedLine, RecipeResult, Source};
+use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// The file that makes a folder a Harbor task.
 pub(crate) const TASK_TOML: &str = "task.toml";
@@ -31,6 +39,130 @@ const DEFAULT_BUILD_TIMEOUT_S: f64 = 600.0;
 /// The repository every built image is tagged in.
 const IMAGE_REPOSITORY: &str = "localhost/onebash-harbor";
 
+/// What onebash keeps of a Harbor task beyond the common task fields
+/// (read from the task folder): its answers to the stages.
+#[derive(Debug, Clone)]
+pub(crate) struct HarborTask {
+    /// `environment/`, the build context; `None` when task.toml names a
+    /// prebuilt `docker_image`.
+    pub context: Option<PathBuf>,
+    pub build_timeout: Duration,
+    /// `tests/`, copied to `/tests` after the agent.
+    pub verifier: VerifierFolder,
+    /// `[verifier] env`: set for test.sh.
+    pub verifier_env: Vec<(String, String)>,
+    /// `[agent] timeout_sec`.
+    pub agent_timeout_s: Option<f64>,
+    /// `[environment] cpus` and `memory_mb`: the container's limits.
+    pub cpus: Option<f64>,
+    pub memory_mb: Option<u64>,
+    /// `solution/`'s files (relative path, text, executable), for the
+    /// oracle; empty when the task has no `solution/solve.sh`.
+    pub solution: Vec<(String, String, bool)>,
+}
+
+/// The label a built image carries, valued by the task's id.
+const BUILD_LABEL: &str = "onebash.harbor-task";
+
+/// The reward file the verifier writes, and how it is read.
+static REWARD: LazyLock<RewardFile> = LazyLock::new(|| RewardFile {
+    script: reward_script(),
+    read: |output| read_reward(output).map_err(Into::into),
+    not_by_log: "a Harbor task is graded by the reward its verifier wrote, not by its test log",
+});
+
+impl Benchmark for HarborTask {
+    fn task_fields(&self, fields: &mut Map<String, Value>) {
+        // A task folder's environment is its image: written as the line
+        // field says it.
+        crate::task::own::repo_in_image_field(true, fields);
+    }
+
+    fn code(&self) -> Code {
+        Code::Image {
+            no_repo: "a Harbor task has no repo to patch",
+        }
+    }
+
+    fn image_build(&self) -> Option<FolderImage<'_>> {
+        self.context.as_deref().map(|context| FolderImage {
+            context,
+            timeout: self.build_timeout,
+            label: BUILD_LABEL,
+        })
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            cpus: self.cpus,
+            memory_mb: self.memory_mb,
+        }
+    }
+
+    fn agent_timeout(&self) -> Option<Duration> {
+        self.agent_timeout_s.map(Duration::from_secs_f64)
+    }
+
+    fn tests(&self) -> Tests<'_> {
+        Tests::Verifier(&self.verifier)
+    }
+
+    /// Harbor's verdict is the reward test.sh wrote, whatever its exit
+    /// code: 1 passes, anything else fails (fractions are kept).
+    fn verdict(&self) -> Verdict<'_> {
+        Verdict::Reward(&REWARD)
+    }
+
+    /// A Harbor task's oracle is its solution/solve.sh, run in place.
+    fn oracle<'a>(&'a self, gold_patch: Option<&'a str>) -> Oracle<'a> {
+        let _ = gold_patch;
+        match oracle_command(self) {
+            Some(command) => Oracle::Command(command),
+            None => Oracle::Missing("solution/solve.sh"),
+        }
+    }
+
+    /// `load` reads Harbor folders too (a run takes them); their images
+    /// are built from environment/ when a task starts, not pulled.
+    fn pull(&self, id: &str) -> Pull {
+        Pull::Refused(format!(
+            "{id} is a Harbor task: its image is built from its environment/ when it runs, so there is nothing to pull"
+        ))
+    }
+
+    fn needs_engine(&self, id: &str, env: &str) -> Option<String> {
+        Some(format!(
+            "Harbor tasks (such as {id}) run in the image their environment/ builds, which --env {env} cannot do\nhint: run with --env podman or --env docker"
+        ))
+    }
+}
+
+/// Harbor's task folders.
+pub(crate) struct Harbor;
+
+pub(crate) const SOURCE: Harbor = Harbor;
+
+impl Source for Harbor {
+    fn name(&self) -> &'static str {
+        "harbor"
+    }
+
+    /// A folder is Harbor task folders (docs/tasks.md); a file is JSONL.
+    fn load_path(&self, path: &Path) -> Option<Result<TaskFile, TaskFileError>> {
+        is_task_folder(path).then(|| load(path))
+    }
+
+    fn oracle_needs(&self) -> Option<&'static str> {
+        Some("a Harbor task: a solution/solve.sh")
+    }
+
+    /// Its tasks come from folders, never lines.
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        let _ = recipe;
+        crate::task::own::own_line(line)
+    }
+}
+
 /// Why a task folder could not be read.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HarborError {
@@ -39,8 +171,11 @@ pub(crate) enum HarborError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: not valid TOML: {message}")]
-    Toml { path: PathBuf, message: String },
+    #[error("{path}: not valid TOML: {}", .source.message())]
+    Toml {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
     #[error("{path}: {message}")]
     Field { path: PathBuf, message: String },
     #[error("{0}: holds no task folder (a folder with a task.toml)")]
@@ -108,9 +243,9 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
     let toml_path = dir.join(TASK_TOML);
     let toml_text = String::from_utf8_lossy(&read(TASK_TOML)?).into_owned();
     let config = TaskToml::parse(&toml_text).map_err(|err| match err {
-        TomlProblem::Syntax(message) => HarborError::Toml {
+        TomlProblem::Syntax(source) => HarborError::Toml {
             path: toml_path.clone(),
-            message,
+            source,
         },
         TomlProblem::Field(message) => HarborError::Field {
             path: toml_path.clone(),
@@ -160,10 +295,13 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
         Value::String(dir.display().to_string()),
     );
     let harbor = HarborTask {
-        dir: dir.to_owned(),
         context,
         build_timeout: Duration::from_secs_f64(config.build_timeout_s),
-        tests,
+        verifier: VerifierFolder {
+            folder: tests,
+            target: TESTS_IN_CONTAINER,
+            stage: STAGE_VERIFIER,
+        },
         verifier_env: config.verifier_env.clone(),
         agent_timeout_s: config.agent_timeout_s,
         cpus: config.cpus,
@@ -188,10 +326,7 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
         metadata: Some(metadata),
         image: Some(image),
         workdir: None,
-        swebench: None,
-        repo_in_image: true,
-        swebench5: Default::default(),
-        harbor: Some(std::sync::Arc::new(harbor)),
+        benchmark: Arc::new(harbor),
         extra: Map::new(),
     };
     Ok((task, digest.finalize().into()))
@@ -303,7 +438,7 @@ struct TaskToml {
 }
 
 enum TomlProblem {
-    Syntax(String),
+    Syntax(toml::de::Error),
     Field(String),
 }
 
@@ -316,8 +451,7 @@ impl TaskToml {
     /// `cpus`, `memory_mb`, `docker_image`, and refuses what onebash
     /// cannot honour (`gpus` above 0).
     fn parse(text: &str) -> Result<TaskToml, TomlProblem> {
-        let table: toml::Table =
-            toml::from_str(text).map_err(|err| TomlProblem::Syntax(err.message().to_owned()))?;
+        let table: toml::Table = toml::from_str(text).map_err(TomlProblem::Syntax)?;
         let field = |m: String| TomlProblem::Field(m);
         let section = |name: &str| -> Result<Option<&toml::Table>, TomlProblem> {
             match table.get(name) {
@@ -644,10 +778,13 @@ mod tests {
     #[test]
     fn the_oracle_writes_the_solution_then_runs_it() {
         let harbor = HarborTask {
-            dir: PathBuf::from("/t"),
             context: None,
             build_timeout: Duration::from_secs(1),
-            tests: PathBuf::from("/t/tests"),
+            verifier: VerifierFolder {
+                folder: PathBuf::from("/t/tests"),
+                target: TESTS_IN_CONTAINER,
+                stage: STAGE_VERIFIER,
+            },
             verifier_env: Vec::new(),
             agent_timeout_s: None,
             cpus: None,

@@ -1,25 +1,232 @@
-//! SWE-bench in: instance lines read beside onebash's own task lines.
+//! SWE-bench 4.1 instances in: instance lines read beside onebash's own
+//! task lines, and the answers of an instance graded by SWE-bench's
+//! recipe for its repo and version ([`Instance`]).
 //!
 //! Owns the mapping of an instance's fields to onebash's (`instance_id` ->
 //! `id`, `repo` `owner/name` -> a clone location under `--repo-base`,
 //! `patch` -> `gold_patch`, `FAIL_TO_PASS`/`PASS_TO_PASS` as JSON-encoded
 //! strings or lists, `version`, `environment_setup_commit` and
 //! `created_at` into `metadata`, with the `owner/name` as `swebench_repo`),
-//! and the files a test patch touches (the
-//! `test_files` of `--test-command` templates). `hints_text` and every other
-//! field stay on the task, available to prompt templates.
+//! the recipe an instance without a test command is graded by (its eval
+//! script, log parser and rules, grade/swebench/), the files a test patch
+//! touches (the `test_files` of `--test-command` templates), and the Hub
+//! datasets of SWE-bench's fields. swebench 5's rows are instances too
+//! (converted here) with their own recipe: swebench5.rs answers for them.
+//! `hints_text` and every other field stay on the task, available to
+//! prompt templates.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::task::error::FieldError;
+use crate::dataset::Alias;
+use crate::grade::Rules;
+use crate::task::benchmark::{Benchmark, Code, Tests, Verdict};
+use crate::task::error::{FieldError, LineError};
+use crate::task::recipe::{Recipe, eval};
+use crate::task::source::{Fit, ParsedLine, RecipeResult, Source};
+use crate::task::spec::{LoadOptions, TaskSpec};
+use crate::task::swebench5::Row;
 
 /// Where `owner/name` repos are cloned from: a URL or a folder of mirrors.
 pub(crate) const DEFAULT_REPO_BASE: &str = "https://github.com";
 
-/// The metadata key that keeps an instance's `repo` as written.
-pub(crate) const SWEBENCH_REPO: &str = "swebench_repo";
+pub(crate) use crate::task::recipe::SWEBENCH_REPO;
+
+/// SWE-bench's image of an instance, as its harness names it (and
+/// `grade::swebench::spec::image_name`): what a row of a SWE-bench
+/// dataset runs in when it names no image and no `--image` is given.
+pub(crate) const IMAGE_TEMPLATE: &str =
+    r#"swebench/sweb.eval.x86_64.{{ instance_id | lower | replace("__", "_1776_") }}:latest"#;
+
+/// The name [`ParsedLine::converted_by`] gives the instances read here.
+const NAME: &str = "swebench";
+
+/// The datasets of SWE-bench's fields. The repos are the SWE-bench
+/// organisation's (princeton-nlp's old names redirect there).
+const DATASETS: &[Alias] = &[
+    Alias {
+        name: "swe-bench-lite",
+        repo: "SWE-bench/SWE-bench_Lite",
+        split: "test",
+        image: Some(IMAGE_TEMPLATE),
+        about: "SWE-bench Lite: 300 instances of SWE-bench (test split)",
+    },
+    Alias {
+        name: "swe-bench-verified",
+        repo: "SWE-bench/SWE-bench_Verified",
+        split: "test",
+        image: Some(IMAGE_TEMPLATE),
+        about: "SWE-bench Verified: 500 instances checked by people (test split)",
+    },
+    Alias {
+        name: "swe-bench",
+        repo: "SWE-bench/SWE-bench",
+        split: "test",
+        image: Some(IMAGE_TEMPLATE),
+        about: "SWE-bench: the full 2,294 instances (test split)",
+    },
+    Alias {
+        name: "swe-bench-multilingual",
+        repo: "SWE-bench/SWE-bench_Multilingual",
+        split: "test",
+        image: Some(IMAGE_TEMPLATE),
+        about: "SWE-bench Multilingual: 300 instances in 9 languages (test split)",
+    },
+    Alias {
+        name: "swe-bench-multimodal",
+        repo: "SWE-bench/SWE-bench_Multimodal",
+        split: "dev",
+        image: Some(IMAGE_TEMPLATE),
+        about: "SWE-bench Multimodal: 102 JavaScript instances with images (dev split: the test split's tests are withheld)",
+    },
+    Alias {
+        name: "swe-gym",
+        repo: "SWE-Gym/SWE-Gym",
+        split: "train",
+        image: None,
+        about: "SWE-Gym: 2,438 instances of 11 Python repos, SWE-bench's fields (train split; give --image)",
+    },
+];
+
+/// SWE-bench's instance lines and datasets.
+pub(crate) struct Swebench;
+
+pub(crate) const SOURCE: Swebench = Swebench;
+
+impl Source for Swebench {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn datasets(&self) -> &'static [Alias] {
+        DATASETS
+    }
+
+    fn reads_line(&self, fields: &Map<String, Value>) -> Option<Fit> {
+        is_instance(fields).then_some(Fit::Shape)
+    }
+
+    fn convert_line(
+        &self,
+        fields: &mut Map<String, Value>,
+        options: &LoadOptions,
+    ) -> Result<(), LineError> {
+        Ok(convert(fields, &options.repo_base)?)
+    }
+
+    fn grades_itself(&self) -> bool {
+        true
+    }
+
+    fn repo_in_image(&self) -> bool {
+        true
+    }
+
+    fn claims(&self, line: &ParsedLine) -> bool {
+        line.converted_by == Some(NAME) && !line.row.is_swebench5()
+    }
+
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        Arc::new(Instance {
+            repo_in_image: line.repo_in_image,
+            recipe: Recipe(recipe),
+        })
+    }
+
+    fn recipe(&self, task: &TaskSpec, line: &ParsedLine) -> Option<RecipeResult> {
+        Some(eval(task, &line.row))
+    }
+}
+
+/// A SWE-bench 4.1 instance's answers: the repo its image holds (unless
+/// the line says otherwise), graded by its recipe when it has no test
+/// command.
+#[derive(Debug)]
+pub(crate) struct Instance {
+    pub repo_in_image: bool,
+    pub recipe: Recipe,
+}
+
+impl Benchmark for Instance {
+    fn task_fields(&self, fields: &mut Map<String, Value>) {
+        crate::task::own::repo_in_image_field(self.repo_in_image, fields);
+    }
+
+    fn code(&self) -> Code {
+        if self.repo_in_image {
+            Code::ImageRepo
+        } else {
+            Code::Checkout
+        }
+    }
+
+    fn tests(&self) -> Tests<'_> {
+        Tests::Command
+    }
+
+    fn verdict(&self) -> Verdict<'_> {
+        self.recipe.verdict()
+    }
+
+    fn default_rules(&self) -> Rules {
+        Rules::by_format(false)
+    }
+
+    fn cannot_run(&self) -> Option<String> {
+        self.recipe.cannot_run()
+    }
+
+    fn cannot_regrade(&self) -> Option<String> {
+        self.recipe.cannot_regrade()
+    }
+}
+
+/// A task read back from its trajectory's header (see
+/// `TaskSpec::from_header`) given its recipe again when the run graded it
+/// by one: `graded_by_recipe` is what the run recorded; a trajectory from
+/// before the record (`None`) is taken as graded so when the task is an
+/// instance and the header's test command is today's eval script, and
+/// when it is not, the answer is a warning (the caller names the task).
+pub(crate) fn reread(
+    spec: &mut TaskSpec,
+    line: &ParsedLine,
+    graded_by_recipe: Option<bool>,
+) -> Option<String> {
+    let is_instance = line.row.is_swebench5()
+        || spec
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(SWEBENCH_REPO));
+    let recipe = match graded_by_recipe {
+        Some(true) => eval(spec, &line.row),
+        Some(false) => return None,
+        None if is_instance => match eval(spec, &line.row) {
+            Ok(eval) if eval.script == spec.test_command => Ok(eval),
+            Ok(_) => {
+                return Some(
+                    "its trajectory does not say whether SWE-bench's recipe graded it, and its test command is not today's eval script, so it is graded by onebash's own rules; hint: regrade it with the onebash that ran it".to_owned(),
+                );
+            }
+            Err(_) => return None,
+        },
+        None => return None,
+    };
+    spec.benchmark = if line.row.is_swebench5() {
+        Arc::new(Row {
+            fields: line.row.clone(),
+            repo_in_image: line.repo_in_image,
+            recipe: Recipe(Some(recipe)),
+        })
+    } else {
+        Arc::new(Instance {
+            repo_in_image: line.repo_in_image,
+            recipe: Recipe(Some(recipe)),
+        })
+    };
+    None
+}
 
 /// Whether a task line is a SWE-bench instance.
 pub(crate) fn is_instance(fields: &Map<String, Value>) -> bool {

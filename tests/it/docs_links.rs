@@ -1,8 +1,12 @@
-//! The README and docs/ hold together: every relative link in README.md and
-//! in each `.md` file under docs/ names a file that exists, and a link with
-//! an `#anchor` names a heading of its target (or of its own file), by
-//! GitHub's slug rules. And the README stays a few screens long, so that
-//! what moved into docs/guides/ does not creep back.
+//! The documents hold together: every relative link in README.md,
+//! ARCHITECTURE.md, CHANGELOG.md and each `.md` file under docs/ (the
+//! decisions in docs/decisions/ included) names a file that exists, and a
+//! link with an `#anchor` names a heading of its target (or of its own
+//! file), by GitHub's slug rules. And they stay the size a newcomer reads:
+//! the README a few screens, so that what moved into docs/guides/ does not
+//! creep back; ARCHITECTURE.md at most 25,000 bytes, so that the decision
+//! history stays in docs/decisions/ (issue 36); and CHANGELOG.md release
+//! notes, one line an entry, the detail in commit messages.
 //!
 //! Links are read from the Markdown source: inline links (`[text](target)`)
 //! and reference definitions (`[name]: target`), outside code blocks and
@@ -14,6 +18,10 @@ use std::path::{Path, PathBuf};
 
 /// The README's budget in bytes: a few screens (issue 28).
 const README_MAX_BYTES: u64 = 15_000;
+
+/// ARCHITECTURE.md's budget in bytes: the map of the code, not its
+/// history (issue 36).
+const ARCHITECTURE_MAX_BYTES: u64 = 25_000;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -214,10 +222,18 @@ fn broken_links(file: &Path) -> Vec<String> {
 }
 
 #[test]
-fn every_relative_link_in_the_readme_and_docs_resolves() {
+fn every_relative_link_in_the_documents_resolves() {
     let root = repo_root();
-    let mut files = vec![root.join("README.md")];
+    let mut files = ["README.md", "ARCHITECTURE.md", "CHANGELOG.md"]
+        .map(|f| root.join(f))
+        .to_vec();
     markdown_files(&root.join("docs"), &mut files);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("docs/decisions/README.md")),
+        "the decisions' index is read too: {files:#?}"
+    );
     let broken: Vec<String> = files.iter().flat_map(|f| broken_links(f)).collect();
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
@@ -230,6 +246,94 @@ fn the_readme_fits_on_a_few_screens() {
     assert!(
         size <= README_MAX_BYTES,
         "README.md is {size} bytes, over {README_MAX_BYTES}: move the detail to docs/guides/"
+    );
+}
+
+#[test]
+fn the_architecture_fits_its_budget() {
+    let size = std::fs::metadata(repo_root().join("ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md")
+        .len();
+    assert!(
+        size <= ARCHITECTURE_MAX_BYTES,
+        "ARCHITECTURE.md is {size} bytes, over {ARCHITECTURE_MAX_BYTES}: \
+         move why a choice was made to docs/decisions/"
+    );
+}
+
+/// The list items of `text` that run over more than one line, as `LINE:
+/// item`: a line of prose right after an item's line that is neither a new
+/// item, a heading nor blank continues the item.
+fn multi_line_entries(text: &str) -> Vec<String> {
+    let is_item = |line: &str| {
+        let trimmed = line.trim_start();
+        trimmed.starts_with("- ") || trimmed.starts_with("* ") || trimmed.starts_with("+ ")
+    };
+    let mut found = Vec::new();
+    let mut item: Option<(usize, &str)> = None;
+    let mut last = 0;
+    for (number, line) in prose_lines(text) {
+        // A fenced block between two lines ends the item.
+        if number != last + 1 {
+            item = None;
+        }
+        last = number;
+        if is_item(line) {
+            item = Some((number, line));
+        } else if line.trim().is_empty() || line.starts_with('#') {
+            item = None;
+        } else if let Some((start, first)) = item.take() {
+            found.push(format!("{start}: {first}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn changelog_entries_are_one_line_each_in_their_groups() {
+    let text = std::fs::read_to_string(repo_root().join("CHANGELOG.md")).expect("CHANGELOG.md");
+    let long = multi_line_entries(&text);
+    assert!(
+        long.is_empty(),
+        "CHANGELOG.md entries over more than one line (one line a change; the detail goes \
+         in the commit message):\n{}",
+        long.join("\n")
+    );
+    // Grouped as Keep a Changelog groups release notes: what was added,
+    // changed, fixed... and nothing else (no development log by topic).
+    let groups = [
+        "Added",
+        "Changed",
+        "Deprecated",
+        "Removed",
+        "Fixed",
+        "Security",
+    ];
+    let odd: Vec<&str> = prose_lines(&text)
+        .into_iter()
+        .filter_map(|(_, line)| line.strip_prefix("### "))
+        .filter(|group| !groups.contains(&group.trim()))
+        .collect();
+    assert!(
+        odd.is_empty(),
+        "CHANGELOG.md groups other than {groups:?}: {odd:?}"
+    );
+}
+
+#[test]
+fn an_entry_over_two_lines_is_reported() {
+    let text = "# Changelog\n\n## Unreleased\n\n### Added\n\n\
+                - one line\n\
+                - two\n  lines\n\
+                * a star\n\
+                \n\
+                A paragraph\nof prose.\n\
+                ```\n- in a block\n  goes on\n```\n\
+                - three\n  lines\n  here\n";
+    assert_eq!(
+        multi_line_entries(text),
+        ["8: - two", "18: - three"],
+        "{text}"
     );
 }
 

@@ -49,12 +49,12 @@ const LAYERS: &[&str] = &[
     "main",
     "lib",
     "commands",
+    "cli",
     "runner",
+    "config",
     "agent",
     "events",
-    "config",
     "env",
-    "cli",
     "run_folder",
     "audit",
     "checkout",
@@ -429,6 +429,70 @@ fn no_file_imports_a_file_of_a_layer_above_its_own() {
     assert!(found.is_empty(), "imports up the layers: {found:#?}");
 }
 
+/// The files that import `src/cli.rs`, tests included, other than
+/// `main.rs`, `lib.rs` and those of `commands/`: none may.
+fn cli_importers(files: &BTreeMap<String, String>) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(name, _)| !matches!(layer(name), "main" | "lib" | "commands" | "cli"))
+        .filter(|(_, code)| {
+            crate_paths(code)
+                .iter()
+                .any(|path| path == "cli" || path.starts_with("cli::"))
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// The command line is on top: the stages own their value types and
+/// `cli.rs` converts to them, so nothing below `commands/` imports it, not
+/// even in its tests (those build the stages' own types).
+#[test]
+fn only_main_lib_and_commands_import_the_command_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = BTreeMap::new();
+    modules(&root, &root, &mut found);
+    assert!(found.contains_key("cli"), "src/cli.rs not found");
+    let files: BTreeMap<String, String> = found
+        .iter()
+        .map(|(name, path)| {
+            let text = std::fs::read_to_string(path).expect("read a source file");
+            (name.clone(), absolute(name, &text))
+        })
+        .collect();
+    let importers = cli_importers(&files);
+    assert!(
+        importers.is_empty(),
+        "files below commands/ that import src/cli.rs: {importers:?}"
+    );
+}
+
+#[test]
+fn an_import_of_the_command_line_is_found() {
+    let files: BTreeMap<String, String> = [
+        ("config/options", "use crate::cli::RunArgs;\n"),
+        (
+            "env/container",
+            "fn f() { super::super::cli::EnvKind::Host; }\n",
+        ),
+        (
+            "agent/api",
+            "#[cfg(test)]\nmod tests { use crate::cli::{Cli, Command}; }\n",
+        ),
+        ("commands/run", "use crate::cli::RunArgs;\n"),
+        ("main", "use onebash::cli::Cli;\nuse crate::cli::Cli;\n"),
+        ("cli", "use crate::config::RunOptions;\n"),
+        ("runner/tasks", "use crate::client::Client;\n"),
+    ]
+    .into_iter()
+    .map(|(name, code)| (name.to_owned(), absolute(name, code)))
+    .collect();
+    assert_eq!(
+        cli_importers(&files),
+        ["agent/api", "config/options", "env/container"]
+    );
+}
+
 #[test]
 fn super_and_self_paths_are_read_as_crate_paths() {
     assert_eq!(
@@ -475,7 +539,7 @@ fn an_import_up_the_layers_is_found() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
     .collect();
-    assert_eq!(upward(&edges), ["cli (cli) -> agent/types (agent)"]);
+    assert_eq!(upward(&edges), ["env/host (env) -> cli (cli)"]);
 }
 
 /// A source tree of these modules, where `folder` re-exports what `code`

@@ -1378,3 +1378,148 @@ fn a_skipped_fail_to_pass_test_passes_under_4_1_and_fails_under_5_0_and_the_defa
             .is_none()
     );
 }
+
+/// A hidden test file that the test patch adds, beside the visible ones.
+const ADDED: &str = "import unittest\nfrom calc import add, mul\n\n\nclass AddedTests(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
+
+/// sphinx-doc__sphinx-8595's shape (issue 37): a test patch that only adds
+/// files, in an image whose setup commit changes a tracked file the test
+/// run reads (setup.cfg's verbosity 2 here, sphinx's tox.ini `-rA`
+/// there). swebench 4.1.0's eval script resets with a bare `git checkout
+/// BASE` (no file to name), which undoes the setup commit: the runner
+/// prints no line per test and even the gold patch is unresolved. 5.x
+/// resets files only and resolves it. Under `--grading swebench-4.1`
+/// onebash gives 4.1.0's verdict and under `swebench-5.0` 5.0.2's, each
+/// checked by that package's grading of onebash's own test log; and
+/// 4.1.0's script for the instance has the bare reset onebash runs.
+fn a_test_patch_that_only_adds_files_grades_as_each_package_grades_it(backend: Backend) {
+    use crate::support::harness::{Fixture, diff_of, git, unittest_name};
+    let fixture = Fixture::new();
+    let (work, _) = fixture.repo(
+        "work",
+        &[
+            ("calc.py", CALC),
+            ("setup.cfg", "[runtests]\nverbosity = 1\n"),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", VISIBLE),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        work.join("tests/runtests.py"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    git(&work, &["add", "tests/runtests.py"]);
+    git(&work, &["commit", "-q", "-m", "runtests is a program"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    let fixed =
+        CALC.replacen("a - b", "a + b", 1)
+            .replacen("a + b\n\n\ndef sub", "a * b\n\n\ndef sub", 1);
+    let gold = diff_of(&work, &[("calc.py", &fixed)]);
+    let test_patch = diff_of(&work, &[("tests/calc_tests/test_added.py", ADDED)]);
+    assert!(test_patch.contains("new file mode"), "{test_patch}");
+    let id = "django__django-8";
+    let name = |method: &str| unittest_name("calc_tests.test_added.AddedTests", method);
+    let (f2p, p2p) = (json!([name("test_add"), name("test_mul")]), json!([]));
+    let instance = json!({
+        "instance_id": id,
+        "repo": "django/django",
+        "base_commit": base,
+        "problem_statement": format!("Problem of task {id}. add() subtracts and mul() adds."),
+        "patch": gold,
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": f2p.to_string(),
+        "PASS_TO_PASS": p2p.to_string(),
+        "version": "4.2",
+    });
+    let tasks = fixture.tasks(std::slice::from_ref(&instance));
+    let image = swebench_shaped_image_then(&fixture, &work, &base, &[id], backend, |testbed| {
+        git(testbed, &["checkout", "-q", "-B", "main"]);
+        std::fs::write(testbed.join("setup.cfg"), "[runtests]\nverbosity = 2\n").expect("write");
+        git(
+            testbed,
+            &["commit", "-q", "-am", "pre_install: verbose runner"],
+        );
+        git(
+            testbed,
+            &["commit", "-q", "--allow-empty", "-am", "SWE-bench"],
+        );
+    });
+    let flags: Vec<&str> = image.flags.iter().map(String::as_str).collect();
+    let run_under = |rules: &str| {
+        let args = [&["--model", "oracle", "--grading", rules][..], &flags].concat();
+        fixture.run_into(&fixture.path(rules), &tasks, &args, &[])
+    };
+    let old = run_under("swebench-4.1");
+    let new = run_under("swebench-5.0");
+    for (run, resolution) in [(&old, "RESOLVED_NO"), (&new, "RESOLVED_FULL")] {
+        let tests = run.tests_json(id);
+        let log = std::fs::read_to_string(run.task_dir(id).join("test.log")).unwrap_or_default();
+        assert_eq!(
+            tests["verdict"]["resolution"], resolution,
+            "{tests}\n{log}\nstderr: {}",
+            run.stderr
+        );
+    }
+    // 4.1.0's script for the instance: a bare reset before the test patch,
+    // the one onebash's recipe names.
+    let ours = eval_for(&Instance {
+        instance_id: id,
+        repo: "django/django",
+        version: "4.2",
+        base_commit: &base,
+        test_patch: &test_patch,
+    })
+    .expect("a recipe");
+    assert_eq!(
+        ours.bare_reset.as_deref(),
+        Some(format!("git checkout '{base}'").as_str())
+    );
+    if let Some(python) = swebench_python() {
+        let theirs = package_answer(
+            &python,
+            "swebench_scripts.py",
+            std::slice::from_ref(&instance),
+        );
+        let script = theirs["scripts"][0].as_str().expect("a script");
+        let reset = script.find(&format!("\ngit checkout {base} \n"));
+        let apply = script.find("\ngit apply -v -");
+        assert!(
+            reset.is_some() && reset < apply,
+            "no bare reset before the test patch:\n{script}"
+        );
+    }
+    package_agrees(
+        "django/django",
+        "4.2",
+        &[(&old, id, "RESOLVED_NO")],
+        f2p.clone(),
+        p2p.clone(),
+    );
+    if let Some(python) = swebench5_python() {
+        let case = as_swebench5(&json!({
+            "instance_id": id,
+            "repo": "django/django",
+            "version": "4.2",
+            "log_path": new.task_dir(id).join("test.log").display().to_string(),
+            "FAIL_TO_PASS": f2p,
+            "PASS_TO_PASS": p2p,
+        }));
+        let theirs = package_answer(&python, "swebench5_grade.py", &[case]);
+        assert_eq!(
+            theirs["results"][0]["resolution"], "RESOLVED_FULL",
+            "{theirs}"
+        );
+    }
+}
+
+/// Under podman only: the reset is the harness's, the same through every
+/// backend's workspace, and an image build per backend costs CI minutes.
+#[test]
+fn a_test_patch_that_only_adds_files_grades_as_each_package_grades_it_in_podman() {
+    if Backend::Podman.ready() {
+        a_test_patch_that_only_adds_files_grades_as_each_package_grades_it(Backend::Podman);
+    }
+}

@@ -3,8 +3,8 @@
 //! SWE-bench's run summary ([`swebench`]).
 
 pub(crate) mod by;
+pub(crate) mod harness_summary;
 mod summary;
-pub(crate) mod swebench;
 
 #[cfg(test)]
 pub(crate) use summary::PromptCache;

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::agent::pricing::Price;
 use crate::commands::stats::{pass_at_k, pass_hat_k, wilson95};
 use crate::config::manifest::RunManifest;
-use crate::config::pricing::Price;
 use crate::run_folder::Usage;
 use crate::run_folder::trajectory::{Event, read_trajectory};
 use crate::run_folder::{ResultRow, RunFolder, Status};

@@ -11,13 +11,14 @@ use super::rows::{TaskRow, row, write_parquet};
 use super::server::{Reply, Server};
 use super::{FakeFile, FakeHub, REPO, SHA, settings, sha256};
 use crate::dataset::reference::Alias;
-use crate::dataset::{ALIASES, Dataset, DatasetError, DatasetRef, HubSettings, open};
+use crate::dataset::reference::tests::{ALIASES, aliases};
+use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings, open};
 
 /// A port nothing listens on: every connection is refused.
 const CLOSED: &str = "http://127.0.0.1:1";
 
 fn reference(raw: &str) -> DatasetRef {
-    DatasetRef::parse(raw)
+    DatasetRef::parse(raw, &aliases())
         .expect("a reference")
         .expect("well formed")
 }

@@ -18,6 +18,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use super::OciError;
+use super::error::CredentialsProblem;
 
 /// A user and password for one registry, and the file they came from.
 #[derive(Clone)]
@@ -83,14 +84,12 @@ pub(super) fn credentials(files: &[PathBuf], host: &str) -> Result<Option<Creden
         let Ok(bytes) = std::fs::read(file) else {
             continue;
         };
-        let bad = |why: &str| {
-            OciError::Image(format!(
-                "the registry credentials in {}: {why}\nhint: fix or move the file (docker login rewrites it)",
-                file.display()
-            ))
+        let bad = |problem: CredentialsProblem| OciError::Credentials {
+            file: file.clone(),
+            problem,
         };
         let config: ConfigFile =
-            serde_json::from_slice(&bytes).map_err(|_| bad("not a docker config (JSON)"))?;
+            serde_json::from_slice(&bytes).map_err(|_| bad(CredentialsProblem::NotJson))?;
         let Some(encoded) = config
             .auths
             .iter()
@@ -101,12 +100,21 @@ pub(super) fn credentials(files: &[PathBuf], host: &str) -> Result<Option<Creden
         };
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
-            .map_err(|_| bad(&format!("the `auth` of {host} is not base64")))?;
-        let text = String::from_utf8(decoded)
-            .map_err(|_| bad(&format!("the `auth` of {host} is not UTF-8")))?;
-        let (user, password) = text
-            .split_once(':')
-            .ok_or_else(|| bad(&format!("the `auth` of {host} is not user:password")))?;
+            .map_err(|_| {
+                bad(CredentialsProblem::NotBase64 {
+                    host: host.to_owned(),
+                })
+            })?;
+        let text = String::from_utf8(decoded).map_err(|_| {
+            bad(CredentialsProblem::NotUtf8 {
+                host: host.to_owned(),
+            })
+        })?;
+        let (user, password) = text.split_once(':').ok_or_else(|| {
+            bad(CredentialsProblem::NotUserPassword {
+                host: host.to_owned(),
+            })
+        })?;
         return Ok(Some(Credentials {
             user: user.to_owned(),
             password: password.to_owned(),

@@ -65,8 +65,8 @@ impl Planned {
     }
 }
 
-fn cache_error(what: &Path, err: impl std::fmt::Display) -> OciError {
-    OciError::Cache(format!("{}: {err}", what.display()))
+fn cache_error(what: &Path, err: impl Into<super::error::CacheFault>) -> OciError {
+    OciError::cache(what, err)
 }
 
 /// The binds of the root of `layers` (bottom first); the folders of

@@ -36,8 +36,8 @@ const JSON_LIMIT: usize = 16 * 1024 * 1024;
 const BLOB_ATTEMPTS: u32 = 4;
 
 /// A file of the cache that could not be written or read.
-pub(super) fn cache_error(path: &Path, err: impl std::fmt::Display) -> OciError {
-    OciError::Cache(format!("{}: {err}", path.display()))
+pub(super) fn cache_error(path: &Path, err: impl Into<super::error::CacheFault>) -> OciError {
+    OciError::cache(path, err)
 }
 
 /// The HTTP side: a client, the registry's base URL, the authorization
@@ -87,7 +87,7 @@ impl Net {
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(Duration::from_secs(120))
             .build()
-            .map_err(|err| OciError::Cache(format!("cannot make an HTTP client: {err}")))?;
+            .map_err(OciError::HttpClient)?;
         Ok(Net {
             http,
             host: reference.host.clone(),
@@ -156,23 +156,17 @@ impl Net {
                 self.authorization = Some(self.authorize(challenge).await?);
             }
         }
-        Err(RegistryError::Auth(format!(
-            "the registry at {} refused {}: {}\nhint: {}",
-            self.host,
-            self.repository,
-            match &self.credentials {
-                Some(c) => format!("the credentials from {} are not accepted", c.file.display()),
-                None => "it needs credentials, or the image does not exist".to_owned(),
-            },
-            login_hint(&self.host)
-        ))
+        Err(RegistryError::Refused {
+            host: self.host.clone(),
+            repository: self.repository.clone(),
+            credentials: self.credentials.as_ref().map(|c| c.file.clone()),
+        }
         .into())
     }
 
     /// What a 401's challenge asks for: Basic with the user's
     /// credentials, or a Bearer token from the challenge's realm.
     async fn authorize(&self, challenge: Option<auth::Challenge>) -> Result<String, OciError> {
-        let refused = |why: String| OciError::from(RegistryError::Auth(why));
         let challenge = challenge.ok_or_else(|| {
             self.protocol("a 401 answer without a WWW-Authenticate challenge".to_owned())
         })?;
@@ -186,13 +180,15 @@ impl Net {
         });
         match challenge.scheme.as_str() {
             "basic" => basic.ok_or_else(|| {
-                refused(format!(
-                    "the registry at {} asks for a user and password and none is configured\nhint: {}",
-                    self.host,
-                    login_hint(&self.host)
-                ))
+                RegistryError::NoCredentials {
+                    host: self.host.clone(),
+                }
+                .into()
             }),
-            "bearer" => self.token(&challenge, basic).await.map(|t| format!("Bearer {t}")),
+            "bearer" => self
+                .token(&challenge, basic)
+                .await
+                .map(|t| format!("Bearer {t}")),
             other => Err(self.protocol(format!("an unknown auth scheme {other:?}"))),
         }
     }
@@ -245,16 +241,12 @@ impl Net {
             })?;
         let status = response.status();
         if !status.is_success() {
-            return Err(RegistryError::Auth(format!(
-                "the token service of {} refused {} ({status}){}\nhint: {}",
-                self.host,
-                self.repository,
-                match &self.credentials {
-                    Some(c) => format!(" with the credentials from {}", c.file.display()),
-                    None => " anonymous access".to_owned(),
-                },
-                login_hint(&self.host)
-            ))
+            return Err(RegistryError::TokenRefused {
+                host: self.host.clone(),
+                repository: self.repository.clone(),
+                status,
+                credentials: self.credentials.as_ref().map(|c| c.file.clone()),
+            }
             .into());
         }
         #[derive(serde::Deserialize)]
@@ -312,10 +304,11 @@ impl Net {
             )
             .await?;
         if response.status() == StatusCode::NOT_FOUND {
-            return Err(RegistryError::NotFound(format!(
-                "{}/{}:{key}",
-                self.host, self.repository
-            ))
+            return Err(RegistryError::NotFound {
+                host: self.host.clone(),
+                repository: self.repository.clone(),
+                key: key.to_owned(),
+            }
             .into());
         }
         if !response.status().is_success() {
@@ -456,9 +449,8 @@ impl Net {
         loop {
             match response.chunk().await {
                 Ok(Some(bytes)) => {
-                    file.write_all(&bytes).map_err(|err| {
-                        Fetch::Fatal(OciError::Cache(format!("a layer blob: {err}")))
-                    })?;
+                    file.write_all(&bytes)
+                        .map_err(|err| Fetch::Fatal(cache_error(Path::new("a layer blob"), err)))?;
                     hasher.update(&bytes);
                     *have += bytes.len() as u64;
                     progress.set(*have);
@@ -489,12 +481,6 @@ fn base_url(reference: &Reference) -> String {
         "{scheme}://{}/v2/{}",
         reference.api_host(),
         reference.repository
-    )
-}
-
-fn login_hint(host: &str) -> String {
-    format!(
-        "docker login {host} (or podman login): onebash reads $DOCKER_CONFIG/config.json, ~/.docker/config.json and $XDG_RUNTIME_DIR/containers/auth.json"
     )
 }
 

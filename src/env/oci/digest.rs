@@ -9,15 +9,19 @@ use super::OciError;
 
 /// A `sha256:<64 hex>` digest, checked to be one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct Digest(String);
+pub(crate) struct Digest(String);
 
 impl Digest {
     pub(super) fn parse(text: &str) -> Result<Digest, OciError> {
         let hex = text
             .strip_prefix("sha256:")
-            .ok_or_else(|| OciError::Image(format!("unsupported digest {text:?} (sha256 only)")))?;
+            .ok_or_else(|| OciError::UnsupportedDigest {
+                text: text.to_owned(),
+            })?;
         if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(OciError::Image(format!("malformed digest {text:?}")));
+            return Err(OciError::MalformedDigest {
+                text: text.to_owned(),
+            });
         }
         Ok(Digest(text.to_owned()))
     }

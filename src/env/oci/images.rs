@@ -25,9 +25,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::cli::PullPolicy;
 use crate::env::EnvError;
+use crate::env::PullPolicy;
 
+use super::digest::Digest;
 use super::error::OciError;
 use super::{layers, registry, rootfs, source};
 
@@ -89,7 +90,7 @@ pub(crate) enum Readiness {
     /// In the engine's store, or read from the cache or a local file.
     Present,
     /// Not there; the registry names this manifest digest for it.
-    ToPull(String),
+    ToPull(Digest),
     /// To be pulled, no registry asked: `--pull always` pulls every image
     /// again, and an engine reads a local source itself.
     ToPullAgain,
@@ -131,7 +132,7 @@ fn look_one(oci_dir: &Path, name: &str, pull: PullPolicy) -> Result<Readiness, O
     match (here, pull) {
         (Ok(_), PullPolicy::Never | PullPolicy::Missing) => Ok(Readiness::Present),
         (Err(err), PullPolicy::Never) => Err(err),
-        _ => registry::look(reference).map(|digest| Readiness::ToPull(digest.to_string())),
+        _ => registry::look(reference).map(Readiness::ToPull),
     }
 }
 
@@ -141,9 +142,7 @@ fn look_one(oci_dir: &Path, name: &str, pull: PullPolicy) -> Result<Readiness, O
 /// source (`docker-archive:`) is the engine's to read.
 pub(crate) fn look_in_registry(name: &str) -> Result<Readiness, EnvError> {
     let asked = source::Source::parse(name).and_then(|source| match source {
-        source::Source::Registry(reference) => {
-            registry::look(&reference).map(|digest| Readiness::ToPull(digest.to_string()))
-        }
+        source::Source::Registry(reference) => registry::look(&reference).map(Readiness::ToPull),
         _ => Ok(Readiness::ToPullAgain),
     });
     asked.map_err(|source| EnvError::OciImage {

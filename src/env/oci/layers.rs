@@ -28,6 +28,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::OciError;
 use super::digest::Digest;
+use super::error::CacheFault;
+use super::error::Hostile;
 use super::source::{LayerRef, Source};
 use crate::sys::lock::FileLock;
 
@@ -37,8 +39,8 @@ pub(super) struct LayerCache {
     dir: PathBuf,
 }
 
-fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
-    OciError::Cache(format!("{}: {err}", what.display()))
+fn io_error(what: &Path, err: impl Into<CacheFault>) -> OciError {
+    OciError::cache(what, err)
 }
 
 impl LayerCache {
@@ -202,42 +204,6 @@ pub(super) fn unpack_verified(
         }
     }
     Ok(())
-}
-
-/// What makes a layer hostile: an entry that would write outside the
-/// image's root, or link to what is not its own.
-#[derive(Debug, thiserror::Error)]
-enum Hostile {
-    #[error("{} climbs out with `..`", .0.display())]
-    ClimbsOut(PathBuf),
-    #[error("{} is absolute", .0.display())]
-    Absolute(PathBuf),
-    #[error("{} goes through the symlink {}", entry.display(), symlink.display())]
-    ThroughSymlink { entry: PathBuf, symlink: PathBuf },
-    #[error("{} goes through the file {}", entry.display(), file.display())]
-    ThroughFile { entry: PathBuf, file: PathBuf },
-    #[error("{} is a symlink to nothing", .0.display())]
-    SymlinkToNothing(PathBuf),
-    #[error("the symlink {} -> {} leaves the image's root", link.display(), target.display())]
-    SymlinkLeavesRoot { link: PathBuf, target: PathBuf },
-    #[error("{} is a hard link to nothing", .0.display())]
-    HardLinkToNothing(PathBuf),
-    #[error("the hard link {}: {why}", link.display())]
-    HardLinkOut { link: PathBuf, why: Box<Hostile> },
-    #[error("{} is a hard link to the root", .0.display())]
-    HardLinkToRoot(PathBuf),
-    #[error(
-        "the hard link {} names {}, which is not a file of this layer",
-        link.display(),
-        target.display()
-    )]
-    HardLinkNotInLayer { link: PathBuf, target: PathBuf },
-}
-
-impl From<Hostile> for OciError {
-    fn from(why: Hostile) -> OciError {
-        OciError::Refused(why.to_string())
-    }
 }
 
 /// A path inside a layer, made of normal components only; `None` for the
@@ -569,7 +535,7 @@ mod tests {
 
     fn refused(bytes: &[u8]) -> String {
         match unpack_bytes(bytes).1 {
-            Err(OciError::Refused(why)) => why,
+            Err(OciError::Hostile(why)) => why.to_string(),
             other => panic!("not refused: {other:?}"),
         }
     }
@@ -640,12 +606,8 @@ mod tests {
             .bytes();
         let (dir, result) = unpack_bytes(&tar);
         match result {
-            Err(OciError::Cache(message)) => {
-                let folder = dir.path().join(&long);
-                assert!(
-                    message.starts_with(&format!("{}: ", folder.display())),
-                    "{message}"
-                );
+            Err(OciError::Cache { path, .. }) => {
+                assert_eq!(path, dir.path().join(&long));
             }
             other => panic!("not a cache error: {other:?}"),
         }
@@ -694,7 +656,7 @@ mod tests {
             fs::create_dir(&dest).expect("mkdir");
             let result = unpack(&mut &tar[..], &dest);
             assert!(
-                matches!(result, Err(OciError::Refused(_))),
+                matches!(result, Err(OciError::Hostile(_))),
                 "{name}: {result:?}"
             );
             assert!(!outer.path().join("escaped").exists(), "{name}");
@@ -720,7 +682,7 @@ mod tests {
             .file("a/escaped", 0o644, "x")
             .bytes();
         let result = unpack(&mut &tar[..], &dest);
-        assert!(matches!(result, Err(OciError::Refused(_))), "{result:?}");
+        assert!(matches!(result, Err(OciError::Hostile(_))), "{result:?}");
         assert!(!target.join("escaped").exists());
     }
 

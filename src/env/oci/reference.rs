@@ -12,6 +12,7 @@
 
 use super::OciError;
 use super::digest::Digest;
+use super::error::ReferenceProblem;
 
 /// Docker Hub as references name it, and where its API is.
 const DOCKER_HUB: &str = "docker.io";
@@ -29,10 +30,11 @@ pub(super) struct Reference {
     pub digest: Option<Digest>,
 }
 
-fn bad(reference: &str, why: &str) -> OciError {
-    OciError::Image(format!(
-        "{reference:?} is not an image reference: {why}\nhint: --env oci takes docker://[HOST/]REPOSITORY[:TAG][@sha256:DIGEST] (or the same without docker://), docker-archive:PATH or oci:PATH[:REF]"
-    ))
+fn bad(reference: &str, problem: ReferenceProblem) -> OciError {
+    OciError::BadReference {
+        reference: reference.to_owned(),
+        problem,
+    }
 }
 
 /// A repository path component: `[a-z0-9]+([._-][a-z0-9]+)*` loosely (the
@@ -92,7 +94,10 @@ impl Reference {
         let (name, digest) = match reference.split_once('@') {
             Some((name, digest)) => (
                 name,
-                Some(Digest::parse(digest).map_err(|err| bad(text, &err.to_string()))?),
+                Some(
+                    Digest::parse(digest)
+                        .map_err(|err| bad(text, ReferenceProblem::Digest(Box::new(err))))?,
+                ),
             ),
             None => (reference, None),
         };
@@ -110,7 +115,7 @@ impl Reference {
             host
         };
         if !host_ok(&host) {
-            return Err(bad(text, &format!("{host:?} is not a registry host")));
+            return Err(bad(text, ReferenceProblem::Host { host }));
         }
         // The tag follows the last `:` of the last path component.
         let (repository, tag) = match rest.rsplit_once(':') {
@@ -123,15 +128,12 @@ impl Reference {
             repository.to_owned()
         };
         if !repository.split('/').all(path_component) {
-            return Err(bad(
-                text,
-                "a repository is lowercase letters, digits and `._-`, between `/`",
-            ));
+            return Err(bad(text, ReferenceProblem::Repository));
         }
         if let Some(tag) = &tag
             && !tag_ok(tag)
         {
-            return Err(bad(text, &format!("{tag:?} is not a tag")));
+            return Err(bad(text, ReferenceProblem::Tag { tag: tag.clone() }));
         }
         let tag = match (tag, &digest) {
             (None, None) => Some("latest".to_owned()),

@@ -33,7 +33,7 @@ use super::digest::Digest;
 use super::error::RegistryError;
 use super::reference::Reference;
 use super::source::{self, Manifest};
-use crate::cli::PullPolicy;
+use crate::env::PullPolicy;
 use crate::sys::lock::FileLock;
 /// Fetches what `reference` needs into `<oci_dir>` as `policy` says and
 /// returns its manifest, each layer's blob in the cache unless
@@ -64,7 +64,9 @@ pub(super) fn look(reference: &Reference) -> Result<Digest, OciError> {
         return Ok(digest.clone());
     }
     let Some(tag) = reference.tag.clone() else {
-        return Err(OciError::Image(format!("{reference} has no tag")));
+        return Err(OciError::NoTag {
+            reference: reference.to_string(),
+        });
     };
     let runtime = runtime()?;
     runtime.block_on(async {
@@ -82,7 +84,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, OciError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|err| OciError::Cache(format!("cannot start an async runtime: {err}")))
+        .map_err(OciError::Runtime)
 }
 
 /// Where a layer's blob is kept until it is unpacked.
@@ -164,7 +166,11 @@ impl Puller<'_> {
     /// The client, unless `--pull never` forbids asking for `what`.
     fn net(&mut self, what: &str) -> Result<&mut Net, OciError> {
         if self.policy == PullPolicy::Never {
-            return Err(RegistryError::NotCached(format!("{what} of {}", self.reference)).into());
+            return Err(RegistryError::NotCached {
+                what: what.to_owned(),
+                reference: self.reference.to_string(),
+            }
+            .into());
         }
         let net = match self.net.take() {
             Some(net) => net,
@@ -189,7 +195,7 @@ impl Puller<'_> {
             }
             return self.image(document, unpacked).await;
         }
-        Err(OciError::Image(format!("{name}: indexes nested too deep")))
+        Err(OciError::TooDeep { image: name })
     }
 
     /// The digest of the reference's manifest (or index): pinned, found
@@ -200,7 +206,9 @@ impl Puller<'_> {
             Some(digest) => return Ok(digest.clone()),
             None => reference.tag.clone(),
         }) else {
-            return Err(OciError::Image(format!("{reference} has no tag")));
+            return Err(OciError::NoTag {
+                reference: reference.to_string(),
+            });
         };
         if self.policy != PullPolicy::Always
             && let Some(digest) = self.store.read_ref(reference, &tag)
@@ -259,9 +267,9 @@ impl Puller<'_> {
         unpacked: &dyn Fn(&Digest) -> bool,
     ) -> Result<Manifest, OciError> {
         let name = self.reference.to_string();
-        let config_descriptor = document
-            .config
-            .ok_or_else(|| OciError::Image(format!("{name}: the manifest names no config")))?;
+        let config_descriptor = document.config.ok_or_else(|| OciError::NoConfig {
+            image: name.clone(),
+        })?;
         let config_digest = Digest::parse(&config_descriptor.digest)?;
         let config_bytes = self.small_blob(&config_digest, "the config").await?;
         let config = source::parse_config(&config_bytes, Path::new(&name))?;

@@ -27,6 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::OciError;
 use super::binds::{self, OPAQUE, WHITEOUT};
+use super::error::CacheFault;
 use crate::sys::lock::FileLock;
 
 pub(super) use super::binds::Bind;
@@ -35,8 +36,8 @@ pub(super) use super::binds::Bind;
 const DIRS: [&str; 5] = ["tmp", "dev", "proc", "run", "etc"];
 const FILES: [&str; 2] = ["etc/resolv.conf", "etc/hosts"];
 
-fn io_error(what: &Path, err: impl std::fmt::Display) -> OciError {
-    OciError::Cache(format!("{}: {err}", what.display()))
+fn io_error(what: &Path, err: impl Into<CacheFault>) -> OciError {
+    OciError::cache(what, err)
 }
 
 /// An image's root: the folder bwrap binds at `/`, then `binds` over it.
@@ -79,19 +80,18 @@ impl Root {
         for part in rest.components() {
             at.push(part);
             if fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink()) {
-                return Err(OciError::Refused(format!(
-                    "/{} in the image goes through a symlink",
-                    rel.display()
-                )));
+                return Err(OciError::HostilePath {
+                    rel: rel.to_owned(),
+                    why: "goes through a symlink",
+                });
             }
         }
         if at.is_dir() {
             Ok(())
         } else {
-            Err(OciError::Image(format!(
-                "/{} is not in the image, and its folder comes whole from one layer, which is never written\nhint: choose a --workdir (or a task `workdir`) the image has, or one outside it",
-                rel.display()
-            )))
+            Err(OciError::NotInImage {
+                rel: rel.to_owned(),
+            })
         }
     }
 }
@@ -138,7 +138,7 @@ pub(super) fn assemble(oci_dir: &Path, id: &str, layers: &[PathBuf]) -> Result<R
         return Err(err);
     }
     fs::rename(&partial, &done).map_err(|err| io_error(&done, err))?;
-    read_root(&done, layers)?.ok_or_else(|| OciError::Cache(format!("{} vanished", done.display())))
+    read_root(&done, layers)?.ok_or(OciError::Vanished { path: done })
 }
 
 /// A root built before, if `done` is one.
@@ -232,7 +232,10 @@ fn link_or_copy(from: &Path, to: &Path, kind: fs::FileType) -> io::Result<()> {
 /// it is there, going through no symlink: bubblewrap mounts over it. A
 /// symlink where a mount point goes is refused (bwrap would follow it).
 pub(super) fn mount_point(root: &Path, rel: &Path, dir: bool) -> Result<(), OciError> {
-    let refuse = |why: &str| OciError::Refused(format!("/{} in the image {why}", rel.display()));
+    let refuse = |why: &'static str| OciError::HostilePath {
+        rel: rel.to_owned(),
+        why,
+    };
     let mut at = root.to_path_buf();
     let parts: Vec<Component> = rel.components().collect();
     for (i, part) in parts.iter().enumerate() {
@@ -288,24 +291,23 @@ pub(super) fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciE
     let (mut from, rest) = root.resolve(rel);
     for part in rest.components() {
         let Component::Normal(part) = part else {
-            return Err(OciError::Refused(format!(
-                "/{} in the image is not a plain path",
-                rel.display()
-            )));
+            return Err(OciError::HostilePath {
+                rel: rel.to_owned(),
+                why: "is not a plain path",
+            });
         };
         from.push(part);
         if fs::symlink_metadata(&from).is_ok_and(|meta| meta.file_type().is_symlink()) {
-            return Err(OciError::Refused(format!(
-                "/{} in the image goes through a symlink",
-                rel.display()
-            )));
+            return Err(OciError::HostilePath {
+                rel: rel.to_owned(),
+                why: "goes through a symlink",
+            });
         }
     }
     if !from.is_dir() {
-        return Err(OciError::Image(format!(
-            "the image has no folder /{}",
-            rel.display()
-        )));
+        return Err(OciError::NoFolder {
+            rel: rel.to_owned(),
+        });
     }
     let top = Path::new("/").join(rel);
     let bound: HashMap<PathBuf, &Path> = root
@@ -316,8 +318,10 @@ pub(super) fn copy_folder(root: &Root, rel: &Path, to: &Path) -> Result<(), OciE
             (!under.as_os_str().is_empty()).then(|| (under.to_path_buf(), bind.source.as_path()))
         })
         .collect();
-    copy_tree(&from, to, Path::new(""), &bound)
-        .map_err(|err| OciError::Image(format!("cannot copy it to {}: {err}", to.display())))
+    copy_tree(&from, to, Path::new(""), &bound).map_err(|source| OciError::Copy {
+        to: to.to_owned(),
+        source,
+    })
 }
 
 /// Copies `from` to `to`, the folder `rel` of the copy; a folder of

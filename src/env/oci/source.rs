@@ -132,8 +132,11 @@ impl Manifest {
     }
 }
 
-fn read_error(path: &Path, err: impl std::fmt::Display) -> OciError {
-    OciError::Image(format!("cannot read {}: {err}", path.display()))
+fn read_error(path: &Path, source: std::io::Error) -> OciError {
+    OciError::Read {
+        path: path.to_owned(),
+        source,
+    }
 }
 
 impl Source {
@@ -143,9 +146,9 @@ impl Source {
             Source::DockerArchive(path) => archive_manifest(path),
             Source::Layout { dir, reference } => layout_manifest(dir, reference.as_deref()),
             // `registry.rs` reads it: it needs the cache and the network.
-            Source::Registry(reference) => Err(OciError::Image(format!(
-                "{reference} is a registry's image, not a local one"
-            ))),
+            Source::Registry(reference) => Err(OciError::NotLocal {
+                reference: reference.to_string(),
+            }),
         }
     }
 
@@ -159,8 +162,9 @@ impl Source {
         match self {
             Source::DockerArchive(path) => {
                 let wanted = &layer.location;
-                with_archive_entry(path, wanted, use_layer)?.ok_or_else(|| {
-                    OciError::Image(format!("{} has no {}", path.display(), wanted.display()))
+                with_archive_entry(path, wanted, use_layer)?.ok_or_else(|| OciError::NoEntry {
+                    archive: path.clone(),
+                    entry: wanted.clone(),
                 })
             }
             // A registry's blob was fetched into the cache first.
@@ -214,12 +218,9 @@ fn archive_json(archive: &Path, name: &Path) -> Result<Vec<u8>, OciError> {
             .map_err(|err| read_error(archive, err))?;
         Ok(bytes)
     })?
-    .ok_or_else(|| {
-        OciError::Image(format!(
-            "{} has no {}: not a docker-archive",
-            archive.display(),
-            name.display()
-        ))
+    .ok_or_else(|| OciError::NotArchive {
+        archive: archive.to_owned(),
+        entry: name.to_owned(),
     })
 }
 
@@ -234,22 +235,24 @@ struct ArchiveEntry {
 
 fn archive_manifest(archive: &Path) -> Result<Manifest, OciError> {
     let bytes = archive_json(archive, Path::new("manifest.json"))?;
-    let entries: Vec<ArchiveEntry> = serde_json::from_slice(&bytes)
-        .map_err(|err| OciError::Image(format!("{}: manifest.json: {err}", archive.display())))?;
+    let entries: Vec<ArchiveEntry> =
+        serde_json::from_slice(&bytes).map_err(|source| OciError::Json {
+            path: archive.to_owned(),
+            part: "manifest.json",
+            source,
+        })?;
     let entry = match entries.as_slice() {
         [one] => one,
         [] => {
-            return Err(OciError::Image(format!(
-                "{} holds no image",
-                archive.display()
-            )));
+            return Err(OciError::NoImage {
+                path: archive.to_owned(),
+            });
         }
         _ => {
-            return Err(OciError::Image(format!(
-                "{} holds {} images; save one image per archive",
-                archive.display(),
-                entries.len()
-            )));
+            return Err(OciError::ArchiveImages {
+                archive: archive.to_owned(),
+                count: entries.len(),
+            });
         }
     };
     let config_bytes = archive_json(archive, Path::new(&entry.config))?;
@@ -281,8 +284,11 @@ fn archive_manifest(archive: &Path) -> Result<Manifest, OciError> {
 }
 
 pub(super) fn parse_config(bytes: &[u8], from: &Path) -> Result<ImageConfig, OciError> {
-    serde_json::from_slice(bytes)
-        .map_err(|err| OciError::Image(format!("{}: the image config: {err}", from.display())))
+    serde_json::from_slice(bytes).map_err(|source| OciError::Json {
+        path: from.to_owned(),
+        part: "the image config",
+        source,
+    })
 }
 
 /// Pairs each layer with its uncompressed digest from the config.
@@ -292,12 +298,11 @@ pub(super) fn zip_layers(
     layers: impl ExactSizeIterator<Item = (Option<Digest>, PathBuf)>,
 ) -> Result<Vec<LayerRef>, OciError> {
     if layers.len() != config.rootfs.diff_ids.len() {
-        return Err(OciError::Image(format!(
-            "{}: {} layers but {} diff_ids in the config",
-            from.display(),
-            layers.len(),
-            config.rootfs.diff_ids.len()
-        )));
+        return Err(OciError::LayerCount {
+            path: from.to_owned(),
+            layers: layers.len(),
+            diff_ids: config.rootfs.diff_ids.len(),
+        });
     }
     layers
         .zip(&config.rootfs.diff_ids)
@@ -366,8 +371,10 @@ fn layout_blob(dir: &Path, digest: &Digest) -> Result<Vec<u8>, OciError> {
 }
 
 pub(super) fn parse_document(bytes: &[u8], from: &Path) -> Result<Document, OciError> {
-    serde_json::from_slice(bytes)
-        .map_err(|err| OciError::Image(format!("{}: {err}", from.display())))
+    serde_json::from_slice(bytes).map_err(|source| OciError::Document {
+        path: from.to_owned(),
+        source,
+    })
 }
 
 pub(super) fn is_index(media_type: &str) -> bool {
@@ -389,15 +396,16 @@ pub(super) fn pick_platform<'a>(
                 .as_ref()
                 .is_some_and(|p| p.os == "linux" && p.architecture == "amd64")
         })
-        .ok_or_else(|| OciError::Image(format!("{}: no image for linux/amd64", from.display())))
+        .ok_or_else(|| OciError::NoPlatform {
+            path: from.to_owned(),
+        })
 }
 
 fn layout_manifest(dir: &Path, reference: Option<&str>) -> Result<Manifest, OciError> {
     if !dir.join("oci-layout").is_file() {
-        return Err(OciError::Image(format!(
-            "{} is not an OCI image layout (no oci-layout file)\nhint: podman save --format oci-dir -o DIR IMAGE",
-            dir.display()
-        )));
+        return Err(OciError::NotLayout {
+            dir: dir.to_owned(),
+        });
     }
     let index_path = dir.join("index.json");
     let index_bytes = std::fs::read(&index_path).map_err(|err| read_error(&index_path, err))?;
@@ -407,19 +415,22 @@ fn layout_manifest(dir: &Path, reference: Option<&str>) -> Result<Manifest, OciE
             .manifests
             .iter()
             .find(|m| m.annotations.get(REF_NAME).is_some_and(|n| n == name))
-            .ok_or_else(|| {
-                OciError::Image(format!("{}: no image named {name:?}", dir.display()))
+            .ok_or_else(|| OciError::NoNamed {
+                dir: dir.to_owned(),
+                name: name.to_owned(),
             })?,
         None => match index.manifests.as_slice() {
-            [] => return Err(OciError::Image(format!("{} holds no image", dir.display()))),
+            [] => {
+                return Err(OciError::NoImage {
+                    path: dir.to_owned(),
+                });
+            }
             [one] => one,
             many if many.iter().all(|m| m.platform.is_some()) => pick_platform(many, dir)?,
             _ => {
-                return Err(OciError::Image(format!(
-                    "{} holds several images\nhint: name one: oci:{}:REF",
-                    dir.display(),
-                    dir.display()
-                )));
+                return Err(OciError::LayoutImages {
+                    dir: dir.to_owned(),
+                });
             }
         },
     };
@@ -435,8 +446,8 @@ fn layout_manifest(dir: &Path, reference: Option<&str>) -> Result<Manifest, OciE
             media_type = picked.media_type.clone();
             continue;
         }
-        let config_descriptor = document.config.as_ref().ok_or_else(|| {
-            OciError::Image(format!("{}: the manifest names no config", dir.display()))
+        let config_descriptor = document.config.as_ref().ok_or_else(|| OciError::NoConfig {
+            image: dir.display().to_string(),
         })?;
         let config_digest = Digest::parse(&config_descriptor.digest)?;
         let config_bytes = layout_blob(dir, &config_digest)?;
@@ -460,10 +471,9 @@ fn layout_manifest(dir: &Path, reference: Option<&str>) -> Result<Manifest, OciE
             layers,
         });
     }
-    Err(OciError::Image(format!(
-        "{}: indexes nested too deep",
-        dir.display()
-    )))
+    Err(OciError::TooDeep {
+        image: dir.display().to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -221,7 +221,7 @@ impl Environment for Oci {
                 .await
             {
                 Ok((outcome, output)) => image_repo::prepared(&outcome, &output),
-                Err(err) => Err(image_repo::Refused::Unusable(err.to_string())),
+                Err(err) => Err(image_repo::Refused::Exec(err)),
             };
             let prepared =
                 prepared.map_err(|refused| refused.into_error(label.clone(), &task.base_commit))?;

@@ -19,6 +19,7 @@ mod php_ruby;
 mod python;
 pub mod report;
 mod rules;
+pub(crate) mod run_report;
 pub mod spec;
 
 pub use grading::{

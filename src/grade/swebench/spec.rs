@@ -110,6 +110,25 @@ pub struct SwebenchEval {
     pub fail_only: bool,
     /// The eval script: the test command onebash runs.
     pub script: String,
+    /// swebench 4.1.0's Python eval script resets the test files with `git
+    /// checkout BASE FILES`, FILES the files the test patch modifies; when
+    /// it modifies none (it only adds files), that is a bare `git checkout
+    /// BASE`, which moves HEAD off the image's setup commit and undoes what
+    /// the setup committed (fixed after 4.1.0; 5.x's scripts reset files
+    /// only). The command the test stage runs then under 4.1's rules, so
+    /// that its verdict is 4.1.0's, bug included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare_reset: Option<String>,
+}
+
+impl SwebenchEval {
+    /// [`SwebenchEval::bare_reset`] when `rules` are 4.1's, whose script
+    /// has it; 5.0's reset only files.
+    pub fn bare_reset_under(&self, rules: crate::grade::swebench::Rules) -> Option<&str> {
+        self.bare_reset
+            .as_deref()
+            .filter(|_| rules == crate::grade::swebench::Rules::Swebench41)
+    }
 }
 
 /// Why an instance cannot be graded SWE-bench's way.
@@ -195,6 +214,7 @@ pub fn row_eval(
         parser,
         fail_only,
         script: script.to_owned(),
+        bare_reset: None,
     })
 }
 
@@ -237,6 +257,20 @@ pub fn eval_for(instance: &Instance) -> Result<SwebenchEval, SpecError> {
         parser,
         fail_only: specs.fail_only_repos.iter().any(|r| r == repo),
         script: script.join("\n") + "\n",
+        bare_reset: bare_reset(entry, instance),
+    })
+}
+
+/// [`SwebenchEval::bare_reset`]: 4.1.0's reset of a Python instance whose
+/// test patch modifies no file of the base, `git checkout BASE` with no
+/// path (the base quoted for the shell).
+fn bare_reset(entry: &RepoSpecs, instance: &Instance) -> Option<String> {
+    let files = crate::grade::swebench::patch::modified_files(instance.test_patch);
+    (entry.language == "py" && files.is_empty()).then(|| {
+        format!(
+            "git checkout '{}'",
+            instance.base_commit.replace('\'', r"'\''")
+        )
     })
 }
 

@@ -1,4 +1,4 @@
-//! `onebash report RUN --format swebench`: the run summary SWE-bench's
+//! The run summary SWE-bench's
 //! `run_evaluation` writes at its end (`make_run_report`,
 //! swebench/harness/reporting.py, `schema_version` 2), of one epoch, from
 //! the rows and each (task, epoch)'s report.json.
@@ -19,16 +19,17 @@
 //! (onebash leaves no container behind); 4.1 writes those lists only
 //! without a client (a slip of its `if not client:`), so not here.
 //! It does not know how a row was graded (runner/) nor how the report.json
-//! files are shaped beyond `resolved` (grade/swebench/report.rs).
+//! files are shaped beyond `resolved` (report.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::config::manifest::RunManifest;
-use crate::grade::swebench::{Rules, classify, to_package_json};
-use crate::run_folder::trajectory::{Event, read_trajectory};
-use crate::run_folder::{ExitReason, ResultRow, RunFolder};
+use super::{Rules, classify, to_package_json};
+
+/// Why `--format swebench` is refused by a command other than `report`.
+pub(crate) const ONLY_FOR_REPORT: &str =
+    "--format swebench is report's only: it is SWE-bench's summary of one run";
 
 /// `make_run_report`'s JSON, keys in the package's order; the fields one
 /// version does not write are `None` and left out.
@@ -88,30 +89,57 @@ enum Outcome {
     BrokenReport,
 }
 
-/// The summary of `epoch`'s rows.
+/// One row of the epoch summarised: its task id, and whether the row
+/// says its patch was empty (exit reason `empty_patch`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Row<'a> {
+    pub id: &'a str,
+    pub empty_patch: bool,
+}
+
+/// A task's report.json, as the run folder holds it.
+#[derive(Debug)]
+pub(crate) enum ReportFile {
+    Absent,
+    Unreadable,
+    Text(String),
+}
+
+/// What the summary reads of a run folder, by task id (of the epoch
+/// summarised).
+pub(crate) trait RunFiles {
+    /// Whether the task's patch.diff is empty or absent.
+    fn patch_empty(&self, id: &str) -> bool;
+    /// The task's report.json.
+    fn report_json(&self, id: &str) -> ReportFile;
+    /// The test output as run_evaluation's test_output.txt would hold it:
+    /// the test log, and the line it appends when the tests timed out.
+    fn test_output(&self, id: &str) -> String;
+}
+
+/// The summary of one epoch's rows. `predictions` is run.json's
+/// `settings.predictions` (a predictions run), `grading` the rules the run
+/// was graded by, when run.json says.
 pub(crate) fn build(
-    folder: &RunFolder,
-    rows: &[ResultRow],
-    manifest: Option<&RunManifest>,
-    epoch: u32,
+    rows: &[Row<'_>],
+    predictions: Option<&serde_json::Value>,
+    grading: Option<Rules>,
+    files: &dyn RunFiles,
 ) -> RunReport {
-    let rows: Vec<&ResultRow> = rows.iter().filter(|row| row.epoch == epoch).collect();
-    let predictions = manifest.and_then(|m| m.settings.other.get("predictions"));
     let missing: BTreeSet<String> = id_list(predictions, "missing");
     let mut seen_5_0 = false;
     let mut outcomes = BTreeMap::new();
-    for row in &rows {
-        let (outcome, is_5_0) = outcome(folder, row, predictions.is_some());
+    for row in rows {
+        let (outcome, is_5_0) = outcome(files, row, predictions.is_some());
         seen_5_0 |= is_5_0;
-        outcomes.insert(row.task_id.as_str().to_owned(), (outcome, *row));
+        outcomes.insert(row.id.to_owned(), outcome);
     }
-    let grading = manifest.and_then(RunManifest::grading);
     let rules = grading.unwrap_or(Rules::by_format(seen_5_0));
 
     let ids_where = |wanted: fn(&Outcome) -> bool| -> BTreeSet<String> {
         outcomes
             .iter()
-            .filter(|(_, (outcome, _))| wanted(outcome))
+            .filter(|(_, outcome)| wanted(outcome))
             .map(|(id, _)| id.clone())
             .collect()
     };
@@ -161,10 +189,10 @@ pub(crate) fn build(
             let (mut infra, mut ambiguous, mut reasons) =
                 (BTreeSet::new(), BTreeSet::new(), BTreeMap::new());
             for id in report.unresolved_ids.iter().chain(&report.error_ids) {
-                let Some((_, row)) = outcomes.get(id) else {
+                if !outcomes.contains_key(id) {
                     continue;
-                };
-                if let Some(class) = classify(&test_output(folder, row)) {
+                }
+                if let Some(class) = classify(&files.test_output(id)) {
                     reasons.insert(id.clone(), class.reason.to_owned());
                     if class.environment {
                         infra.insert(id.clone());
@@ -202,22 +230,17 @@ fn id_list(predictions: Option<&serde_json::Value>, key: &str) -> BTreeSet<Strin
 /// did not apply, or whose checkout failed, left no patch.diff but was not
 /// empty: the package's error); any other run's is its patch.diff, as its
 /// predictions.jsonl has it.
-fn outcome(folder: &RunFolder, row: &ResultRow, predictions_run: bool) -> (Outcome, bool) {
-    let (task, epoch) = (&row.task_id, row.epoch);
-    let patch_empty =
-        || std::fs::metadata(folder.patch_diff(task, epoch)).map_or(true, |m| m.len() == 0);
-    if row.exit_reason == ExitReason::EmptyPatch || (!predictions_run && patch_empty()) {
+fn outcome(files: &dyn RunFiles, row: &Row<'_>, predictions_run: bool) -> (Outcome, bool) {
+    if row.empty_patch || (!predictions_run && files.patch_empty(row.id)) {
         return (Outcome::EmptyPatch, false);
     }
-    let path = folder.report_json(task, epoch);
-    if !path.exists() {
-        return (Outcome::Error, false);
-    }
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return (Outcome::BrokenReport, false);
+    let text = match files.report_json(row.id) {
+        ReportFile::Absent => return (Outcome::Error, false),
+        ReportFile::Unreadable => return (Outcome::BrokenReport, false),
+        ReportFile::Text(text) => text,
     };
     let report: Option<serde_json::Value> = serde_json::from_str(text.trim()).ok();
-    let instance = report.as_ref().and_then(|r| r.get(task.as_str()));
+    let instance = report.as_ref().and_then(|r| r.get(row.id));
     let is_5_0 = instance.is_some_and(|i| i.get("infra_failure").is_some());
     match instance.and_then(|i| i.get("resolved")) {
         // Python's truthiness of the value, as `if report[id]["resolved"]`.
@@ -239,35 +262,28 @@ fn truthy(value: &serde_json::Value) -> bool {
     }
 }
 
-/// The test output as run_evaluation's test_output.txt would hold it: the
-/// test log, and the line it appends when the tests timed out, with the
-/// timeout in whole seconds as its `--timeout` is (from the trajectory).
-fn test_output(folder: &RunFolder, row: &ResultRow) -> String {
-    let (task, epoch) = (&row.task_id, row.epoch);
-    let mut text = std::fs::read_to_string(folder.test_log(task, epoch)).unwrap_or_default();
-    let events = read_trajectory(&folder.trajectory(task, epoch)).unwrap_or_default();
-    let timeout = events.iter().find_map(|event| match event {
-        Event::Header { settings, .. } => settings.get("test_timeout_s")?.as_f64(),
-        _ => None,
-    });
-    let timed_out = events
-        .iter()
-        .any(|event| matches!(event, Event::Test { record, .. } if record.timed_out));
-    if timed_out {
-        let seconds = timeout.unwrap_or_default().round();
-        text.push_str(&format!("\n\nTimeout error: {seconds} seconds exceeded."));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A run folder with no file.
+    struct NoFiles;
+
+    impl RunFiles for NoFiles {
+        fn patch_empty(&self, _: &str) -> bool {
+            true
+        }
+        fn report_json(&self, _: &str) -> ReportFile {
+            ReportFile::Absent
+        }
+        fn test_output(&self, _: &str) -> String {
+            String::new()
+        }
+    }
+
     #[test]
     fn the_keys_are_in_the_order_of_each_version() {
-        let folder = RunFolder::at(std::path::Path::new("/nonexistent"));
-        let report = build(&folder, &[], None, 1);
+        let report = build(&[], None, None, &NoFiles);
         let text = report.to_json();
         let keys: Vec<&str> = text
             .lines()

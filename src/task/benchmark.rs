@@ -1,0 +1,200 @@
+//! The benchmark seam: what kind of task a task is, and every answer that
+//! differs between kinds. A stage never asks which benchmark a task comes
+//! from; it asks the task's [`Benchmark`] a question and gets an answer
+//! named by mechanism (a checkout or the repo an image holds, a test
+//! command or a verifier folder, an exit code or a reward...).
+//!
+//! [`Benchmark`] is one task's answers: a handle each `TaskSpec` holds.
+//! Its companion, source.rs's `Source`, is a way tasks come in (a line
+//! format, a folder format, the Hub datasets it is known by) and picks
+//! the handle of each task it reads. Each benchmark is one file of
+//! `task/` implementing both; registry.rs lists the sources, the one
+//! place a benchmark is registered. This file owns the trait and the
+//! answer types, none of the benchmarks, and depends on none of them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::grade::Rules;
+use crate::grade::swebench::spec::SwebenchEval;
+
+/// Where a task's code comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Code {
+    /// onebash's own checkout of the task's repo at its base commit.
+    Checkout,
+    /// The repo the task's image holds at its workdir, made leak-proof
+    /// in its container (under `--env host` onebash's checkout instead).
+    ImageRepo,
+    /// No repo: the task's environment is its image, entered in the
+    /// image's own working directory. `no_repo` says why a patch cannot
+    /// be put in.
+    Image { no_repo: &'static str },
+}
+
+/// An image built from a folder of the task before it runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FolderImage<'a> {
+    /// The build context (its `Dockerfile` is the one built).
+    pub context: &'a Path,
+    pub timeout: Duration,
+    /// The label key the build is tagged with, valued by the task id.
+    pub label: &'static str,
+}
+
+/// The container's limits a task asks for beyond the run's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Limits {
+    pub cpus: Option<f64>,
+    pub memory_mb: Option<u64>,
+}
+
+/// A folder of the task's copied into the container after the agent, for
+/// the test command (a verifier).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct VerifierFolder {
+    /// The folder on the host.
+    pub folder: PathBuf,
+    /// Where it goes in the container.
+    pub target: &'static str,
+    /// Run as the harness first: empties what the agent may have left
+    /// where the verifier reads and writes.
+    pub stage: &'static str,
+}
+
+/// How a task's tests run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tests<'a> {
+    /// The task's test command, after onebash puts its test patch in.
+    Command,
+    /// An eval script that resets the test patch's files and applies the
+    /// test patch itself: onebash does not apply it first.
+    EvalScript,
+    /// The task's test command in the agent's own container, with a
+    /// verifier folder copied in first.
+    Verifier(&'a VerifierFolder),
+}
+
+/// How the verdict is reached from the tests.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Verdict<'a> {
+    /// The exit code, or the task's per-test lists when it has them.
+    Tests,
+    /// A recipe's log parser and the package rules of `--grading`
+    /// (grade/swebench/): the whole test log decides.
+    Recipe(&'a SwebenchEval),
+    /// A reward file the tests wrote: 1 passes.
+    Reward(&'a RewardFile),
+}
+
+/// A reward the tests write to a file, and how it is read.
+#[derive(Debug, Clone)]
+pub(crate) struct RewardFile {
+    /// Prints which file holds the reward, then the file.
+    pub script: String,
+    /// Reads the script's output; the error names the file it read.
+    pub read: fn(&str) -> Result<f64, RewardError>,
+    /// Why a test log alone cannot decide the task.
+    pub not_by_log: &'static str,
+}
+
+/// Why a reward cannot be read: the benchmark's own error.
+pub(crate) type RewardError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the oracle (`--model oracle`) runs.
+#[derive(Debug, Clone)]
+pub(crate) enum Oracle<'a> {
+    /// Applies this patch.
+    Patch(&'a str),
+    /// Runs this command.
+    Command(String),
+    /// The task lacks what the oracle needs: this names it.
+    Missing(&'static str),
+}
+
+/// What `pull` does for a task.
+#[derive(Debug, Clone)]
+pub(crate) enum Pull {
+    /// Pulls the task's image.
+    Image,
+    /// Nothing can be pulled: why (a full message naming the task).
+    Refused(String),
+}
+
+/// One task's answers to the stages. Defaults are those of onebash's own
+/// task line.
+pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
+    /// The fields it adds to the task's JSON (trajectories, templates),
+    /// beside the common ones.
+    fn task_fields(&self, fields: &mut Map<String, Value>) {
+        let _ = fields;
+    }
+
+    /// Where the code comes from.
+    fn code(&self) -> Code;
+
+    /// The image to build before the task runs, if any.
+    fn image_build(&self) -> Option<FolderImage<'_>> {
+        None
+    }
+
+    /// The container limits it asks for.
+    fn limits(&self) -> Limits {
+        Limits::default()
+    }
+
+    /// Its own agent timeout, over `--task-timeout`.
+    fn agent_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// How its tests run.
+    fn tests(&self) -> Tests<'_> {
+        Tests::Command
+    }
+
+    /// How the verdict is reached.
+    fn verdict(&self) -> Verdict<'_> {
+        Verdict::Tests
+    }
+
+    /// The rules it is graded by when `--grading` gives none.
+    fn default_rules(&self) -> Rules {
+        Rules::by_format(false)
+    }
+
+    /// What the oracle runs for a task with this gold patch.
+    fn oracle<'a>(&'a self, gold_patch: Option<&'a str>) -> Oracle<'a> {
+        match gold_patch {
+            Some(patch) => Oracle::Patch(patch),
+            None => Oracle::Missing("gold_patch"),
+        }
+    }
+
+    /// What `pull` does for the task `id`.
+    fn pull(&self, id: &str) -> Pull {
+        let _ = id;
+        Pull::Image
+    }
+
+    /// Why the task cannot run at all (its grading cannot be built): the
+    /// task's setup error, before anything runs.
+    fn cannot_run(&self) -> Option<String> {
+        None
+    }
+
+    /// Why a run that graded it by its recipe cannot be regraded now.
+    fn cannot_regrade(&self) -> Option<String> {
+        None
+    }
+
+    /// The usage error of running the task `id` under `--env env`, which
+    /// has no container engine, when it needs one.
+    fn needs_engine(&self, id: &str, env: &str) -> Option<String> {
+        let _ = (id, env);
+        None
+    }
+}
