@@ -405,6 +405,21 @@ async fn start_child(
             }
         }
     }
+    start_through_helper(spec, writer, writer_for_stderr).await
+}
+
+/// [`start_child`] by tokio's spawn: through the exec helper when `spec`
+/// has limits (kernels without `CLONE_PIDFD`), else the program itself.
+async fn start_through_helper(
+    spec: &Spawn<'_>,
+    writer: std::io::PipeWriter,
+    writer_for_stderr: std::io::PipeWriter,
+) -> Result<(Running, Starter), ExecError> {
+    let spawn_error = |source: std::io::Error| ExecError::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    };
     let (program, args, stdin, helper) = through_helper(spec)?;
     let mut cmd = Command::new(&program);
     cmd.args(&args)
@@ -451,30 +466,21 @@ impl Running {
     }
 }
 
-/// [`spawn::launch`] on a thread of its own, for the reasons given at
-/// [`spawn_off_worker`] (which also holds for the clone: the parent thread
-/// waits for the child's exec, the cgroup join included).
+/// [`spawn::launch`] off the async workers, for the reasons given at
+/// [`spawn_off_worker`] (which also holds for the clone: the calling
+/// thread waits for the child's exec, the cgroup join included), on one of
+/// [`LAUNCHERS`]' threads. They never end, so a parent death signal set in
+/// the child (bwrap's `--die-with-parent`) fires only when onebash does,
+/// and a command no longer pays a thread's start and end.
 async fn launch_off_worker(
     launch: spawn::Launch,
 ) -> Result<(spawn::Cloned, Starter), spawn::LaunchError> {
-    let runtime = tokio::runtime::Handle::current();
     let (sent, launched) = tokio::sync::oneshot::channel();
-    let (done, ended) = tokio::sync::oneshot::channel::<()>();
-    std::thread::Builder::new()
-        .name("onebash-spawn".to_owned())
-        .spawn(move || {
-            let started = {
-                // The child's pidfd is watched by this runtime's reactor.
-                let _entered = runtime.enter();
-                spawn::launch(&launch)
-            };
-            // Our copies of the pipe's write end: closed now.
-            drop(launch);
-            let waits = started.is_ok();
-            let _ = sent.send(started);
-            if waits {
-                let _ = ended.blocking_recv();
-            }
+    LAUNCHERS
+        .submit(LaunchJob {
+            launch,
+            runtime: tokio::runtime::Handle::current(),
+            sent,
         })
         .map_err(spawn::LaunchError::Start)?;
     let child = launched.await.unwrap_or_else(|_| {
@@ -482,7 +488,88 @@ async fn launch_off_worker(
             "the thread starting the command ended",
         )))
     })?;
-    Ok((child, Starter { _done: done }))
+    Ok((child, Starter::none()))
+}
+
+/// One command for a launcher thread to start.
+struct LaunchJob {
+    launch: spawn::Launch,
+    runtime: tokio::runtime::Handle,
+    sent: tokio::sync::oneshot::Sender<Result<spawn::Cloned, spawn::LaunchError>>,
+}
+
+/// Threads that start commands by [`spawn::launch`]: as many as have been
+/// busy at once, each waiting for the next job once it is done.
+struct Launchers {
+    jobs: std::sync::mpsc::Sender<LaunchJob>,
+    queue: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<LaunchJob>>>,
+    idle: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+static LAUNCHERS: std::sync::LazyLock<Launchers> = std::sync::LazyLock::new(|| {
+    let (jobs, queue) = std::sync::mpsc::channel();
+    Launchers {
+        jobs,
+        queue: std::sync::Arc::new(std::sync::Mutex::new(queue)),
+        idle: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+    }
+});
+
+impl Launchers {
+    /// Queues `job`, with one more thread when none is idle.
+    fn submit(&self, job: LaunchJob) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if !claimed {
+            let (queue, idle) = (
+                std::sync::Arc::clone(&self.queue),
+                std::sync::Arc::clone(&self.idle),
+            );
+            std::thread::Builder::new()
+                .name("onebash-spawn".to_owned())
+                .spawn(move || launcher(&queue, &idle))?;
+        }
+        // The queue is never closed: its receiver lives in this static.
+        self.jobs
+            .send(job)
+            .map_err(|_| std::io::Error::other("the threads starting commands ended"))
+    }
+}
+
+/// A launcher thread: starts one job at a time, for ever. A thread that
+/// finds itself idle counts itself so, and the next job is its.
+fn launcher(
+    queue: &std::sync::Mutex<std::sync::mpsc::Receiver<LaunchJob>>,
+    idle: &std::sync::atomic::AtomicUsize,
+) {
+    loop {
+        let job = {
+            let queue = queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            queue.recv()
+        };
+        let Ok(LaunchJob {
+            launch,
+            runtime,
+            sent,
+        }) = job
+        else {
+            return;
+        };
+        let started = {
+            // The child's pidfd is watched by this runtime's reactor.
+            let _entered = runtime.enter();
+            spawn::launch(&launch)
+        };
+        // Our copies of the pipe's write end: closed now.
+        drop(launch);
+        let _ = sent.send(started);
+        idle.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// The program, arguments and stdin that start `spec`, and the helper's
@@ -571,12 +658,19 @@ async fn spawn_off_worker(mut cmd: Command) -> std::io::Result<(tokio::process::
             "the thread starting the command ended",
         ))
     })?;
-    Ok((child, Starter { _done: done }))
+    Ok((child, Starter { _done: Some(done) }))
 }
 
 /// Keeps the thread that started a command until the command is over.
 struct Starter {
-    _done: tokio::sync::oneshot::Sender<()>,
+    _done: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Starter {
+    /// For a command whose starting thread outlives it anyway.
+    fn none() -> Starter {
+        Starter { _done: None }
+    }
 }
 
 /// A tool of the harness's own (git, bwrap's probe, a container engine's
@@ -739,9 +833,19 @@ pub(crate) fn kill_marked_processes(task_mark: &str) -> usize {
 
 /// [`kill_marked_processes`] for any variable: every process of this
 /// machine whose environment holds `var=value`.
+///
+/// Reading another process's environment is the sweep's cost (the kernel
+/// maps its memory), so a round after the first reads only the processes
+/// it could have missed: those it has not read yet (forked since, their
+/// pid below or above where the scan was) and those whose environment read
+/// as empty (in the middle of an exec, or kernel threads, cheap to read).
+/// A process read with an environment that lacks the mark cannot gain it
+/// later but by an exec given the mark on purpose.
 pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
-    let needle = format!("{var}={value}\0").into_bytes();
+    let needle = format!("{var}={value}\0");
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
     let own_pid = std::process::id();
+    let mut unmarked = std::collections::HashSet::new();
     let mut killed = 0;
     let mut empty = 0;
     for _round in 0..10 {
@@ -757,17 +861,19 @@ pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
             else {
                 continue;
             };
-            if pid == own_pid {
+            if pid == own_pid || unmarked.contains(&pid) {
                 continue;
             }
             let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
                 continue;
             };
-            if environ
-                .windows(needle.len())
-                .any(|w| w == needle.as_slice())
-                && let Ok(pid) = libc::pid_t::try_from(pid)
-            {
+            if finder.find(&environ).is_none() {
+                if !environ.is_empty() {
+                    unmarked.insert(pid);
+                }
+                continue;
+            }
+            if let Ok(pid) = libc::pid_t::try_from(pid) {
                 // SAFETY: kill has no memory-safety preconditions.
                 unsafe {
                     libc::kill(pid, libc::SIGKILL);

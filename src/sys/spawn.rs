@@ -209,7 +209,10 @@ pub(crate) fn launch(spec: &Launch) -> Result<Cloned, LaunchError> {
 /// The clone itself, all signals blocked around it so that no handler of
 /// onebash runs in the child before it resets them.
 fn clone_child(prepared: &mut Prepared<'_>) -> Result<(libc::pid_t, OwnedFd), LaunchError> {
-    let mut stack = vec![0u8; CHILD_STACK_BYTES];
+    // Not zeroed: the child touches only the top few pages, so zeroing all
+    // of it (and faulting every page in) was a measurable part of a
+    // command's start (docs/guides/performance.md).
+    let mut stack: Vec<std::mem::MaybeUninit<u8>> = Vec::with_capacity(CHILD_STACK_BYTES);
     // The stack grows down from its end, 16-byte aligned.
     let top = (stack.as_mut_ptr() as usize + CHILD_STACK_BYTES) & !15;
     let mut pidfd: libc::c_int = -1;
