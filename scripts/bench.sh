@@ -5,7 +5,9 @@
 # Usage: scripts/bench.sh [TURNS]
 #   TURNS           turns of section `turn` (default 200)
 #   BENCH_QUICK=1   shrink every workload (a smoke test of the script: 1-2 minutes)
-#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets regrade"
+#   BENCH_SECTIONS  which sections to run, default "turn throughput latency checkout stores lateness memory containers caching oci datasets regrade minisweagent"
+#   BENCH_VENVS     where section minisweagent keeps its venv (default
+#                   target/bench-venvs; made once from PyPI, then reused)
 #   ONEBASH_HF_PYTHON  a python with pyarrow, for section datasets (default python3)
 #   ONEBASH_BIN     a binary to measure instead of building target/release/onebash
 #   ONEBASH_BASELINE_BIN  the onebash to compare with in section stores; else
@@ -165,12 +167,31 @@
 #             in place, under the other rules: every row's saved log read
 #             and graded again, no checkout, no process. Wall time and
 #             peak RSS (wait4's) of each, and the ratio live / regrade.
+# minisweagent  onebash against mini-swe-agent 2.4.6 (installed from PyPI
+#             into a venv of its own, see BENCH_VENVS) on the same workload:
+#             40 tasks (8 with BENCH_QUICK=1) of 21 model calls (6), 20 (5)
+#             of them a `bash` tool call running `true`, at -j 4 against
+#             one scripted server at zero latency. onebash: `run --sandbox
+#             none`, after an untimed run that fills its repo cache.
+#             mini-swe-agent: its batch mode, `mini-extra swebench` on a
+#             dataset folder of the same tasks (`--subset DIR --split
+#             test`), with its swebench.yaml and `environment_class=local`
+#             (commands run by `subprocess` in one clone of the repo: no
+#             checkout), `model_name=openai/bench` (litellm's OpenAI-
+#             compatible client) with `model_kwargs.api_base` at the
+#             server; its last call is the tool call that submits (`echo
+#             COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`), onebash's a final
+#             text. Model calls per second over the server's span, from the
+#             first request to the last answer (start-up and exit aside:
+#             mini-swe-agent's imports take seconds), 3 rounds alternating
+#             (1 with BENCH_QUICK=1); each round's figures, the medians and
+#             the ratio onebash / mini-swe-agent (issue 37's target: 10x).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci datasets regrade}
+sections=${BENCH_SECTIONS:-turn throughput latency checkout stores lateness memory containers caching oci datasets regrade minisweagent}
 
 # Workloads: full, and shrunk for BENCH_QUICK=1.
 if [ "$quick" = 1 ]; then
@@ -182,6 +203,7 @@ if [ "$quick" = 1 ]; then
     mem_turns=10 mem_runs="4:4 16:4 16:16"
     ct_tasks=2 ct_turns=5 ct_execs=10 ct_tp_jobs="1 4" ct_tp_turns=5 ct_tp_min=2 oci_images=5
     cache_turns=10 regrade_tasks=50
+    msa_tasks=8 msa_turns=5 msa_rounds=1
 else
     turns=${1:-200}
     tp_tasks=16 tp_turns=50 tp_jobs="1 4 16"
@@ -191,7 +213,9 @@ else
     mem_turns=100 mem_runs="16:16 64:16 64:64"
     ct_tasks=4 ct_turns=20 ct_execs=40 ct_tp_jobs="1 8 16" ct_tp_turns=40 ct_tp_min=4 oci_images=50
     cache_turns=30 regrade_tasks=500
+    msa_tasks=40 msa_turns=20 msa_rounds=3
 fi
+msa_jobs=4 msa_version=2.4.6
 
 mkdir -p "${BENCH_DIR:=$root/target}"
 work=$(mktemp -d -p "$BENCH_DIR")
@@ -658,12 +682,14 @@ git -C "$work/repo" add -A
 git -C "$work/repo" -c user.name=bench -c user.email=bench@localhost commit -qm init
 sha=$(git -C "$work/repo" rev-parse HEAD)
 
-# start_server TOOL_CALLS [LATENCY_S] [COMMAND]: sets $port; stop_server
-# sets $requests, $server_seconds, $max_in_flight. An empty COMMAND is a
-# tool call onebash rejects without starting a process.
+# start_server TOOL_CALLS [LATENCY_S] [COMMAND [FINAL_COMMAND]]: sets
+# $port; stop_server sets $requests, $server_seconds, $max_in_flight and
+# $span_seconds (first request to last answer). An empty COMMAND is a tool
+# call onebash rejects without starting a process; a FINAL_COMMAND is the
+# last answer's tool call instead of a final text.
 start_server() {
     rm -f "$work/port" "$work/stats"
-    python3 scripts/bench_server.py "$1" "${3-true}" "$work/port" "$work/stats" "${2:-0}" &
+    python3 scripts/bench_server.py "$1" "${3-true}" "$work/port" "$work/stats" "${2:-0}" ${4:+"$4"} &
     server=$!
     echo "$server" >> "$work/servers"
     while [ ! -s "$work/port" ]; do sleep 0.05; done
@@ -673,7 +699,7 @@ stop_server() {
     kill -TERM "$server"
     wait "$server" 2>/dev/null || true
     sed -i "/^$server\$/d" "$work/servers"
-    read -r requests server_seconds max_in_flight < "$work/stats"
+    read -r requests server_seconds max_in_flight span_seconds < "$work/stats"
 }
 
 # onebash OUT TASKS JOBS MAX_TURNS SANDBOX [CACHE]: one run against the
@@ -1463,6 +1489,86 @@ section_regrade() {
     fig "regrade: s to regrade them from saved logs" "$(calc "round($re_s, 3)")" "-" "in place $(calc "round($in_s, 3)") s"
     fig "regrade: live / regrade, wall time" "${ratio}x" "-" ""
     fig "regrade: peak RSS MiB, live / regrade" "$(calc "round($live_rss / 2**20, 1)") / $(calc "round($re_rss / 2**20, 1)")" "-" ""
+}
+
+# The venv of mini-swe-agent for section minisweagent: made once, reused.
+msa_venv() {
+    local venv=${BENCH_VENVS:-$root/target/bench-venvs}/mini-swe-agent-$msa_version
+    if ! "$venv/bin/python" -c "import minisweagent, sys; sys.exit(minisweagent.__version__ != '$msa_version')" > /dev/null 2>&1; then
+        echo "  installing mini-swe-agent==$msa_version from PyPI into $venv (once)" >&2
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check "mini-swe-agent==$msa_version" >&2
+    fi
+    echo "$venv"
+}
+
+section_minisweagent() {
+    local venv dir=$work/msa
+    venv=$(msa_venv)
+    mkdir -p "$dir/data" "$dir/hf" "$dir/config"
+    # mini-swe-agent's batch mode reads a dataset folder: a split is a file.
+    python3 -c "
+import json, sys
+with open(sys.argv[1], 'w') as f:
+    for i in range(int(sys.argv[2])):
+        f.write(json.dumps({'instance_id': f'm{i:03d}', 'problem_statement': 'bench', 'repo': 'bench', 'base_commit': '$sha'}) + '\n')
+" "$dir/data/test.jsonl" "$msa_tasks"
+    # Its commands run in one folder (local environment: no checkout).
+    git clone -q "$work/repo" "$dir/repo"
+    tools tasks "$dir/tasks.jsonl" "$msa_tasks" "$work/repo" "$sha" o
+    local config=$venv/lib/python3*/site-packages/minisweagent/config/benchmarks/swebench.yaml
+    config=$(echo $config)
+    local calls=$((msa_tasks * (msa_turns + 1)))
+    echo "$msa_tasks tasks x $((msa_turns + 1)) model calls ($msa_turns of \`true\`, then the end), zero latency, -j $msa_jobs; mini-swe-agent $msa_version (\`mini-extra swebench\`, local environment, litellm's openai/ model at the bench server) against onebash (--sandbox none); model calls/s over the server's span (first request to last answer), $msa_rounds rounds alternating"
+    local r o_rate m_rate o_rates=() m_rates=() ratios=() o_wall m_wall m_t0
+    # An untimed run fills onebash's repo cache and the page cache.
+    start_server 1
+    onebash "$dir/onebash-warm" "$dir/tasks.jsonl" "$msa_jobs" 2 none
+    stop_server
+    for r in $(seq "$msa_rounds"); do
+        start_server "$msa_turns"
+        onebash "$dir/onebash-$r" "$dir/tasks.jsonl" "$msa_jobs" $((msa_turns + 1)) none
+        stop_server
+        [ "$requests" = "$calls" ] || { echo "onebash made $requests model calls, not $calls" >&2; return 1; }
+        o_rate=$(calc "round($requests / $span_seconds, 1)") o_wall=$wall
+        # The last answer runs mini-swe-agent's submit command.
+        start_server "$msa_turns" 0 true "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+        m_t0=$EPOCHREALTIME
+        if ! env MSWEA_SILENT_STARTUP=1 MSWEA_COST_TRACKING=ignore_errors MSWEA_GLOBAL_CONFIG_DIR="$dir/config" \
+            LITELLM_LOCAL_MODEL_COST_MAP=True HF_HOME="$dir/hf" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
+            "$venv/bin/mini-extra" swebench --subset "$dir/data" --split test -w "$msa_jobs" -o "$dir/out-$r" \
+            -c "$config" -c environment.environment_class=local -c "environment.cwd=$dir/repo" \
+            -c model.model_name=openai/bench -c "model.model_kwargs.api_base=http://127.0.0.1:$port/v1" \
+            -c model.model_kwargs.api_key=bench > "$dir/msa-$r.log" 2>&1; then
+            stop_server
+            echo "mini-swe-agent failed; the end of its log:" >&2
+            tail -5 "$dir/msa-$r.log" >&2
+            return 1
+        fi
+        m_wall=$(calc "$EPOCHREALTIME - $m_t0")
+        stop_server
+        # A task whose model call failed still ends (exit status the error).
+        local submitted
+        submitted=$(python3 -c "
+import glob, json, sys
+print(sum(json.load(open(p))['info']['exit_status'] == 'Submitted' for p in glob.glob(sys.argv[1] + '/*/*.traj.json')))
+" "$dir/out-$r")
+        [ "$requests" = "$calls" ] && [ "$submitted" = "$msa_tasks" ] \
+            || { echo "mini-swe-agent made $requests model calls (not $calls), $submitted of $msa_tasks tasks submitted: see $dir/msa-$r.log" >&2; return 1; }
+        m_rate=$(calc "round($requests / $span_seconds, 1)")
+        o_rates+=("$o_rate") m_rates+=("$m_rate") ratios+=("$(calc "round($o_rate / $m_rate, 2)")")
+        printf '  round %d: onebash %7.1f calls/s (run %.2f s), mini-swe-agent %6.1f calls/s (run %.2f s): %.2fx; load %s\n' \
+            "$r" "$o_rate" "$o_wall" "$m_rate" "$m_wall" "${ratios[-1]}" "$(cut -d' ' -f1 /proc/loadavg)"
+    done
+    local med="sorted([%s])[len([%s]) // 2]" o m x
+    o=$(calc "$(printf "$med" "${o_rates[*]/%/,}" "${o_rates[*]/%/,}")")
+    m=$(calc "$(printf "$med" "${m_rates[*]/%/,}" "${m_rates[*]/%/,}")")
+    x=$(calc "$(printf "$med" "${ratios[*]/%/,}" "${ratios[*]/%/,}")")
+    echo "  median: onebash $o calls/s, mini-swe-agent $m calls/s: ${x}x (rounds: ${ratios[*]/%/x})"
+    fig "vs mini-swe-agent: onebash model calls/s, -j $msa_jobs" "$o" "-" "median of $msa_rounds"
+    fig "vs mini-swe-agent: mini-swe-agent model calls/s" "$m" "-" "median of $msa_rounds"
+    fig "vs mini-swe-agent: onebash / mini-swe-agent" "${x}x" ">= 10x" "$(calc "'ok' if $x >= 10 else 'MISS'")"
 }
 
 # The checkout, latency and stores sections also run on tmpfs, when /dev/shm is one

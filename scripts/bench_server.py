@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """A scripted OpenAI-compatible server for benchmarks (stdlib only).
 
-Usage: bench_server.py TURNS COMMAND PORT_FILE STATS_FILE [LATENCY_S]
+Usage: bench_server.py TURNS COMMAND PORT_FILE STATS_FILE [LATENCY_S [FINAL_COMMAND]]
 
 Every request is answered with one `bash` tool call running COMMAND, until
-the conversation holds TURNS assistant answers; then with a final text.
+the conversation holds TURNS assistant answers; then with a final text, or
+with a last tool call running FINAL_COMMAND when one is given (an agent
+such as mini-swe-agent ends when a command prints its submit marker).
 Writes its port to PORT_FILE once listening; on SIGTERM writes "REQUESTS
-SECONDS MAX_IN_FLIGHT" to STATS_FILE: the time spent handling requests,
+SECONDS MAX_IN_FLIGHT SPAN" to STATS_FILE: the time spent handling requests,
 latency aside, so the bench can subtract the server's own time from what
-it measures; and the most requests it held at once, so the bench can check
-that LATENCY_S overlapped across connections (one thread per connection).
+it measures; the most requests it held at once, so the bench can check
+that LATENCY_S overlapped across connections (one thread per connection);
+and the seconds from the first request's arrival to the last answer's
+end, the time the agents were calling (their start-up and exit aside).
 """
 import json
 import signal
@@ -22,7 +26,9 @@ TURNS = int(sys.argv[1])
 COMMAND = sys.argv[2]
 PORT_FILE, STATS_FILE = sys.argv[3], sys.argv[4]
 LATENCY = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
-stats = {"requests": 0, "seconds": 0.0, "in_flight": 0, "max_in_flight": 0}
+FINAL_COMMAND = sys.argv[6] if len(sys.argv) > 6 else None
+stats = {"requests": 0, "seconds": 0.0, "in_flight": 0, "max_in_flight": 0,
+         "first": None, "last": None}
 lock = threading.Lock()
 
 
@@ -38,18 +44,21 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         start = time.perf_counter()
         with lock:
+            if stats["first"] is None:
+                stats["first"] = start
             stats["in_flight"] += 1
             stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         answered = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        if answered < TURNS:
+        command = COMMAND if answered < TURNS else FINAL_COMMAND
+        if command is not None:
             message = {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [{
                     "id": f"call-{answered}",
                     "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps({"command": COMMAND})},
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
                 }],
             }
             finish = "tool_calls"
@@ -73,12 +82,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(reply)
         with lock:
             stats["in_flight"] -= 1
+            stats["last"] = time.perf_counter()
 
 
 def stop(*_):
     with lock:
         with open(STATS_FILE, "w") as f:
-            f.write(f"{stats['requests']} {stats['seconds']:.6f} {stats['max_in_flight']}\n")
+            span = stats["last"] - stats["first"] if stats["last"] is not None else 0.0
+            f.write(f"{stats['requests']} {stats['seconds']:.6f} {stats['max_in_flight']} {span:.6f}\n")
     sys.exit(0)
 
 

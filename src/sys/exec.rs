@@ -1,5 +1,6 @@
 //! The only place a child process is spawned: agent commands, setup commands
-//! and test commands all go through [`run_command`].
+//! and test commands all go through [`run_command`] (which has
+//! [`crate::sys::spawn`] clone those with limits, in one exec).
 //!
 //! Owns the child's environment (cleared to an allowlist: the API key never
 //! reaches a command), its process group, the combined stdout+stderr pipe read
@@ -18,6 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::sys::limits::ChildSetup;
+use crate::sys::spawn;
 
 /// After the shell exits, how long a background process holding the output
 /// pipe may keep the command waiting (`sleep 600 & echo started`).
@@ -238,37 +240,9 @@ pub enum ExecError {
 pub(crate) async fn run_command(spec: Spawn<'_>) -> Result<CommandOutcome, ExecError> {
     let (reader, writer) = std::io::pipe().map_err(ExecError::Pipe)?;
     let writer_for_stderr = writer.try_clone().map_err(ExecError::Pipe)?;
-    let (program, args, stdin, helper) = through_helper(&spec)?;
-    let mut cmd = Command::new(&program);
-    cmd.args(&args)
-        .current_dir(spec.cwd)
-        .env_clear()
-        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
-        .stdin(stdin)
-        .stdout(Stdio::from(OwnedFd::from(writer)))
-        .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
-        .process_group(0)
-        .kill_on_drop(true);
     let start = Instant::now();
-    let spawned = spawn_off_worker(cmd).await;
-    let (mut child, _starter) = spawned.map_err(|source| ExecError::Spawn {
-        program: spec.program.to_string_lossy().into_owned(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    })?;
+    let (mut child, _starter) = start_child(&spec, writer, writer_for_stderr).await?;
     let pgid = child.id();
-    if let Some(report) = helper {
-        let failed = helper_failure(report).await.map_err(ExecError::Pipe)?;
-        if let Some(message) = failed {
-            kill_group(pgid);
-            let _ = child.wait().await;
-            return Err(ExecError::Spawn {
-                program: spec.program.to_string_lossy().into_owned(),
-                cwd: spec.cwd.display().to_string(),
-                source: std::io::Error::other(message),
-            });
-        }
-    }
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(ExecError::Pipe)?;
 
@@ -394,9 +368,214 @@ pub(crate) async fn start_server(spec: Spawn<'_>) -> Result<Server, ExecError> {
     })
 }
 
+/// Whether `clone` with a pidfd works here (kernel 5.2 or later): until it
+/// is found not to, commands with limits start by [`spawn::launch`].
+static CLONE_WORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Starts what `spec` names with its output to `writer` (stdout and
+/// stderr). With limits, by [`spawn::launch`] in one exec, or where the
+/// kernel cannot, through the exec helper; without, by tokio's spawn.
+async fn start_child(
+    spec: &Spawn<'_>,
+    writer: std::io::PipeWriter,
+    writer_for_stderr: std::io::PipeWriter,
+) -> Result<(Running, Starter), ExecError> {
+    let spawn_error = |source: std::io::Error| ExecError::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    };
+    use std::sync::atomic::Ordering;
+    if !spec.child.is_empty() && CLONE_WORKS.load(Ordering::Relaxed) {
+        let launch = spawn::Launch {
+            program: spec.program.clone(),
+            args: spec.args.clone(),
+            cwd: spec.cwd.to_owned(),
+            env: spec.env.vars().to_vec(),
+            stdout: OwnedFd::from(writer.try_clone().map_err(ExecError::Pipe)?),
+            stderr: OwnedFd::from(writer_for_stderr.try_clone().map_err(ExecError::Pipe)?),
+            child: spec.child.clone(),
+        };
+        match launch_off_worker(launch).await {
+            Ok((child, starter)) => return Ok((Running::Cloned(child), starter)),
+            Err(spawn::LaunchError::Unsupported) => CLONE_WORKS.store(false, Ordering::Relaxed),
+            Err(spawn::LaunchError::Start(source)) => return Err(spawn_error(source)),
+            Err(spawn::LaunchError::Child(message)) => {
+                return Err(spawn_error(std::io::Error::other(message)));
+            }
+        }
+    }
+    start_through_helper(spec, writer, writer_for_stderr).await
+}
+
+/// [`start_child`] by tokio's spawn: through the exec helper when `spec`
+/// has limits (kernels without `CLONE_PIDFD`), else the program itself.
+async fn start_through_helper(
+    spec: &Spawn<'_>,
+    writer: std::io::PipeWriter,
+    writer_for_stderr: std::io::PipeWriter,
+) -> Result<(Running, Starter), ExecError> {
+    let spawn_error = |source: std::io::Error| ExecError::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    };
+    let (program, args, stdin, helper) = through_helper(spec)?;
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(stdin)
+        .stdout(Stdio::from(OwnedFd::from(writer)))
+        .stderr(Stdio::from(OwnedFd::from(writer_for_stderr)))
+        .process_group(0)
+        .kill_on_drop(true);
+    let (mut child, starter) = spawn_off_worker(cmd).await.map_err(spawn_error)?;
+    if let Some(report) = helper {
+        let failed = helper_failure(report).await.map_err(ExecError::Pipe)?;
+        if let Some(message) = failed {
+            kill_group(child.id());
+            let _ = child.wait().await;
+            return Err(spawn_error(std::io::Error::other(message)));
+        }
+    }
+    Ok((Running::Std(child), starter))
+}
+
+/// A command's process, however it was started.
+enum Running {
+    Std(tokio::process::Child),
+    Cloned(spawn::Cloned),
+}
+
+impl Running {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Running::Std(child) => child.id(),
+            Running::Cloned(child) => Some(child.id()),
+        }
+    }
+
+    /// Cancel-safe, as tokio's.
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Running::Std(child) => child.wait().await,
+            Running::Cloned(child) => child.wait().await,
+        }
+    }
+}
+
+/// [`spawn::launch`] off the async workers, for the reasons given at
+/// [`spawn_off_worker`] (which also holds for the clone: the calling
+/// thread waits for the child's exec, the cgroup join included), on one of
+/// [`LAUNCHERS`]' threads. They never end, so a parent death signal set in
+/// the child (bwrap's `--die-with-parent`) fires only when onebash does,
+/// and a command no longer pays a thread's start and end.
+async fn launch_off_worker(
+    launch: spawn::Launch,
+) -> Result<(spawn::Cloned, Starter), spawn::LaunchError> {
+    let (sent, launched) = tokio::sync::oneshot::channel();
+    LAUNCHERS
+        .submit(LaunchJob {
+            launch,
+            runtime: tokio::runtime::Handle::current(),
+            sent,
+        })
+        .map_err(spawn::LaunchError::Start)?;
+    let child = launched.await.unwrap_or_else(|_| {
+        Err(spawn::LaunchError::Start(std::io::Error::other(
+            "the thread starting the command ended",
+        )))
+    })?;
+    Ok((child, Starter::none()))
+}
+
+/// One command for a launcher thread to start.
+struct LaunchJob {
+    launch: spawn::Launch,
+    runtime: tokio::runtime::Handle,
+    sent: tokio::sync::oneshot::Sender<Result<spawn::Cloned, spawn::LaunchError>>,
+}
+
+/// Threads that start commands by [`spawn::launch`]: as many as have been
+/// busy at once, each waiting for the next job once it is done.
+struct Launchers {
+    jobs: std::sync::mpsc::Sender<LaunchJob>,
+    queue: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<LaunchJob>>>,
+    idle: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+static LAUNCHERS: std::sync::LazyLock<Launchers> = std::sync::LazyLock::new(|| {
+    let (jobs, queue) = std::sync::mpsc::channel();
+    Launchers {
+        jobs,
+        queue: std::sync::Arc::new(std::sync::Mutex::new(queue)),
+        idle: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+    }
+});
+
+impl Launchers {
+    /// Queues `job`, with one more thread when none is idle.
+    fn submit(&self, job: LaunchJob) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if !claimed {
+            let (queue, idle) = (
+                std::sync::Arc::clone(&self.queue),
+                std::sync::Arc::clone(&self.idle),
+            );
+            std::thread::Builder::new()
+                .name("onebash-spawn".to_owned())
+                .spawn(move || launcher(&queue, &idle))?;
+        }
+        // The queue is never closed: its receiver lives in this static.
+        self.jobs
+            .send(job)
+            .map_err(|_| std::io::Error::other("the threads starting commands ended"))
+    }
+}
+
+/// A launcher thread: starts one job at a time, for ever. A thread that
+/// finds itself idle counts itself so, and the next job is its.
+fn launcher(
+    queue: &std::sync::Mutex<std::sync::mpsc::Receiver<LaunchJob>>,
+    idle: &std::sync::atomic::AtomicUsize,
+) {
+    loop {
+        let job = {
+            let queue = queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            queue.recv()
+        };
+        let Ok(LaunchJob {
+            launch,
+            runtime,
+            sent,
+        }) = job
+        else {
+            return;
+        };
+        let started = {
+            // The child's pidfd is watched by this runtime's reactor.
+            let _entered = runtime.enter();
+            spawn::launch(&launch)
+        };
+        // Our copies of the pipe's write end: closed now.
+        drop(launch);
+        let _ = sent.send(started);
+        idle.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// The program, arguments and stdin that start `spec`, and the helper's
-/// status pipe if it goes through it. With limits, through onebash's own
-/// exec helper (see limits.rs): no closure between fork and exec, so the
+/// status pipe if it goes through it. With limits where the kernel cannot
+/// clone with a pidfd (see [`start_child`]), through onebash's own exec
+/// helper (see limits.rs): no closure between fork and exec, so the
 /// child starts by posix_spawn. The helper reports on its stdin whether
 /// it got as far as the command: a message when it failed, end-of-file
 /// once the command's exec closed it (then stdin is /dev/null, as
@@ -479,12 +658,19 @@ async fn spawn_off_worker(mut cmd: Command) -> std::io::Result<(tokio::process::
             "the thread starting the command ended",
         ))
     })?;
-    Ok((child, Starter { _done: done }))
+    Ok((child, Starter { _done: Some(done) }))
 }
 
 /// Keeps the thread that started a command until the command is over.
 struct Starter {
-    _done: tokio::sync::oneshot::Sender<()>,
+    _done: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Starter {
+    /// For a command whose starting thread outlives it anyway.
+    fn none() -> Starter {
+        Starter { _done: None }
+    }
 }
 
 /// A tool of the harness's own (git, bwrap's probe, a container engine's
@@ -647,9 +833,19 @@ pub(crate) fn kill_marked_processes(task_mark: &str) -> usize {
 
 /// [`kill_marked_processes`] for any variable: every process of this
 /// machine whose environment holds `var=value`.
+///
+/// Reading another process's environment is the sweep's cost (the kernel
+/// maps its memory), so a round after the first reads only the processes
+/// it could have missed: those it has not read yet (forked since, their
+/// pid below or above where the scan was) and those whose environment read
+/// as empty (in the middle of an exec, or kernel threads, cheap to read).
+/// A process read with an environment that lacks the mark cannot gain it
+/// later but by an exec given the mark on purpose.
 pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
-    let needle = format!("{var}={value}\0").into_bytes();
+    let needle = format!("{var}={value}\0");
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
     let own_pid = std::process::id();
+    let mut unmarked = std::collections::HashSet::new();
     let mut killed = 0;
     let mut empty = 0;
     for _round in 0..10 {
@@ -665,17 +861,19 @@ pub(crate) fn kill_processes_with(var: &str, value: &str) -> usize {
             else {
                 continue;
             };
-            if pid == own_pid {
+            if pid == own_pid || unmarked.contains(&pid) {
                 continue;
             }
             let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
                 continue;
             };
-            if environ
-                .windows(needle.len())
-                .any(|w| w == needle.as_slice())
-                && let Ok(pid) = libc::pid_t::try_from(pid)
-            {
+            if finder.find(&environ).is_none() {
+                if !environ.is_empty() {
+                    unmarked.insert(pid);
+                }
+                continue;
+            }
+            if let Ok(pid) = libc::pid_t::try_from(pid) {
                 // SAFETY: kill has no memory-safety preconditions.
                 unsafe {
                     libc::kill(pid, libc::SIGKILL);
