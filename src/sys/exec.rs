@@ -344,11 +344,7 @@ pub(crate) async fn start_server(spec: Spawn<'_>) -> Result<Server, ExecError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let spawn_error = |source: std::io::Error| ExecError::Spawn {
-        program: spec.program.to_string_lossy().into_owned(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    };
+    let spawn_error = |source| spawn_error(&spec, source);
     let (mut child, starter) = spawn_off_worker(cmd).await.map_err(spawn_error)?;
     let pgid = child.id();
     let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
@@ -368,6 +364,15 @@ pub(crate) async fn start_server(spec: Spawn<'_>) -> Result<Server, ExecError> {
     })
 }
 
+/// `spec` could not start.
+fn spawn_error(spec: &Spawn<'_>, source: std::io::Error) -> ExecError {
+    ExecError::Spawn {
+        program: spec.program.to_string_lossy().into_owned(),
+        cwd: spec.cwd.display().to_string(),
+        source,
+    }
+}
+
 /// Whether `clone` with a pidfd works here (kernel 5.2 or later): until it
 /// is found not to, commands with limits start by [`spawn::launch`].
 static CLONE_WORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
@@ -380,11 +385,7 @@ async fn start_child(
     writer: std::io::PipeWriter,
     writer_for_stderr: std::io::PipeWriter,
 ) -> Result<(Running, Starter), ExecError> {
-    let spawn_error = |source: std::io::Error| ExecError::Spawn {
-        program: spec.program.to_string_lossy().into_owned(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    };
+    let spawn_error = |source| spawn_error(spec, source);
     use std::sync::atomic::Ordering;
     if !spec.child.is_empty() && CLONE_WORKS.load(Ordering::Relaxed) {
         let launch = spawn::Launch {
@@ -415,11 +416,7 @@ async fn start_through_helper(
     writer: std::io::PipeWriter,
     writer_for_stderr: std::io::PipeWriter,
 ) -> Result<(Running, Starter), ExecError> {
-    let spawn_error = |source: std::io::Error| ExecError::Spawn {
-        program: spec.program.to_string_lossy().into_owned(),
-        cwd: spec.cwd.display().to_string(),
-        source,
-    };
+    let spawn_error = |source| spawn_error(spec, source);
     let (program, args, stdin, helper) = through_helper(spec)?;
     let mut cmd = Command::new(&program);
     cmd.args(&args)
