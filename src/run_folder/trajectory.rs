@@ -514,19 +514,23 @@ pub(crate) fn read_trajectory(path: &Path) -> Result<Vec<Event>, ReadError> {
     })?;
     let mut events = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        match serde_json::from_str::<Event>(line) {
-            Ok(event) => events.push(event),
-            Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() => {}
-            Err(source) => {
-                return Err(ReadError::Event {
-                    path: path.to_owned(),
-                    line: index + 1,
-                    source,
-                });
-            }
-        }
+        events.extend(parse_line(path, index, line)?);
     }
     Ok(events)
+}
+
+/// Line `index` (from 0) of the trajectory at `path`: its event, or none
+/// for a torn line (JSON cut short by a crash), which is skipped.
+fn parse_line(path: &Path, index: usize, line: &str) -> Result<Option<Event>, ReadError> {
+    match serde_json::from_str::<Event>(line) {
+        Ok(event) => Ok(Some(event)),
+        Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() => Ok(None),
+        Err(source) => Err(ReadError::Event {
+            path: path.to_owned(),
+            line: index + 1,
+            source,
+        }),
+    }
 }
 
 /// The last `test` event of the trajectory at `path`, if it has one.
@@ -545,17 +549,8 @@ pub(crate) fn read_test_event(path: &Path) -> Result<Option<Event>, ReadError> {
         if !line.contains("\"test\"") {
             continue;
         }
-        match serde_json::from_str::<Event>(line) {
-            Ok(event @ Event::Test { .. }) => last = Some(event),
-            Ok(_) => {}
-            Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() => {}
-            Err(source) => {
-                return Err(ReadError::Event {
-                    path: path.to_owned(),
-                    line: index + 1,
-                    source,
-                });
-            }
+        if let Some(event @ Event::Test { .. }) = parse_line(path, index, line)? {
+            last = Some(event);
         }
     }
     Ok(last)
