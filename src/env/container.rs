@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::artifacts;
 use super::channel::{self, Channel, Reply, Request};
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
 use super::{
@@ -44,7 +45,7 @@ use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
 use crate::sys::limits::ChildSetup;
-use crate::task::{Code, TaskSpec, Tests, VerifierFolder};
+use crate::task::{Code, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -668,6 +669,11 @@ impl ContainerWorkspace {
     /// Starts a container from the task's image, detached, doing nothing
     /// until it is removed; its id.
     async fn start(&self, phase: &str, network: bool) -> Result<String, EnvError> {
+        self.start_from(&self.image, phase, network).await
+    }
+
+    /// [`ContainerWorkspace::start`] from `image`.
+    async fn start_from(&self, image: &str, phase: &str, network: bool) -> Result<String, EnvError> {
         let settings = &self.settings;
         let host_dir = self.dir.display().to_string();
         let mounted = matches!(self.repo, Repo::Mounted(_));
@@ -728,7 +734,7 @@ impl ContainerWorkspace {
             start_label.clone(),
             "--entrypoint".into(),
             "sleep".into(),
-            self.image.clone(),
+            image.to_owned(),
             "infinity".into(),
         ]);
         let started = settings.engine.client_async(args).await;
@@ -737,7 +743,7 @@ impl ContainerWorkspace {
             Err(source) => {
                 self.remove_labelled(&start_label).await;
                 return Err(EnvError::Start {
-                    image: self.image.clone(),
+                    image: image.to_owned(),
                     source: Box::new(source),
                 });
             }
@@ -749,7 +755,7 @@ impl ContainerWorkspace {
             .map(str::to_owned)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| EnvError::NoId {
-                image: self.image.clone(),
+                image: image.to_owned(),
             })
     }
 
@@ -1202,6 +1208,66 @@ impl ContainerWorkspace {
     }
 }
 
+impl ContainerWorkspace {
+    /// Harbor's collect hooks, in the agent's container after the agent:
+    /// each within its timeout; what one says or how it ends is no error
+    /// (Harbor's are best-effort).
+    async fn collect(&self, hooks: &[(String, std::time::Duration)]) {
+        let env = CommandEnv::for_task("onebash-harness");
+        for (script, timeout) in hooks {
+            let _ = self
+                .exec(
+                    Command {
+                        script,
+                        timeout: *timeout,
+                        env: &env,
+                        trust: Trust::Harness,
+                    },
+                    false,
+                )
+                .await;
+        }
+    }
+
+    /// Replaces the agent's container (and all it left running) by the
+    /// verifier's, from the verifier's image, which receives only the
+    /// artifacts, packed in the agent's container and passed through the
+    /// host ([`artifacts`]).
+    async fn to_separate_verifier(&self, separate: &SeparateVerifier) -> Result<(), EnvError> {
+        self.harness_git(&artifacts::pack(&separate.artifacts))
+            .await?;
+        let host = self.passing("artifacts");
+        let engine = &self.settings.engine;
+        let agent = self.current()?;
+        engine
+            .client_async(vec![
+                "cp".into(),
+                format!("{agent}:{}", artifacts::STAGING),
+                host.display().to_string(),
+            ])
+            .await?;
+        self.remove()
+            .await
+            .map_err(|err| EnvError::RemoveAgent(Box::new(err)))?;
+        let image = separate.image.as_deref().unwrap_or(&self.image);
+        let id = self
+            .start_from(image, "verifier", self.settings.network)
+            .await?;
+        *lock(&self.container) = Some(id.clone());
+        engine
+            .client_async(vec![
+                "cp".into(),
+                format!("{}/.", host.display()),
+                format!("{id}:{}", artifacts::STAGING),
+            ])
+            .await?;
+        let _ = tokio::fs::remove_dir_all(&host).await;
+        self.harness_git(&artifacts::unpack(&separate.artifacts))
+            .await
+            .map(|_| ())
+    }
+}
+
 impl image_repo::Container for ContainerWorkspace {
     fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, EnvError>> {
         Box::pin(self.harness_git(script))
@@ -1229,10 +1295,16 @@ impl Workspace for ContainerWorkspace {
         Box::pin(async move {
             self.setup.agent_over();
             if let Repo::None { verifier, .. } = &self.repo {
-                return match verifier {
-                    Some(verifier) => self.stage_verifier(verifier).await,
-                    None => Ok(()),
+                let Some(verifier) = verifier else {
+                    return Ok(());
                 };
+                self.collect(&verifier.collect).await;
+                if let Some(separate) = &verifier.separate {
+                    self.to_separate_verifier(separate)
+                        .await
+                        .map_err(|err| EnvError::Artifacts(Box::new(err)))?;
+                }
+                return self.stage_verifier(verifier).await;
             }
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.

@@ -31,9 +31,12 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
     ),
     (
         "[verifier]\nenvironment_mode = \"separate\"\n",
-        Ok(&["verifier.environment_mode"]),
+        Ok(&[]),
     ),
-    ("artifacts = [\"/app/out.txt\"]\n", Ok(&["artifacts"])),
+    (
+        "artifacts = [\"/app/out.txt\", { source = \"/app/d\", exclude = [\"*.log\"] }]\n",
+        Ok(&[]),
+    ),
     (
         "[agent]\nnetwork_mode = \"no-network\"\n",
         Ok(&["agent.network_mode"]),
@@ -41,7 +44,7 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
     // The rest of what onebash cannot honour yet.
     (
         "[verifier]\nuser = \"tester\"\n[verifier.environment]\ndocker_image = \"x\"\n[[verifier.collect]]\ncommand = \"true\"\n",
-        Ok(&["verifier.user", "verifier.environment", "verifier.collect"]),
+        Ok(&["verifier.user"]),
     ),
     (
         "[agent]\nuser = 1000\n[environment]\nworkdir = \"/w\"\nenv = { A = \"b\" }\nskills_dir = \"/s\"\ngpus = 1\n[environment.healthcheck]\ncommand = \"true\"\n[[environment.mcp_servers]]\nname = \"m\"\nurl = \"http://x\"\n[solution]\nenv = { K = \"v\" }\n",
