@@ -94,9 +94,15 @@ mod tests {
         let agent = root.path().join("agent");
         std::fs::rename(&agent, root.path().join("gone")).expect("rename");
         run(&unpack(&artifacts));
-        assert_eq!(std::fs::read_to_string(out.join("keep.txt")).expect("kept"), "kept");
+        assert_eq!(
+            std::fs::read_to_string(out.join("keep.txt")).expect("kept"),
+            "kept"
+        );
         assert!(!out.join("drop.tmp").exists() && !out.join("cache").exists());
-        assert_eq!(std::fs::read_to_string(agent.join("note")).expect("note"), "note");
+        assert_eq!(
+            std::fs::read_to_string(agent.join("note")).expect("note"),
+            "note"
+        );
         assert!(!root.path().join("staging").exists());
     }
 }

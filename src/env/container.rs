@@ -26,7 +26,10 @@
 //! agent by [`image_repo`]'s scripts, which also give the diff, restore
 //! and apply, run here as the harness, with files passing by `cp`; or, for
 //! a Harbor task, no repo at all: its image (built by [`super::build`]) is
-//! its environment, and its verifier runs in the agent's own container.
+//! its environment, and its verifier runs in the agent's own container
+//! (after the task's collect hooks), or, when the task says so, in a
+//! fresh container of its own that receives only the task's artifacts
+//! (artifacts.rs writes the scripts that pass them).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -673,7 +676,12 @@ impl ContainerWorkspace {
     }
 
     /// [`ContainerWorkspace::start`] from `image`.
-    async fn start_from(&self, image: &str, phase: &str, network: bool) -> Result<String, EnvError> {
+    async fn start_from(
+        &self,
+        image: &str,
+        phase: &str,
+        network: bool,
+    ) -> Result<String, EnvError> {
         let settings = &self.settings;
         let host_dir = self.dir.display().to_string();
         let mounted = matches!(self.repo, Repo::Mounted(_));

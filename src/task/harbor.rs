@@ -5,10 +5,10 @@
 //! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`) or a
 //! folder of them into [`TaskSpec`]s, each carrying a [`HarborTask`]: the
 //! image to build (tagged by the content hash of `environment/`), the
-//! verifier's folder and settings, and the oracle's solution. Also the
-//! scripts the container runs for such a task (the verifier's staging, the
-//! oracle's command) and the reading of the reward Harbor's verifier
-//! writes. It does not build images or run anything: the container
+//! verifier's folder and settings (where it runs: separate.rs), and the
+//! oracle's solution. Also the scripts the container runs for such a
+//! task (the verifier's staging, the oracle's command) and the reading of
+//! the reward Harbor's verifier writes. It does not build images or run anything: the container
 //! environment builds the image it names ([`FolderImage`]) and copies its
 //! verifier in ([`VerifierFolder`]), the test stage reads its reward
 //! ([`RewardFile`]).

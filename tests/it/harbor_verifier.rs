@@ -95,7 +95,11 @@ fn run(fixture: &Fixture, root: &Path, out: &str, args: &[&str]) -> RunOutput {
 fn reward(run: &RunOutput, task: &str) -> String {
     let row = run.row(task);
     let log = std::fs::read_to_string(run.task_dir(task).join("test.log")).unwrap_or_default();
-    assert_eq!(row["exit_reason"], "completed", "{row:?}\n{log}\n{}", run.stderr);
+    assert_eq!(
+        row["exit_reason"], "completed",
+        "{row:?}\n{log}\n{}",
+        run.stderr
+    );
     row["reward"].clone()
 }
 

@@ -151,7 +151,7 @@ pub(crate) const KEYS: &[Key] = &[
         path: "verifier.environment_mode",
         default: "(none): shared",
         does: Does::Honours(
-            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container of the verifier's image (else the task's), which receives only the `artifacts`; `shared`: in the agent's container"
+            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container of the verifier's image (else the task's), which receives only the `artifacts`; `shared`: in the agent's container",
         ),
     },
     Key {

@@ -29,10 +29,7 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
         "[[steps]]\nname = \"one\"\n[[steps]]\nname = \"two\"\n",
         Ok(&["steps"]),
     ),
-    (
-        "[verifier]\nenvironment_mode = \"separate\"\n",
-        Ok(&[]),
-    ),
+    ("[verifier]\nenvironment_mode = \"separate\"\n", Ok(&[])),
     (
         "artifacts = [\"/app/out.txt\", { source = \"/app/d\", exclude = [\"*.log\"] }]\n",
         Ok(&[]),

@@ -202,7 +202,10 @@ mod tests {
     use super::*;
 
     fn place(text: &str) -> Result<VerifierPlace, String> {
-        read(&toml::from_str(text).expect("toml"), Path::new("/nonexistent"))
+        read(
+            &toml::from_str(text).expect("toml"),
+            Path::new("/nonexistent"),
+        )
     }
 
     #[test]
@@ -213,8 +216,7 @@ mod tests {
         let separate = written.separate.expect("separate");
         assert_eq!(separate.image, None);
         assert_eq!(separate.artifacts[0].source, CONVENTION);
-        let implied =
-            place("[verifier.environment]\ndocker_image = \"alpine:3\"\n").expect("read");
+        let implied = place("[verifier.environment]\ndocker_image = \"alpine:3\"\n").expect("read");
         assert_eq!(
             implied.separate.expect("separate").image.as_deref(),
             Some("alpine:3")
