@@ -495,16 +495,7 @@ impl Containers {
         tokio::fs::create_dir_all(scratch)
             .await
             .map_err(|err| failed(format!("cannot make {}: {err}", scratch.display())))?;
-        let workdir = self
-            .settings
-            .engine
-            .client_async(vec![
-                "image".into(),
-                "inspect".into(),
-                "--format".into(),
-                "{{.Config.WorkingDir}}".into(),
-                image.clone(),
-            ])
+        let workdir = workdir_of(&self.settings.engine, &image)
             .await
             .map_err(|err| failed(err.to_string()))?;
         let verifier = match task.benchmark.tests() {
@@ -524,10 +515,7 @@ impl Containers {
         // ends with `WORKDIR /app` and writes nothing there: buildah
         // makes no folder, docker's builder does). So the container gets
         // no `-w`: podman refuses `-w` of a folder the image lacks.
-        workspace.workdir = match workdir.trim() {
-            "" => "/".to_owned(),
-            dir => dir.to_owned(),
-        };
+        workspace.workdir = Mutex::new(workdir);
         workspace.image_workdir = true;
         let limits = task.benchmark.limits();
         if let Some(mb) = limits.memory_mb {
@@ -567,10 +555,11 @@ impl Containers {
         ContainerWorkspace {
             settings: Arc::clone(&self.settings),
             image,
-            workdir: task
-                .workdir
-                .clone()
-                .unwrap_or_else(|| self.settings.workdir.clone()),
+            workdir: Mutex::new(
+                task.workdir
+                    .clone()
+                    .unwrap_or_else(|| self.settings.workdir.clone()),
+            ),
             labels: vec![
                 format!("{RUN_LABEL}={}", self.settings.run_id),
                 format!("{HOST_LABEL}={}", self.host),
@@ -615,7 +604,9 @@ enum Repo {
 struct ContainerWorkspace {
     settings: Arc<Settings>,
     image: String,
-    workdir: String,
+    /// Where commands run: the task's, or the image's WORKDIR (a separate
+    /// verifier's image has its own, set when its container starts).
+    workdir: Mutex<String>,
     labels: Vec<String>,
     /// The host folder of this (task, epoch): the bind-mounted checkout,
     /// or the client's folder, where files pass in and out.
@@ -666,6 +657,23 @@ impl Via {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An image's WORKDIR, `/` when it names none.
+async fn workdir_of(engine: &Engine, image: &str) -> Result<String, EnvError> {
+    let workdir = engine
+        .client_async(vec![
+            "image".into(),
+            "inspect".into(),
+            "--format".into(),
+            "{{.Config.WorkingDir}}".into(),
+            image.to_owned(),
+        ])
+        .await?;
+    Ok(match workdir.trim() {
+        "" => "/".to_owned(),
+        dir => dir.to_owned(),
+    })
 }
 
 impl ContainerWorkspace {
@@ -728,10 +736,10 @@ impl ContainerWorkspace {
             args.extend(["--cpus".into(), cpus.to_string()]);
         }
         if mounted {
-            args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir)]);
+            args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir())]);
         }
         if !self.image_workdir {
-            args.extend(["-w".into(), self.workdir.clone()]);
+            args.extend(["-w".into(), self.workdir()]);
         }
         // A label of this start alone: a container the engine created but
         // could not start (a workdir it refuses, a limit the runtime
@@ -911,7 +919,7 @@ impl ContainerWorkspace {
     fn spawn_error(&self, message: String) -> ExecError {
         ExecError::Spawn {
             program: self.settings.engine.name().to_owned(),
-            cwd: self.workdir.clone(),
+            cwd: self.workdir(),
             source: std::io::Error::other(message),
         }
     }
@@ -931,7 +939,7 @@ impl ContainerWorkspace {
         mark: &str,
         command: &Command<'_>,
     ) -> Result<CommandOutcome, ExecError> {
-        let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
+        let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), self.workdir().into()];
         for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
             COMMAND_MARK_VAR.to_owned(),
             mark.to_owned(),
@@ -1019,9 +1027,10 @@ impl ContainerWorkspace {
                     break;
                 }
             };
+            let workdir = self.workdir();
             let request = Request {
                 script: command.script,
-                workdir: &self.workdir,
+                workdir: &workdir,
                 vars: command
                     .env
                     .harness_vars()
@@ -1073,7 +1082,7 @@ impl ContainerWorkspace {
     /// Starts the channel's server in `container`.
     async fn open_channel(&self, container: &str) -> Result<Channel, channel::ChannelError> {
         let nonce = channel::nonce();
-        let args = channel::server_args(container, &self.workdir, &nonce)
+        let args = channel::server_args(container, &self.workdir(), &nonce)
             .into_iter()
             .map(OsString::from)
             .collect();
@@ -1125,6 +1134,11 @@ impl ContainerWorkspace {
         image_repo::prepared(&outcome, &output)
     }
 
+    /// Where commands run now.
+    fn workdir(&self) -> String {
+        lock(&self.workdir).clone()
+    }
+
     /// The container commands go to now.
     fn current(&self) -> Result<String, EnvError> {
         lock(&self.container)
@@ -1147,7 +1161,7 @@ impl ContainerWorkspace {
     async fn copy_file_out(&self, relative: &Path) -> Result<Vec<u8>, EnvError> {
         let container = self.current()?;
         let host = self.passing("out");
-        let from = format!("{container}:{}/{}", self.workdir, relative.display());
+        let from = format!("{container}:{}/{}", self.workdir(), relative.display());
         let copied = self
             .settings
             .engine
@@ -1177,7 +1191,7 @@ impl ContainerWorkspace {
                 path: host.clone(),
                 source,
             })?;
-        let to = format!("{container}:{}/{}", self.workdir, relative.display());
+        let to = format!("{container}:{}/{}", self.workdir(), relative.display());
         let copied = self
             .settings
             .engine
@@ -1258,6 +1272,10 @@ impl ContainerWorkspace {
             .await
             .map_err(|err| EnvError::RemoveAgent(Box::new(err)))?;
         let image = separate.image.as_deref().unwrap_or(&self.image);
+        // The verifier works in its own image's WORKDIR, as Harbor's.
+        if image != self.image {
+            *lock(&self.workdir) = workdir_of(engine, image).await?;
+        }
         let id = self
             .start_from(image, "verifier", self.settings.network)
             .await?;
@@ -1397,7 +1415,7 @@ impl Workspace for ContainerWorkspace {
     fn location(&self) -> String {
         let id = lock(&self.container).clone().unwrap_or_default();
         let short: String = id.chars().take(12).collect();
-        format!("{}:{short}:{}", self.settings.engine.name(), self.workdir)
+        format!("{}:{short}:{}", self.settings.engine.name(), self.workdir())
     }
 
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
@@ -1441,7 +1459,7 @@ mod tests {
         ContainerWorkspace {
             settings: Arc::new(settings),
             image: "example/swe:1".to_owned(),
-            workdir: "/testbed".to_owned(),
+            workdir: Mutex::new("/testbed".to_owned()),
             labels: Vec::new(),
             dir: dir.to_owned(),
             repo: Repo::Image(ImageRepo::new("abc")),

@@ -188,6 +188,12 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
         None
     }
 
+    /// An image its tests run in other than the task's (a separate
+    /// verifier's), which the probe makes ready as it does the task's.
+    fn tests_image(&self) -> Option<&str> {
+        None
+    }
+
     /// The container limits it asks for.
     fn limits(&self) -> Limits {
         Limits::default()

@@ -106,6 +106,11 @@ impl Benchmark for HarborTask {
         })
     }
 
+    /// A separate verifier's `docker_image`.
+    fn tests_image(&self) -> Option<&str> {
+        self.verifier.separate.as_ref()?.image.as_deref()
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             cpus: self.cpus,

@@ -5,7 +5,8 @@
 //! wrote, so the oracle passes, a no-op agent fails, and an agent that
 //! edits the files the tests read (and leaves a process rewriting them)
 //! cannot change the verdict, which it does change for the same task with
-//! a shared verifier. Skipped when the engine or the test image is
+//! a shared verifier; a verifier of its own image runs there. Collect
+//! hooks run before either verifier. Skipped when the engine or the test image is
 //! missing, as tests/it/harbor.rs.
 
 use std::path::Path;
@@ -39,8 +40,17 @@ ok=1
 echo $ok > /logs/verifier/reward.txt
 "#;
 
-/// The same check in the agent's own container (Harbor's default).
-const SHARED_TEST: &str = "#!/bin/bash\nif [ \"$(cat /app/out.txt)\" = \"$(cat /app/expected.txt)\" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n";
+/// The same check in the agent's own container (Harbor's default), after
+/// a collect hook that runs there too.
+const SHARED_TOML: &str = "[[verifier.collect]]\ncommand = \"echo hooked > /var/tmp/hooked\"\n";
+const SHARED_TEST: &str = "#!/bin/bash\nif [ \"$(cat /app/out.txt)\" = \"$(cat /app/expected.txt)\" ] && [ -f /var/tmp/hooked ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n";
+
+/// A separate verifier in an image of its own (the base image, without
+/// the task's expected.txt), which receives out.txt all the same.
+fn own_image_toml() -> String {
+    format!("artifacts = [\"/app/out.txt\"]\n[verifier.environment]\ndocker_image = \"{IMAGE}\"\n")
+}
+const OWN_IMAGE_TEST: &str = "#!/bin/bash\nif [ ! -e /app/expected.txt ] && [ \"$(cat /app/out.txt)\" = expected ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n";
 
 const SOLVE: &str = "#!/bin/bash\nset -e\ncp /app/expected.txt /app/out.txt\nmkdir -p /app/build\necho k > /app/build/keep.txt\necho j > /app/build/junk.tmp\necho s > /app/stray.txt\n";
 
@@ -92,15 +102,17 @@ fn run(fixture: &Fixture, root: &Path, out: &str, args: &[&str]) -> RunOutput {
     }
 }
 
-fn reward(run: &RunOutput, task: &str) -> String {
+/// Asserts `task`'s reward in `run`, its row, test log and stderr shown
+/// when it differs.
+fn assert_reward(run: &RunOutput, task: &str, expected: &str) {
     let row = run.row(task);
     let log = std::fs::read_to_string(run.task_dir(task).join("test.log")).unwrap_or_default();
     assert_eq!(
-        row["exit_reason"], "completed",
-        "{row:?}\n{log}\n{}",
+        (row["exit_reason"].as_str(), row["reward"].as_str()),
+        ("completed", expected),
+        "{task}: {row:?}\n{log}\n{}",
         run.stderr
     );
-    row["reward"].clone()
 }
 
 fn harbor_separate_verifier_in_an_engine(backend: Backend) {
@@ -111,7 +123,14 @@ fn harbor_separate_verifier_in_an_engine(backend: Backend) {
         "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo expected > /app/expected.txt\n"
     );
     task_folder(&root, "separate", SEPARATE_TOML, SEPARATE_TEST, &dockerfile);
-    task_folder(&root, "shared", "", SHARED_TEST, &dockerfile);
+    task_folder(&root, "shared", SHARED_TOML, SHARED_TEST, &dockerfile);
+    task_folder(
+        &root,
+        "own-image",
+        &own_image_toml(),
+        OWN_IMAGE_TEST,
+        &dockerfile,
+    );
     let engine = backend.engine().expect("an engine");
     let in_engine = ["--env", engine, "--pull", "never"];
 
@@ -125,19 +144,22 @@ fn harbor_separate_verifier_in_an_engine(backend: Backend) {
     let _cleanup = ImageTags(vec![image]);
     // The oracle passes only when the artifacts came, the hook's file
     // came, the excluded file and the stray one did not.
-    assert_eq!(reward(&oracle, "separate"), "1.0");
-    assert_eq!(reward(&oracle, "shared"), "1.0");
+    assert_reward(&oracle, "separate", "1.0");
+    assert_reward(&oracle, "shared", "1.0");
+    assert_reward(&oracle, "own-image", "1.0");
 
     let mut args = vec!["--model", "noop"];
     args.extend(in_engine);
     let noop = run(&fixture, &root, "noop", &args);
-    assert_eq!(reward(&noop, "separate"), "0.0");
-    assert_eq!(reward(&noop, "shared"), "0.0");
+    assert_reward(&noop, "separate", "0.0");
+    assert_reward(&noop, "shared", "0.0");
+    assert_reward(&noop, "own-image", "0.0");
 
     let tamper: Vec<String> = TAMPER.iter().map(|c| (*c).to_owned()).collect();
     let server = scripted_agent_by(vec![
         ("Problem of separate:".to_owned(), tamper.clone()),
-        ("Problem of shared:".to_owned(), tamper),
+        ("Problem of shared:".to_owned(), tamper.clone()),
+        ("Problem of own-image:".to_owned(), tamper),
     ]);
     let mut args = vec!["--model", "scripted", "--base-url"];
     let url = server.base_url();
@@ -146,12 +168,13 @@ fn harbor_separate_verifier_in_an_engine(backend: Backend) {
     let tampered = run(&fixture, &root, "tamper", &args);
     // The same agent wins the shared task: its edits are what the tests
     // read there. The separate verifier reads the image's expected.txt.
-    assert_eq!(reward(&tampered, "shared"), "1.0");
-    assert_eq!(reward(&tampered, "separate"), "0.0");
+    assert_reward(&tampered, "shared", "1.0");
+    assert_reward(&tampered, "separate", "0.0");
+    assert_reward(&tampered, "own-image", "0.0");
     let log =
         std::fs::read_to_string(tampered.task_dir("separate").join("test.log")).expect("test.log");
     assert!(log.contains("out.txt differs"), "{log}");
-    for task in ["separate", "shared"] {
+    for task in ["separate", "shared", "own-image"] {
         backend.assert_nothing_left_of(task);
     }
 }
