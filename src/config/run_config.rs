@@ -283,12 +283,16 @@ impl RunConfig<Unprobed> {
     /// The images the probe makes ready, in task order. An image built
     /// from a folder of the task is built when the task starts.
     fn images(&self) -> Vec<String> {
-        self.tasks
+        let running = self
+            .tasks
             .iter()
-            .filter(|t| t.benchmark.image_build().is_none())
             // An empty prediction runs nothing, in no container.
-            .filter(|t| self.model.prediction(&t.id).is_none_or(|p| !p.is_empty()))
+            .filter(|t| self.model.prediction(&t.id).is_none_or(|p| !p.is_empty()));
+        running
+            .clone()
+            .filter(|t| t.benchmark.image_build().is_none())
             .filter_map(|t| t.image.clone())
+            .chain(running.filter_map(|t| t.benchmark.tests_image().map(str::to_owned)))
             .collect()
     }
 

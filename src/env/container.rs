@@ -26,13 +26,17 @@
 //! agent by [`image_repo`]'s scripts, which also give the diff, restore
 //! and apply, run here as the harness, with files passing by `cp`; or, for
 //! a Harbor task, no repo at all: its image (built by [`super::build`]) is
-//! its environment, and its verifier runs in the agent's own container.
+//! its environment, and its verifier runs in the agent's own container
+//! (after the task's collect hooks), or, when the task says so, in a
+//! fresh container of its own that receives only the task's artifacts
+//! (artifacts.rs writes the scripts that pass them).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::artifacts;
 use super::channel::{self, Channel, Reply, Request};
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
 use super::{
@@ -44,7 +48,7 @@ use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
 use crate::sys::limits::ChildSetup;
-use crate::task::{Code, TaskSpec, Tests, VerifierFolder};
+use crate::task::{Code, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -491,16 +495,7 @@ impl Containers {
         tokio::fs::create_dir_all(scratch)
             .await
             .map_err(|err| failed(format!("cannot make {}: {err}", scratch.display())))?;
-        let workdir = self
-            .settings
-            .engine
-            .client_async(vec![
-                "image".into(),
-                "inspect".into(),
-                "--format".into(),
-                "{{.Config.WorkingDir}}".into(),
-                image.clone(),
-            ])
+        let workdir = workdir_of(&self.settings.engine, &image)
             .await
             .map_err(|err| failed(err.to_string()))?;
         let verifier = match task.benchmark.tests() {
@@ -520,10 +515,7 @@ impl Containers {
         // ends with `WORKDIR /app` and writes nothing there: buildah
         // makes no folder, docker's builder does). So the container gets
         // no `-w`: podman refuses `-w` of a folder the image lacks.
-        workspace.workdir = match workdir.trim() {
-            "" => "/".to_owned(),
-            dir => dir.to_owned(),
-        };
+        workspace.workdir = Mutex::new(workdir);
         workspace.image_workdir = true;
         let limits = task.benchmark.limits();
         if let Some(mb) = limits.memory_mb {
@@ -563,10 +555,11 @@ impl Containers {
         ContainerWorkspace {
             settings: Arc::clone(&self.settings),
             image,
-            workdir: task
-                .workdir
-                .clone()
-                .unwrap_or_else(|| self.settings.workdir.clone()),
+            workdir: Mutex::new(
+                task.workdir
+                    .clone()
+                    .unwrap_or_else(|| self.settings.workdir.clone()),
+            ),
             labels: vec![
                 format!("{RUN_LABEL}={}", self.settings.run_id),
                 format!("{HOST_LABEL}={}", self.host),
@@ -611,7 +604,9 @@ enum Repo {
 struct ContainerWorkspace {
     settings: Arc<Settings>,
     image: String,
-    workdir: String,
+    /// Where commands run: the task's, or the image's WORKDIR (a separate
+    /// verifier's image has its own, set when its container starts).
+    workdir: Mutex<String>,
     labels: Vec<String>,
     /// The host folder of this (task, epoch): the bind-mounted checkout,
     /// or the client's folder, where files pass in and out.
@@ -664,10 +659,37 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// An image's WORKDIR, `/` when it names none.
+async fn workdir_of(engine: &Engine, image: &str) -> Result<String, EnvError> {
+    let workdir = engine
+        .client_async(vec![
+            "image".into(),
+            "inspect".into(),
+            "--format".into(),
+            "{{.Config.WorkingDir}}".into(),
+            image.to_owned(),
+        ])
+        .await?;
+    Ok(match workdir.trim() {
+        "" => "/".to_owned(),
+        dir => dir.to_owned(),
+    })
+}
+
 impl ContainerWorkspace {
     /// Starts a container from the task's image, detached, doing nothing
     /// until it is removed; its id.
     async fn start(&self, phase: &str, network: bool) -> Result<String, EnvError> {
+        self.start_from(&self.image, phase, network).await
+    }
+
+    /// [`ContainerWorkspace::start`] from `image`.
+    async fn start_from(
+        &self,
+        image: &str,
+        phase: &str,
+        network: bool,
+    ) -> Result<String, EnvError> {
         let settings = &self.settings;
         let host_dir = self.dir.display().to_string();
         let mounted = matches!(self.repo, Repo::Mounted(_));
@@ -714,10 +736,10 @@ impl ContainerWorkspace {
             args.extend(["--cpus".into(), cpus.to_string()]);
         }
         if mounted {
-            args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir)]);
+            args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir())]);
         }
         if !self.image_workdir {
-            args.extend(["-w".into(), self.workdir.clone()]);
+            args.extend(["-w".into(), self.workdir()]);
         }
         // A label of this start alone: a container the engine created but
         // could not start (a workdir it refuses, a limit the runtime
@@ -728,7 +750,7 @@ impl ContainerWorkspace {
             start_label.clone(),
             "--entrypoint".into(),
             "sleep".into(),
-            self.image.clone(),
+            image.to_owned(),
             "infinity".into(),
         ]);
         let started = settings.engine.client_async(args).await;
@@ -737,7 +759,7 @@ impl ContainerWorkspace {
             Err(source) => {
                 self.remove_labelled(&start_label).await;
                 return Err(EnvError::Start {
-                    image: self.image.clone(),
+                    image: image.to_owned(),
                     source: Box::new(source),
                 });
             }
@@ -749,7 +771,7 @@ impl ContainerWorkspace {
             .map(str::to_owned)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| EnvError::NoId {
-                image: self.image.clone(),
+                image: image.to_owned(),
             })
     }
 
@@ -897,7 +919,7 @@ impl ContainerWorkspace {
     fn spawn_error(&self, message: String) -> ExecError {
         ExecError::Spawn {
             program: self.settings.engine.name().to_owned(),
-            cwd: self.workdir.clone(),
+            cwd: self.workdir(),
             source: std::io::Error::other(message),
         }
     }
@@ -917,7 +939,7 @@ impl ContainerWorkspace {
         mark: &str,
         command: &Command<'_>,
     ) -> Result<CommandOutcome, ExecError> {
-        let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), (&self.workdir).into()];
+        let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), self.workdir().into()];
         for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
             COMMAND_MARK_VAR.to_owned(),
             mark.to_owned(),
@@ -1005,9 +1027,10 @@ impl ContainerWorkspace {
                     break;
                 }
             };
+            let workdir = self.workdir();
             let request = Request {
                 script: command.script,
-                workdir: &self.workdir,
+                workdir: &workdir,
                 vars: command
                     .env
                     .harness_vars()
@@ -1059,7 +1082,7 @@ impl ContainerWorkspace {
     /// Starts the channel's server in `container`.
     async fn open_channel(&self, container: &str) -> Result<Channel, channel::ChannelError> {
         let nonce = channel::nonce();
-        let args = channel::server_args(container, &self.workdir, &nonce)
+        let args = channel::server_args(container, &self.workdir(), &nonce)
             .into_iter()
             .map(OsString::from)
             .collect();
@@ -1111,6 +1134,11 @@ impl ContainerWorkspace {
         image_repo::prepared(&outcome, &output)
     }
 
+    /// Where commands run now.
+    fn workdir(&self) -> String {
+        lock(&self.workdir).clone()
+    }
+
     /// The container commands go to now.
     fn current(&self) -> Result<String, EnvError> {
         lock(&self.container)
@@ -1133,7 +1161,7 @@ impl ContainerWorkspace {
     async fn copy_file_out(&self, relative: &Path) -> Result<Vec<u8>, EnvError> {
         let container = self.current()?;
         let host = self.passing("out");
-        let from = format!("{container}:{}/{}", self.workdir, relative.display());
+        let from = format!("{container}:{}/{}", self.workdir(), relative.display());
         let copied = self
             .settings
             .engine
@@ -1163,7 +1191,7 @@ impl ContainerWorkspace {
                 path: host.clone(),
                 source,
             })?;
-        let to = format!("{container}:{}/{}", self.workdir, relative.display());
+        let to = format!("{container}:{}/{}", self.workdir(), relative.display());
         let copied = self
             .settings
             .engine
@@ -1202,6 +1230,70 @@ impl ContainerWorkspace {
     }
 }
 
+impl ContainerWorkspace {
+    /// Harbor's collect hooks, in the agent's container after the agent:
+    /// each within its timeout; what one says or how it ends is no error
+    /// (Harbor's are best-effort).
+    async fn collect(&self, hooks: &[(String, std::time::Duration)]) {
+        let env = CommandEnv::for_task("onebash-harness");
+        for (script, timeout) in hooks {
+            let _ = self
+                .exec(
+                    Command {
+                        script,
+                        timeout: *timeout,
+                        env: &env,
+                        trust: Trust::Harness,
+                    },
+                    false,
+                )
+                .await;
+        }
+    }
+
+    /// Replaces the agent's container (and all it left running) by the
+    /// verifier's, from the verifier's image, which receives only the
+    /// artifacts, packed in the agent's container and passed through the
+    /// host ([`artifacts`]).
+    async fn to_separate_verifier(&self, separate: &SeparateVerifier) -> Result<(), EnvError> {
+        self.harness_git(&artifacts::pack(&separate.artifacts))
+            .await?;
+        let host = self.passing("artifacts");
+        let engine = &self.settings.engine;
+        let agent = self.current()?;
+        engine
+            .client_async(vec![
+                "cp".into(),
+                format!("{agent}:{}", artifacts::STAGING),
+                host.display().to_string(),
+            ])
+            .await?;
+        self.remove()
+            .await
+            .map_err(|err| EnvError::RemoveAgent(Box::new(err)))?;
+        let image = separate.image.as_deref().unwrap_or(&self.image);
+        // The verifier works in its own image's WORKDIR, as Harbor's.
+        if image != self.image {
+            *lock(&self.workdir) = workdir_of(engine, image).await?;
+        }
+        let id = self
+            .start_from(image, "verifier", self.settings.network)
+            .await?;
+        *lock(&self.container) = Some(id.clone());
+        engine
+            .client_async(vec![
+                "cp".into(),
+                format!("{}/.", host.display()),
+                format!("{id}:{}", artifacts::STAGING),
+            ])
+            .await?;
+        let _ = tokio::fs::remove_dir_all(&host).await;
+        self.harness_git(&artifacts::unpack(&separate.artifacts))
+            .await
+            .map(|_| ())
+    }
+}
+
 impl image_repo::Container for ContainerWorkspace {
     fn git<'a>(&'a self, script: &'a str) -> BoxFuture<'a, Result<String, EnvError>> {
         Box::pin(self.harness_git(script))
@@ -1229,10 +1321,16 @@ impl Workspace for ContainerWorkspace {
         Box::pin(async move {
             self.setup.agent_over();
             if let Repo::None { verifier, .. } = &self.repo {
-                return match verifier {
-                    Some(verifier) => self.stage_verifier(verifier).await,
-                    None => Ok(()),
+                let Some(verifier) = verifier else {
+                    return Ok(());
                 };
+                self.collect(&verifier.collect).await;
+                if let Some(separate) = &verifier.separate {
+                    self.to_separate_verifier(separate)
+                        .await
+                        .map_err(|err| EnvError::Artifacts(Box::new(err)))?;
+                }
+                return self.stage_verifier(verifier).await;
             }
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.
@@ -1317,7 +1415,7 @@ impl Workspace for ContainerWorkspace {
     fn location(&self) -> String {
         let id = lock(&self.container).clone().unwrap_or_default();
         let short: String = id.chars().take(12).collect();
-        format!("{}:{short}:{}", self.settings.engine.name(), self.workdir)
+        format!("{}:{short}:{}", self.settings.engine.name(), self.workdir())
     }
 
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
@@ -1361,7 +1459,7 @@ mod tests {
         ContainerWorkspace {
             settings: Arc::new(settings),
             image: "example/swe:1".to_owned(),
-            workdir: "/testbed".to_owned(),
+            workdir: Mutex::new("/testbed".to_owned()),
             labels: Vec::new(),
             dir: dir.to_owned(),
             repo: Repo::Image(ImageRepo::new("abc")),

@@ -95,6 +95,9 @@ pub enum EnvError {
     VerifierDirs(#[source] Box<EnvError>),
     #[error("failed to copy tests/ into the container: {0}")]
     CopyTests(#[source] Box<EnvError>),
+    /// The artifacts could not pass to a separate verifier's container.
+    #[error("failed to pass the artifacts to the verifier's container: {0}")]
+    Artifacts(#[source] Box<EnvError>),
 
     // Files passing between the host and the workspace.
     #[error("cannot read {}: {source}", path.display())]

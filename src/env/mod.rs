@@ -3,11 +3,12 @@
 //! with or without bubblewrap ([`Host`], host.rs), or a container per
 //! (task, epoch) from the task's image ([`container`], with image_repo.rs
 //! for the repo an image holds, channel.rs for the one channel into each
-//! container its commands go through, and build.rs for a Harbor image), or an OCI
+//! container its commands go through, build.rs for a Harbor image and artifacts.rs for what passes to a separate verifier), or an OCI
 //! image's root without an engine ([`oci`]); [`choose`] (choose.rs) picks
 //! the run's; what goes wrong there, in error.rs ([`EnvError`]); the values
 //! `--env`, `--pull` and `--container-commands` name, in settings.rs.
 
+mod artifacts;
 mod build;
 mod channel;
 mod choose;

@@ -63,6 +63,34 @@ pub(crate) struct VerifierFolder {
     /// Run as the harness first: empties what the agent may have left
     /// where the verifier reads and writes.
     pub stage: &'static str,
+    /// Commands run in the agent's container after the agent, before the
+    /// verifier, in order, each with its timeout; a failure is no error
+    /// (Harbor's collect hooks are best-effort).
+    pub collect: Vec<(String, Duration)>,
+    /// A verifier of its own container (Harbor's `environment_mode =
+    /// "separate"`); `None`: it runs in the agent's.
+    pub separate: Option<SeparateVerifier>,
+}
+
+/// A verifier that runs in a fresh container, which receives from the
+/// agent's only the artifacts (after the collect hooks ran there).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SeparateVerifier {
+    /// The verifier's image; `None`: the task's.
+    pub image: Option<String>,
+    /// What passes from the agent's container to the verifier's.
+    pub artifacts: Vec<Artifact>,
+}
+
+/// A path of the agent's container that the verifier's container
+/// receives at the same path, a folder without what `exclude` matches
+/// (tar's `--exclude` patterns).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Artifact {
+    /// Absolute (a relative path is taken from `/`, as the engines' `cp`
+    /// takes it).
+    pub source: String,
+    pub exclude: Vec<String>,
 }
 
 /// How a task's tests run.
@@ -157,6 +185,12 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
 
     /// The image to build before the task runs, if any.
     fn image_build(&self) -> Option<FolderImage<'_>> {
+        None
+    }
+
+    /// An image its tests run in other than the task's (a separate
+    /// verifier's), which the probe makes ready as it does the task's.
+    fn tests_image(&self) -> Option<&str> {
         None
     }
 

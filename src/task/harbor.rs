@@ -5,10 +5,10 @@
 //! `environment/Dockerfile`, `tests/test.sh`, `solution/solve.sh`) or a
 //! folder of them into [`TaskSpec`]s, each carrying a [`HarborTask`]: the
 //! image to build (tagged by the content hash of `environment/`), the
-//! verifier's folder and settings, and the oracle's solution. Also the
-//! scripts the container runs for such a task (the verifier's staging, the
-//! oracle's command) and the reading of the reward Harbor's verifier
-//! writes. It does not build images or run anything: the container
+//! verifier's folder and settings (where it runs: separate.rs), and the
+//! oracle's solution. Also the scripts the container runs for such a
+//! task (the verifier's staging, the oracle's command) and the reading of
+//! the reward Harbor's verifier writes. It does not build images or run anything: the container
 //! environment builds the image it names ([`FolderImage`]) and copies its
 //! verifier in ([`VerifierFolder`]), the test stage reads its reward
 //! ([`RewardFile`]).
@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 mod schema;
+mod separate;
 
 use schema::Network;
 
@@ -103,6 +104,11 @@ impl Benchmark for HarborTask {
             timeout: self.build_timeout,
             label: BUILD_LABEL,
         })
+    }
+
+    /// A separate verifier's `docker_image`.
+    fn tests_image(&self) -> Option<&str> {
+        self.verifier.separate.as_ref()?.image.as_deref()
     }
 
     fn limits(&self) -> Limits {
@@ -345,7 +351,12 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborErro
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let id = TaskId::parse(&name).map_err(|m| field_error(format!("the folder's name: {m}")))?;
-    let (refused, context, image, env_hash) = environment_of(dir, &config)?;
+    let (mut refused, context, image, env_hash) = environment_of(dir, &config)?;
+    let place = separate::read(&config.table, &tests).map_err(|message| HarborError::Field {
+        path: toml_path.clone(),
+        message,
+    })?;
+    refused.extend(place.refused);
     let solution = read_solution(&dir.join("solution"))?;
     let mut digest = Sha256::new();
     digest.update(toml_text.as_bytes());
@@ -364,6 +375,8 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborErro
             folder: tests,
             target: TESTS_IN_CONTAINER,
             stage: STAGE_VERIFIER,
+            collect: place.collect,
+            separate: place.separate,
         },
         verifier_env: config.verifier_env.clone(),
         agent_timeout_s: config.agent_timeout_s,
@@ -543,6 +556,9 @@ struct TaskToml {
     cpus: Option<f64>,
     memory_mb: Option<u64>,
     docker_image: Option<String>,
+    /// The table itself, for what is read with the task folder at hand
+    /// (separate.rs).
+    table: toml::Table,
 }
 
 enum TomlProblem {
@@ -639,6 +655,7 @@ impl TaskToml {
             cpus,
             memory_mb,
             docker_image,
+            table,
         })
     }
 }
@@ -897,6 +914,8 @@ mod tests {
                 folder: PathBuf::from("/t/tests"),
                 target: TESTS_IN_CONTAINER,
                 stage: STAGE_VERIFIER,
+                collect: Vec::new(),
+                separate: None,
             },
             verifier_env: Vec::new(),
             agent_timeout_s: None,

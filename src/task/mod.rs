@@ -30,8 +30,8 @@ pub(crate) mod swebench;
 mod swebench5;
 
 pub(crate) use benchmark::{
-    Code, FolderImage, NetworkWish, Oracle, Pull, RewardError, RewardFile, Tests, Verdict,
-    VerifierFolder,
+    Artifact, Code, FolderImage, NetworkWish, Oracle, Pull, RewardError, RewardFile,
+    SeparateVerifier, Tests, Verdict, VerifierFolder,
 };
 pub(crate) use error::{IdError, LineError};
 #[cfg(test)]

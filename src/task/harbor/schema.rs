@@ -118,10 +118,9 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "artifacts",
         default: "[]",
-        does: Does::Refuses {
-            why: "onebash collects no artifacts from the container",
-            accepts: empty,
-        },
+        does: Does::Honours(
+            "with a separate verifier, what its container receives from the agent's (after `/logs/artifacts`, as Harbor's): each path at the same path (a relative one from `/`), a folder without what its `exclude` patterns match (tar's); `destination` only names Harbor's copy on its host; a `service` other than `main` is refused",
+        ),
     },
     Key {
         path: "verifier",
@@ -151,26 +150,23 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "verifier.environment_mode",
         default: "(none): shared",
-        does: Does::Refuses {
-            why: "onebash runs the verifier in the agent's container (`shared`)",
-            accepts: shared,
-        },
+        does: Does::Honours(
+            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container of the verifier's image (else the task's), which receives only the `artifacts`; `shared`: in the agent's container",
+        ),
     },
     Key {
         path: "verifier.environment",
         default: "(none)",
-        does: Does::Refuses {
-            why: "onebash runs the verifier in the agent's container, not one of its own",
-            accepts: absent,
-        },
+        does: Does::Honours(
+            "its `docker_image` is the separate verifier's image; a tests/Dockerfile without it, and its other keys, are refused (the verifier's container gets the run's limits and network)",
+        ),
     },
     Key {
         path: "verifier.collect",
         default: "[]",
-        does: Does::Refuses {
-            why: "onebash runs no collect hooks",
-            accepts: empty,
-        },
+        does: Does::Honours(
+            "each `command` run in the agent's container after the agent, before the artifacts are taken (either mode), within its `timeout_sec`; a failure is no error, as in Harbor; a `service` other than `main`, or a `user`, is refused",
+        ),
     },
     Key {
         path: "verifier.network_mode",
@@ -376,6 +372,10 @@ const FREE: &[&str] = &[
     "solution.env",
 ];
 
+/// Tables whose keys are read whole where they are used (separate.rs),
+/// each refused there by name when onebash cannot honour it.
+const READ_WHOLE: &[&str] = &["artifacts", "verifier.environment", "verifier.collect"];
+
 /// The key of `path`, or the table that answers for it: a refused or
 /// ignored one, or a table of free keys; `None` for a key Harbor does not
 /// read.
@@ -388,7 +388,9 @@ pub(crate) fn covering(path: &str) -> Option<&'static Key> {
     while let Some(cut) = prefix.rfind(['.', '[']) {
         prefix = &prefix[..cut];
         if let Some(key) = find(prefix) {
-            let covers = !matches!(key.does, Does::Honours(_)) || FREE.contains(&key.path);
+            let covers = !matches!(key.does, Does::Honours(_))
+                || FREE.contains(&key.path)
+                || READ_WHOLE.contains(&key.path);
             return covers.then_some(key);
         }
     }
@@ -517,6 +519,7 @@ fn walk(table: &toml::Table, prefix: &str, checked: &mut Checked) -> Result<(), 
         check_type(&path, value)?;
         if let (Does::Honours(_), Value::Table(inner)) = (&key.does, value)
             && !FREE.contains(&key.path)
+            && !READ_WHOLE.contains(&key.path)
         {
             walk(inner, &path, checked)?;
         }

@@ -29,11 +29,11 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
         "[[steps]]\nname = \"one\"\n[[steps]]\nname = \"two\"\n",
         Ok(&["steps"]),
     ),
+    ("[verifier]\nenvironment_mode = \"separate\"\n", Ok(&[])),
     (
-        "[verifier]\nenvironment_mode = \"separate\"\n",
-        Ok(&["verifier.environment_mode"]),
+        "artifacts = [\"/app/out.txt\", { source = \"/app/d\", exclude = [\"*.log\"] }]\n",
+        Ok(&[]),
     ),
-    ("artifacts = [\"/app/out.txt\"]\n", Ok(&["artifacts"])),
     (
         "[agent]\nnetwork_mode = \"no-network\"\n",
         Ok(&["agent.network_mode"]),
@@ -41,7 +41,7 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
     // The rest of what onebash cannot honour yet.
     (
         "[verifier]\nuser = \"tester\"\n[verifier.environment]\ndocker_image = \"x\"\n[[verifier.collect]]\ncommand = \"true\"\n",
-        Ok(&["verifier.user", "verifier.environment", "verifier.collect"]),
+        Ok(&["verifier.user"]),
     ),
     (
         "[agent]\nuser = 1000\n[environment]\nworkdir = \"/w\"\nenv = { A = \"b\" }\nskills_dir = \"/s\"\ngpus = 1\n[environment.healthcheck]\ncommand = \"true\"\n[[environment.mcp_servers]]\nname = \"m\"\nurl = \"http://x\"\n[solution]\nenv = { K = \"v\" }\n",
