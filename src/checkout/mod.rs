@@ -14,5 +14,5 @@ pub(crate) use cache::{
     BUILD_ARTEFACTS, Checkout, RepoCache, STAGED_PACKS, missing_repo_path, patch_paths,
 };
 pub(crate) use error::{CheckoutError, GitError};
-pub(crate) use folder::{RepoFolder, repo_folder};
+pub(crate) use folder::repo_folder;
 pub(crate) use store::{History, Verified};

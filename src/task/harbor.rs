@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::task::benchmark::{
     Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict, VerifierFolder,
 };
-use crate::task::source::{ParsedLine, RecipeResult, Source};
+use crate::task::source::{ParsedLine, RecipeResult, ReferenceContext, Referenced, Source};
 use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// The file that makes a folder a Harbor task.
@@ -156,6 +156,20 @@ impl Source for Harbor {
         Some("a Harbor task: a solution/solve.sh")
     }
 
+    /// `harbor:NAME[@VERSION]`: a dataset of a Harbor registry.
+    fn load_reference(
+        &self,
+        raw: &str,
+        context: &ReferenceContext,
+    ) -> Option<Result<Referenced, TaskFileError>> {
+        crate::task::harbor_registry::load_reference(raw, context)
+            .map(|loaded| loaded.map_err(Into::into))
+    }
+
+    fn registry_datasets(&self, location: Option<&str>) -> Option<Result<String, TaskFileError>> {
+        Some(crate::task::harbor_registry::listing(location).map_err(Into::into))
+    }
+
     /// Its tasks come from folders, never lines.
     fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
         let _ = recipe;
@@ -235,7 +249,7 @@ pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
 }
 
 /// One task folder: its task and the hash of its files.
-fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
+pub(crate) fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32]), HarborError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(|source| HarborError::Read { path, source })

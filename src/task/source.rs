@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::dataset::Alias;
@@ -57,6 +58,69 @@ pub(crate) struct ParsedLine {
     pub repo_in_image: bool,
     /// swebench 5's row fields, when the line has them.
     pub row: Swebench5Fields,
+}
+
+/// What a source needs to read a reference of its own (a registry's
+/// dataset) beyond the reference.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReferenceContext {
+    /// onebash's cache: task folders are fetched into it.
+    pub cache_dir: std::path::PathBuf,
+    /// `--registry`: the registry to read instead of the source's own.
+    pub registry: Option<String>,
+    /// What an earlier attempt of the run read (`--resume`): read again,
+    /// at the same commits, when it is of the same reference.
+    pub pinned: Option<RegistryRecord>,
+}
+
+/// The tasks of a reference, and what identifies them.
+#[derive(Debug)]
+pub(crate) struct Referenced {
+    pub file: TaskFile,
+    pub record: RegistryRecord,
+    pub warnings: Vec<String>,
+}
+
+/// A registry's dataset as a run read it: in run.json's settings, and
+/// read again by a resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RegistryRecord {
+    /// The argument as typed (`harbor:NAME@VERSION`).
+    pub reference: String,
+    /// The registry's URL or path, as given.
+    pub registry: String,
+    /// sha256 of the registry's bytes.
+    pub registry_sha256: String,
+    /// The dataset read, `NAME@VERSION` (the version chosen when the
+    /// reference named none).
+    pub dataset: String,
+    pub tasks: Vec<RecordedTask>,
+}
+
+impl RegistryRecord {
+    /// What a resume and the shards of a merge must agree on beyond the
+    /// tasks' hash: the dataset and version read.
+    pub(crate) fn fingerprint(&self) -> &str {
+        &self.dataset
+    }
+}
+
+/// One task of a registry's dataset: where its folder is, and the commit
+/// it was read at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RecordedTask {
+    pub id: String,
+    /// The repo; none for a folder on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_url: Option<String>,
+    /// The commit the registry asks for (none: the repo's HEAD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit_id: Option<String>,
+    /// The folder in the repo.
+    pub path: String,
+    /// The full sha read; none when the folder could not be had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 /// A way tasks come in: a line format, a folder format, Hub datasets.
@@ -118,6 +182,24 @@ pub(crate) trait Source: Sync {
     /// Reads tasks from `path` when it is in its folder format.
     fn load_path(&self, path: &Path) -> Option<Result<TaskFile, TaskFileError>> {
         let _ = path;
+        None
+    }
+
+    /// Reads the tasks of `raw` when it is a reference of its own (a
+    /// dataset of a registry it reads).
+    fn load_reference(
+        &self,
+        raw: &str,
+        context: &ReferenceContext,
+    ) -> Option<Result<Referenced, TaskFileError>> {
+        let _ = (raw, context);
+        None
+    }
+
+    /// The datasets of the registry at `location` (its own when `None`),
+    /// one line each, when it reads registries.
+    fn registry_datasets(&self, location: Option<&str>) -> Option<Result<String, TaskFileError>> {
+        let _ = location;
         None
     }
 

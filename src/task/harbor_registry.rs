@@ -1,0 +1,675 @@
+//! Harbor's tasks by name: `harbor:NAME[@VERSION]` read from a registry
+//! in Harbor's `registry.json` format (a list of datasets, each a name, a
+//! version, a description and its tasks, each task a `git_url`, a
+//! `git_commit_id` and a `path`), as `harbor/models/registry.py` and
+//! `harbor/registry/client/json.py` of Harbor 0.26 read it.
+//!
+//! Owns the reference, reading the registry (a file or a URL), choosing
+//! the dataset and version as Harbor does ([`newest`]), fetching each
+//! task's folder through the repo cache (`checkout::repo_folder`: by
+//! commit, each repo fetched at most once) and reading it as harbor.rs
+//! reads a task folder. A task whose folder cannot be had (its repo cannot
+//! be fetched, its commit or path is not there, the folder is not a task
+//! folder) is still a task, whose handle ([`Unavailable`]) makes it a
+//! setup error when it runs: the run goes on. What was read is the
+//! [`RegistryRecord`] of run.json; a resume reads its commits again from
+//! it, so it needs neither the registry nor the network.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::task::benchmark::{Benchmark, Code};
+use crate::task::source::{RecordedTask, Referenced, ReferenceContext, RegistryRecord};
+use crate::task::spec::{TaskFile, TaskId, TaskSpec};
+
+/// What makes a task argument a dataset of a Harbor registry.
+pub(crate) const PREFIX: &str = "harbor:";
+/// The registry Harbor reads when given none (`DEFAULT_REGISTRY_URL` in
+/// `harbor/constants.py`).
+pub(crate) const DEFAULT_REGISTRY: &str =
+    "https://raw.githubusercontent.com/laude-institute/harbor/main/registry.json";
+/// How long fetching a registry may take.
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A dataset of the registry (Harbor's `DatasetSpec`; its `metrics` are
+/// not read: onebash reports its own).
+#[derive(Debug, Clone, Deserialize)]
+struct DatasetSpec {
+    name: String,
+    version: String,
+    description: String,
+    tasks: Vec<RegistryTask>,
+}
+
+/// A task of a dataset (Harbor's `RegistryTaskId`): a folder of a git
+/// repo, or without `git_url` a folder on this machine.
+#[derive(Debug, Clone, Deserialize)]
+struct RegistryTask {
+    name: String,
+    #[serde(default)]
+    git_url: Option<String>,
+    #[serde(default)]
+    git_commit_id: Option<String>,
+    path: String,
+}
+
+/// Why a registry or a dataset of it cannot be read. Messages read after
+/// "failed to", with a hint where the user can do something.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("failed to read {raw}: {why}\nhint: name a dataset as harbor:NAME or harbor:NAME@VERSION")]
+    BadReference { raw: String, why: &'static str },
+    #[error("failed to read the registry {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("failed to fetch the registry {url}: {source}")]
+    Fetch { url: String, source: reqwest::Error },
+    #[error("failed to fetch the registry {url}: the server answered {status}")]
+    Status { url: String, status: u16 },
+    #[error("failed to read the registry {location}: it is not a registry.json (a list of datasets, each a name, version, description and tasks): {source}")]
+    Json {
+        location: String,
+        source: serde_json::Error,
+    },
+    #[error("failed to find the dataset {name} in the registry {location}{}", close_hint(.close, .location))]
+    NoDataset {
+        name: String,
+        location: String,
+        close: Vec<String>,
+    },
+    #[error("failed to find version {version} of the dataset {name} in the registry {location}\nhint: its versions are {}", .versions.join(", "))]
+    NoVersion {
+        name: String,
+        version: String,
+        location: String,
+        versions: Vec<String>,
+    },
+    #[error("failed to read {dataset}: it holds no task")]
+    Empty { dataset: String },
+    /// Harbor refuses the same paths (`normalize_git_task_path`).
+    #[error("failed to read {dataset}: the task {task} has the path {path:?}, which {why}")]
+    BadPath {
+        dataset: String,
+        task: String,
+        path: String,
+        why: &'static str,
+    },
+}
+
+impl RegistryError {
+    /// The registry's server could not be reached (not an answer of it).
+    pub(crate) fn unreachable(&self) -> bool {
+        matches!(self, RegistryError::Fetch { .. })
+    }
+}
+
+/// The hint of a dataset name the registry lacks: the close names, or how
+/// to list them all.
+fn close_hint(close: &[String], location: &str) -> String {
+    if close.is_empty() {
+        format!("\nhint: `onebash datasets --registry {location}` lists its datasets")
+    } else {
+        format!("\nhint: did you mean {}?", close.join(", "))
+    }
+}
+
+/// A registry as read: where from (a URL or a path, as given), the sha256
+/// of its bytes, and its datasets in file order.
+struct Registry {
+    location: String,
+    sha256: String,
+    datasets: Vec<DatasetSpec>,
+}
+
+impl Registry {
+    /// Reads the registry at `location`: a URL when it starts with
+    /// `http://` or `https://`, else a file.
+    fn read(location: &str) -> Result<Registry, RegistryError> {
+        let bytes = if location.starts_with("http://") || location.starts_with("https://") {
+            fetch(location)?
+        } else {
+            std::fs::read(location).map_err(|source| RegistryError::Read {
+                path: PathBuf::from(location),
+                source,
+            })?
+        };
+        let datasets = serde_json::from_slice(&bytes).map_err(|source| RegistryError::Json {
+            location: location.to_owned(),
+            source,
+        })?;
+        Ok(Registry {
+            location: location.to_owned(),
+            sha256: format!("{:x}", Sha256::digest(&bytes)),
+            datasets,
+        })
+    }
+
+    /// The dataset `name` at `version`, or at the version Harbor takes
+    /// when none is given ([`newest`]). Of two entries with one name and
+    /// version, the later wins, as in Harbor's dict of them.
+    fn dataset(&self, name: &str, version: Option<&str>) -> Result<&DatasetSpec, RegistryError> {
+        let mut versions: Vec<&str> = Vec::new();
+        let mut by_version: HashMap<&str, &DatasetSpec> = HashMap::new();
+        for spec in self.datasets.iter().filter(|spec| spec.name == name) {
+            if by_version.insert(&spec.version, spec).is_none() {
+                versions.push(&spec.version);
+            }
+        }
+        if versions.is_empty() {
+            let names: Vec<&str> = self.datasets.iter().map(|s| s.name.as_str()).collect();
+            return Err(RegistryError::NoDataset {
+                name: name.to_owned(),
+                location: self.location.clone(),
+                close: close_names(name, &names),
+            });
+        }
+        let version = version.unwrap_or_else(|| newest(&versions));
+        by_version
+            .get(version)
+            .copied()
+            .ok_or_else(|| RegistryError::NoVersion {
+                name: name.to_owned(),
+                version: version.to_owned(),
+                location: self.location.clone(),
+                versions: versions.iter().map(|v| (*v).to_owned()).collect(),
+            })
+    }
+}
+
+/// The registry's bytes from a URL, on a runtime of its own (the caller
+/// runs before the run's).
+fn fetch(url: &str) -> Result<Vec<u8>, RegistryError> {
+    let failed = |source| RegistryError::Fetch {
+        url: url.to_owned(),
+        source,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| RegistryError::Read {
+            path: PathBuf::from(url),
+            source,
+        })?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(failed)?;
+        let response = client.get(url).send().await.map_err(failed)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(RegistryError::Status {
+                url: url.to_owned(),
+                status: status.as_u16(),
+            });
+        }
+        Ok(response.bytes().await.map_err(failed)?.to_vec())
+    })
+}
+
+/// The version Harbor takes when none is named (`resolve_version` in
+/// `harbor/registry/client/base.py`): `head` if there is one, else the
+/// highest PEP 440 version, else the last in string order. Of equal
+/// versions (`1.0`, `1.0.0`) the first listed.
+pub(crate) fn newest<'a>(versions: &[&'a str]) -> &'a str {
+    if versions.contains(&"head") {
+        return "head";
+    }
+    let mut best: Option<(Pep440, &str)> = None;
+    for version in versions {
+        if let Some(parsed) = Pep440::parse(version)
+            && best.as_ref().is_none_or(|(b, _)| parsed > *b)
+        {
+            best = Some((parsed, version));
+        }
+    }
+    match best {
+        Some((_, version)) => version,
+        None => versions.iter().max().copied().unwrap_or_default(),
+    }
+}
+
+/// A PEP 440 version as `packaging.version.Version` orders it: epoch,
+/// release (trailing zeros ignored), pre-release, post-release,
+/// development release, local label.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Pep440 {
+    epoch: u64,
+    release: Vec<u64>,
+    /// (0 for a, 1 for b, 2 for rc; number); a development release with
+    /// neither pre nor post sorts before every pre-release (-1), a final
+    /// release after them (3).
+    pre: (i8, u64),
+    /// `None` sorts first.
+    post: Option<u64>,
+    /// No development part sorts last.
+    dev: (bool, u64),
+    local: Vec<String>,
+}
+
+static PEP440: LazyLock<regex::Regex> = LazyLock::new(|| {
+    // The grammar of packaging's VERSION_PATTERN, in the same order.
+    regex::Regex::new(
+        r"(?ix)^\s*v?
+        (?:(?P<epoch>[0-9]+)!)?
+        (?P<release>[0-9]+(?:\.[0-9]+)*)
+        (?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>[0-9]+)?)?
+        (?:-(?P<post_n1>[0-9]+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>[0-9]+)?)?
+        (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>[0-9]+)?)?
+        (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
+        \s*$",
+    )
+    .unwrap_or_else(|err| unreachable!("a fixed pattern: {err}"))
+});
+
+impl Pep440 {
+    fn parse(text: &str) -> Option<Pep440> {
+        let caps = PEP440.captures(text)?;
+        let number = |name: &str| -> Option<u64> { caps.name(name)?.as_str().parse().ok() };
+        let mut release: Vec<u64> = caps
+            .name("release")?
+            .as_str()
+            .split('.')
+            .map(|part| part.parse().ok())
+            .collect::<Option<_>>()?;
+        while release.len() > 1 && release.last() == Some(&0) {
+            release.pop();
+        }
+        let post = if caps.name("post_n1").is_some() {
+            number("post_n1")
+        } else if caps.name("post_l").is_some() {
+            Some(number("post_n2").unwrap_or(0))
+        } else {
+            None
+        };
+        let dev = caps.name("dev_l").map(|_| number("dev_n").unwrap_or(0));
+        let pre = match caps.name("pre_l").map(|l| l.as_str().to_lowercase()) {
+            Some(label) => {
+                let rank = match label.as_str() {
+                    "a" | "alpha" => 0,
+                    "b" | "beta" => 1,
+                    _ => 2,
+                };
+                (rank, number("pre_n").unwrap_or(0))
+            }
+            None if post.is_none() && dev.is_some() => (-1, 0),
+            None => (3, 0),
+        };
+        Some(Pep440 {
+            epoch: number("epoch").unwrap_or(0),
+            release,
+            pre,
+            post,
+            dev: dev.map_or((true, 0), |n| (false, n)),
+            local: caps
+                .name("local")
+                .map(|l| {
+                    l.as_str()
+                        .split(['-', '_', '.'])
+                        .map(str::to_lowercase)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// The names among `names` close to `name` (a few edits apart, or one
+/// holding the other), closest first, at most five.
+fn close_names(name: &str, names: &[&str]) -> Vec<String> {
+    let mut scored: Vec<(usize, &str)> = names
+        .iter()
+        .filter_map(|candidate| {
+            let distance = edit_distance(name, candidate);
+            let near = distance <= (name.chars().count() / 3).max(2)
+                || candidate.contains(name)
+                || name.contains(candidate);
+            near.then_some((distance, *candidate))
+        })
+        .collect();
+    scored.sort();
+    scored.dedup();
+    scored.into_iter().take(5).map(|(_, n)| n.to_owned()).collect()
+}
+
+/// Levenshtein's distance between two names, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// The datasets of the registry at `location` (Harbor's when `None`), one
+/// line each: `NAME@VERSION`, its number of tasks, its description's first
+/// line; then how to run one.
+pub(crate) fn listing(location: Option<&str>) -> Result<String, RegistryError> {
+    use std::fmt::Write as _;
+    let registry = Registry::read(location.unwrap_or(DEFAULT_REGISTRY))?;
+    let names: Vec<String> = registry
+        .datasets
+        .iter()
+        .map(|spec| format!("{PREFIX}{}@{}", spec.name, spec.version))
+        .collect();
+    let width = names.iter().map(String::len).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, spec) in names.iter().zip(&registry.datasets) {
+        let tasks = crate::sys::words::count(spec.tasks.len(), "task", "tasks");
+        let about = spec.description.lines().next().unwrap_or("");
+        let _ = writeln!(out, "{name:width$}  {tasks:>10}  {about}");
+    }
+    let flag = match location {
+        Some(location) => format!(" --registry {location}"),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "\n{} in {} (sha256 {}). Run one: onebash run {PREFIX}NAME@VERSION{flag}; {PREFIX}NAME takes its newest version.",
+        crate::sys::words::count(registry.datasets.len(), "dataset", "datasets"),
+        registry.location,
+        registry.sha256,
+    );
+    Ok(out)
+}
+
+/// `NAME` and `VERSION` of `harbor:NAME[@VERSION]` (after the prefix),
+/// split at the first `@` as Harbor does.
+fn parse_reference<'a>(
+    raw: &str,
+    rest: &'a str,
+) -> Result<(&'a str, Option<&'a str>), RegistryError> {
+    let bad = |why| RegistryError::BadReference {
+        raw: raw.to_owned(),
+        why,
+    };
+    let (name, version) = match rest.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (rest, None),
+    };
+    if name.trim().is_empty() {
+        return Err(bad("the dataset's name is empty"));
+    }
+    if version.is_some_and(|v| v.trim().is_empty()) {
+        return Err(bad("the version after `@` is empty"));
+    }
+    Ok((name, version))
+}
+
+/// The tasks of the registry dataset `raw` names (`harbor:NAME[@VERSION]`),
+/// or `None` when `raw` is not such a reference.
+pub(crate) fn load_reference(
+    raw: &str,
+    context: &ReferenceContext,
+) -> Option<Result<Referenced, RegistryError>> {
+    let rest = raw.strip_prefix(PREFIX)?;
+    Some(load(raw, rest, context))
+}
+
+fn load(raw: &str, rest: &str, context: &ReferenceContext) -> Result<Referenced, RegistryError> {
+    let (name, version) = parse_reference(raw, rest)?;
+    // A resume reads the tasks and commits its run read before, from
+    // run.json: no registry, and no network for what the cache holds.
+    let pinned = context
+        .pinned
+        .as_ref()
+        .filter(|record| record.reference == raw);
+    let (registry, registry_sha256, dataset, entries) = match pinned {
+        Some(record) => (
+            record.registry.clone(),
+            record.registry_sha256.clone(),
+            record.dataset.clone(),
+            record.tasks.clone(),
+        ),
+        None => {
+            let location = context.registry.as_deref().unwrap_or(DEFAULT_REGISTRY);
+            let registry = Registry::read(location)?;
+            let spec = registry.dataset(name, version)?;
+            let dataset = format!("{}@{}", spec.name, spec.version);
+            let entries = entries_of(spec, &dataset)?;
+            (registry.location, registry.sha256, dataset, entries)
+        }
+    };
+    let mut fetcher = Fetcher {
+        cache_dir: &context.cache_dir,
+        tried: HashMap::new(),
+        warnings: Vec::new(),
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(dataset.as_bytes());
+    let mut tasks = Vec::new();
+    let mut recorded = Vec::new();
+    for entry in entries {
+        // The tasks are what the registry names: each by its repo, the
+        // commit asked for and its path (a commit pins the files).
+        for part in [
+            entry.id.as_str(),
+            entry.git_url.as_deref().unwrap_or(""),
+            entry.git_commit_id.as_deref().unwrap_or("HEAD"),
+            entry.path.as_str(),
+        ] {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+        }
+        let id = TaskId::parse(&entry.id).map_err(|_| RegistryError::BadPath {
+            dataset: dataset.clone(),
+            task: entry.id.clone(),
+            path: entry.path.clone(),
+            why: "ends in a name that is not a task id",
+        })?;
+        let (task, commit) = fetcher.task(id, &entry);
+        tasks.push(task);
+        recorded.push(RecordedTask { commit, ..entry });
+    }
+    Ok(Referenced {
+        file: TaskFile {
+            tasks,
+            sha256: format!("{:x}", hasher.finalize()),
+        },
+        record: RegistryRecord {
+            reference: raw.to_owned(),
+            registry,
+            registry_sha256,
+            dataset,
+            tasks: recorded,
+        },
+        warnings: fetcher.warnings,
+    })
+}
+
+/// The dataset's tasks as run.json records them, their paths checked as
+/// Harbor checks them; none resolved yet.
+fn entries_of(spec: &DatasetSpec, dataset: &str) -> Result<Vec<RecordedTask>, RegistryError> {
+    if spec.tasks.is_empty() {
+        return Err(RegistryError::Empty {
+            dataset: dataset.to_owned(),
+        });
+    }
+    spec.tasks
+        .iter()
+        .map(|task| {
+            let bad = |why| RegistryError::BadPath {
+                dataset: dataset.to_owned(),
+                task: task.name.clone(),
+                path: task.path.clone(),
+                why,
+            };
+            let path = match &task.git_url {
+                Some(_) => normalized(&task.path).map_err(bad)?,
+                None => task.path.clone(),
+            };
+            let id = Path::new(&path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .ok_or_else(|| bad("names no folder"))?;
+            TaskId::parse(&id).map_err(|_| bad("ends in a name that is not a task id"))?;
+            Ok(RecordedTask {
+                id,
+                git_url: task.git_url.clone(),
+                git_commit_id: task.git_commit_id.clone(),
+                path,
+                commit: None,
+            })
+        })
+        .collect()
+}
+
+/// A path in a repo with `..` resolved, refused when absolute or when it
+/// leaves the repo (Harbor's `normalize_git_task_path`).
+fn normalized(path: &str) -> Result<String, &'static str> {
+    if path.starts_with('/') {
+        return Err("is not relative to the repository");
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        if part == ".." {
+            parts.pop().ok_or("leaves the repository")?;
+        } else {
+            parts.push(part);
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Fetches the tasks' folders, each repo at most once.
+struct Fetcher<'a> {
+    cache_dir: &'a Path,
+    /// Per repo: `None` once fetched (or found to hold a commit asked
+    /// for), the fetch's error when it failed.
+    tried: HashMap<String, Option<String>>,
+    warnings: Vec<String>,
+}
+
+impl Fetcher<'_> {
+    /// The task of `entry` and the commit it was read at; an
+    /// [`Unavailable`] task when its folder cannot be had.
+    fn task(&mut self, id: TaskId, entry: &RecordedTask) -> (TaskSpec, Option<String>) {
+        let Some(url) = &entry.git_url else {
+            return (read_or_unavailable(id, Path::new(&entry.path), entry), None);
+        };
+        let rev = entry
+            .commit
+            .as_deref()
+            .or(entry.git_commit_id.as_deref())
+            .unwrap_or("HEAD");
+        let may_fetch = !self.tried.contains_key(url);
+        match crate::checkout::repo_folder(self.cache_dir, url, rev, &entry.path, may_fetch) {
+            Ok(folder) => {
+                if folder.fetched {
+                    self.tried.insert(url.clone(), None);
+                }
+                self.warnings.extend(folder.warning);
+                let task = read_or_unavailable(id, &folder.dir, entry);
+                (task, Some(folder.commit))
+            }
+            Err(err) => {
+                let fetch_failed = matches!(
+                    err,
+                    crate::checkout::CheckoutError::Fetch { .. }
+                        | crate::checkout::CheckoutError::NoRepoPath { .. }
+                );
+                // A repo that could not be fetched is not tried again; its
+                // other tasks say why they are missing in its words.
+                let reason = match self.tried.get(url) {
+                    Some(Some(fetch_error)) => fetch_error.clone(),
+                    _ => err.to_string(),
+                };
+                if fetch_failed || may_fetch {
+                    self.tried
+                        .entry(url.clone())
+                        .or_insert_with(|| fetch_failed.then(|| err.to_string()));
+                }
+                (unavailable(id, entry, reason), None)
+            }
+        }
+    }
+}
+
+/// The task folder at `dir`, with where it came from in its metadata; an
+/// [`Unavailable`] task when it is not a task folder.
+fn read_or_unavailable(id: TaskId, dir: &Path, entry: &RecordedTask) -> TaskSpec {
+    match crate::task::harbor::read_task(dir) {
+        Ok((mut task, _)) => {
+            let metadata = task.metadata.get_or_insert_with(Default::default);
+            for (key, value) in [
+                ("registry_git_url", entry.git_url.as_deref()),
+                ("registry_git_commit_id", entry.git_commit_id.as_deref()),
+                ("registry_path", Some(entry.path.as_str())),
+            ] {
+                if let Some(value) = value {
+                    metadata.insert(key.to_owned(), value.into());
+                }
+            }
+            task
+        }
+        Err(err) => {
+            let source = match &entry.git_url {
+                Some(url) => format!("{} of {url}", entry.path),
+                None => entry.path.clone(),
+            };
+            unavailable(
+                id,
+                entry,
+                format!("failed to read the task folder {source}: {err}"),
+            )
+        }
+    }
+}
+
+/// A task of the registry whose folder cannot be had: it runs as a setup
+/// error saying why.
+#[derive(Debug)]
+pub(crate) struct Unavailable {
+    reason: String,
+}
+
+impl Benchmark for Unavailable {
+    fn code(&self) -> Code {
+        Code::Image {
+            no_repo: "the task's folder could not be had",
+        }
+    }
+
+    fn cannot_run(&self) -> Option<String> {
+        Some(self.reason.clone())
+    }
+}
+
+fn unavailable(id: TaskId, entry: &RecordedTask, reason: String) -> TaskSpec {
+    let repo = entry.git_url.clone().unwrap_or_else(|| entry.path.clone());
+    TaskSpec {
+        id,
+        repo: repo.clone(),
+        repo_location: repo,
+        base_commit: entry
+            .git_commit_id
+            .clone()
+            .unwrap_or_else(|| "HEAD".to_owned()),
+        problem_statement: String::new(),
+        test_command: String::new(),
+        setup_command: None,
+        test_patch: None,
+        gold_patch: None,
+        fail_to_pass: None,
+        pass_to_pass: None,
+        test_timeout_s: None,
+        metadata: None,
+        image: None,
+        workdir: None,
+        benchmark: Arc::new(Unavailable { reason }),
+        extra: serde_json::Map::new(),
+    }
+}
