@@ -34,11 +34,11 @@ use crate::config::selection::{
 };
 use crate::config::shard::Shard;
 use crate::config::source::{DatasetContext, DatasetRecord};
-use crate::task::RegistryRecord;
 use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::grade::Rules;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::SandboxMode;
+use crate::task::RegistryRecord;
 use crate::task::TaskSpec;
 use crate::task::predictions::PredictionsRecord;
 use crate::task::prompt::PromptVariant;

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings, RowError};
 use crate::task::{
-    LineError, LoadOptions, ReferenceContext, Referenced, RegistryRecord, TaskFile,
-    TaskFileError, TaskSpec, load_tasks, parse_rows,
+    LineError, LoadOptions, ReferenceContext, Referenced, RegistryRecord, TaskFile, TaskFileError,
+    TaskSpec, load_tasks, parse_rows,
 };
 
 /// The tasks of the argument, and what identifies them.

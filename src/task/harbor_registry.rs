@@ -23,7 +23,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::task::benchmark::{Benchmark, Code};
-use crate::task::source::{RecordedTask, Referenced, ReferenceContext, RegistryRecord};
+use crate::task::source::{RecordedTask, ReferenceContext, Referenced, RegistryRecord};
 use crate::task::spec::{TaskFile, TaskId, TaskSpec};
 
 /// What makes a task argument a dataset of a Harbor registry.
@@ -61,7 +61,9 @@ struct RegistryTask {
 /// "failed to", with a hint where the user can do something.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
-    #[error("failed to read {raw}: {why}\nhint: name a dataset as harbor:NAME or harbor:NAME@VERSION")]
+    #[error(
+        "failed to read {raw}: {why}\nhint: name a dataset as harbor:NAME or harbor:NAME@VERSION"
+    )]
     BadReference { raw: String, why: &'static str },
     #[error("failed to read the registry {}: {source}", path.display())]
     Read {
@@ -72,7 +74,9 @@ pub enum RegistryError {
     Fetch { url: String, source: reqwest::Error },
     #[error("failed to fetch the registry {url}: the server answered {status}")]
     Status { url: String, status: u16 },
-    #[error("failed to read the registry {location}: it is not a registry.json (a list of datasets, each a name, version, description and tasks): {source}")]
+    #[error(
+        "failed to read the registry {location}: it is not a registry.json (a list of datasets, each a name, version, description and tasks): {source}"
+    )]
     Json {
         location: String,
         source: serde_json::Error,
@@ -250,7 +254,15 @@ struct Pep440 {
     post: Option<u64>,
     /// No development part sorts last.
     dev: (bool, u64),
-    local: Vec<String>,
+    /// None sorts first.
+    local: Vec<LocalPart>,
+}
+
+/// A part of a local label: letters sort before numbers, numbers by value.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum LocalPart {
+    Letters(String),
+    Number(u64),
 }
 
 static PEP440: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -312,7 +324,10 @@ impl Pep440 {
                 .map(|l| {
                     l.as_str()
                         .split(['-', '_', '.'])
-                        .map(str::to_lowercase)
+                        .map(|part| match part.parse() {
+                            Ok(n) => LocalPart::Number(n),
+                            Err(_) => LocalPart::Letters(part.to_lowercase()),
+                        })
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -335,7 +350,11 @@ fn close_names(name: &str, names: &[&str]) -> Vec<String> {
         .collect();
     scored.sort();
     scored.dedup();
-    scored.into_iter().take(5).map(|(_, n)| n.to_owned()).collect()
+    scored
+        .into_iter()
+        .take(5)
+        .map(|(_, n)| n.to_owned())
+        .collect()
 }
 
 /// Levenshtein's distance between two names, in characters.
@@ -671,5 +690,140 @@ fn unavailable(id: TaskId, entry: &RecordedTask, reason: String) -> TaskSpec {
         workdir: None,
         benchmark: Arc::new(Unavailable { reason }),
         extra: serde_json::Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Harbor's `resolve_version`: `head` first, then the highest PEP 440
+    /// version (pre-releases, post-releases and dev releases in PEP 440's
+    /// order, trailing zeros ignored, the first of equals), else the last
+    /// in string order.
+    #[test]
+    fn the_newest_version_is_the_one_harbor_takes() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["1.0", "head", "2.0"], "head"),
+            (&["1.0", "2.0", "1.10"], "2.0"),
+            (&["1.9", "1.10"], "1.10"),
+            (&["2.0rc1", "2.0b2", "1.9"], "2.0rc1"),
+            (&["2.0", "2.0rc1"], "2.0"),
+            (&["2.0.dev1", "2.0a1"], "2.0a1"),
+            (&["2.0", "2.0.post1"], "2.0.post1"),
+            (&["1.0", "1.0.0"], "1.0"),
+            (&["1.0.0", "1.0"], "1.0.0"),
+            (&["v1.2", "1.1"], "v1.2"),
+            (&["1!0.1", "9.0"], "1!0.1"),
+            (&["parity", "1.0"], "1.0"),
+            (&["beta", "alpha"], "beta"),
+            (&["1.0+local.2", "1.0+local.10", "1.0"], "1.0+local.10"),
+            (&["1.0+abc", "1.0+7", "1.0"], "1.0+7"),
+        ];
+        for (versions, expected) in cases {
+            assert_eq!(newest(versions), *expected, "{versions:?}");
+        }
+    }
+
+    fn registry(text: &str) -> Registry {
+        Registry {
+            location: "r.json".to_owned(),
+            sha256: String::new(),
+            datasets: serde_json::from_str(text).expect("a registry"),
+        }
+    }
+
+    const TWO: &str = r#"[
+        {"name": "terminal-bench", "version": "2.0", "description": "d", "tasks": [
+            {"name": "a", "git_url": "https://x/r.git", "git_commit_id": "abc", "path": "tasks/a"}]},
+        {"name": "terminal-bench", "version": "1.0", "description": "d", "tasks": []},
+        {"name": "swebench-verified", "version": "1.0", "description": "d", "tasks": [
+            {"name": "b", "path": "./local/b"}]}
+    ]"#;
+
+    /// A name and version are found, the version chosen when none is
+    /// named; a missing name lists close ones, a missing version the
+    /// dataset's versions.
+    #[test]
+    fn datasets_are_found_by_name_and_version() {
+        let registry = registry(TWO);
+        let found = registry.dataset("terminal-bench", None).expect("found");
+        assert_eq!(found.version, "2.0");
+        let found = registry
+            .dataset("terminal-bench", Some("1.0"))
+            .expect("found");
+        assert_eq!(found.version, "1.0");
+        let err = registry
+            .dataset("terminal-bench", Some("3.0"))
+            .expect_err("no 3.0")
+            .to_string();
+        assert!(
+            err.contains("failed to find version 3.0 of the dataset terminal-bench")
+                && err.contains("hint: its versions are 2.0, 1.0"),
+            "{err}"
+        );
+        let err = registry
+            .dataset("terminal-bnch", None)
+            .expect_err("a typo")
+            .to_string();
+        assert!(
+            err.contains("failed to find the dataset terminal-bnch in the registry r.json")
+                && err.contains("hint: did you mean terminal-bench?"),
+            "{err}"
+        );
+        let err = registry
+            .dataset("zzz", None)
+            .expect_err("nothing close")
+            .to_string();
+        assert!(
+            err.contains("`onebash datasets --registry r.json` lists its datasets"),
+            "{err}"
+        );
+        let err = entries_of(&registry.datasets[1], "terminal-bench@1.0")
+            .expect_err("empty")
+            .to_string();
+        assert!(err.contains("holds no task"), "{err}");
+        let entries = entries_of(&registry.datasets[0], "t@2.0").expect("entries");
+        assert_eq!(entries[0].id, "a");
+        assert_eq!(entries[0].git_commit_id.as_deref(), Some("abc"));
+    }
+
+    /// Paths are normalised and refused as Harbor's
+    /// `normalize_git_task_path` does; references are split at the first
+    /// `@`.
+    #[test]
+    fn paths_and_references_are_read_as_harbor_reads_them() {
+        assert_eq!(normalized("tasks/./a/../b/"), Ok("tasks/b".to_owned()));
+        assert!(normalized("/abs").is_err());
+        assert!(normalized("a/../../b").is_err());
+        let parse = |rest| parse_reference("harbor:x", rest).map_err(|e| e.to_string());
+        assert_eq!(parse("tb@2.0"), Ok(("tb", Some("2.0"))));
+        assert_eq!(parse("tb@a@b"), Ok(("tb", Some("a@b"))));
+        assert_eq!(parse("tb"), Ok(("tb", None)));
+        assert!(parse("@2.0").is_err_and(|e| e.contains("the dataset's name is empty")));
+        assert!(parse("tb@").is_err_and(|e| e.contains("the version after `@` is empty")));
+        let bad = registry(
+            r#"[{"name": "d", "version": "1", "description": "", "tasks": [
+                {"name": "t", "git_url": "u", "path": "../t"}]}]"#,
+        );
+        let err = entries_of(&bad.datasets[0], "d@1")
+            .expect_err("escapes")
+            .to_string();
+        assert!(
+            err.contains("the task t has the path \"../t\", which leaves the repository"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn close_names_are_few_edits_apart_or_contain_each_other() {
+        let names = ["terminal-bench", "terminal-bench-pro", "swe-bench", "aider"];
+        assert_eq!(
+            close_names("terminal-bench", &names),
+            ["terminal-bench", "terminal-bench-pro"]
+        );
+        assert_eq!(close_names("swe-bnch", &names), ["swe-bench"]);
+        assert!(close_names("xyz", &names).is_empty());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }
