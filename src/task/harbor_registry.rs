@@ -94,6 +94,17 @@ pub enum RegistryError {
         location: String,
         versions: Vec<String>,
     },
+    /// onebash names a task by its folder, so two folders of one name
+    /// would be one task twice in results.csv.
+    #[error(
+        "failed to read {dataset}: two of its tasks are folders named {id} ({first} and {second}); onebash names a task by its folder's name"
+    )]
+    DuplicateId {
+        dataset: String,
+        id: String,
+        first: String,
+        second: String,
+    },
     #[error("failed to read {dataset}: it holds no task")]
     Empty { dataset: String },
     /// Harbor refuses the same paths (`normalize_git_task_path`).
@@ -472,17 +483,6 @@ fn load(raw: &str, rest: &str, context: &ReferenceContext) -> Result<Referenced,
     let mut tasks = Vec::new();
     let mut recorded = Vec::new();
     for entry in entries {
-        // The tasks are what the registry names: each by its repo, the
-        // commit asked for and its path (a commit pins the files).
-        for part in [
-            entry.id.as_str(),
-            entry.git_url.as_deref().unwrap_or(""),
-            entry.git_commit_id.as_deref().unwrap_or("HEAD"),
-            entry.path.as_str(),
-        ] {
-            hasher.update(part.as_bytes());
-            hasher.update([0]);
-        }
         let id = TaskId::parse(&entry.id).map_err(|_| RegistryError::BadPath {
             dataset: dataset.clone(),
             task: entry.id.clone(),
@@ -490,6 +490,21 @@ fn load(raw: &str, rest: &str, context: &ReferenceContext) -> Result<Referenced,
             why: "ends in a name that is not a task id",
         })?;
         let (task, commit) = fetcher.task(id, &entry);
+        // The tasks are each its repo, commit and path (a commit pins the
+        // files): the full sha read, so that shards reading a branch at
+        // different times disagree; the one asked for when none was read.
+        for part in [
+            entry.id.as_str(),
+            entry.git_url.as_deref().unwrap_or(""),
+            commit
+                .as_deref()
+                .or(entry.git_commit_id.as_deref())
+                .unwrap_or("HEAD"),
+            entry.path.as_str(),
+        ] {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+        }
         tasks.push(task);
         recorded.push(RecordedTask { commit, ..entry });
     }
@@ -517,7 +532,8 @@ fn entries_of(spec: &DatasetSpec, dataset: &str) -> Result<Vec<RecordedTask>, Re
             dataset: dataset.to_owned(),
         });
     }
-    spec.tasks
+    let entries = spec
+        .tasks
         .iter()
         .map(|task| {
             let bad = |why| RegistryError::BadPath {
@@ -543,7 +559,23 @@ fn entries_of(spec: &DatasetSpec, dataset: &str) -> Result<Vec<RecordedTask>, Re
                 commit: None,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut seen: HashMap<&str, &RecordedTask> = HashMap::new();
+    for entry in &entries {
+        if let Some(first) = seen.insert(&entry.id, entry) {
+            let place = |e: &RecordedTask| match &e.git_url {
+                Some(url) => format!("{} of {url}", e.path),
+                None => e.path.clone(),
+            };
+            return Err(RegistryError::DuplicateId {
+                dataset: dataset.to_owned(),
+                id: entry.id.clone(),
+                first: place(first),
+                second: place(entry),
+            });
+        }
+    }
+    Ok(entries)
 }
 
 /// A path in a repo with `..` resolved, refused when absolute or when it
@@ -805,6 +837,18 @@ mod tests {
         let bad = registry(
             r#"[{"name": "d", "version": "1", "description": "", "tasks": [
                 {"name": "t", "git_url": "u", "path": "../t"}]}]"#,
+        );
+        let twice = registry(
+            r#"[{"name": "d", "version": "1", "description": "", "tasks": [
+                {"name": "t", "git_url": "u", "path": "x/t"},
+                {"name": "t2", "git_url": "v", "path": "y/t"}]}]"#,
+        );
+        let err = entries_of(&twice.datasets[0], "d@1")
+            .expect_err("one name twice")
+            .to_string();
+        assert!(
+            err.contains("two of its tasks are folders named t (x/t of u and y/t of v)"),
+            "{err}"
         );
         let err = entries_of(&bad.datasets[0], "d@1")
             .expect_err("escapes")

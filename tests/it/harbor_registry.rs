@@ -275,6 +275,8 @@ fn harbor_registry_datasets_are_listed_and_planned_from_a_url() {
                 vec![
                     entry("copy", url, &sha, "tasks/copy"),
                     entry("lost", url, &"0".repeat(40), "tasks/lost"),
+                    // No commit: the repo's HEAD, resolved and shown.
+                    json!({"name": "nt", "git_url": url, "path": "tasks/not-a-task"}),
                 ],
             ),
         ],
@@ -287,7 +289,7 @@ fn harbor_registry_datasets_are_listed_and_planned_from_a_url() {
         listed.stdout
     );
     assert!(
-        listed.stdout.contains("2 tasks  demo tasks\n"),
+        listed.stdout.contains("3 tasks  demo tasks\n"),
         "{}",
         listed.stdout
     );
@@ -338,6 +340,13 @@ fn harbor_registry_datasets_are_listed_and_planned_from_a_url() {
     );
     assert!(
         plan.stdout.contains("  lost  ") && plan.stdout.contains("cannot run: failed to check out"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains(&format!(
+            "  not-a-task  {url}@{sha} tasks/not-a-task  cannot run: failed to read the task folder"
+        )),
         "{}",
         plan.stdout
     );
@@ -395,27 +404,36 @@ fn harbor_registry_runs_end_to_end_in_an_engine(backend: Backend) {
         "--pull",
         "never",
     ];
-    let first = run(&fixture, Path::new("harbor:demo@1.0"), "out", &args);
+    // The first attempt runs two of the three (its folders are all
+    // fetched all the same: the tasks are read whole, then selected).
+    let mut some = args.to_vec();
+    some.extend(["--filter", "^(gone|half)$"]);
+    let first = run(&fixture, Path::new("harbor:demo@1.0"), "out", &some);
     assert_eq!(first.code, 1, "{}", first.stderr);
-    let image = first.trajectory("copy")[0]["task"]["image"]
+    let image = first.trajectory("half")[0]["task"]["image"]
         .as_str()
         .expect("image")
         .to_owned();
     let _cleanup = ImageTags(vec![image]);
-    assert_eq!(first.row("copy")["status"], "passed", "{}", first.stderr);
-    assert_eq!(first.row("half")["reward"], "0.5");
+    assert_eq!(first.row("half")["reward"], "0.5", "{}", first.stderr);
     assert_eq!(first.row("gone")["exit_reason"], "setup_error");
+    assert!(!first.task_dir("copy").exists());
 
-    // Neither the repo nor the registry is there any more.
+    // Neither the repo nor the registry is there any more: the resume
+    // reads the tasks and commits from run.json and the folders from the
+    // cache, runs the task left (its first run) and retries the error.
     std::fs::rename(&repo, fixture.path("bench-moved")).expect("move the repo");
     std::fs::remove_file(&file).expect("remove the registry");
     let mut again = args.to_vec();
     again.extend(["--resume", "--retry-errors"]);
     let resumed = run(&fixture, Path::new("harbor:demo@1.0"), "out", &again);
     assert_eq!(resumed.code, 1, "{}", resumed.stderr);
-    assert_eq!(
-        resumed.row("copy")["status"],
-        "passed",
+    let copy = resumed.row("copy");
+    assert_eq!(copy["status"], "passed", "{copy:?}\n{}", resumed.stderr);
+    assert_eq!(copy["reward"], "1.0", "{copy:?}");
+    assert_eq!(resumed.row("half")["reward"], "0.5");
+    assert!(
+        !resumed.stderr.contains("could not refresh"),
         "{}",
         resumed.stderr
     );
