@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::task::benchmark::{Benchmark, Code};
+use crate::task::benchmark::{Benchmark, Code, Pull};
 use crate::task::source::{RecordedTask, ReferenceContext, Referenced, RegistryRecord};
 use crate::task::spec::{TaskFile, TaskId, TaskSpec};
 
@@ -696,6 +696,10 @@ impl Benchmark for Unavailable {
 
     fn cannot_run(&self) -> Option<String> {
         Some(self.reason.clone())
+    }
+
+    fn pull(&self, id: &str) -> Pull {
+        Pull::Refused(format!("{id} cannot run: {}", self.reason))
     }
 }
 
