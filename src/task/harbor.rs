@@ -156,6 +156,12 @@ impl Source for Harbor {
         Some("a Harbor task: a solution/solve.sh")
     }
 
+    /// A Hub dataset repo of Harbor task folders (the Terminal-Bench
+    /// mirrors) is read as its folders holding a task.toml.
+    fn folder_marker(&self) -> Option<&'static str> {
+        Some(TASK_TOML)
+    }
+
     /// `harbor:NAME[@VERSION]`: a dataset of a Harbor registry.
     fn load_reference(
         &self,

@@ -39,7 +39,8 @@ pub(crate) use error::{IdError, LineError};
 pub(crate) use lines::parse_tasks;
 pub(crate) use lines::{load_tasks, parse_rows};
 pub(crate) use registry::{
-    datasets, image_templates, load_path, load_reference, oracle_needs, registry_datasets,
+    datasets, folder_markers, image_templates, load_path, load_reference, oracle_needs,
+    registry_datasets,
 };
 pub(crate) use source::{ReferenceContext, Referenced, RegistryRecord};
 pub(crate) use spec::{LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};

@@ -74,6 +74,15 @@ pub(crate) fn registry_datasets(location: Option<&str>) -> Option<Result<String,
         .find_map(|source| source.registry_datasets(location))
 }
 
+/// The files that make a folder a task, every source's that reads
+/// folders: a Hub dataset repo holding any is read as task folders.
+pub(crate) fn folder_markers() -> Vec<&'static str> {
+    SOURCES
+        .iter()
+        .filter_map(|source| source.folder_marker())
+        .collect()
+}
+
 /// The datasets onebash knows by a short name, every source's in order.
 pub(crate) fn datasets() -> Vec<&'static Alias> {
     SOURCES

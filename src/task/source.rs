@@ -185,6 +185,12 @@ pub(crate) trait Source: Sync {
         None
     }
 
+    /// The file that makes a folder one of its tasks (in a Hub dataset
+    /// repo made of such folders), when it reads folders.
+    fn folder_marker(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Reads the tasks of `raw` when it is a reference of its own (a
     /// dataset of a registry it reads).
     fn load_reference(

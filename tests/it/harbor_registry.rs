@@ -1,19 +1,24 @@
-//! Harbor's tasks by name: `onebash run harbor:NAME[@VERSION]` reading a
+//! Harbor's tasks by name and from the Hub. `onebash run harbor:NAME[@VERSION]` reading a
 //! registry in Harbor's `registry.json` format (from a file, or a scripted
 //! server on 127.0.0.1), each task's folder fetched from a git repo made
 //! here at its commit through the repo cache. On the host: the names and
 //! versions asked for, `datasets --registry`, the dry run's plan, and the
 //! tasks whose folders cannot be had (a setup error each, the run going
 //! on). Under podman and docker: a dataset run end to end, resumed with
-//! its repo and registry gone, and run in shards that agree.
+//! its repo and registry gone, and run in shards that agree. And
+//! `hf:OWNER/NAME` of a Hub dataset repo made of task folders (the
+//! scripted Hub of the dataset tests): read as task folders, and run
+//! under an engine.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::datasets::hf_run;
 use crate::harbor::{TASK_TOML, run, task_folder};
 use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
 use crate::support::harness::{Fixture, RunOutput, git, onebash, path_arg};
+use crate::support::hub::{Dataset as HubDataset, Hub};
 use crate::support::server::{Reply, ScriptedServer};
 
 /// A git repo at `name` whose one commit holds the task folders
@@ -491,4 +496,118 @@ fn harbor_registry_runs_end_to_end_in_an_engine(backend: Backend) {
 under_each_engine!(
     harbor_registry_runs_end_to_end,
     super::harbor_registry_runs_end_to_end_in_an_engine
+);
+
+/// A Hub dataset repo of Harbor task folders, as the Terminal-Bench
+/// mirrors are: `tasks/copy` (its environment copies a file of its own
+/// context, kept in LFS) and `tasks/half`, beside a README.
+fn task_folders_repo(id: &str) -> HubDataset {
+    let mut dataset = HubDataset::new(id).file("README.md", "# task folders\n");
+    for (task, reward) in [("copy", None), ("half", Some("0.5"))] {
+        for (path, content) in folder_files(reward) {
+            let content = match path {
+                "environment/Dockerfile" => {
+                    format!("FROM {IMAGE}\nWORKDIR /app\nCOPY seed.txt /app/seed.txt\n")
+                }
+                _ => content,
+            };
+            dataset = dataset.file(&format!("tasks/{task}/{path}"), content);
+        }
+        dataset = dataset.lfs(&format!("tasks/{task}/environment/seed.txt"), "seed\n");
+    }
+    dataset
+}
+
+/// A Hub dataset repo made of task folders is read as its task folders:
+/// on the host the run is refused as Harbor tasks are (so they were read
+/// as such), and the dry run under an engine lists them and the dataset's
+/// commit, its split `folders`.
+#[test]
+fn harbor_task_folders_of_a_hub_dataset_are_read_as_task_folders() {
+    let fixture = Fixture::new();
+    let hub = Hub::start();
+    let sha = hub.publish(task_folders_repo("acme/tb"));
+    let endpoint = hub.endpoint();
+    let host = hf_run(
+        &fixture,
+        &endpoint,
+        "host",
+        "hf:acme/tb",
+        &["-m", "noop"],
+        &[],
+    );
+    assert_eq!(host.code, 2, "{}", host.stderr);
+    assert!(
+        host.stderr
+            .contains("Harbor tasks (such as copy) run in the image"),
+        "{}",
+        host.stderr
+    );
+    let plan = hf_run(
+        &fixture,
+        &endpoint,
+        "plan",
+        "hf:acme/tb",
+        &["-m", "oracle", "--env", "podman", "--dry-run"],
+        &[],
+    );
+    assert!(
+        plan.stdout.contains(&format!(
+            "dataset:  hf:acme/tb = hf:acme/tb split folders, revision main at {sha}"
+        )),
+        "{}\n{}",
+        plan.stdout,
+        plan.stderr
+    );
+    assert!(
+        plan.stdout
+            .contains("\n  copy  localhost/onebash-harbor:env-")
+            && plan
+                .stdout
+                .contains("\n  half  localhost/onebash-harbor:env-"),
+        "{}",
+        plan.stdout
+    );
+    // A split named is the rows of that split, as for any dataset.
+    let split = hf_run(
+        &fixture,
+        &endpoint,
+        "split",
+        "hf:acme/tb:test",
+        &["-m", "noop"],
+        &[],
+    );
+    assert_eq!(split.code, 2, "{}", split.stderr);
+    assert!(split.stderr.contains("no split"), "{}", split.stderr);
+}
+
+/// The task folders of a Hub dataset run end to end in an engine: their
+/// images built from the copied folders (a file of the build context kept
+/// in LFS), the oracle's solution, the verifier's reward.
+fn harbor_task_folders_of_a_hub_dataset_run_in_an_engine(backend: Backend) {
+    let fixture = Fixture::new();
+    let hub = Hub::start();
+    hub.publish(task_folders_repo("acme/tb"));
+    let engine = backend.engine().expect("an engine");
+    let run = hf_run(
+        &fixture,
+        &hub.endpoint(),
+        "out",
+        "hf:acme/tb",
+        &["-m", "oracle", "--env", engine, "--pull", "never"],
+        &[],
+    );
+    let image = run.trajectory("copy")[0]["task"]["image"]
+        .as_str()
+        .expect("image")
+        .to_owned();
+    let _cleanup = ImageTags(vec![image]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.row("copy")["reward"], "1.0", "{}", run.stderr);
+    assert_eq!(run.row("half")["reward"], "0.5");
+}
+
+under_each_engine!(
+    harbor_task_folders_of_a_hub_dataset_run,
+    super::harbor_task_folders_of_a_hub_dataset_run_in_an_engine
 );
