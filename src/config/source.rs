@@ -130,6 +130,22 @@ pub(crate) fn load(
     options: &LoadOptions,
     context: &DatasetContext,
 ) -> Result<Loaded, SourceError> {
+    let mut loaded = load_any(raw, options, context)?;
+    if let (Some(registry), None) = (&context.registry, &loaded.registry) {
+        loaded.warnings.push(format!(
+            "--registry {registry} is not read: {} is not a registry's dataset",
+            raw.display()
+        ));
+    }
+    Ok(loaded)
+}
+
+/// [`load`], before the warning of a `--registry` not read.
+fn load_any(
+    raw: &Path,
+    options: &LoadOptions,
+    context: &DatasetContext,
+) -> Result<Loaded, SourceError> {
     if let Some(referenced) = raw.to_str().and_then(|raw| {
         let context = ReferenceContext {
             cache_dir: context.cache_dir.clone(),

@@ -252,6 +252,34 @@ fn harbor_registry_names_and_versions_it_lacks_are_named() {
         assert!(run.stderr.contains(says.as_str()), "{says}\n{}", run.stderr);
         assert!(!run.out.join("results.csv").exists());
     }
+    // `--registry` with tasks of another kind is said to be unread.
+    let folder = fixture.path("folder");
+    task_folder(
+        &folder,
+        "one",
+        &[
+            ("task.toml", TASK_TOML),
+            ("instruction.md", "x\n"),
+            ("environment/Dockerfile", "FROM scratch\n"),
+            ("tests/test.sh", "true\n"),
+        ],
+    );
+    let other = run(
+        &fixture,
+        &folder,
+        "out-folder",
+        &[&registry_arg[..], &["--dry-run", "--env", "podman"]].concat(),
+    );
+    assert!(
+        other.stdout.contains(&format!(
+            "warning: --registry {} is not read: {} is not a registry's dataset",
+            file.display(),
+            folder.display()
+        )),
+        "{}\n{}",
+        other.stdout,
+        other.stderr
+    );
     std::fs::write(&file, "{\"not\": \"a list\"}").expect("write");
     let run = run(&fixture, Path::new("harbor:x"), "out-json", &registry_arg);
     assert_eq!(run.code, 2, "{}", run.stderr);
