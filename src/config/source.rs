@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkout::CheckoutError;
 use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings, RowError};
 use crate::task::{
-    LineError, LoadOptions, ReferenceContext, Referenced, RegistryRecord, TaskFile, TaskFileError,
-    TaskSpec, load_tasks, parse_rows,
+    FetchedFolder, FolderError, FolderFetch, LineError, LoadOptions, ReferenceContext, Referenced,
+    RegistryRecord, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows,
 };
 
 /// The tasks of the argument, and what identifies them.
@@ -147,12 +148,14 @@ fn load_any(
     context: &DatasetContext,
 ) -> Result<Loaded, SourceError> {
     if let Some(referenced) = raw.to_str().and_then(|raw| {
-        let context = ReferenceContext {
-            cache_dir: context.cache_dir.clone(),
+        let reference = ReferenceContext {
             registry: context.registry.clone(),
             pinned: context.pinned_registry.clone(),
         };
-        crate::task::load_reference(raw, &context)
+        let folders = RepoFolders {
+            cache_dir: &context.cache_dir,
+        };
+        crate::task::load_reference(raw, &reference, &folders)
     }) {
         let Referenced {
             file,
@@ -224,6 +227,38 @@ fn load_any(
         hidden: settings.token_file.clone().into_iter().collect(),
         warnings: dataset.warnings.clone(),
     })
+}
+
+/// Folders of repos at commits through the checkout stage's repo cache
+/// (`checkout::repo_folder`), for a source whose tasks are such folders.
+struct RepoFolders<'a> {
+    cache_dir: &'a Path,
+}
+
+impl FolderFetch for RepoFolders<'_> {
+    fn folder(
+        &self,
+        repo: &str,
+        rev: &str,
+        path: &str,
+        may_fetch: bool,
+    ) -> Result<FetchedFolder, FolderError> {
+        match crate::checkout::repo_folder(self.cache_dir, repo, rev, path, may_fetch) {
+            Ok(folder) => Ok(FetchedFolder {
+                dir: folder.dir,
+                commit: folder.commit,
+                fetched: folder.fetched,
+                warning: folder.warning,
+            }),
+            Err(err) => Err(FolderError {
+                repo_unreachable: matches!(
+                    err,
+                    CheckoutError::Fetch { .. } | CheckoutError::NoRepoPath { .. }
+                ),
+                source: Box::new(err),
+            }),
+        }
+    }
 }
 
 /// The dataset's rows as tasks. Rows have no folder of their own: a

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::dataset::error::DatasetError;
-use crate::dataset::open::DataFile;
 
 /// The name a dataset read as folders gives its split, in run.json.
 pub(crate) const FOLDERS: &str = "folders";
@@ -53,7 +52,9 @@ fn inside(path: &str, root: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// Copies `files` (of the folders `roots`) into `<cache_root>/folders/<sha>/`,
+/// Copies `files` (each its path in the repo and where it is on disk, a
+/// link into the cache's blobs; of the folders `roots`) into
+/// `<cache_root>/folders/<sha>/`,
 /// each folder under its last part (`repo` for the root), unless a whole
 /// copy is there already; returns that folder. Two folders of one name
 /// are refused: they would be one folder.
@@ -62,7 +63,7 @@ pub(crate) fn materialize(
     sha: &str,
     dataset: &str,
     roots: &[String],
-    files: &[DataFile],
+    files: &[(&str, &Path)],
 ) -> Result<PathBuf, DatasetError> {
     let name_of = |root: &str| {
         root.rsplit('/')
@@ -102,26 +103,26 @@ pub(crate) fn materialize(
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(cache_error("clear", &staging))?;
     }
-    for file in files {
+    for (path, local) in files {
         // The deepest folder it is under names it (folders may nest).
         let Some(root) = roots
             .iter()
-            .filter(|root| inside(&file.path, root))
+            .filter(|root| inside(path, root))
             .max_by_key(|root| root.len())
         else {
             continue;
         };
         let rest = if root.is_empty() {
-            file.path.as_str()
+            path
         } else {
-            &file.path[root.len() + 1..]
+            &path[root.len() + 1..]
         };
         let target = staging.join(name_of(root)).join(rest);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(cache_error("make", parent))?;
         }
         // Follows the snapshot's link to the blob: a real file.
-        std::fs::copy(&file.local, &target).map_err(cache_error("copy", &target))?;
+        std::fs::copy(local, &target).map_err(cache_error("copy", &target))?;
     }
     if let Err(err) = std::fs::rename(&staging, &dest) {
         let _ = std::fs::remove_dir_all(&staging);
@@ -183,20 +184,13 @@ mod tests {
         std::fs::write(&blob, "x = 1\n").expect("write");
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&blob, &link).expect("link");
-        let file = |path: &str| DataFile {
-            path: path.to_owned(),
-            local: link.clone(),
-            sha256: None,
-            oid: String::new(),
-            size: 6,
-        };
         let roots = paths(&["tasks/a"]);
         let dir = materialize(
             tmp.path(),
             "c0",
             "hf:o/n",
             &roots,
-            &[file("tasks/a/task.toml")],
+            &[("tasks/a/task.toml", link.as_path())],
         )
         .expect("copied");
         let copied = dir.join("a/task.toml");

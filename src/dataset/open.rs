@@ -101,13 +101,19 @@ pub(crate) fn open_with(
     if dataset.split == FOLDERS {
         let manifest_files: Vec<String> = dataset.files.iter().map(|f| f.path.clone()).collect();
         if let Some((roots, _)) = folder_files(&manifest_files, markers) {
-            dataset.folders = Some(materialize(
+            let files: Vec<(&str, &std::path::Path)> = dataset
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.local.as_path()))
+                .collect();
+            let copied = materialize(
                 opening.cache.root(),
                 &dataset.sha,
                 &opening.label,
                 &roots,
-                &dataset.files,
-            )?);
+                &files,
+            )?;
+            dataset.folders = Some(copied);
         }
     }
     Ok(dataset)

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::task::benchmark::{
     Benchmark, Code, FolderImage, Limits, Oracle, Pull, RewardFile, Tests, Verdict, VerifierFolder,
 };
-use crate::task::source::{ParsedLine, RecipeResult, ReferenceContext, Referenced, Source};
+use crate::task::source::{ParsedLine, RecipeResult, Source};
 use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// The file that makes a folder a Harbor task.
@@ -160,20 +160,6 @@ impl Source for Harbor {
     /// mirrors) is read as its folders holding a task.toml.
     fn folder_marker(&self) -> Option<&'static str> {
         Some(TASK_TOML)
-    }
-
-    /// `harbor:NAME[@VERSION]`: a dataset of a Harbor registry.
-    fn load_reference(
-        &self,
-        raw: &str,
-        context: &ReferenceContext,
-    ) -> Option<Result<Referenced, TaskFileError>> {
-        crate::task::harbor_registry::load_reference(raw, context)
-            .map(|loaded| loaded.map_err(Into::into))
-    }
-
-    fn registry_datasets(&self, location: Option<&str>) -> Option<Result<String, TaskFileError>> {
-        Some(crate::task::harbor_registry::listing(location).map_err(Into::into))
     }
 
     /// Its tasks come from folders, never lines.

@@ -23,8 +23,12 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::task::benchmark::{Benchmark, Code, Pull};
-use crate::task::source::{RecordedTask, ReferenceContext, Referenced, RegistryRecord};
-use crate::task::spec::{TaskFile, TaskId, TaskSpec};
+use crate::task::error::RegistryError;
+use crate::task::source::{
+    FolderFetch, ParsedLine, RecipeResult, RecordedTask, ReferenceContext, Referenced,
+    RegistryRecord, Source,
+};
+use crate::task::spec::{TaskFile, TaskFileError, TaskId, TaskSpec};
 
 /// What makes a task argument a dataset of a Harbor registry.
 pub(crate) const PREFIX: &str = "harbor:";
@@ -57,80 +61,35 @@ struct RegistryTask {
     path: String,
 }
 
-/// Why a registry or a dataset of it cannot be read. Messages read after
-/// "failed to", with a hint where the user can do something.
-#[derive(Debug, thiserror::Error)]
-pub enum RegistryError {
-    #[error(
-        "failed to read {raw}: {why}\nhint: name a dataset as harbor:NAME or harbor:NAME@VERSION"
-    )]
-    BadReference { raw: String, why: &'static str },
-    #[error("failed to read the registry {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("failed to fetch the registry {url}: {source}")]
-    Fetch { url: String, source: reqwest::Error },
-    #[error("failed to fetch the registry {url}: the server answered {status}")]
-    Status { url: String, status: u16 },
-    #[error(
-        "failed to read the registry {location}: it is not a registry.json (a list of datasets, each a name, version, description and tasks): {source}"
-    )]
-    Json {
-        location: String,
-        source: serde_json::Error,
-    },
-    #[error("failed to find the dataset {name} in the registry {location}{}", close_hint(.close, .location))]
-    NoDataset {
-        name: String,
-        location: String,
-        close: Vec<String>,
-    },
-    #[error("failed to find version {version} of the dataset {name} in the registry {location}\nhint: its versions are {}", .versions.join(", "))]
-    NoVersion {
-        name: String,
-        version: String,
-        location: String,
-        versions: Vec<String>,
-    },
-    /// onebash names a task by its folder, so two folders of one name
-    /// would be one task twice in results.csv.
-    #[error(
-        "failed to read {dataset}: two of its tasks are folders named {id} ({first} and {second}); onebash names a task by its folder's name"
-    )]
-    DuplicateId {
-        dataset: String,
-        id: String,
-        first: String,
-        second: String,
-    },
-    #[error("failed to read {dataset}: it holds no task")]
-    Empty { dataset: String },
-    /// Harbor refuses the same paths (`normalize_git_task_path`).
-    #[error("failed to read {dataset}: the task {task} has the path {path:?}, which {why}")]
-    BadPath {
-        dataset: String,
-        task: String,
-        path: String,
-        why: &'static str,
-    },
-}
+/// Harbor's registries: the datasets they name, by name.
+pub(crate) struct HarborRegistry;
 
-impl RegistryError {
-    /// The registry's server could not be reached (not an answer of it).
-    pub(crate) fn unreachable(&self) -> bool {
-        matches!(self, RegistryError::Fetch { .. })
+pub(crate) const SOURCE: HarborRegistry = HarborRegistry;
+
+impl Source for HarborRegistry {
+    fn name(&self) -> &'static str {
+        "harbor-registry"
     }
-}
 
-/// The hint of a dataset name the registry lacks: the close names, or how
-/// to list them all.
-fn close_hint(close: &[String], location: &str) -> String {
-    if close.is_empty() {
-        format!("\nhint: `onebash datasets --registry {location}` lists its datasets")
-    } else {
-        format!("\nhint: did you mean {}?", close.join(", "))
+    /// `harbor:NAME[@VERSION]`: a dataset of a Harbor registry.
+    fn load_reference(
+        &self,
+        raw: &str,
+        context: &ReferenceContext,
+        fetch: &dyn FolderFetch,
+    ) -> Option<Result<Referenced, TaskFileError>> {
+        let rest = raw.strip_prefix(PREFIX)?;
+        Some(load(raw, rest, context, fetch).map_err(Into::into))
+    }
+
+    fn registry_datasets(&self, location: Option<&str>) -> Option<Result<String, TaskFileError>> {
+        Some(listing(location).map_err(Into::into))
+    }
+
+    /// Its tasks come from registries, never lines.
+    fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
+        let _ = recipe;
+        crate::task::own::own_line(line)
     }
 }
 
@@ -439,17 +398,14 @@ fn parse_reference<'a>(
     Ok((name, version))
 }
 
-/// The tasks of the registry dataset `raw` names (`harbor:NAME[@VERSION]`),
-/// or `None` when `raw` is not such a reference.
-pub(crate) fn load_reference(
+/// The tasks of the registry dataset `raw` names (`harbor:NAME[@VERSION]`,
+/// `rest` after the prefix), their folders fetched by `fetch`.
+fn load(
     raw: &str,
+    rest: &str,
     context: &ReferenceContext,
-) -> Option<Result<Referenced, RegistryError>> {
-    let rest = raw.strip_prefix(PREFIX)?;
-    Some(load(raw, rest, context))
-}
-
-fn load(raw: &str, rest: &str, context: &ReferenceContext) -> Result<Referenced, RegistryError> {
+    fetch: &dyn FolderFetch,
+) -> Result<Referenced, RegistryError> {
     let (name, version) = parse_reference(raw, rest)?;
     // A resume reads the tasks and commits its run read before, from
     // run.json: no registry, and no network for what the cache holds.
@@ -474,7 +430,7 @@ fn load(raw: &str, rest: &str, context: &ReferenceContext) -> Result<Referenced,
         }
     };
     let mut fetcher = Fetcher {
-        cache_dir: &context.cache_dir,
+        fetch,
         tried: HashMap::new(),
         warnings: Vec::new(),
     };
@@ -597,7 +553,7 @@ fn normalized(path: &str) -> Result<String, &'static str> {
 
 /// Fetches the tasks' folders, each repo at most once.
 struct Fetcher<'a> {
-    cache_dir: &'a Path,
+    fetch: &'a dyn FolderFetch,
     /// Per repo: `None` once fetched (or found to hold a commit asked
     /// for), the fetch's error when it failed.
     tried: HashMap<String, Option<String>>,
@@ -617,7 +573,7 @@ impl Fetcher<'_> {
             .or(entry.git_commit_id.as_deref())
             .unwrap_or("HEAD");
         let may_fetch = !self.tried.contains_key(url);
-        match crate::checkout::repo_folder(self.cache_dir, url, rev, &entry.path, may_fetch) {
+        match self.fetch.folder(url, rev, &entry.path, may_fetch) {
             Ok(folder) => {
                 if folder.fetched {
                     self.tried.insert(url.clone(), None);
@@ -627,21 +583,16 @@ impl Fetcher<'_> {
                 (task, Some(folder.commit))
             }
             Err(err) => {
-                let fetch_failed = matches!(
-                    err,
-                    crate::checkout::CheckoutError::Fetch { .. }
-                        | crate::checkout::CheckoutError::NoRepoPath { .. }
-                );
                 // A repo that could not be fetched is not tried again; its
                 // other tasks say why they are missing in its words.
                 let reason = match self.tried.get(url) {
                     Some(Some(fetch_error)) => fetch_error.clone(),
                     _ => err.to_string(),
                 };
-                if fetch_failed || may_fetch {
+                if err.repo_unreachable || may_fetch {
                     self.tried
                         .entry(url.clone())
-                        .or_insert_with(|| fetch_failed.then(|| err.to_string()));
+                        .or_insert_with(|| err.repo_unreachable.then(|| err.to_string()));
                 }
                 (unavailable(id, entry, reason), None)
             }

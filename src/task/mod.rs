@@ -42,6 +42,8 @@ pub(crate) use registry::{
     datasets, folder_markers, image_templates, load_path, load_reference, oracle_needs,
     registry_datasets,
 };
-pub(crate) use source::{ReferenceContext, Referenced, RegistryRecord};
+pub(crate) use source::{
+    FetchedFolder, FolderError, FolderFetch, ReferenceContext, Referenced, RegistryRecord,
+};
 pub(crate) use spec::{LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 pub(crate) use swebench::patch_files;

@@ -14,7 +14,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::dataset::Alias;
-use crate::task::source::{Fit, ParsedLine, ReferenceContext, Referenced, Source};
+use crate::task::source::{Fit, FolderFetch, ParsedLine, ReferenceContext, Referenced, Source};
 use crate::task::spec::{TaskFile, TaskFileError};
 
 /// Every source, in order. One line a benchmark.
@@ -25,6 +25,7 @@ pub(crate) const SOURCES: &[&dyn Source] = &[
     &crate::task::multi::SOURCE,
     &crate::task::smith::SOURCE,
     &crate::task::harbor::SOURCE,
+    &crate::task::harbor_registry::SOURCE,
     &crate::task::own::SOURCE,
 ];
 
@@ -60,10 +61,11 @@ pub(crate) fn load_path(path: &Path) -> Option<Result<TaskFile, TaskFileError>> 
 pub(crate) fn load_reference(
     raw: &str,
     context: &ReferenceContext,
+    fetch: &dyn FolderFetch,
 ) -> Option<Result<Referenced, TaskFileError>> {
     SOURCES
         .iter()
-        .find_map(|source| source.load_reference(raw, context))
+        .find_map(|source| source.load_reference(raw, context, fetch))
 }
 
 /// The datasets of a registry (at `location`, else the source's own), as

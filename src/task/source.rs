@@ -64,13 +64,51 @@ pub(crate) struct ParsedLine {
 /// dataset) beyond the reference.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReferenceContext {
-    /// onebash's cache: task folders are fetched into it.
-    pub cache_dir: std::path::PathBuf,
     /// `--registry`: the registry to read instead of the source's own.
     pub registry: Option<String>,
     /// What an earlier attempt of the run read (`--resume`): read again,
     /// at the same commits, when it is of the same reference.
     pub pinned: Option<RegistryRecord>,
+}
+
+/// A folder of a git repo at a commit, on disk: what a [`FolderFetch`]
+/// gives.
+#[derive(Debug, Clone)]
+pub(crate) struct FetchedFolder {
+    pub dir: std::path::PathBuf,
+    /// The full sha the revision resolved to.
+    pub commit: String,
+    /// Whether the repo was fetched for it.
+    pub fetched: bool,
+    /// Set when the repo could not be refreshed but its copy held the
+    /// commit.
+    pub warning: Option<String>,
+}
+
+/// Why a folder could not be fetched: the checkout stage's error, boxed,
+/// as that stage sits above this one.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub(crate) struct FolderError {
+    /// The repo itself could not be fetched (rather than a commit or path
+    /// it lacks).
+    pub repo_unreachable: bool,
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// Fetches folders of git repos at commits, for a source whose tasks are
+/// such folders: given by the caller, which may use the checkout stage's
+/// repo cache (a layer above the tasks).
+pub(crate) trait FolderFetch {
+    /// The folder `path` of `repo` at `rev`; `may_fetch`: whether the
+    /// repo may be fetched when its cached copy lacks `rev`.
+    fn folder(
+        &self,
+        repo: &str,
+        rev: &str,
+        path: &str,
+        may_fetch: bool,
+    ) -> Result<FetchedFolder, FolderError>;
 }
 
 /// The tasks of a reference, and what identifies them.
@@ -197,8 +235,9 @@ pub(crate) trait Source: Sync {
         &self,
         raw: &str,
         context: &ReferenceContext,
+        fetch: &dyn FolderFetch,
     ) -> Option<Result<Referenced, TaskFileError>> {
-        let _ = (raw, context);
+        let _ = (raw, context, fetch);
         None
     }
 

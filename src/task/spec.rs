@@ -179,7 +179,7 @@ pub enum TaskFileError {
     Invalid(Vec<String>),
     /// A registry's dataset that cannot be read (harbor_registry.rs).
     #[error(transparent)]
-    Registry(#[from] crate::task::harbor_registry::RegistryError),
+    Registry(#[from] crate::task::error::RegistryError),
 }
 
 impl TaskFileError {
