@@ -1,9 +1,11 @@
 //! The other half of the benchmark seam: a [`Source`] is a way tasks come
 //! in (a line format rewritten into onebash's line, a folder format, the
-//! Hub datasets it is known by) and picks the [`Benchmark`] handle of each
-//! task it reads. Each benchmark's file implements it; registry.rs lists
-//! them. Also what a line is, parsed, before its benchmark is chosen
-//! ([`ParsedLine`]).
+//! Hub datasets it is known by, a registry's datasets read by name) and
+//! picks the [`Benchmark`] handle of each task it reads. Each benchmark's
+//! file implements it; registry.rs lists them. Also what a line is,
+//! parsed, before its benchmark is chosen ([`ParsedLine`]), and what a
+//! source reading by name is given and gives back ([`ReferenceContext`],
+//! [`FolderFetch`], [`Referenced`], run.json's [`RegistryRecord`]).
 
 use std::path::Path;
 use std::sync::Arc;
