@@ -197,28 +197,23 @@ fn load_any(
         asked.revision = Some(sha.clone());
     }
     let dataset = crate::dataset::open_with(&asked, &settings, &crate::task::folder_markers())?;
-    // A repo of task folders: its folders, copied out, read as a folder is.
-    if let Some(folders) = &dataset.folders {
-        let TaskFile { tasks, .. } = match crate::task::load_path(folders) {
-            Some(loaded) => loaded?,
-            None => load_tasks(folders, options)?,
-        };
-        return Ok(Loaded {
-            tasks,
-            sha256: dataset.content_sha256(),
-            dataset: Some(record_of(&dataset, &reference, typed)),
-            registry: None,
-            hidden: settings.token_file.clone().into_iter().collect(),
-            warnings: dataset.warnings.clone(),
-        });
-    }
-    let mut options = options.clone();
-    if options.image.is_none()
-        && let Some(image) = reference.alias.and_then(|alias| alias.image)
-    {
-        options.image = Some(image.to_owned());
-    }
-    let tasks = tasks_of(&dataset, &typed, &options)?;
+    let tasks = match &dataset.folders {
+        // A repo of task folders: its folders, copied out, read as a
+        // folder is.
+        Some(folders) => match crate::task::load_path(folders) {
+            Some(loaded) => loaded?.tasks,
+            None => load_tasks(folders, options)?.tasks,
+        },
+        None => {
+            let mut options = options.clone();
+            if options.image.is_none()
+                && let Some(image) = reference.alias.and_then(|alias| alias.image)
+            {
+                options.image = Some(image.to_owned());
+            }
+            tasks_of(&dataset, &typed, &options)?
+        }
+    };
     Ok(Loaded {
         tasks,
         sha256: dataset.content_sha256(),
