@@ -239,6 +239,70 @@ fn whose<'a>(line: &'a str, run_id: &str, host: &str) -> Option<(&'a str, bool)>
     }
 }
 
+/// The run, host and lock labels of the containers `ids`, a line each
+/// (`whose` reads them), through `inspect`, whose Go template reads the
+/// same on podman and docker (their `ps --format` differ). A container
+/// removed since it was listed (another run's sweep, its own run's end)
+/// fails the inspect of all: then each is inspected alone, and the gone
+/// left out.
+async fn inspect_labels(engine: &Engine, ids: Vec<String>) -> Result<String, EnvError> {
+    let inspect = |ids: Vec<String>| {
+        let mut args = vec![
+            "inspect".to_owned(),
+            "--format".to_owned(),
+            format!(
+                "{{{{.Id}}}}\t{{{{index .Config.Labels \"{RUN_LABEL}\"}}}}\t{{{{index .Config.Labels \"{HOST_LABEL}\"}}}}\t{{{{index .Config.Labels \"{LOCK_LABEL}\"}}}}"
+            ),
+        ];
+        args.extend(ids);
+        engine.client_async(args)
+    };
+    match inspect(ids.clone()).await {
+        Ok(all) => Ok(all),
+        Err(err) if ids.len() == 1 => Err(err),
+        Err(_) => {
+            let mut lines = Vec::new();
+            for id in ids {
+                if let Ok(line) = inspect(vec![id]).await {
+                    lines.push(line);
+                }
+            }
+            Ok(lines.join("\n"))
+        }
+    }
+}
+
+/// Removes the containers of `doomed` (id and whatever goes with it);
+/// those it removed. One gone already (removed by another run's sweep at
+/// the same moment) is not an error: each is then removed alone.
+async fn remove_all<T>(
+    engine: &Engine,
+    doomed: Vec<(String, T)>,
+) -> Result<Vec<(String, T)>, EnvError> {
+    if doomed.is_empty() {
+        return Ok(doomed);
+    }
+    let rm = |ids: Vec<String>| {
+        let mut args = vec!["rm".to_owned(), "-f".to_owned()];
+        args.extend(ids);
+        engine.client_async(args)
+    };
+    let ids: Vec<String> = doomed.iter().map(|(id, _)| id.clone()).collect();
+    match rm(ids).await {
+        Ok(_) => Ok(doomed),
+        Err(err) if doomed.len() == 1 => Err(err),
+        Err(_) => {
+            let mut removed = Vec::new();
+            for (id, with) in doomed {
+                if rm(vec![id.clone()]).await.is_ok() {
+                    removed.push((id, with));
+                }
+            }
+            Ok(removed)
+        }
+    }
+}
+
 /// Whether the onebash whose run folder lock is `lock` is gone: the lock
 /// (or its folder) is not there, or no process holds it. A container
 /// without the label (from an onebash before it) is never taken for a
@@ -440,33 +504,20 @@ impl Environment for Containers {
             if ids.is_empty() {
                 return Ok(Swept::default());
             }
-            // The labels through `inspect`, whose Go template reads the
-            // same on podman and docker (their `ps --format` differ).
-            let mut args = vec![
-                "inspect".to_owned(),
-                "--format".to_owned(),
-                format!(
-                    "{{{{.Id}}}}\t{{{{index .Config.Labels \"{RUN_LABEL}\"}}}}\t{{{{index .Config.Labels \"{HOST_LABEL}\"}}}}\t{{{{index .Config.Labels \"{LOCK_LABEL}\"}}}}"
-                ),
-            ];
-            args.extend(ids);
-            let inspected = engine.client_async(args).await?;
+            let inspected = inspect_labels(engine, ids).await?;
             let (mut swept, mut doomed) = (Swept::default(), Vec::new());
             for line in inspected.lines() {
                 let Some((id, this_run)) = whose(line, &self.settings.run_id, &self.host) else {
                     continue;
                 };
+                doomed.push((id.to_owned(), this_run));
+            }
+            for (_, this_run) in remove_all(engine, doomed).await? {
                 if this_run {
                     swept.this_run += 1;
                 } else {
                     swept.other_runs += 1;
                 }
-                doomed.push(id.to_owned());
-            }
-            if !doomed.is_empty() {
-                let mut args = vec!["rm".to_owned(), "-f".to_owned()];
-                args.extend(doomed);
-                engine.client_async(args).await?;
             }
             Ok(swept)
         })

@@ -609,13 +609,40 @@ fn a_new_run_removes_a_killed_run_s_containers_and_no_other(backend: Backend) {
         );
     }
 
+    // The engine as the next run sees it: its list of onebash's containers
+    // also names one that another run removed just after listing it (two
+    // runs sweeping at once), which inspect and rm then cannot find.
+    let real = which(engine);
+    let bin = fixture.path("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir bin");
+    let shim = bin.join(engine);
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nif [ \"$*\" = \"ps -a -q --filter label=onebash.run\" ]; then\n  {real} \"$@\" || exit $?\n  echo 0123456789ab0123456789ab0123456789ab0123456789ab0123456789abcdef\n  exit 0\nfi\nexec {real} \"$@\"\n",
+            real = real.display()
+        ),
+    )
+    .expect("write the shim");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let run = fixture.run_into(
         &fixture.path("next"),
         &tasks,
         &[
             "--model", "noop", "--env", engine, "--image", IMAGE, "--pull", "never",
         ],
-        &[],
+        &[("PATH", &path)],
+    );
+    assert!(
+        !run.stderr.contains("failed to remove the containers"),
+        "a container gone between the list and the removal failed the sweep:\n{}",
+        run.stderr
     );
     let left: Vec<String> = others
         .iter()
@@ -1281,3 +1308,13 @@ under_each_backend!(
     repo_of_one_layer,
     super::a_repo_made_by_one_layer_is_whole_and_graded
 );
+
+/// `program` as the PATH finds it.
+fn which(program: &str) -> std::path::PathBuf {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|dir| std::path::Path::new(dir).join(program))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+}
