@@ -239,6 +239,21 @@ fn whose<'a>(line: &'a str, run_id: &str, host: &str) -> Option<(&'a str, bool)>
     }
 }
 
+/// The ids of the containers labelled `label` (a key, or `k=v`), running
+/// or not.
+async fn list_labelled(engine: &Engine, label: &str) -> Result<Vec<String>, EnvError> {
+    let listed = engine
+        .client_async(vec![
+            "ps".into(),
+            "-a".into(),
+            "-q".into(),
+            "--filter".into(),
+            format!("label={label}"),
+        ])
+        .await?;
+    Ok(listed.split_whitespace().map(str::to_owned).collect())
+}
+
 /// The run, host and lock labels of the containers `ids`, a line each
 /// (`whose` reads them), through `inspect`, whose Go template reads the
 /// same on podman and docker (their `ps --format` differ). A container
@@ -491,16 +506,7 @@ impl Environment for Containers {
     fn sweep(&self) -> BoxFuture<'_, Result<Swept, EnvError>> {
         Box::pin(async move {
             let engine = &self.settings.engine;
-            let listed = engine
-                .client_async(vec![
-                    "ps".into(),
-                    "-a".into(),
-                    "-q".into(),
-                    "--filter".into(),
-                    format!("label={RUN_LABEL}"),
-                ])
-                .await?;
-            let ids: Vec<String> = listed.split_whitespace().map(str::to_owned).collect();
+            let ids = list_labelled(engine, RUN_LABEL).await?;
             if ids.is_empty() {
                 return Ok(Swept::default());
             }
@@ -831,18 +837,8 @@ impl ContainerWorkspace {
     /// run's sweep removes what is left).
     async fn remove_labelled(&self, label: &str) {
         let engine = &self.settings.engine;
-        let listed = engine
-            .client_async(vec![
-                "ps".into(),
-                "-a".into(),
-                "-q".into(),
-                "--filter".into(),
-                format!("label={label}"),
-            ])
-            .await;
-        let ids: Vec<String> = match listed {
-            Ok(listed) => listed.split_whitespace().map(str::to_owned).collect(),
-            Err(_) => return,
+        let Ok(ids) = list_labelled(engine, label).await else {
+            return;
         };
         if !ids.is_empty() {
             let mut args = vec!["rm".to_owned(), "-f".to_owned()];

@@ -11,8 +11,9 @@
 
 use std::path::Path;
 
+use crate::harbor::run;
 use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
-use crate::support::harness::{Fixture, RunOutput, onebash, scripted_agent_by};
+use crate::support::harness::{Fixture, RunOutput, scripted_agent_by};
 
 /// The separate verifier's task: the artifacts are `/app/out.txt` and
 /// `/app/build` without its `*.tmp` files; a collect hook copies
@@ -79,26 +80,6 @@ fn task_folder(root: &Path, name: &str, toml: &str, test: &str, dockerfile: &str
         if relative.ends_with(".sh") {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         }
-    }
-}
-
-fn run(fixture: &Fixture, root: &Path, out: &str, args: &[&str]) -> RunOutput {
-    let out = fixture.path(out);
-    let output = onebash()
-        .arg("run")
-        .arg(root)
-        .arg("-o")
-        .arg(&out)
-        .arg("--cache-dir")
-        .arg(fixture.path("cache"))
-        .args(args)
-        .output()
-        .expect("run onebash");
-    RunOutput {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        out,
     }
 }
 
