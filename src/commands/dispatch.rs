@@ -57,10 +57,7 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
             println!("{}", pull::pull(&args, secrets)?);
             Ok(EXIT_OK)
         }
-        Command::Datasets(args) => printed(
-            crate::commands::datasets::list(&args)
-                .map_err(|err| CommandError::Config(err.into()))?,
-        ),
+        Command::Datasets(args) => printed(crate::commands::datasets::list(&args)),
         Command::Regrade(args) => regrade_command(&args),
         Command::Completions(args) => printed(completions::script(args.shell)),
         Command::Man(args) => {

@@ -55,8 +55,6 @@ pub(crate) struct RunOptions {
     pub limit: Option<usize>,
     pub out: Option<PathBuf>,
     pub cache_dir: Option<PathBuf>,
-    /// `--registry`: the registry a registry's dataset is read from.
-    pub registry: Option<String>,
     pub history: History,
     pub workdirs: Option<PathBuf>,
     pub sandbox: SandboxMode,
@@ -128,7 +126,6 @@ impl RunOptions {
             limit: None,
             out: None,
             cache_dir: None,
-            registry: None,
             history: History::Full,
             workdirs: None,
             sandbox: SandboxMode::Auto,

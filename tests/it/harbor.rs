@@ -15,7 +15,7 @@ use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
-pub(crate) fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let dir = root.join(name);
     for (relative, content) in files {
@@ -31,7 +31,7 @@ pub(crate) fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> Pa
 
 /// `onebash run PATH -o OUT ARGS`, without the JSONL fixtures' patch check
 /// (a Harbor task has no repo: its patch.diff is empty).
-pub(crate) fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> RunOutput {
+fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> RunOutput {
     let out = fixture.path(out);
     let output = onebash()
         .arg("run")
@@ -51,7 +51,7 @@ pub(crate) fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> R
     }
 }
 
-pub(crate) const TASK_TOML: &str = r#"version = "1.0"
+const TASK_TOML: &str = r#"version = "1.0"
 
 [metadata]
 author_name = "onebash tests"

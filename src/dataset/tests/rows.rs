@@ -177,7 +177,6 @@ pub(crate) fn local_dataset(files: &[(&str, &Path)]) -> Dataset {
             })
             .collect(),
         warnings: Vec::new(),
-        folders: None,
     }
 }
 
