@@ -31,7 +31,7 @@ fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
 
 /// `onebash run PATH -o OUT ARGS`, without the JSONL fixtures' patch check
 /// (a Harbor task has no repo: its patch.diff is empty).
-fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> RunOutput {
+pub(crate) fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> RunOutput {
     let out = fixture.path(out);
     let output = onebash()
         .arg("run")
