@@ -114,7 +114,8 @@ fn validate_command(args: &ValidateArgs, secrets: &Secrets) -> Result<i32, Comma
             shown.push(warning);
         }
     }
-    run_async(validate::validate(configs, args.runs, &out))
+    let runs = args.runs;
+    run_async(async move { validate::validate(configs, runs, &out).await })
 }
 
 /// `results/validate_<time>`, the time with `-` for `:`.
@@ -167,10 +168,19 @@ fn regrade_command(args: &RegradeArgs) -> Result<i32, CommandError> {
 }
 
 /// Runs `future` on a multi-threaded runtime of its own.
-fn run_async(future: impl Future<Output = anyhow::Result<i32>>) -> Result<i32, CommandError> {
+///
+/// The future runs on the runtime's workers, not on this thread: the run's
+/// events (several a model call) then wake no thread of their own.
+fn run_async(
+    future: impl Future<Output = anyhow::Result<i32>> + Send + 'static,
+) -> Result<i32, CommandError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(CommandError::Runtime)?;
-    runtime.block_on(future).map_err(CommandError::Run)
+    match runtime.block_on(runtime.spawn(future)) {
+        Ok(done) => done.map_err(CommandError::Run),
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Err(join) => Err(CommandError::Run(anyhow::anyhow!(join))),
+    }
 }

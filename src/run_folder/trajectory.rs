@@ -284,12 +284,19 @@ struct Line<'a> {
 /// Appends events to a trajectory file. A failed write is remembered, not
 /// fatal: the task goes on and reports it at its end.
 ///
-/// The file belongs to a writer on a blocking thread, fed through a bounded
-/// channel: a line of a command's output can be a megabyte, and writing it
-/// on an async worker would delay other tasks' timers and output reads.
-/// Lines reach the file in the order they were sent, one `write` each.
+/// A line of a command's output can be a megabyte, and writing it on an
+/// async worker would delay other tasks' timers and output reads: long
+/// lines go to a writer on a thread of its own, fed through a bounded
+/// channel. A short line is written where it is made when that thread has
+/// nothing left to write (a page-cache copy: a thread's wake-up for it
+/// cost more than the write, several times a model call). Lines reach the
+/// file in the order they were sent, one `write` each.
 pub(crate) struct TrajectoryWriter {
     lines: tokio::sync::mpsc::Sender<ToFile>,
+    file: std::sync::Arc<File>,
+    /// Lines sent to the writer thread and not yet written: a short line
+    /// is written here only when none is, so the order holds.
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// The writer thread's first error, sent when it ends.
     writer: tokio::sync::oneshot::Receiver<Option<String>>,
     path: PathBuf,
@@ -313,6 +320,10 @@ enum ToFile {
 /// Lines that may wait for the writer before `write` waits too.
 const QUEUED_LINES: usize = 64;
 
+/// The longest line written on the async worker that made it (see
+/// [`TrajectoryWriter`]).
+const INLINE_LINE_BYTES: usize = 16 * 1024;
+
 impl TrajectoryWriter {
     /// Opens `path` for appending (making its folder), on a blocking thread.
     pub(crate) async fn create(path: &Path) -> std::io::Result<TrajectoryWriter> {
@@ -325,25 +336,28 @@ impl TrajectoryWriter {
         })
         .await
         .map_err(std::io::Error::other)??;
-        let (lines, mut queued) = tokio::sync::mpsc::channel(QUEUED_LINES);
+        let file = std::sync::Arc::new(file);
+        let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (lines, mut to_write) = tokio::sync::mpsc::channel(QUEUED_LINES);
         let shown = path.display().to_string();
         let (ended, writer) = tokio::sync::oneshot::channel();
         // A thread of its own, not one of tokio's blocking pool: it lives
         // as long as the task, and at -j 512 the writers would take every
         // thread of the pool and leave none for the checkouts.
         let thread = std::thread::Builder::new().name("onebash-trajectory".to_owned());
+        let (theirs, written) = (std::sync::Arc::clone(&file), std::sync::Arc::clone(&queued));
         thread.spawn(move || {
-            let mut file = file;
             let mut first_error = None;
-            while let Some(message) = queued.blocking_recv() {
+            while let Some(message) = to_write.blocking_recv() {
                 match message {
                     ToFile::Line(line) => {
                         // One write per line: a crash leaves whole lines behind.
-                        if let Err(err) = file.write_all(&line) {
+                        if let Err(err) = (&*theirs).write_all(&line) {
                             first_error.get_or_insert_with(|| {
                                 format!("failed to write the trajectory {shown}: {err}")
                             });
                         }
+                        written.fetch_sub(1, std::sync::atomic::Ordering::Release);
                     }
                     ToFile::Sync(answer) => {
                         let _ = answer.send(first_error.clone());
@@ -354,6 +368,8 @@ impl TrajectoryWriter {
         })?;
         Ok(TrajectoryWriter {
             lines,
+            file,
+            queued,
             writer,
             path: path.to_owned(),
             first_error: None,
@@ -366,14 +382,34 @@ impl TrajectoryWriter {
     /// and after that nothing waits.
     pub(crate) async fn write(&mut self, event: &Event) {
         self.send_pending().await;
+        let Some(line) = self.line(event) else {
+            return;
+        };
+        let Some(line) = self.write_here(line) else {
+            return;
+        };
         let lines = self.lines.clone();
         let Ok(place) = lines.reserve().await else {
             self.note_error("its writer stopped".to_owned());
             return;
         };
-        if let Some(line) = self.line(event) {
-            place.send(ToFile::Line(line));
+        self.queued
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        place.send(line);
+    }
+
+    /// Writes `line` now when it is short and nothing waits for the
+    /// writer thread; else gives it back, for the thread.
+    fn write_here(&mut self, line: Vec<u8>) -> Option<ToFile> {
+        let drained =
+            self.pending.is_empty() && self.queued.load(std::sync::atomic::Ordering::Acquire) == 0;
+        if !drained || line.len() > INLINE_LINE_BYTES {
+            return Some(ToFile::Line(line));
         }
+        if let Err(err) = (&*self.file).write_all(&line) {
+            self.note_error(err.to_string());
+        }
+        None
     }
 
     /// As [`Self::write`], from code that cannot wait (a callback): when
@@ -383,15 +419,25 @@ impl TrajectoryWriter {
         let Some(line) = self.line(event) else {
             return;
         };
-        let line = ToFile::Line(line);
+        let Some(line) = self.write_here(line) else {
+            return;
+        };
         if !self.pending.is_empty() {
             self.pending.push_back(line);
             return;
         }
+        self.queued
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.lines.try_send(line) {
             Ok(()) => {}
-            Err(tokio::sync::mpsc::error::TrySendError::Full(line)) => self.pending.push_back(line),
+            Err(tokio::sync::mpsc::error::TrySendError::Full(line)) => {
+                self.queued
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                self.pending.push_back(line);
+            }
             Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
+                self.queued
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 self.note_error("its writer stopped".to_owned());
             }
         }
@@ -405,6 +451,8 @@ impl TrajectoryWriter {
                 return;
             };
             if let Some(line) = self.pending.pop_front() {
+                self.queued
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 place.send(line);
             }
         }
@@ -818,6 +866,34 @@ mod tests {
         assert!(writer.error().await.is_none());
         assert_eq!(read_trajectory(&path).expect("read"), every_event());
         assert!(writer.finish().await.is_none());
+    }
+
+    /// Short lines written where they are made and long ones through the
+    /// writer thread keep the order they were sent in, through `write` and
+    /// `write_soon` alike, however the two interleave.
+    #[tokio::test]
+    async fn short_and_long_lines_keep_their_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.jsonl");
+        let mut writer = TrajectoryWriter::create(&path).await.expect("create");
+        let mut sent = Vec::new();
+        for i in 0..300 {
+            // Every third line is longer than a line written in place; runs
+            // of long lines fill the queue, so `write_soon` keeps some back.
+            let long = i % 3 == 0 || (100..180).contains(&i);
+            let event = Event::Diff {
+                path: "p".repeat(if long { INLINE_LINE_BYTES + 1 } else { 8 }),
+                bytes: i,
+            };
+            if i % 2 == 0 {
+                writer.write(&event).await;
+            } else {
+                writer.write_soon(&event);
+            }
+            sent.push(event);
+        }
+        assert!(writer.finish().await.is_none());
+        assert_eq!(read_trajectory(&path).expect("read"), sent);
     }
 
     /// `bare_reset` is written when the reset ran and read back, and left
