@@ -1656,8 +1656,14 @@ fn max_cost_stops_a_task_after_the_call_that_reached_it_and_needs_a_price() {
     assert_eq!(row["exit_reason"], "max_cost", "{row:?}");
     assert_eq!(row["turns"], "1", "{row:?}");
     assert_eq!(model.requests_of("a").len(), 1);
-    // The first call's fix is graded.
-    assert_eq!(row["status"], "passed", "{row:?}");
+    // The first call's fix is graded (once seen failed under heavy load:
+    // the command's event says why, should it fail again).
+    assert_eq!(
+        row["status"],
+        "passed",
+        "{row:?}\n{:?}",
+        run.events("a", "command")
+    );
     assert!((cost_of(&row) - 1.801).abs() < 1e-12, "{row:?}");
     // A task that ends on its own is not cut.
     assert_eq!(run.row("b")["exit_reason"], "completed");
