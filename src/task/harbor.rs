@@ -174,6 +174,7 @@ impl Benchmark for HarborTask {
         Some(NetworkWish {
             public: network == Network::Public,
             key,
+            allowlist: None,
         })
     }
 

@@ -1,12 +1,13 @@
 //! What a task may reach of the network besides nothing or everything:
-//! the allowlist (hosts.rs), the proxy that enforces it (proxy.rs), and
-//! the listening socket made inside a task's network namespace, so the
-//! proxy is the only way out of a sandbox that has no network (netns.rs).
+//! the proxy that enforces an allowlist (proxy.rs; the allowlist itself
+//! is the task's, `task::AllowedHosts`), the listening socket made inside
+//! a task's network namespace, so the proxy is the only way out of a
+//! sandbox that has no network (netns.rs), and a workspace's hold on its
+//! proxy across its containers (way_out.rs).
 
-mod hosts;
 mod netns;
 mod proxy;
+mod way_out;
 
-pub(crate) use hosts::{AllowedHosts, Entry, HostsError};
-pub(crate) use netns::{NetnsError, listen_in};
-pub(crate) use proxy::{HostAsked, Proxy};
+pub(crate) use netns::NetnsError;
+pub(crate) use way_out::WayOut;

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 /// Why no socket could be made in the namespace.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum NetnsError {
+pub enum NetnsError {
     #[error("cannot open {}: {source}", path.display())]
     Open { path: PathBuf, source: io::Error },
     #[error("cannot start the helper that enters process {pid}'s network: {source}")]

@@ -18,25 +18,14 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use super::hosts::AllowedHosts;
+use crate::task::{AllowedHosts, HostAsked};
 
 /// The longest request head read before the host is known.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
-
-/// What a task's requests asked for, host by host.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct HostAsked {
-    pub host: String,
-    /// Requests for it.
-    pub requests: u64,
-    /// Of which refused by the allowlist.
-    pub refused: u64,
-}
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -48,7 +37,7 @@ struct Shared {
 pub(crate) struct Proxy {
     shared: Arc<Mutex<Shared>>,
     port: u16,
-    serving: JoinSet<()>,
+    _serving: JoinSet<()>,
 }
 
 impl Proxy {
@@ -69,11 +58,12 @@ impl Proxy {
         Ok(Proxy {
             shared,
             port,
-            serving,
+            _serving: serving,
         })
     }
 
     /// The port it listens on (inside the task's network namespace).
+    #[cfg(test)]
     pub(crate) fn port(&self) -> u16 {
         self.port
     }

@@ -3,8 +3,10 @@
 //! 0.26's rules (`harbor/models/task/config.py`: exact hostnames,
 //! leading `*.` wildcards, IP literals and CIDR ranges; no URLs, ports or
 //! paths; lowercased, a trailing dot dropped), and the question the
-//! proxy asks of each request: is this name, or this address, allowed.
-//! It does not resolve names (proxy.rs does) nor carry requests.
+//! proxy asks of each request: is this name, or this address, allowed;
+//! and what a task's requests asked for ([`HostAsked`], recorded in its
+//! trajectory). It does not resolve names nor carry requests (the proxy
+//! of `env/egress` does).
 
 use std::net::IpAddr;
 
@@ -20,9 +22,38 @@ pub(crate) enum Entry {
     Range { net: IpAddr, prefix: u8 },
 }
 
+/// The hosts each phase of a task may reach: the agent's commands, and
+/// the verifier's (a Harbor task may give each its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PhaseHosts {
+    pub agent: AllowedHosts,
+    pub verifier: AllowedHosts,
+}
+
+impl PhaseHosts {
+    /// The same hosts for both phases (`--allow-hosts`).
+    pub(crate) fn both(hosts: AllowedHosts) -> PhaseHosts {
+        PhaseHosts {
+            agent: hosts.clone(),
+            verifier: hosts,
+        }
+    }
+}
+
+/// What a task's requests asked for of one host, through the proxy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct HostAsked {
+    /// As the request named it: a name or an address.
+    pub host: String,
+    /// Requests for it.
+    pub requests: u64,
+    /// Of which refused by the allowlist (they never left onebash).
+    pub refused: u64,
+}
+
 /// Hosts a task may reach, in the order given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct AllowedHosts {
+pub struct AllowedHosts {
     entries: Vec<Entry>,
 }
 
@@ -102,6 +133,13 @@ impl std::fmt::Display for AllowedHosts {
             })
             .collect();
         f.write_str(&shown.join(","))
+    }
+}
+
+/// Written as `--allow-hosts` takes it (run.json).
+impl serde::Serialize for AllowedHosts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
