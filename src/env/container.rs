@@ -641,11 +641,12 @@ impl Containers {
             container: Mutex::new(None),
             setup: SetupLog::default(),
             via: tokio::sync::Mutex::new(Via::Unopened),
-            hosts: task
-                .benchmark
-                .network()
-                .and_then(|wish| wish.allowlist)
-                .or_else(|| self.settings.allowed_hosts.clone().map(PhaseHosts::both)),
+            // A task that asks for no public network keeps its own
+            // (an allowlist, or none); the others get the run's.
+            hosts: match task.benchmark.network() {
+                Some(wish) if !wish.public => wish.allowlist,
+                _ => self.settings.allowed_hosts.clone().map(PhaseHosts::both),
+            },
             way_out: WayOut::default(),
         }
     }
