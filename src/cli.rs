@@ -660,6 +660,17 @@ pub(crate) fn run_args(tasks: &std::path::Path, args: &[&str]) -> RunArgs {
     *run
 }
 
+/// `--allow-hosts`: Harbor's rules for `allowed_hosts`.
+fn parse_hosts(list: &str) -> Result<crate::task::AllowedHosts, String> {
+    match crate::task::AllowedHosts::parse_list(list) {
+        Ok(hosts) if hosts.entries().is_empty() => {
+            Err("no host given (for no network at all, leave --allow-hosts out)".to_owned())
+        }
+        Ok(hosts) => Ok(hosts),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -713,16 +724,5 @@ mod tests {
         ] {
             assert_eq!(Shard::parse(raw).expect_err(raw).to_string(), said);
         }
-    }
-}
-
-/// `--allow-hosts`: Harbor's rules for `allowed_hosts`.
-fn parse_hosts(list: &str) -> Result<crate::task::AllowedHosts, String> {
-    match crate::task::AllowedHosts::parse_list(list) {
-        Ok(hosts) if hosts.entries().is_empty() => {
-            Err("no host given (for no network at all, leave --allow-hosts out)".to_owned())
-        }
-        Ok(hosts) => Ok(hosts),
-        Err(err) => Err(err.to_string()),
     }
 }

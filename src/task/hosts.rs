@@ -252,15 +252,15 @@ mod tests {
                 Entry::Name("pypi.org".into()),
                 Entry::Under("pythonhosted.org".into()),
                 Entry::Range {
-                    net: "10.1.2.3".parse().unwrap(),
+                    net: "10.1.2.3".parse().expect("an address"),
                     prefix: 32
                 },
                 Entry::Range {
-                    net: "192.168.0.0".parse().unwrap(),
+                    net: "192.168.0.0".parse().expect("an address"),
                     prefix: 16
                 },
                 Entry::Range {
-                    net: "2001:db8::".parse().unwrap(),
+                    net: "2001:db8::".parse().expect("an address"),
                     prefix: 32
                 },
             ]
@@ -324,11 +324,11 @@ mod tests {
             ("2001:db8:1::1", true),
             ("2001:db9::1", false),
         ] {
-            let ip: IpAddr = address.parse().unwrap();
+            let ip: IpAddr = address.parse().expect("an address");
             assert_eq!(allowed.allows_address(ip), allows, "{address}");
         }
         assert!(allowed.has_ranges());
         assert!(!hosts("pypi.org").has_ranges());
-        assert!(hosts("0.0.0.0/0").allows_address("8.8.8.8".parse().unwrap()));
+        assert!(hosts("0.0.0.0/0").allows_address("8.8.8.8".parse().expect("an address")));
     }
 }
