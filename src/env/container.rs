@@ -847,25 +847,36 @@ impl ContainerWorkspace {
             .ok_or_else(|| EnvError::NoId {
                 image: image.to_owned(),
             })?;
+        self.allow_hosts(&id, image, phase, network).await?;
+        Ok(id)
+    }
+
+    /// Under an allowlist, serves the phase's proxy inside the network
+    /// namespace of the container `id` (started with none), on its
+    /// loopback; a container that cannot have it is removed.
+    async fn allow_hosts(
+        &self,
+        id: &str,
+        image: &str,
+        phase: &str,
+        network: bool,
+    ) -> Result<(), EnvError> {
         let hosts = match phase {
             "agent" => self.hosts.as_ref().map(|h| h.agent.clone()),
             "verifier" => self.hosts.as_ref().map(|h| h.verifier.clone()),
             _ => None,
         };
-        if let Some(hosts) = hosts.filter(|_| !network)
-            && let Err(err) = self.attach_proxy(&id, image, hosts).await
-        {
-            let _ = settings
-                .engine
-                .client_async(vec!["rm".into(), "-f".into(), id])
-                .await;
-            return Err(err);
+        let Some(hosts) = hosts.filter(|_| !network) else {
+            return Ok(());
+        };
+        let attached = self.attach_proxy(id, image, hosts).await;
+        if attached.is_err() {
+            let rm = vec!["rm".into(), "-f".into(), id.to_owned()];
+            let _ = self.settings.engine.client_async(rm).await;
         }
-        Ok(id)
+        attached
     }
 
-    /// Serves the allowlist's proxy inside the network namespace of the
-    /// container `id` (started with none), on its loopback.
     async fn attach_proxy(
         &self,
         id: &str,
