@@ -188,3 +188,71 @@ fn allow_hosts_is_refused_by_name_where_it_is_not_honoured() {
     assert_ne!(run.code, 0);
     assert!(run.stderr.contains("not a hostname"), "{}", run.stderr);
 }
+
+/// Python that prints the status of `GET argv[1]` through the proxy.
+const GET_PY: &str = r#"import os, sys, urllib.request as u
+o = u.build_opener(u.ProxyHandler({"http": os.environ["HTTP_PROXY"]}))
+try: print(o.open(sys.argv[1], timeout=20).status)
+except Exception as e: print(getattr(e, "code", e))"#;
+
+/// A Harbor task whose agent may reach `agent.localhost` only and whose
+/// verifier (in the agent's container) `verifier.localhost` only: the
+/// oracle's solve.sh records what the agent's phase reached, test.sh
+/// what the verifier's does, and the reward is 1 only when each phase
+/// reached its own host and was refused the other's.
+fn harbor_phases_each_reach_their_own_hosts(backend: Backend) {
+    let (agent_port, agent_seen) = counting_server("127.0.0.1");
+    let (verifier_port, verifier_seen) = counting_server("127.0.0.1");
+    let fixture = Fixture::new();
+    let root = fixture.path("tasks");
+    let dir = root.join("phases");
+    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let get = format!("get() {{ env -u no_proxy -u NO_PROXY python3 -c '{GET_PY}' \"$1\"; }}");
+    let both = format!(
+        "\"$(get http://agent.localhost:{agent_port}/) $(get http://verifier.localhost:{verifier_port}/)\""
+    );
+    let toml = "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"agent.localhost\"]\n[verifier]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"verifier.localhost\"]\n";
+    let solve = format!("#!/bin/bash\n{get}\necho {both} > /app/agent-phase.txt\n");
+    let test = format!(
+        "#!/bin/bash\n{get}\nv={both}\necho \"agent phase: $(cat /app/agent-phase.txt); verifier phase: $v\"\nif [ \"$(cat /app/agent-phase.txt)\" = \"200 403\" ] && [ \"$v\" = \"403 200\" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    );
+    let dockerfile =
+        format!("FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN true\n");
+    for (relative, content) in [
+        ("task.toml", toml),
+        ("instruction.md", "Reach what you may.\n"),
+        ("environment/Dockerfile", dockerfile.as_str()),
+        ("tests/test.sh", test.as_str()),
+        ("solution/solve.sh", solve.as_str()),
+    ] {
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write");
+    }
+    let engine = backend.engine().expect("an engine");
+    let run = crate::harbor::run(
+        &fixture,
+        &root,
+        "oracle",
+        &["--model", "oracle", "--env", engine, "--pull", "never"],
+    );
+    let image = run.trajectory("phases")[0]["task"]["image"]
+        .as_str()
+        .map(str::to_owned);
+    let _cleanup = crate::support::backend::ImageTags(image.into_iter().collect());
+    let row = run.row("phases");
+    let log = std::fs::read_to_string(run.task_dir("phases").join("test.log")).unwrap_or_default();
+    assert_eq!(
+        (row["exit_reason"].as_str(), row["reward"].as_str()),
+        ("completed", "1.0"),
+        "{row:?}\n{log}\n{}",
+        run.stderr
+    );
+    assert_eq!(agent_seen.load(Ordering::SeqCst), 1, "{log}");
+    assert_eq!(verifier_seen.load(Ordering::SeqCst), 1, "{log}");
+}
+
+under_each_engine!(
+    a_harbor_tasks_phases_each_reach_their_own_hosts,
+    super::harbor_phases_each_reach_their_own_hosts
+);
