@@ -114,8 +114,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Mutex<Shared>>) {
                     connections.spawn(serve_one(stream, Arc::clone(&shared)));
                 }
                 // A transient failure (no file descriptors left): the next
-                // accept may work.
-                Err(_) => tokio::task::yield_now().await,
+                // accept may work, once something was closed; not in a
+                // busy loop meanwhile.
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
