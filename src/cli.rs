@@ -491,6 +491,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_network: bool,
 
+    /// Let agent commands reach these hosts only, through a proxy onebash serves inside the task's container (which has no other network): names, `*.` wildcards (the names under it), IP addresses and CIDR ranges, comma-separated, as a Harbor task's `allowed_hosts` (e.g. `pypi.org,*.pythonhosted.org`). Under `--env podman` and `--env docker`. A task with an allowlist of its own keeps its own.
+    #[arg(long, value_name = "HOSTS", value_parser = parse_hosts, conflicts_with = "allow_network")]
+    pub allow_hosts: Option<crate::task::AllowedHosts>,
+
     /// Where tasks run: `host` (under --sandbox), a container per (task, epoch) from the task's `image` through the `podman` or `docker` CLI, or `oci`: the image with no daemon, from a registry (`docker://REF` or `REF`, as podman names it), `docker-archive:PATH` (docker/podman save) or `oci:PATH[:REF]` (an OCI layout folder), unpacked into the cache, each command under bwrap over it (--sandbox is then not used).
     /// [default: host; tasks that name an image then stop the run, unless `--env host` is given]
     #[arg(long = "env", value_enum)]
@@ -596,6 +600,7 @@ impl RunArgs {
             workdirs: self.workdirs.clone(),
             sandbox: self.sandbox,
             allow_network: self.allow_network,
+            allow_hosts: self.allow_hosts.clone(),
             env: self.env,
             image: self.image.clone(),
             workdir: self.workdir.clone(),
@@ -653,6 +658,17 @@ pub(crate) fn run_args(tasks: &std::path::Path, args: &[&str]) -> RunArgs {
         panic!("not a run");
     };
     *run
+}
+
+/// `--allow-hosts`: Harbor's rules for `allowed_hosts`.
+fn parse_hosts(list: &str) -> Result<crate::task::AllowedHosts, String> {
+    match crate::task::AllowedHosts::parse_list(list) {
+        Ok(hosts) if hosts.entries().is_empty() => {
+            Err("no host given (for no network at all, leave --allow-hosts out)".to_owned())
+        }
+        Ok(hosts) => Ok(hosts),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -219,6 +219,7 @@ fn container_settings(config: &RunConfig) -> Option<crate::env::container::Setti
         run_id: run_id(&real),
         run_lock: RunFolder::at(&real).lock_file(),
         network: config.allow_network,
+        allowed_hosts: config.allowed_hosts.clone(),
         memory_bytes: config.limits.max_memory_bytes,
         max_processes: config.limits.max_processes,
         max_file_size_bytes: config.limits.max_file_size_bytes,

@@ -179,6 +179,13 @@ pub(crate) enum Entry {
         /// The kinds `setup_command` matched (not counted).
         setup_kinds: Vec<String>,
     },
+    /// What an allowlist's proxy was asked: hosts, requests refused, and
+    /// the refused repository hosts (the audit's flag).
+    Hosts {
+        hosts: usize,
+        refused: u64,
+        refused_repo_host: Vec<String>,
+    },
     Test {
         run: CommandRun,
         /// As graded: the test lists when the task has them, else the
@@ -345,6 +352,7 @@ pub(crate) fn entries(events: &[Event]) -> Vec<Entry> {
             | Event::ToolError { .. } => out.extend(turn_entry(event, &flagged)),
             Event::AgentEnd { .. }
             | Event::Audit { .. }
+            | Event::Hosts { .. }
             | Event::Test { .. }
             | Event::End { .. } => {
                 out.extend(end_entry(event));
@@ -481,6 +489,14 @@ fn end_entry(event: &Event) -> Option<Entry> {
             commands: history_probes.len(),
             kinds: kinds(history_probes.iter().flat_map(|c| &c.probes)),
             setup_kinds: kinds(setup_probes.iter()),
+        },
+        Event::Hosts {
+            asked,
+            refused_repo_host,
+        } => Entry::Hosts {
+            hosts: asked.len(),
+            refused: asked.iter().map(|a| a.refused).sum(),
+            refused_repo_host: refused_repo_host.clone(),
         },
         Event::Test {
             record, per_test, ..
@@ -663,6 +679,25 @@ fn entry_lines(entry: Entry, s: &Style) -> Vec<String> {
             kinds,
             setup_kinds,
         } => vec![audit_line(s, commands, &kinds, &setup_kinds)],
+        Entry::Hosts {
+            hosts,
+            refused,
+            refused_repo_host,
+        } => {
+            let mut line = format!(
+                "hosts: {} asked through the allowlist, {} refused",
+                count(hosts, "host", "hosts"),
+                count(refused as usize, "request", "requests")
+            );
+            if !refused_repo_host.is_empty() {
+                let flag = format!(
+                    "  refused the repository's host: {}",
+                    refused_repo_host.join(", ")
+                );
+                line.push_str(&s.red(&flag));
+            }
+            vec![line]
+        }
         Entry::Test { run, verdict } => test_lines(s, &run, &verdict),
         Entry::End {
             status,

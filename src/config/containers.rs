@@ -138,6 +138,7 @@ fn network_wishes(
         .iter()
         .filter_map(|task| task.benchmark.network().map(|wish| (task, wish)))
         .collect();
+    allowlist_guard(args, &wishes)?;
     if args.allow_network {
         if let Some((task, wish)) = wishes.iter().find(|(_, wish)| !wish.public) {
             return Err(ConfigError::Usage(format!(
@@ -160,6 +161,31 @@ fn network_wishes(
         ));
     }
     Ok(())
+}
+
+/// An allowlist (`--allow-hosts`, or a task's own) needs a container
+/// engine onebash can put its proxy in: under `--env host` and `--env
+/// oci` it stops the run, named.
+fn allowlist_guard(
+    args: &RunOptions,
+    wishes: &[(&TaskSpec, NetworkWish)],
+) -> Result<(), ConfigError> {
+    if args.env_kind().engine().is_some() {
+        return Ok(());
+    }
+    let env = args.env_kind().image_backend().unwrap_or("host");
+    if args.allow_hosts.is_some() {
+        return Err(ConfigError::Usage(format!(
+            "--allow-hosts is not honoured under --env {env} yet: only in a container of --env podman or --env docker\nhint: run with --env podman or --env docker"
+        )));
+    }
+    match wishes.iter().find(|(_, wish)| wish.allowlist.is_some()) {
+        Some((task, wish)) => Err(ConfigError::Usage(format!(
+            "task {} asks for an allowlist ({}), which onebash honours only in a container of --env podman or --env docker, not under --env {env} yet\nhint: run it with --env podman or --env docker",
+            task.id, wish.key
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

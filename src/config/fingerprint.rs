@@ -63,6 +63,11 @@ impl<P> RunConfig<P> {
                 serde_json::json!(dataset.fingerprint()),
             );
         }
+        // The hosts a task may reach change what it can do; only when
+        // given, so run folders from before the flag keep resuming.
+        if let (Some(hosts), Some(fields)) = (&self.allowed_hosts, fingerprint.as_object_mut()) {
+            fields.insert("allow_hosts".to_owned(), serde_json::json!(hosts));
+        }
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
             fields.insert("test_command".to_owned(), serde_json::json!(template));
         }

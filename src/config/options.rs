@@ -59,6 +59,8 @@ pub(crate) struct RunOptions {
     pub workdirs: Option<PathBuf>,
     pub sandbox: SandboxMode,
     pub allow_network: bool,
+    /// `--allow-hosts`.
+    pub allow_hosts: Option<crate::task::AllowedHosts>,
     /// `--env`; `None` when not given (tasks that name an image are then
     /// refused, see `image_guard`).
     pub env: Option<EnvKind>,
@@ -130,6 +132,7 @@ impl RunOptions {
             workdirs: None,
             sandbox: SandboxMode::Auto,
             allow_network: false,
+            allow_hosts: None,
             env: None,
             image: None,
             workdir: "/testbed".to_owned(),

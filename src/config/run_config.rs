@@ -38,9 +38,9 @@ use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::grade::Rules;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::SandboxMode;
-use crate::task::TaskSpec;
 use crate::task::predictions::PredictionsRecord;
 use crate::task::prompt::PromptVariant;
+use crate::task::{AllowedHosts, TaskSpec};
 
 /// Everything a run needs, checked. `P` is what is known of the machine:
 /// [`Unprobed`] as [`RunConfig::from_options`] builds it, [`Probed`] once
@@ -102,6 +102,9 @@ pub(crate) struct RunConfig<P = Probed> {
     #[serde(skip)]
     pub hidden: Vec<PathBuf>,
     pub allow_network: bool,
+    /// `--allow-hosts`: the hosts a task that names none may reach.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_hosts: Option<AllowedHosts>,
     /// `--env`: where tasks run.
     pub env_kind: EnvKind,
     /// `--image`: the template of the images of tasks that have none.
@@ -238,6 +241,7 @@ impl RunConfig<Unprobed> {
             sandbox_mode: args.sandbox,
             hidden: checked.hidden,
             allow_network: args.allow_network,
+            allowed_hosts: args.allow_hosts.clone(),
             env_kind: args.env_kind(),
             image: args.image.clone(),
             workdir: args.workdir.clone(),
@@ -333,6 +337,7 @@ impl RunConfig<Unprobed> {
             sandbox_mode: self.sandbox_mode,
             hidden: self.hidden,
             allow_network: self.allow_network,
+            allowed_hosts: self.allowed_hosts,
             env_kind: self.env_kind,
             image: self.image,
             workdir: self.workdir,

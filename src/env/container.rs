@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::artifacts;
 use super::channel::{self, Channel, Reply, Request};
+use super::egress::WayOut;
 use super::image_repo::{self, GIT_TIMEOUT, ImageRepo, Prepared, Refused, SetupLog};
 use super::{
     BoxFuture, Command, Entered, EnvError, Environment, ImageBuild, Swept, Trust, Workspace, host,
@@ -48,7 +49,7 @@ use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
 use crate::sys::limits::ChildSetup;
-use crate::task::{Code, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
+use crate::task::{Code, HostAsked, PhaseHosts, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -348,6 +349,9 @@ pub(crate) struct Settings {
     pub run_lock: PathBuf,
     /// `--allow-network`, for the agent's container (the tests' never).
     pub network: bool,
+    /// `--allow-hosts`: the hosts a task that names none of its own may
+    /// reach, through the proxy, in the agent's container.
+    pub allowed_hosts: Option<crate::task::AllowedHosts>,
     pub memory_bytes: u64,
     pub max_processes: u64,
     pub max_file_size_bytes: u64,
@@ -637,6 +641,13 @@ impl Containers {
             container: Mutex::new(None),
             setup: SetupLog::default(),
             via: tokio::sync::Mutex::new(Via::Unopened),
+            // A task that asks for no public network keeps its own
+            // (an allowlist, or none); the others get the run's.
+            hosts: match task.benchmark.network() {
+                Some(wish) if !wish.public => wish.allowlist,
+                _ => self.settings.allowed_hosts.clone().map(PhaseHosts::both),
+            },
+            way_out: WayOut::default(),
         }
     }
 }
@@ -687,6 +698,11 @@ struct ContainerWorkspace {
     /// channel`); held for the whole of each command, so commands go one
     /// at a time.
     via: tokio::sync::Mutex<Via>,
+    /// The hosts each phase may reach through a proxy, when the task or
+    /// the run has an allowlist: its containers start with no network.
+    hosts: Option<PhaseHosts>,
+    /// The proxy of the container commands go to now.
+    way_out: WayOut,
 }
 
 /// How a workspace's commands reach its container.
@@ -823,12 +839,64 @@ impl ContainerWorkspace {
         };
         // Some engines print warnings before the id on stdout: the id is
         // the last line.
-        id.lines()
+        let id = id
+            .lines()
             .last()
             .map(str::to_owned)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| EnvError::NoId {
                 image: image.to_owned(),
+            })?;
+        self.allow_hosts(&id, image, phase, network).await?;
+        Ok(id)
+    }
+
+    /// Under an allowlist, serves the phase's proxy inside the network
+    /// namespace of the container `id` (started with none), on its
+    /// loopback; a container that cannot have it is removed.
+    async fn allow_hosts(
+        &self,
+        id: &str,
+        image: &str,
+        phase: &str,
+        network: bool,
+    ) -> Result<(), EnvError> {
+        let hosts = match phase {
+            "agent" => self.hosts.as_ref().map(|h| h.agent.clone()),
+            "verifier" => self.hosts.as_ref().map(|h| h.verifier.clone()),
+            _ => None,
+        };
+        let Some(hosts) = hosts.filter(|_| !network) else {
+            return Ok(());
+        };
+        let attached = self.attach_proxy(id, image, hosts).await;
+        if attached.is_err() {
+            let rm = vec!["rm".into(), "-f".into(), id.to_owned()];
+            let _ = self.settings.engine.client_async(rm).await;
+        }
+        attached
+    }
+
+    async fn attach_proxy(
+        &self,
+        id: &str,
+        image: &str,
+        hosts: crate::task::AllowedHosts,
+    ) -> Result<(), EnvError> {
+        let inspect = vec![
+            "inspect".into(),
+            "--format".into(),
+            "{{.State.Pid}}".into(),
+            id.to_owned(),
+        ];
+        let pid = self.settings.engine.client_async(inspect).await?;
+        let pid: u32 = pid.trim().parse().unwrap_or(0);
+        self.way_out
+            .attach(pid, hosts)
+            .await
+            .map_err(|source| EnvError::Egress {
+                image: image.to_owned(),
+                source,
             })
     }
 
@@ -851,6 +919,7 @@ impl ContainerWorkspace {
     /// channel.
     async fn remove(&self) -> Result<(), EnvError> {
         *self.via.lock().await = Via::Unopened;
+        self.way_out.detach();
         let Some(id) = lock(&self.container).take() else {
             return Ok(());
         };
@@ -951,6 +1020,16 @@ impl ContainerWorkspace {
             std::process::id(),
             COMMANDS.fetch_add(1, Ordering::Relaxed)
         );
+        // A sandbox with a proxy: the model's and the tests' commands are
+        // pointed at it (the harness's own need no network).
+        let proxied = match command.trust {
+            Trust::Agent { .. } => self.way_out.env(command.env),
+            Trust::Harness => None,
+        };
+        let command = Command {
+            env: proxied.as_ref().unwrap_or(command.env),
+            ..command
+        };
         let outcome = match self.settings.commands {
             ContainerCommands::Exec => self.exec_once(&container, &mark, &command).await?,
             ContainerCommands::Channel => self.through_channel(&container, &mark, &command).await?,
@@ -1376,6 +1455,9 @@ impl Workspace for ContainerWorkspace {
                     self.to_separate_verifier(separate)
                         .await
                         .map_err(|err| EnvError::Artifacts(Box::new(err)))?;
+                } else if let Some(hosts) = &self.hosts {
+                    // The verifier's phase in the agent's container.
+                    self.way_out.set_hosts(hosts.verifier.clone());
                 }
                 return self.stage_verifier(verifier).await;
             }
@@ -1465,6 +1547,10 @@ impl Workspace for ContainerWorkspace {
         format!("{}:{short}:{}", self.settings.engine.name(), self.workdir())
     }
 
+    fn hosts_asked(&self) -> Vec<HostAsked> {
+        self.way_out.asked()
+    }
+
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>> {
         Box::pin(async move {
             let removed = self.remove().await;
@@ -1496,6 +1582,7 @@ mod tests {
             run_id: "r".to_owned(),
             run_lock: dir.join("run.lock"),
             network: false,
+            allowed_hosts: None,
             memory_bytes: 1 << 30,
             max_processes: 64,
             max_file_size_bytes: 1 << 20,
@@ -1518,6 +1605,8 @@ mod tests {
             container: Mutex::new(None),
             setup: SetupLog::default(),
             via: tokio::sync::Mutex::new(Via::Unopened),
+            hosts: None,
+            way_out: WayOut::default(),
         }
     }
 

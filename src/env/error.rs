@@ -76,6 +76,15 @@ pub enum EnvError {
         path.display()
     )]
     BindPath { path: PathBuf },
+    /// The proxy of an allowlist could not be put in the sandbox's
+    /// network namespace.
+    #[error(
+        "failed to give the sandbox of {image} its allowed hosts: {source}\nhint: onebash must be allowed to enter the container's namespaces (root, or rootless podman as the same user)"
+    )]
+    Egress {
+        image: String,
+        source: super::egress::NetnsError,
+    },
     #[error("failed to start a container from {image}: {source}")]
     Start {
         image: String,

@@ -13,6 +13,7 @@ mod build;
 mod channel;
 mod choose;
 pub(crate) mod container;
+pub(crate) mod egress;
 mod error;
 mod host;
 mod image_repo;

@@ -178,6 +178,12 @@ pub(crate) trait Workspace: Send + Sync {
     /// Where the working copy is, for messages.
     fn location(&self) -> String;
 
+    /// The hosts its commands asked for through an allowlist's proxy so
+    /// far, and how many requests were refused; none without one.
+    fn hosts_asked(&self) -> Vec<crate::task::HostAsked> {
+        Vec::new()
+    }
+
     /// Ends the workspace; the working copy is deleted unless `keep`.
     fn leave(self: Box<Self>, keep: bool) -> BoxFuture<'static, std::io::Result<()>>;
 }

@@ -209,6 +209,16 @@ pub(crate) enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty", default)]
         setup_probes: Vec<Probe>,
     },
+    /// The hosts the agent's commands asked for through an allowlist's
+    /// proxy (`--allow-hosts`, a Harbor task's `allowed_hosts`), with the
+    /// requests refused: written after `audit`, only under an allowlist.
+    Hosts {
+        asked: Vec<crate::task::HostAsked>,
+        /// The refused ones that are the task's repository host (or under
+        /// it): the audit's flag.
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        refused_repo_host: Vec<String>,
+    },
     /// The agent's change against the base commit, saved as a file.
     Diff {
         path: String,
@@ -756,6 +766,21 @@ mod tests {
                 }],
                 setup_probes: vec![probe(ProbeKind::GitFetch, "git fetch")],
             },
+            Event::Hosts {
+                asked: vec![
+                    crate::task::HostAsked {
+                        host: "github.com".to_owned(),
+                        requests: 1,
+                        refused: 1,
+                    },
+                    crate::task::HostAsked {
+                        host: "pypi.org".to_owned(),
+                        requests: 3,
+                        refused: 0,
+                    },
+                ],
+                refused_repo_host: vec!["github.com".to_owned()],
+            },
             Event::Diff {
                 path: "patch.diff".to_owned(),
                 bytes: 10,
@@ -800,6 +825,7 @@ mod tests {
             Event::ToolError { .. } => "tool_error",
             Event::AgentEnd { .. } => "agent_end",
             Event::Audit { .. } => "audit",
+            Event::Hosts { .. } => "hosts",
             Event::Diff { .. } => "diff",
             Event::Test { .. } => "test",
             Event::End { .. } => "end",

@@ -338,7 +338,7 @@ impl TaskRun<'_> {
             Ok(agent) => agent,
             Err(failure) => return self.error_row(failure),
         };
-        let history_probes = self.audit(trajectory, checkout).await;
+        let history_probes = self.audit(trajectory, checkout, workspace).await;
         // Processes the agent left behind must not touch the diff or the tests.
         self.kill_left_behind().await;
         // The agent's change, saved before the tests touch the working copy.
@@ -432,7 +432,12 @@ impl TaskRun<'_> {
 
     /// The audit of the agent's commands, recorded; returns how many
     /// probed the repo's history past the base.
-    async fn audit(&self, trajectory: &mut TrajectoryWriter, checkout: &Checkout) -> u32 {
+    async fn audit(
+        &self,
+        trajectory: &mut TrajectoryWriter,
+        checkout: &Checkout,
+        workspace: &dyn Workspace,
+    ) -> u32 {
         let task = self.task;
         let mirror = self.ctx.cache.mirror_path(&task.repo_location);
         let audit = audit::audit_task(AuditInput {
@@ -450,6 +455,16 @@ impl TaskRun<'_> {
                 setup_probes: audit.setup_probes,
             })
             .await;
+        let asked = workspace.hosts_asked();
+        if !asked.is_empty() {
+            let refused_repo_host = audit::refused_repo_hosts(&task.repo_location, &asked);
+            trajectory
+                .write(&Event::Hosts {
+                    asked,
+                    refused_repo_host,
+                })
+                .await;
+        }
         history_probes
     }
 

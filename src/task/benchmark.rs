@@ -160,6 +160,9 @@ pub(crate) enum BuiltinPrompt {
 pub(crate) struct NetworkWish {
     pub public: bool,
     pub key: String,
+    /// `allowlist`: the hosts each phase may reach, through the proxy
+    /// (`public` is false).
+    pub allowlist: Option<super::PhaseHosts>,
 }
 
 /// What `pull` does for a task.

@@ -73,6 +73,8 @@ pub(crate) struct HarborTask {
     /// The network it asks for, and whether task.toml says so (or it is
     /// Harbor's default); `None` when that is refused.
     pub network: Option<(Network, bool)>,
+    /// Under an allowlist: each phase's hosts.
+    pub hosts: Option<super::PhaseHosts>,
 }
 
 /// The label a built image carries, valued by the task's id.
@@ -165,6 +167,7 @@ impl Benchmark for HarborTask {
         let mode = match network {
             Network::Public => "public",
             Network::None => "no-network",
+            Network::Allowlist => "allowlist",
         };
         let key = if written {
             format!("`environment.network_mode` = {mode:?}")
@@ -174,6 +177,7 @@ impl Benchmark for HarborTask {
         Some(NetworkWish {
             public: network == Network::Public,
             key,
+            allowlist: self.hosts.clone(),
         })
     }
 
@@ -389,6 +393,7 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborErro
             .checked
             .network
             .map(|network| (network, config.checked.network_written)),
+        hosts: config.checked.hosts.clone(),
     };
     let test_command = test_command(&harbor.verifier_env);
     let task = TaskSpec {
@@ -932,6 +937,7 @@ mod tests {
             refused: Vec::new(),
             toml_path: PathBuf::from("/t/task.toml"),
             network: Some((Network::Public, false)),
+            hosts: None,
         };
         let Some(script) = oracle_command(&harbor) else {
             panic!("a solution");

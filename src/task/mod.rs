@@ -6,7 +6,8 @@
 //! come in, one file a benchmark: onebash's own lines (own.rs), a
 //! SWE-bench instance ([`swebench`]), a swebench 5 row (swebench5.rs),
 //! SWE-bench Pro (pro.rs), Multi-SWE-bench (multi.rs), SWE-smith's
-//! refused lines (smith.rs), a Harbor task folder (harbor.rs); another
+//! refused lines (smith.rs), a Harbor task folder (harbor.rs); the hosts a
+//! task may reach (hosts.rs); another
 //! agent's predictions ([`predictions`]); and the prompt a task is
 //! rendered into ([`prompt`]).
 //! What can be wrong with a task line is in error.rs ([`LineError`]).
@@ -15,6 +16,7 @@ mod benchmark;
 mod convert;
 mod error;
 mod harbor;
+mod hosts;
 mod lines;
 mod multi;
 mod own;
@@ -34,6 +36,7 @@ pub(crate) use benchmark::{
     SeparateVerifier, Tests, Verdict, VerifierFolder,
 };
 pub(crate) use error::{IdError, LineError};
+pub(crate) use hosts::{AllowedHosts, HostAsked, PhaseHosts};
 #[cfg(test)]
 pub(crate) use lines::parse_tasks;
 pub(crate) use lines::{load_tasks, parse_rows};

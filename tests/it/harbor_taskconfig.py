@@ -46,6 +46,14 @@ def parse(path):
     except Exception as err:  # pydantic's ValidationError, a TOML error
         return {"ok": False, "error": str(err).splitlines()[0]}
     env = config.environment
+    # Each phase's policy as Harbor's trial resolves it
+    # (harbor/trial/network_policy.py): its own when written, else the
+    # environment's baseline.
+    baseline = env.resolve_baseline()
+    phases = {
+        phase: getattr(config, phase).explicit_phase_policy() or baseline
+        for phase in ("agent", "verifier")
+    }
     return {
         "ok": True,
         "verifier_timeout_sec": config.verifier.timeout_sec,
@@ -56,6 +64,10 @@ def parse(path):
         "docker_image": env.docker_image or None,
         "verifier_env": config.verifier.env,
         "network_mode": env.network_mode.value,
+        "phase_networks": {
+            phase: [policy.network_mode.value, policy.allowed_hosts]
+            for phase, policy in phases.items()
+        },
     }
 
 

@@ -18,6 +18,7 @@ mod demo;
 mod docs_links;
 mod doctor;
 mod dry_run;
+mod egress;
 mod exec_safety;
 mod export;
 mod harbor;

@@ -153,6 +153,27 @@ fn entry_html(entry: &Entry) -> String {
             kinds,
             setup_kinds,
         } => audit_line(*commands, kinds, setup_kinds),
+        Entry::Hosts {
+            hosts,
+            refused,
+            refused_repo_host,
+        } => {
+            let line = format!(
+                "hosts: {} asked through the allowlist, {} refused",
+                count(*hosts, "host", "hosts"),
+                count(*refused as usize, "request", "requests")
+            );
+            match refused_repo_host.is_empty() {
+                true => format!("<p class=\"meta\">{}</p>\n", escape(&line)),
+                false => problem_line(
+                    &line,
+                    &format!(
+                        "refused the repository's host: {}",
+                        refused_repo_host.join(", ")
+                    ),
+                ),
+            }
+        }
         Entry::Test { run, verdict } => format!(
             "<section class=\"test\"><h2>Test</h2>\n{}</section>\n",
             command_block("test $", run, Some(verdict))

@@ -9,6 +9,8 @@
 
 use toml::Value;
 
+use crate::task::{AllowedHosts, PhaseHosts};
+
 /// One key of task.toml: its dotted path (`[]` marks an array of tables,
 /// as in `steps[]`), Harbor's default as task.toml would spell it, and
 /// what onebash does with it.
@@ -68,8 +70,13 @@ fn no_gpus(value: &Value) -> bool {
     value.as_integer() == Some(0)
 }
 
-const ONE_NETWORK: &str = "onebash gives the agent and the verifier one network, the run's \
-     (--allow-network): a phase of its own, or an allowlist, is not done yet";
+const ONE_NETWORK: &str = "onebash gives the agent and the verifier a container's network or none \
+     (no-network and allowlist switch between phases, through the proxy); the public network \
+     in one phase and not in the other is not done yet";
+
+const HOSTS: &str = "the hosts the phase's commands may reach through onebash's proxy, under \
+     --env podman and --env docker (refused under --env host and --env oci): names, `*.` \
+     wildcards, IP addresses and CIDR ranges, read as Harbor reads them";
 
 /// Every key Harbor 0.26 reads in task.toml, in its model's order.
 pub(crate) const KEYS: &[Key] = &[
@@ -172,16 +179,13 @@ pub(crate) const KEYS: &[Key] = &[
         path: "verifier.network_mode",
         default: "(none): the environment's",
         does: Does::Honours(
-            "equal to the environment's, as the run gives it; another value is refused",
+            "the phase's own network, as Harbor's: `no-network` and `allowlist` (each phase its own hosts) in either phase; `public` in one phase and not in the other is refused",
         ),
     },
     Key {
         path: "verifier.allowed_hosts",
         default: "(none)",
-        does: Does::Refuses {
-            why: ONE_NETWORK,
-            accepts: empty,
-        },
+        does: Does::Honours(HOSTS),
     },
     Key {
         path: "agent",
@@ -205,16 +209,13 @@ pub(crate) const KEYS: &[Key] = &[
         path: "agent.network_mode",
         default: "(none): the environment's",
         does: Does::Honours(
-            "equal to the environment's, as the run gives it; another value is refused",
+            "the phase's own network, as Harbor's: `no-network` and `allowlist` (each phase its own hosts) in either phase; `public` in one phase and not in the other is refused",
         ),
     },
     Key {
         path: "agent.allowed_hosts",
         default: "(none)",
-        does: Does::Refuses {
-            why: ONE_NETWORK,
-            accepts: empty,
-        },
+        does: Does::Honours(HOSTS),
     },
     Key {
         path: "environment",
@@ -225,16 +226,13 @@ pub(crate) const KEYS: &[Key] = &[
         path: "environment.network_mode",
         default: "\"public\"",
         does: Does::Honours(
-            "`public` wants --allow-network (a run without it warns), `no-network` is refused under --allow-network; `allowlist` is refused",
+            "`public` wants --allow-network (a run without it warns); `no-network`, and `allowlist`, are refused under --allow-network; `allowlist` gets the proxy (a run's --allow-hosts does not replace it)",
         ),
     },
     Key {
         path: "environment.allowed_hosts",
         default: "(none)",
-        does: Does::Refuses {
-            why: ONE_NETWORK,
-            accepts: empty,
-        },
+        does: Does::Honours(HOSTS),
     },
     Key {
         path: "environment.allow_internet",
@@ -402,6 +400,8 @@ pub(crate) fn covering(path: &str) -> Option<&'static Key> {
 pub(crate) enum Network {
     Public,
     None,
+    /// Through the proxy: the hosts are [`Checked::hosts`].
+    Allowlist,
 }
 
 /// What a task.toml asks that onebash reads beyond its values.
@@ -417,6 +417,9 @@ pub(crate) struct Checked {
     /// Whether the network was written (or `allow_internet`), not the
     /// default.
     pub network_written: bool,
+    /// Under [`Network::Allowlist`]: each phase's hosts (none for a
+    /// `no-network` phase).
+    pub hosts: Option<PhaseHosts>,
 }
 
 /// Checks a task.toml's table as Harbor 0.26 validates it: the message
@@ -679,8 +682,11 @@ pub(crate) fn size_mb(size: &str) -> Option<i64> {
 }
 
 /// The network: the environment's baseline (its `network_mode`, else the
-/// old `allow_internet`, else public), and each phase's override, which
-/// onebash honours only when it is the baseline.
+/// old `allow_internet`, else public), and each phase's override, as
+/// Harbor resolves them (`trial/network_policy.py`): a phase's own when
+/// written, else the baseline. The public network in one phase and not
+/// the other is refused; otherwise both phases are public, both have
+/// none, or each gets the proxy with its hosts (none for `no-network`).
 fn network(doc: &toml::Table, checked: &mut Checked) -> Result<(), String> {
     const MODES: &[&str] = &["no-network", "public", "allowlist"];
     let table = |name: &str| doc.get(name).and_then(Value::as_table);
@@ -706,16 +712,8 @@ fn network(doc: &toml::Table, checked: &mut Checked) -> Result<(), String> {
     }
     checked.network_written =
         mode.is_some() || environment.is_some_and(|e| e.contains_key("allow_internet"));
-    checked.network = match baseline {
-        "public" => Some(Network::Public),
-        "no-network" => Some(Network::None),
-        _ => {
-            checked.refused.push(format!(
-                "`environment.network_mode` = \"allowlist\": {ONE_NETWORK}"
-            ));
-            None
-        }
-    };
+    let baseline_hosts = allowed_hosts("environment", hosts)?;
+    let mut phases = Vec::new();
     for phase in ["agent", "verifier"] {
         let phase_table = table(phase);
         let mode = phase_table.and_then(|p| p.get("network_mode"));
@@ -726,6 +724,7 @@ fn network(doc: &toml::Table, checked: &mut Checked) -> Result<(), String> {
                     "`{phase}.allowed_hosts` is only valid with `{phase}.network_mode` = \"allowlist\""
                 ));
             }
+            phases.push((phase, None, baseline, baseline_hosts.clone()));
             continue;
         };
         one_of(&format!("{phase}.network_mode"), mode, MODES)?;
@@ -734,14 +733,44 @@ fn network(doc: &toml::Table, checked: &mut Checked) -> Result<(), String> {
                 "`{phase}.allowed_hosts` is only valid with `{phase}.network_mode` = \"allowlist\""
             ));
         }
-        if mode.as_str() != Some(baseline) {
-            checked.refused.push(format!(
-                "`{phase}.network_mode` = {} (the environment's is {baseline:?}): {ONE_NETWORK}",
-                shown(mode)
-            ));
-        }
+        let written = mode.as_str().unwrap_or(baseline);
+        phases.push((phase, Some(mode), written, allowed_hosts(phase, hosts)?));
     }
+    let public = |mode: &str| mode == "public";
+    if public(phases[0].2) != public(phases[1].2) {
+        for (phase, written, mode, _) in &phases {
+            if let Some(written) = written
+                && public(mode) != public(baseline)
+            {
+                checked.refused.push(format!(
+                    "`{phase}.network_mode` = {} (the environment's is {baseline:?}): {ONE_NETWORK}",
+                    shown(written)
+                ));
+            }
+        }
+        return Ok(());
+    }
+    checked.network = Some(match (phases[0].2, phases[1].2) {
+        (p, _) if public(p) => Network::Public,
+        ("no-network", "no-network") => Network::None,
+        _ => {
+            checked.hosts = Some(PhaseHosts {
+                agent: phases[0].3.clone(),
+                verifier: phases[1].3.clone(),
+            });
+            Network::Allowlist
+        }
+    });
     Ok(())
+}
+
+/// A table's `allowed_hosts`, read with Harbor's rules; none when absent.
+fn allowed_hosts(table: &str, hosts: Option<&Value>) -> Result<AllowedHosts, String> {
+    let items: Vec<&str> = hosts
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    AllowedHosts::parse(&items).map_err(|err| format!("`{table}.allowed_hosts`: {err}"))
 }
 
 /// A TOML value as a message shows it.

@@ -38,6 +38,19 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
         "[agent]\nnetwork_mode = \"no-network\"\n",
         Ok(&["agent.network_mode"]),
     ),
+    // Phases of their own: no-network and allowlist switch, public does not.
+    (
+        "[environment]\nnetwork_mode = \"no-network\"\n[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\", \"*.pythonhosted.org\", \"10.0.0.0/8\"]\n",
+        Ok(&[]),
+    ),
+    (
+        "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n[verifier]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"b.org\"]\n",
+        Ok(&[]),
+    ),
+    (
+        "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n[verifier]\nnetwork_mode = \"public\"\n",
+        Ok(&["verifier.network_mode"]),
+    ),
     // The rest of what onebash cannot honour yet.
     (
         "[verifier]\nuser = \"tester\"\n[verifier.environment]\ndocker_image = \"x\"\n[[verifier.collect]]\ncommand = \"true\"\n",
@@ -58,7 +71,7 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
     ),
     (
         "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]\n",
-        Ok(&["environment.network_mode", "environment.allowed_hosts"]),
+        Ok(&[]),
     ),
     (
         "[verifier]\nenv = { KEY = \"${OPENAI_API_KEY}\" }\n",
@@ -76,6 +89,14 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
     (
         "[environment]\nallowed_hosts = [\"x.org\"]\n",
         Err("`environment.allowed_hosts` is only valid"),
+    ),
+    (
+        "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"https://x.org/\"]\n",
+        Err("`environment.allowed_hosts`: allowed host"),
+    ),
+    (
+        "[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"x.*.org\"]\n",
+        Err("`agent.allowed_hosts`: allowed host"),
     ),
     (
         "[verifier]\nenvironment_mode = \"shared\"\n[verifier.environment]\n",
@@ -139,6 +160,20 @@ fn every_key_is_honoured_refused_or_ignored_by_name() {
         (checked.network, checked.network_written)
     };
     assert_eq!(network(""), (Some(Network::Public), false));
+    // A phase of its own: the agent's hosts, and none for the verifier.
+    let table: toml::Table = toml::from_str(
+        "[environment]\nnetwork_mode = \"no-network\"\n[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"PyPI.org.\"]\n",
+    )
+    .expect("toml");
+    let checked = check(&table).expect("valid");
+    assert_eq!(checked.network, Some(Network::Allowlist));
+    assert_eq!(
+        checked.hosts,
+        Some(PhaseHosts {
+            agent: AllowedHosts::parse(&["pypi.org"]).expect("hosts"),
+            verifier: AllowedHosts::default(),
+        })
+    );
     assert_eq!(
         network("[environment]\nallow_internet = false\n"),
         (Some(Network::None), true)
@@ -311,11 +346,33 @@ fn harbors_taskconfig_and_onebash_read_the_fixtures_alike() {
             })
             .unwrap_or_default();
         assert_eq!(ours.verifier_env, env, "{text}");
-        let mode = match ours.checked.network {
-            Some(Network::Public) => "public",
-            Some(Network::None) => "no-network",
-            None => "allowlist",
-        };
-        assert_eq!(theirs["network_mode"], mode, "{text}");
+        // Each phase's network as Harbor's trial resolves it: public, none,
+        // or the proxy (an allowlist; none of it for a `no-network` phase).
+        for phase in ["agent", "verifier"] {
+            let mode = theirs["phase_networks"][phase][0].as_str().unwrap_or("");
+            let expected: &[&str] = match ours.checked.network {
+                Some(Network::Public) => &["public"],
+                Some(Network::None) => &["no-network"],
+                Some(Network::Allowlist) => &["allowlist", "no-network"],
+                // Refused: public in one phase only.
+                None => &["public", "allowlist", "no-network"],
+            };
+            assert!(expected.contains(&mode), "{text}: {phase} is {mode}");
+        }
+        // Each phase's hosts, as Harbor resolves and normalises them.
+        if let Some(hosts) = &ours.checked.hosts {
+            for (phase, ours) in [("agent", &hosts.agent), ("verifier", &hosts.verifier)] {
+                let theirs: Vec<String> = theirs["phase_networks"][phase][1]
+                    .as_array()
+                    .map(|h| {
+                        h.iter()
+                            .filter_map(|h| h.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let theirs = crate::task::AllowedHosts::parse(&theirs).expect("Harbor's hosts");
+                assert_eq!(*ours, theirs, "{text}: {phase}");
+            }
+        }
     }
 }
