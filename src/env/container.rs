@@ -574,6 +574,19 @@ impl Containers {
         // no `-w`: podman refuses `-w` of a folder the image lacks.
         workspace.workdir = Mutex::new(workdir);
         workspace.image_workdir = true;
+        let setup = task
+            .benchmark
+            .container_setup()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(dir) = &setup.workdir {
+            // Every command gets it (`exec -w`), as Harbor's; the
+            // container itself starts in the image's.
+            workspace.workdir = Mutex::new(dir.clone());
+        }
+        workspace.env = setup.env.clone();
+        workspace.user = Mutex::new(setup.agent_user.clone());
+        workspace.verifier_user = setup.verifier_user.clone();
         let limits = task.benchmark.limits();
         if let Some(mb) = limits.memory_mb {
             workspace.memory_bytes = mb.saturating_mul(1024 * 1024);
@@ -586,6 +599,20 @@ impl Containers {
             .await
             .map_err(|err| failed(err.to_string()))?;
         *lock(&workspace.container) = Some(id);
+        if !setup.writable.is_empty() {
+            let quoted: Vec<String> = setup
+                .writable
+                .iter()
+                .map(|dir| image_repo::quote(dir))
+                .collect();
+            let script = format!("mkdir -p {all} && chmod 777 {all}", all = quoted.join(" "));
+            if let Err(err) = workspace.harness_as_root(&script).await {
+                let _ = workspace.remove().await;
+                return Err(failed(format!(
+                    "cannot make the folders a user other than the image's writes in: {err}"
+                )));
+            }
+        }
         let checkout = Checkout {
             dir: scratch.to_owned(),
             commit: task.base_commit.clone(),
@@ -628,6 +655,9 @@ impl Containers {
             repo,
             child,
             image_workdir: false,
+            env: Vec::new(),
+            user: Mutex::new(None),
+            verifier_user: None,
             memory_bytes: self.settings.memory_bytes,
             cpus: self.settings.cpus,
             client_env: CommandEnv::engine_client(&format!(
@@ -672,9 +702,16 @@ struct ContainerWorkspace {
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
-    /// Whether `workdir` is the image's own WORKDIR: the engine makes
-    /// it, and the container is started without `-w`.
+    /// Whether the container starts in the image's own WORKDIR (the
+    /// engine makes it), without `-w`; its commands get `-w workdir`.
     image_workdir: bool,
+    /// Variables of the containers of the task's image (`run -e`).
+    env: Vec<(String, String)>,
+    /// Who the agent's commands (and, after the agent, the tests) run as
+    /// now; `None`: the image's user. The harness's run as the image's.
+    user: Mutex<Option<String>>,
+    /// Who the tests run as, from the agent's end.
+    verifier_user: Option<String>,
     /// The container's memory and CPUs: the run's, or the task's own.
     memory_bytes: u64,
     cpus: Option<f64>,
@@ -696,6 +733,8 @@ enum Via {
     Unopened,
     Open {
         container: String,
+        /// Who its commands run as (`exec -u`); `None`: the image's user.
+        user: Option<String>,
         channel: Box<Channel>,
     },
     /// The channel could not be opened: one exec per command for the rest
@@ -791,6 +830,13 @@ impl ContainerWorkspace {
         ]);
         if let Some(cpus) = self.cpus {
             args.extend(["--cpus".into(), cpus.to_string()]);
+        }
+        // The task's variables go with its image: a verifier of an image
+        // of its own gets none, as Harbor's.
+        if image == self.image {
+            for (key, value) in &self.env {
+                args.extend(["-e".into(), format!("{key}={value}")]);
+            }
         }
         if mounted {
             args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir())]);
@@ -937,6 +983,22 @@ impl ContainerWorkspace {
         command: Command<'_>,
         replayed: bool,
     ) -> Result<CommandOutcome, ExecError> {
+        let user = match command.trust {
+            Trust::Agent { .. } => lock(&self.user).clone(),
+            Trust::Harness => None,
+        };
+        self.exec_as(command, replayed, user).await
+    }
+
+    /// [`ContainerWorkspace::exec`] as `user` (`exec -u`); `None`: the
+    /// image's user.
+    async fn exec_as(
+        &self,
+        command: Command<'_>,
+        replayed: bool,
+        user: Option<String>,
+    ) -> Result<CommandOutcome, ExecError> {
+        let user = user.as_deref();
         let container = lock(&self.container).clone();
         let container = container.ok_or_else(|| {
             self.spawn_error(
@@ -952,8 +1014,11 @@ impl ContainerWorkspace {
             COMMANDS.fetch_add(1, Ordering::Relaxed)
         );
         let outcome = match self.settings.commands {
-            ContainerCommands::Exec => self.exec_once(&container, &mark, &command).await?,
-            ContainerCommands::Channel => self.through_channel(&container, &mark, &command).await?,
+            ContainerCommands::Exec => self.exec_once(&container, &mark, &command, user).await?,
+            ContainerCommands::Channel => {
+                self.through_channel(&container, &mark, &command, user)
+                    .await?
+            }
         };
         if replayed {
             self.setup.record(&command);
@@ -985,8 +1050,12 @@ impl ContainerWorkspace {
         container: &str,
         mark: &str,
         command: &Command<'_>,
+        user: Option<&str>,
     ) -> Result<CommandOutcome, ExecError> {
         let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), self.workdir().into()];
+        if let Some(user) = user {
+            args.extend(["-u".into(), user.into()]);
+        }
         for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
             COMMAND_MARK_VAR.to_owned(),
             mark.to_owned(),
@@ -1035,23 +1104,29 @@ impl ContainerWorkspace {
         container: &str,
         mark: &str,
         command: &Command<'_>,
+        user: Option<&str>,
     ) -> Result<CommandOutcome, ExecError> {
         // bash cannot take such a script as an argument: the engine's
         // exec gives today's error.
         if command.script.contains('\0') {
-            return self.exec_once(container, mark, command).await;
+            return self.exec_once(container, mark, command, user).await;
         }
         let engine = self.settings.engine.name();
         let mut via = self.via.lock().await;
-        if via.container().is_some_and(|open| open != container) {
+        // A channel runs its commands as the user it was opened as: one
+        // for another user is opened anew.
+        if via.container().is_some_and(|open| open != container)
+            || matches!(&*via, Via::Open { user: opened, .. } if opened.as_deref() != user)
+        {
             *via = Via::Unopened;
         }
         let mut notice: Option<String> = None;
         for _attempt in 0..2 {
             if matches!(*via, Via::Unopened) {
-                *via = match self.open_channel(container).await {
+                *via = match self.open_channel(container, user).await {
                     Ok(channel) => Via::Open {
                         container: container.to_owned(),
+                        user: user.map(str::to_owned),
                         channel: Box::new(channel),
                     },
                     Err(why) => {
@@ -1067,8 +1142,8 @@ impl ContainerWorkspace {
             // Taken out while the command runs: if this future is dropped
             // halfway (a cancelled run), the channel goes with it, and the
             // next command opens a new one rather than one in mid-request.
-            let mut channel = match std::mem::replace(&mut *via, Via::Unopened) {
-                Via::Open { channel, .. } => channel,
+            let (mut channel, opened) = match std::mem::replace(&mut *via, Via::Unopened) {
+                Via::Open { channel, user, .. } => (channel, user),
                 other => {
                     *via = other;
                     break;
@@ -1092,6 +1167,7 @@ impl ContainerWorkspace {
                 Reply::Ended(mut outcome) => {
                     *via = Via::Open {
                         container: container.to_owned(),
+                        user: opened,
                         channel,
                     };
                     outcome.notice = notice;
@@ -1121,15 +1197,19 @@ impl ContainerWorkspace {
             }
         }
         drop(via);
-        let mut outcome = self.exec_once(container, mark, command).await?;
+        let mut outcome = self.exec_once(container, mark, command, user).await?;
         outcome.notice = notice;
         Ok(outcome)
     }
 
     /// Starts the channel's server in `container`.
-    async fn open_channel(&self, container: &str) -> Result<Channel, channel::ChannelError> {
+    async fn open_channel(
+        &self,
+        container: &str,
+        user: Option<&str>,
+    ) -> Result<Channel, channel::ChannelError> {
         let nonce = channel::nonce();
-        let args = channel::server_args(container, &self.workdir(), &nonce)
+        let args = channel::server_args(container, &self.workdir(), &nonce, user)
             .into_iter()
             .map(OsString::from)
             .collect();
@@ -1148,6 +1228,21 @@ impl ContainerWorkspace {
     /// in the tests' container: its output, or why it failed.
     async fn harness_git(&self, script: &str) -> Result<String, EnvError> {
         let (outcome, output) = self.git_outcome(script).await?;
+        image_repo::git_result(&outcome, output)
+    }
+
+    /// A script of the harness's own as root (`exec -u 0`), where the
+    /// image's user may not be: its output, or why it failed.
+    async fn harness_as_root(&self, script: &str) -> Result<String, EnvError> {
+        let env = CommandEnv::for_task("onebash-harness");
+        let command = Command {
+            script,
+            timeout: GIT_TIMEOUT,
+            env: &env,
+            trust: Trust::Harness,
+        };
+        let outcome = self.exec_as(command, false, Some("0".to_owned())).await?;
+        let output = outcome.output.to_text();
         image_repo::git_result(&outcome, output)
     }
 
@@ -1262,7 +1357,7 @@ impl ContainerWorkspace {
     /// running), which the verifier checks in place and no diff of one
     /// folder could carry to a fresh container.
     async fn stage_verifier(&self, verifier: &VerifierFolder) -> Result<(), EnvError> {
-        self.harness_git(verifier.stage)
+        self.harness_as_root(verifier.stage)
             .await
             .map_err(|err| EnvError::VerifierDirs(Box::new(err)))?;
         let container = self.current()?;
@@ -1377,7 +1472,10 @@ impl Workspace for ContainerWorkspace {
                         .await
                         .map_err(|err| EnvError::Artifacts(Box::new(err)))?;
                 }
-                return self.stage_verifier(verifier).await;
+                self.stage_verifier(verifier).await?;
+                // The tests run as the verifier's user from now on.
+                *lock(&self.user) = self.verifier_user.clone();
+                return Ok(());
             }
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.
@@ -1512,6 +1610,9 @@ mod tests {
             repo: Repo::Image(ImageRepo::new("abc")),
             child: ChildSetup::none(),
             image_workdir: false,
+            env: Vec::new(),
+            user: Mutex::new(None),
+            verifier_user: None,
             memory_bytes: 1 << 30,
             cpus: None,
             client_env: CommandEnv::engine_client("r-t-1"),

@@ -52,6 +52,26 @@ pub(crate) struct Limits {
     pub memory_mb: Option<u64>,
 }
 
+/// What a task's own container gets beyond its image and limits: set
+/// when it starts, applied to the commands run in it (Harbor's
+/// `[environment] env` and `workdir`, `[agent] user`, `[verifier] user`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ContainerSetup {
+    /// Variables of the container itself (`run -e`), which every command
+    /// in it sees.
+    pub env: Vec<(String, String)>,
+    /// Where every command runs, in place of the image's WORKDIR.
+    pub workdir: Option<String>,
+    /// Who the agent's commands run as (a name or a uid); `None`: the
+    /// image's user.
+    pub agent_user: Option<String>,
+    /// Who the tests run as, after the agent.
+    pub verifier_user: Option<String>,
+    /// Folders made, as root, and writable by all when the container
+    /// starts, for a user other than the image's to write in.
+    pub writable: Vec<String>,
+}
+
 /// A folder of the task's copied into the container after the agent, for
 /// the test command (a verifier).
 #[derive(Debug, Clone, PartialEq)]
@@ -197,6 +217,11 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
     /// The container limits it asks for.
     fn limits(&self) -> Limits {
         Limits::default()
+    }
+
+    /// What its container gets beyond its image: none by default.
+    fn container_setup(&self) -> Option<&ContainerSetup> {
+        None
     }
 
     /// Its own agent timeout, over `--task-timeout`.

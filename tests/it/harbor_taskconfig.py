@@ -56,6 +56,12 @@ def parse(path):
         "docker_image": env.docker_image or None,
         "verifier_env": config.verifier.env,
         "network_mode": env.network_mode.value,
+        "env": env.env,
+        "workdir": env.workdir,
+        "agent_user": config.agent.user,
+        "verifier_user": config.verifier.user,
+        "solution_env": config.solution.env,
+        "healthcheck": env.healthcheck.model_dump() if env.healthcheck else None,
     }
 
 

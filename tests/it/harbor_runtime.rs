@@ -1,0 +1,152 @@
+//! Harbor's container settings (`[agent] user`, `[verifier] user`,
+//! `[environment] workdir`, `env`, `cpus`, `memory_mb`, `healthcheck`,
+//! `[solution] env`), run end to end under podman and docker: the
+//! oracle's solve.sh (run as the agent's commands are) and test.sh each
+//! record who they run as, where, with which variables and under which
+//! cgroup limits, and the reward says whether each is as Harbor sets it; a
+//! healthcheck that never passes stops its task. Skipped when the engine
+//! or the test image is missing, as tests/it/harbor.rs.
+
+use std::path::Path;
+
+use crate::harbor::run;
+use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
+use crate::support::harness::Fixture;
+
+/// Every setting at once; the healthcheck passes at its second attempt
+/// (the first is a failure, counted in /tmp/healthchecks).
+const TOML: &str = r#"[agent]
+user = "agent"
+
+[verifier]
+user = 2345
+env = { CHECKED_BY = "the verifier" }
+
+[environment]
+workdir = "/work"
+cpus = 0.5
+memory_mb = 300
+env = { GREETING = "hello from task.toml" }
+
+[environment.healthcheck]
+command = 'echo "$(id -un) $(pwd) $GREETING" >> /tmp/healthchecks; [ "$(wc -l < /tmp/healthchecks)" -ge 2 ]'
+interval_sec = 0
+start_interval_sec = 0
+retries = 3
+
+[solution]
+env = { SECRET_WORD = "swordfish" }
+"#;
+
+/// The oracle's record of its own commands: user, folder, the task's
+/// variable and the solution's, and the container's limits (cgroup v2's
+/// files, else v1's).
+const SOLVE: &str = r#"#!/bin/bash
+{
+  echo "user=$(id -un)"
+  echo "dir=$(pwd)"
+  echo "greeting=$GREETING"
+  echo "secret=$SECRET_WORD"
+  echo "memory=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"
+  echo "cpu=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)"
+} > seen.txt
+"#;
+
+/// Passes only when every setting was as task.toml says, for the agent
+/// and for the verifier itself; says which were not.
+const TEST: &str = r#"#!/bin/bash
+ok=1
+want() { grep -qx "$1" /work/seen.txt || { echo "the agent did not see $1: $(cat /work/seen.txt)"; ok=0; }; }
+want user=agent
+want dir=/work
+want "greeting=hello from task.toml"
+want secret=swordfish
+want memory=314572800
+grep -Eq '^cpu=50000( 100000)?$' /work/seen.txt || { echo "cpu: $(cat /work/seen.txt)"; ok=0; }
+[ "$(id -un)" = tester ] || { echo "verifier as $(id -un)"; ok=0; }
+[ "$(pwd)" = /work ] || { echo "verifier in $(pwd)"; ok=0; }
+[ "$GREETING" = "hello from task.toml" ] || { echo "verifier greeting: $GREETING"; ok=0; }
+[ "$CHECKED_BY" = "the verifier" ] || { echo "no verifier env"; ok=0; }
+[ -z "$SECRET_WORD" ] || { echo "the solution's env reached the verifier"; ok=0; }
+[ "$(cat /tmp/healthchecks)" = "$(printf 'root /work hello from task.toml\nroot /work hello from task.toml')" ] || { echo "healthchecks: $(cat /tmp/healthchecks)"; ok=0; }
+echo $ok > /logs/verifier/reward.txt
+"#;
+
+fn task_folder(root: &Path, name: &str, toml: &str, dockerfile: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = root.join(name);
+    for (relative, content) in [
+        ("task.toml", toml),
+        ("instruction.md", "Record what you see in seen.txt.\n"),
+        ("environment/Dockerfile", dockerfile),
+        ("tests/test.sh", TEST),
+        ("solution/solve.sh", SOLVE),
+    ] {
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write");
+        if relative.ends_with(".sh") {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+    }
+}
+
+fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend) {
+    let fixture = Fixture::new();
+    let root = fixture.path("tasks");
+    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    // The image's own WORKDIR is /app: task.toml's /work takes its place.
+    let dockerfile = format!(
+        "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nRUN useradd -m -u 1234 agent && useradd -m -u 2345 tester && mkdir /work /app && chmod 777 /work\nWORKDIR /app\n"
+    );
+    task_folder(&root, "settings", TOML, &dockerfile);
+    let never_healthy = TOML.replace("[ \"$(wc -l < /tmp/healthchecks)\" -ge 2 ]", "false");
+    task_folder(&root, "unhealthy", &never_healthy, &dockerfile);
+    let engine = backend.engine().expect("an engine");
+    let in_engine = ["--env", engine, "--pull", "never"];
+
+    let mut args = vec!["--model", "oracle"];
+    args.extend(in_engine);
+    let oracle = run(&fixture, &root, "oracle", &args);
+    let image = oracle.trajectory("settings")[0]["task"]["image"]
+        .as_str()
+        .expect("image")
+        .to_owned();
+    let _cleanup = ImageTags(vec![image]);
+    let row = oracle.row("settings");
+    let log =
+        std::fs::read_to_string(oracle.task_dir("settings").join("test.log")).unwrap_or_default();
+    assert_eq!(
+        (row["exit_reason"].as_str(), row["reward"].as_str()),
+        ("completed", "1.0"),
+        "{row:?}\n{log}\n{}",
+        oracle.stderr
+    );
+    // A healthcheck that never passes stops its task after its retries,
+    // with Harbor's message.
+    let unhealthy = oracle.row("unhealthy");
+    assert_eq!(unhealthy["exit_reason"], "setup_error", "{unhealthy:?}");
+    assert!(
+        unhealthy["error"].contains("healthcheck failed after 3 consecutive retries"),
+        "{unhealthy:?}"
+    );
+
+    let mut args = vec!["--model", "noop"];
+    args.extend(in_engine);
+    let noop = run(&fixture, &root, "noop", &args);
+    let row = noop.row("settings");
+    assert_eq!(
+        (row["exit_reason"].as_str(), row["reward"].as_str()),
+        ("completed", "0.0"),
+        "{row:?}\n{}",
+        noop.stderr
+    );
+    for task in ["settings", "unhealthy"] {
+        backend.assert_nothing_left_of(task);
+    }
+}
+
+under_each_engine!(
+    harbor_users_workdir_env_limits_and_healthcheck,
+    super::harbor_users_workdir_env_limits_and_healthcheck_in_an_engine
+);
