@@ -48,7 +48,7 @@ use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
 use crate::sys::limits::ChildSetup;
-use crate::task::{Code, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
+use crate::task::{Code, CollectHook, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -1376,20 +1376,16 @@ impl ContainerWorkspace {
     /// Harbor's collect hooks, in the agent's container after the agent:
     /// each within its timeout; what one says or how it ends is no error
     /// (Harbor's are best-effort).
-    async fn collect(&self, hooks: &[(String, std::time::Duration)]) {
+    async fn collect(&self, hooks: &[CollectHook]) {
         let env = CommandEnv::for_task("onebash-harness");
-        for (script, timeout) in hooks {
-            let _ = self
-                .exec(
-                    Command {
-                        script,
-                        timeout: *timeout,
-                        env: &env,
-                        trust: Trust::Harness,
-                    },
-                    false,
-                )
-                .await;
+        for hook in hooks {
+            let command = Command {
+                script: &hook.command,
+                timeout: hook.timeout,
+                env: &env,
+                trust: Trust::Harness,
+            };
+            let _ = self.exec_as(command, false, hook.user.clone()).await;
         }
     }
 

@@ -84,12 +84,21 @@ pub(crate) struct VerifierFolder {
     /// where the verifier reads and writes.
     pub stage: &'static str,
     /// Commands run in the agent's container after the agent, before the
-    /// verifier, in order, each with its timeout; a failure is no error
-    /// (Harbor's collect hooks are best-effort).
-    pub collect: Vec<(String, Duration)>,
+    /// verifier, in order; a failure is no error (Harbor's collect hooks
+    /// are best-effort).
+    pub collect: Vec<CollectHook>,
     /// A verifier of its own container (Harbor's `environment_mode =
     /// "separate"`); `None`: it runs in the agent's.
     pub separate: Option<SeparateVerifier>,
+}
+
+/// A command run in the agent's container after the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CollectHook {
+    pub command: String,
+    pub timeout: Duration,
+    /// Who it runs as (`exec -u`); `None`: the image's user.
+    pub user: Option<String>,
 }
 
 /// A verifier that runs in a fresh container, which receives from the

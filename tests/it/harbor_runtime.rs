@@ -1,6 +1,8 @@
 //! Harbor's container settings (`[agent] user`, `[verifier] user`,
 //! `[environment] workdir`, `env`, `cpus`, `memory_mb`, `healthcheck`,
-//! `[solution] env`), run end to end under podman and docker: the
+//! `[solution] env`, a collect hook's `user`), run end to end under
+//! podman and docker, through the container's channel and by one exec a
+//! command: the
 //! oracle's solve.sh (run as the agent's commands are) and test.sh each
 //! record who they run as, where, with which variables and under which
 //! cgroup limits, and the reward says whether each is as Harbor sets it; a
@@ -21,6 +23,10 @@ user = "agent"
 [verifier]
 user = 2345
 env = { CHECKED_BY = "the verifier" }
+
+[[verifier.collect]]
+command = "id -un > /tmp/collected-by"
+user = "agent"
 
 [environment]
 workdir = "/work"
@@ -68,6 +74,7 @@ grep -Eq '^cpu=50000( 100000)?$' /work/seen.txt || { echo "cpu: $(cat /work/seen
 [ "$GREETING" = "hello from task.toml" ] || { echo "verifier greeting: $GREETING"; ok=0; }
 [ "$CHECKED_BY" = "the verifier" ] || { echo "no verifier env"; ok=0; }
 [ -z "$SECRET_WORD" ] || { echo "the solution's env reached the verifier"; ok=0; }
+[ "$(cat /tmp/collected-by)" = agent ] || { echo "collected by $(cat /tmp/collected-by)"; ok=0; }
 [ "$(cat /tmp/healthchecks)" = "$(printf 'root /work hello from task.toml\nroot /work hello from task.toml')" ] || { echo "healthchecks: $(cat /tmp/healthchecks)"; ok=0; }
 echo $ok > /logs/verifier/reward.txt
 "#;
@@ -89,6 +96,19 @@ fn task_folder(root: &Path, name: &str, toml: &str, dockerfile: &str) {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         }
     }
+}
+
+/// The `settings` task passed, its test log shown when not.
+fn assert_passed(run: &crate::support::harness::RunOutput) {
+    let row = run.row("settings");
+    let log =
+        std::fs::read_to_string(run.task_dir("settings").join("test.log")).unwrap_or_default();
+    assert_eq!(
+        (row["exit_reason"].as_str(), row["reward"].as_str()),
+        ("completed", "1.0"),
+        "{row:?}\n{log}\n{}",
+        run.stderr
+    );
 }
 
 fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend) {
@@ -113,15 +133,11 @@ fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend
         .expect("image")
         .to_owned();
     let _cleanup = ImageTags(vec![image]);
-    let row = oracle.row("settings");
-    let log =
-        std::fs::read_to_string(oracle.task_dir("settings").join("test.log")).unwrap_or_default();
-    assert_eq!(
-        (row["exit_reason"].as_str(), row["reward"].as_str()),
-        ("completed", "1.0"),
-        "{row:?}\n{log}\n{}",
-        oracle.stderr
-    );
+    assert_passed(&oracle);
+    // The same by one `exec -u` a command, without the channel.
+    let mut args = vec!["--model", "oracle", "--container-commands", "exec"];
+    args.extend(in_engine);
+    assert_passed(&run(&fixture, &root, "oracle-exec", &args));
     // A healthcheck that never passes stops its task after its retries,
     // with Harbor's message.
     let unhealthy = oracle.row("unhealthy");

@@ -164,7 +164,7 @@ pub(crate) const KEYS: &[Key] = &[
         path: "verifier.collect",
         default: "[]",
         does: Does::Honours(
-            "each `command` run in the agent's container after the agent, before the artifacts are taken (either mode), within its `timeout_sec`; a failure is no error, as in Harbor; a `service` other than `main`, or a `user`, is refused",
+            "each `command` run in the agent's container after the agent, before the artifacts are taken (either mode), within its `timeout_sec`; a failure is no error, as in Harbor; as its `user` (`exec -u`), else the image's; a `service` other than `main` is refused",
         ),
     },
     Key {
