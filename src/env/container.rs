@@ -776,15 +776,18 @@ impl ContainerWorkspace {
     /// Starts a container from the task's image, detached, doing nothing
     /// until it is removed; its id.
     async fn start(&self, phase: &str, network: bool) -> Result<String, EnvError> {
-        self.start_from(&self.image, phase, network).await
+        self.start_from(&self.image, phase, network, true).await
     }
 
-    /// [`ContainerWorkspace::start`] from `image`.
+    /// [`ContainerWorkspace::start`] from `image`; with the task's own
+    /// container settings (its variables and limits) when `task_settings`,
+    /// else with the run's limits alone.
     async fn start_from(
         &self,
         image: &str,
         phase: &str,
         network: bool,
+        task_settings: bool,
     ) -> Result<String, EnvError> {
         let settings = &self.settings;
         let host_dir = self.dir.display().to_string();
@@ -820,20 +823,23 @@ impl ContainerWorkspace {
             args.push("--network".into());
             args.push("none".into());
         }
+        let (memory_bytes, cpus) = if task_settings {
+            (self.memory_bytes, self.cpus)
+        } else {
+            (settings.memory_bytes, settings.cpus)
+        };
         args.extend([
             "--memory".into(),
-            self.memory_bytes.to_string(),
+            memory_bytes.to_string(),
             "--memory-swap".into(),
-            self.memory_bytes.to_string(),
+            memory_bytes.to_string(),
             "--pids-limit".into(),
             settings.max_processes.to_string(),
         ]);
-        if let Some(cpus) = self.cpus {
+        if let Some(cpus) = cpus {
             args.extend(["--cpus".into(), cpus.to_string()]);
         }
-        // The task's variables go with its image: a verifier of an image
-        // of its own gets none, as Harbor's.
-        if image == self.image {
+        if task_settings {
             for (key, value) in &self.env {
                 args.extend(["-e".into(), format!("{key}={value}")]);
             }
@@ -1410,12 +1416,19 @@ impl ContainerWorkspace {
             .await
             .map_err(|err| EnvError::RemoveAgent(Box::new(err)))?;
         let image = separate.image.as_deref().unwrap_or(&self.image);
-        // The verifier works in its own image's WORKDIR, as Harbor's.
-        if image != self.image {
+        // A verifier of an environment of its own works in its image's
+        // WORKDIR, without the task's variables and limits, as Harbor's;
+        // else in a fresh copy of the task's container.
+        if separate.own_environment {
             *lock(&self.workdir) = workdir_of(engine, image).await?;
         }
         let id = self
-            .start_from(image, "verifier", self.settings.network)
+            .start_from(
+                image,
+                "verifier",
+                self.settings.network,
+                !separate.own_environment,
+            )
             .await?;
         *lock(&self.container) = Some(id.clone());
         engine

@@ -107,6 +107,11 @@ pub(crate) struct CollectHook {
 pub(crate) struct SeparateVerifier {
     /// The verifier's image; `None`: the task's.
     pub image: Option<String>,
+    /// Whether it has an environment of its own (Harbor's
+    /// `[verifier.environment]`): then its container gets none of the
+    /// task's container settings (variables, workdir, limits), only the
+    /// run's; else it is a fresh copy of the task's container.
+    pub own_environment: bool,
     /// What passes from the agent's container to the verifier's.
     pub artifacts: Vec<Artifact>,
 }

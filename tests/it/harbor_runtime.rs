@@ -79,6 +79,40 @@ grep -Eq '^cpu=50000( 100000)?$' /work/seen.txt || { echo "cpu: $(cat /work/seen
 echo $ok > /logs/verifier/reward.txt
 "#;
 
+/// A separate verifier: a fresh copy of the task's container (its
+/// workdir, variables and limits), or, with `[verifier.environment]` of
+/// its own, the image's WORKDIR with none of them; either way as the
+/// verifier's user, with the agent's record passed as an artifact.
+fn separate_toml(own_environment: bool) -> String {
+    let (dir, greeting, memory) = if own_environment {
+        ("/app", "", "not 314572800")
+    } else {
+        ("/work", "hello from task.toml", "314572800")
+    };
+    let own = if own_environment {
+        "[verifier.environment]\n"
+    } else {
+        ""
+    };
+    format!(
+        "artifacts = [\"/work/seen.txt\"]\n[agent]\nuser = \"agent\"\n[verifier]\nenvironment_mode = \"separate\"\nuser = \"tester\"\nenv = {{ WANT_DIR = \"{dir}\", WANT_GREETING = \"{greeting}\", WANT_MEMORY = \"{memory}\" }}\n[environment]\nworkdir = \"/work\"\nmemory_mb = 300\nenv = {{ GREETING = \"hello from task.toml\" }}\n{own}"
+    )
+}
+
+const SEPARATE_TEST: &str = r#"#!/bin/bash
+ok=1
+memory=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)
+grep -qx user=agent /work/seen.txt || { echo "seen: $(cat /work/seen.txt)"; ok=0; }
+[ "$(id -un)" = tester ] || { echo "verifier as $(id -un)"; ok=0; }
+[ "$(pwd)" = "$WANT_DIR" ] || { echo "verifier in $(pwd)"; ok=0; }
+[ "$GREETING" = "$WANT_GREETING" ] || { echo "greeting: $GREETING"; ok=0; }
+case "$WANT_MEMORY" in
+  not\ *) [ "$memory" != "${WANT_MEMORY#not }" ] || { echo "memory $memory"; ok=0; } ;;
+  *) [ "$memory" = "$WANT_MEMORY" ] || { echo "memory $memory"; ok=0; } ;;
+esac
+echo $ok > /logs/verifier/reward.txt
+"#;
+
 fn task_folder(root: &Path, name: &str, toml: &str, dockerfile: &str) {
     use std::os::unix::fs::PermissionsExt;
     let dir = root.join(name);
@@ -86,7 +120,14 @@ fn task_folder(root: &Path, name: &str, toml: &str, dockerfile: &str) {
         ("task.toml", toml),
         ("instruction.md", "Record what you see in seen.txt.\n"),
         ("environment/Dockerfile", dockerfile),
-        ("tests/test.sh", TEST),
+        (
+            "tests/test.sh",
+            if name.starts_with("separate") {
+                SEPARATE_TEST
+            } else {
+                TEST
+            },
+        ),
         ("solution/solve.sh", SOLVE),
     ] {
         let path = dir.join(relative);
@@ -98,17 +139,19 @@ fn task_folder(root: &Path, name: &str, toml: &str, dockerfile: &str) {
     }
 }
 
-/// The `settings` task passed, its test log shown when not.
+/// The tasks that pass under the oracle passed, each test log shown
+/// when not.
 fn assert_passed(run: &crate::support::harness::RunOutput) {
-    let row = run.row("settings");
-    let log =
-        std::fs::read_to_string(run.task_dir("settings").join("test.log")).unwrap_or_default();
-    assert_eq!(
-        (row["exit_reason"].as_str(), row["reward"].as_str()),
-        ("completed", "1.0"),
-        "{row:?}\n{log}\n{}",
-        run.stderr
-    );
+    for task in ["settings", "separate-copy", "separate-own"] {
+        let row = run.row(task);
+        let log = std::fs::read_to_string(run.task_dir(task).join("test.log")).unwrap_or_default();
+        assert_eq!(
+            (row["exit_reason"].as_str(), row["reward"].as_str()),
+            ("completed", "1.0"),
+            "{task}: {row:?}\n{log}\n{}",
+            run.stderr
+        );
+    }
 }
 
 fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend) {
@@ -122,6 +165,8 @@ fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend
     task_folder(&root, "settings", TOML, &dockerfile);
     let never_healthy = TOML.replace("[ \"$(wc -l < /tmp/healthchecks)\" -ge 2 ]", "false");
     task_folder(&root, "unhealthy", &never_healthy, &dockerfile);
+    task_folder(&root, "separate-copy", &separate_toml(false), &dockerfile);
+    task_folder(&root, "separate-own", &separate_toml(true), &dockerfile);
     let engine = backend.engine().expect("an engine");
     let in_engine = ["--env", engine, "--pull", "never"];
 
@@ -150,14 +195,16 @@ fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend
     let mut args = vec!["--model", "noop"];
     args.extend(in_engine);
     let noop = run(&fixture, &root, "noop", &args);
-    let row = noop.row("settings");
-    assert_eq!(
-        (row["exit_reason"].as_str(), row["reward"].as_str()),
-        ("completed", "0.0"),
-        "{row:?}\n{}",
-        noop.stderr
-    );
-    for task in ["settings", "unhealthy"] {
+    for task in ["settings", "separate-copy", "separate-own"] {
+        let row = noop.row(task);
+        assert_eq!(
+            (row["exit_reason"].as_str(), row["reward"].as_str()),
+            ("completed", "0.0"),
+            "{task}: {row:?}\n{}",
+            noop.stderr
+        );
+    }
+    for task in ["settings", "unhealthy", "separate-copy", "separate-own"] {
         backend.assert_nothing_left_of(task);
     }
 }

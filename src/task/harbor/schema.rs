@@ -150,14 +150,14 @@ pub(crate) const KEYS: &[Key] = &[
         path: "verifier.environment_mode",
         default: "(none): shared",
         does: Does::Honours(
-            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container of the verifier's image (else the task's), which receives only the `artifacts`; `shared`: in the agent's container",
+            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container, which receives only the `artifacts`: a fresh copy of the task's (its image, workdir, variables and limits) unless `[verifier.environment]` is written; `shared`: in the agent's container",
         ),
     },
     Key {
         path: "verifier.environment",
         default: "(none)",
         does: Does::Honours(
-            "its `docker_image` is the separate verifier's image; a tests/Dockerfile without it, and its other keys, are refused (the verifier's container gets the run's limits and network)",
+            "the separate verifier's environment of its own, as Harbor's: its container is of its `docker_image` (else the task's image), in that image's WORKDIR, with none of the task's variables or limits (the run's limits and network); a tests/Dockerfile without `docker_image`, and its other keys, are refused",
         ),
     },
     Key {

@@ -68,7 +68,11 @@ pub(super) fn read(doc: &toml::Table, tests: &Path) -> Result<VerifierPlace, Str
             }
         }
     }
-    place.separate = Some(SeparateVerifier { image, artifacts });
+    place.separate = Some(SeparateVerifier {
+        image,
+        artifacts,
+        own_environment: environment.is_some(),
+    });
     Ok(place)
 }
 
