@@ -12,8 +12,9 @@
 use std::path::Path;
 
 use crate::harbor::run;
+use crate::harbor_verifier::assert_reward;
 use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
-use crate::support::harness::Fixture;
+use crate::support::harness::{Fixture, RunOutput};
 
 /// Every setting at once; the healthcheck passes at its second attempt
 /// (the first is a failure, counted in /tmp/healthchecks).
@@ -113,44 +114,31 @@ esac
 echo $ok > /logs/verifier/reward.txt
 "#;
 
+/// A task folder of `toml` with the oracle's record and the test that
+/// reads it (a separate verifier's for the `separate-` tasks).
 fn task_folder(root: &Path, name: &str, toml: &str, dockerfile: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = root.join(name);
-    for (relative, content) in [
-        ("task.toml", toml),
-        ("instruction.md", "Record what you see in seen.txt.\n"),
-        ("environment/Dockerfile", dockerfile),
-        (
-            "tests/test.sh",
-            if name.starts_with("separate") {
-                SEPARATE_TEST
-            } else {
-                TEST
-            },
-        ),
-        ("solution/solve.sh", SOLVE),
-    ] {
-        let path = dir.join(relative);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, content).expect("write");
-        if relative.ends_with(".sh") {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        }
-    }
+    let test = if name.starts_with("separate") {
+        SEPARATE_TEST
+    } else {
+        TEST
+    };
+    crate::harbor::task_folder(
+        root,
+        name,
+        &[
+            ("task.toml", toml),
+            ("instruction.md", "Record what you see in seen.txt.\n"),
+            ("environment/Dockerfile", dockerfile),
+            ("tests/test.sh", test),
+            ("solution/solve.sh", SOLVE),
+        ],
+    );
 }
 
-/// The tasks that pass under the oracle passed, each test log shown
-/// when not.
-fn assert_passed(run: &crate::support::harness::RunOutput) {
+/// The tasks that pass under the oracle passed.
+fn assert_passed(run: &RunOutput) {
     for task in ["settings", "separate-copy", "separate-own"] {
-        let row = run.row(task);
-        let log = std::fs::read_to_string(run.task_dir(task).join("test.log")).unwrap_or_default();
-        assert_eq!(
-            (row["exit_reason"].as_str(), row["reward"].as_str()),
-            ("completed", "1.0"),
-            "{task}: {row:?}\n{log}\n{}",
-            run.stderr
-        );
+        assert_reward(run, task, "1.0");
     }
 }
 
@@ -196,13 +184,7 @@ fn harbor_users_workdir_env_limits_and_healthcheck_in_an_engine(backend: Backend
     args.extend(in_engine);
     let noop = run(&fixture, &root, "noop", &args);
     for task in ["settings", "separate-copy", "separate-own"] {
-        let row = noop.row(task);
-        assert_eq!(
-            (row["exit_reason"].as_str(), row["reward"].as_str()),
-            ("completed", "0.0"),
-            "{task}: {row:?}\n{}",
-            noop.stderr
-        );
+        assert_reward(&noop, task, "0.0");
     }
     for task in ["settings", "unhealthy", "separate-copy", "separate-own"] {
         backend.assert_nothing_left_of(task);
