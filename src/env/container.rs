@@ -749,6 +749,13 @@ impl Via {
             Via::Open { container, .. } | Via::Exec { container } => Some(container),
         }
     }
+
+    /// Whether it is another container's, or a channel opened as another
+    /// user (its commands run as the user it was opened as).
+    fn stale(&self, container: &str, user: Option<&str>) -> bool {
+        self.container().is_some_and(|open| open != container)
+            || matches!(self, Via::Open { user: opened, .. } if opened.as_deref() != user)
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -823,27 +830,7 @@ impl ContainerWorkspace {
             args.push("--network".into());
             args.push("none".into());
         }
-        let (memory_bytes, cpus) = if task_settings {
-            (self.memory_bytes, self.cpus)
-        } else {
-            (settings.memory_bytes, settings.cpus)
-        };
-        args.extend([
-            "--memory".into(),
-            memory_bytes.to_string(),
-            "--memory-swap".into(),
-            memory_bytes.to_string(),
-            "--pids-limit".into(),
-            settings.max_processes.to_string(),
-        ]);
-        if let Some(cpus) = cpus {
-            args.extend(["--cpus".into(), cpus.to_string()]);
-        }
-        if task_settings {
-            for (key, value) in &self.env {
-                args.extend(["-e".into(), format!("{key}={value}")]);
-            }
-        }
+        args.extend(self.limits_and_variables(task_settings));
         if mounted {
             args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir())]);
         }
@@ -882,6 +869,34 @@ impl ContainerWorkspace {
             .ok_or_else(|| EnvError::NoId {
                 image: image.to_owned(),
             })
+    }
+
+    /// The container's limits and variables: the task's own when
+    /// `task_settings`, else the run's limits and no variables.
+    fn limits_and_variables(&self, task_settings: bool) -> Vec<String> {
+        let settings = &self.settings;
+        let (memory_bytes, cpus) = if task_settings {
+            (self.memory_bytes, self.cpus)
+        } else {
+            (settings.memory_bytes, settings.cpus)
+        };
+        let mut args: Vec<String> = vec![
+            "--memory".into(),
+            memory_bytes.to_string(),
+            "--memory-swap".into(),
+            memory_bytes.to_string(),
+            "--pids-limit".into(),
+            settings.max_processes.to_string(),
+        ];
+        if let Some(cpus) = cpus {
+            args.extend(["--cpus".into(), cpus.to_string()]);
+        }
+        if task_settings {
+            for (key, value) in &self.env {
+                args.extend(["-e".into(), format!("{key}={value}")]);
+            }
+        }
+        args
     }
 
     /// Removes every container labelled `label` (`k=v`), running or not;
@@ -1119,11 +1134,7 @@ impl ContainerWorkspace {
         }
         let engine = self.settings.engine.name();
         let mut via = self.via.lock().await;
-        // A channel runs its commands as the user it was opened as: one
-        // for another user is opened anew.
-        if via.container().is_some_and(|open| open != container)
-            || matches!(&*via, Via::Open { user: opened, .. } if opened.as_deref() != user)
-        {
+        if via.stale(container, user) {
             *via = Via::Unopened;
         }
         let mut notice: Option<String> = None;
