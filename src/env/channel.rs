@@ -395,20 +395,27 @@ async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecD
 }
 
 /// The engine's arguments after its program that start the server in
-/// `container`, in `workdir` (where every command starts).
-pub(super) fn server_args(container: &str, workdir: &str, nonce: &str) -> Vec<String> {
-    vec![
-        "exec".into(),
-        "-i".into(),
-        "-w".into(),
-        workdir.into(),
+/// `container`, in `workdir` (where every command starts), as `user`
+/// (`None`: the image's).
+pub(super) fn server_args(
+    container: &str,
+    workdir: &str,
+    nonce: &str,
+    user: Option<&str>,
+) -> Vec<String> {
+    let mut args: Vec<String> = vec!["exec".into(), "-i".into(), "-w".into(), workdir.into()];
+    if let Some(user) = user {
+        args.extend(["-u".into(), user.into()]);
+    }
+    args.extend([
         container.into(),
         "bash".into(),
         "-c".into(),
         SERVER.into(),
         "bash".into(),
         nonce.into(),
-    ]
+    ]);
+    args
 }
 
 /// Where `needle` first is in `haystack`.

@@ -49,7 +49,9 @@ use crate::sys::exec::{
     CommandEnv, CommandOutcome, ExecError, Spawn, ToolError, run_client, run_command,
 };
 use crate::sys::limits::ChildSetup;
-use crate::task::{Code, HostAsked, PhaseHosts, SeparateVerifier, TaskSpec, Tests, VerifierFolder};
+use crate::task::{
+    Code, CollectHook, HostAsked, PhaseHosts, SeparateVerifier, TaskSpec, Tests, VerifierFolder,
+};
 
 /// The variable that marks every process of one command inside the
 /// container, so that a timeout kills all of them, also those that left
@@ -578,6 +580,19 @@ impl Containers {
         // no `-w`: podman refuses `-w` of a folder the image lacks.
         workspace.workdir = Mutex::new(workdir);
         workspace.image_workdir = true;
+        let setup = task
+            .benchmark
+            .container_setup()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(dir) = &setup.workdir {
+            // Every command gets it (`exec -w`), as Harbor's; the
+            // container itself starts in the image's.
+            workspace.workdir = Mutex::new(dir.clone());
+        }
+        workspace.env = setup.env.clone();
+        workspace.user = Mutex::new(setup.agent_user.clone());
+        workspace.verifier_user = setup.verifier_user.clone();
         let limits = task.benchmark.limits();
         if let Some(mb) = limits.memory_mb {
             workspace.memory_bytes = mb.saturating_mul(1024 * 1024);
@@ -590,6 +605,20 @@ impl Containers {
             .await
             .map_err(|err| failed(err.to_string()))?;
         *lock(&workspace.container) = Some(id);
+        if !setup.writable.is_empty() {
+            let quoted: Vec<String> = setup
+                .writable
+                .iter()
+                .map(|dir| image_repo::quote(dir))
+                .collect();
+            let script = format!("mkdir -p {all} && chmod 777 {all}", all = quoted.join(" "));
+            if let Err(err) = workspace.harness_as_root(&script).await {
+                let _ = workspace.remove().await;
+                return Err(failed(format!(
+                    "cannot make the folders a user other than the image's writes in: {err}"
+                )));
+            }
+        }
         let checkout = Checkout {
             dir: scratch.to_owned(),
             commit: task.base_commit.clone(),
@@ -632,6 +661,9 @@ impl Containers {
             repo,
             child,
             image_workdir: false,
+            env: Vec::new(),
+            user: Mutex::new(None),
+            verifier_user: None,
             memory_bytes: self.settings.memory_bytes,
             cpus: self.settings.cpus,
             client_env: CommandEnv::engine_client(&format!(
@@ -683,9 +715,16 @@ struct ContainerWorkspace {
     /// Limits of the engine's client on the host (the task's cgroup); the
     /// container has its own.
     child: ChildSetup,
-    /// Whether `workdir` is the image's own WORKDIR: the engine makes
-    /// it, and the container is started without `-w`.
+    /// Whether the container starts in the image's own WORKDIR (the
+    /// engine makes it), without `-w`; its commands get `-w workdir`.
     image_workdir: bool,
+    /// Variables of the containers of the task's image (`run -e`).
+    env: Vec<(String, String)>,
+    /// Who the agent's commands (and, after the agent, the tests) run as
+    /// now; `None`: the image's user. The harness's run as the image's.
+    user: Mutex<Option<String>>,
+    /// Who the tests run as, from the agent's end.
+    verifier_user: Option<String>,
     /// The container's memory and CPUs: the run's, or the task's own.
     memory_bytes: u64,
     cpus: Option<f64>,
@@ -712,6 +751,8 @@ enum Via {
     Unopened,
     Open {
         container: String,
+        /// Who its commands run as (`exec -u`); `None`: the image's user.
+        user: Option<String>,
         channel: Box<Channel>,
     },
     /// The channel could not be opened: one exec per command for the rest
@@ -725,6 +766,13 @@ impl Via {
             Via::Unopened => None,
             Via::Open { container, .. } | Via::Exec { container } => Some(container),
         }
+    }
+
+    /// Whether it is another container's, or a channel opened as another
+    /// user (its commands run as the user it was opened as).
+    fn stale(&self, container: &str, user: Option<&str>) -> bool {
+        self.container().is_some_and(|open| open != container)
+            || matches!(self, Via::Open { user: opened, .. } if opened.as_deref() != user)
     }
 }
 
@@ -753,15 +801,18 @@ impl ContainerWorkspace {
     /// Starts a container from the task's image, detached, doing nothing
     /// until it is removed; its id.
     async fn start(&self, phase: &str, network: bool) -> Result<String, EnvError> {
-        self.start_from(&self.image, phase, network).await
+        self.start_from(&self.image, phase, network, true).await
     }
 
-    /// [`ContainerWorkspace::start`] from `image`.
+    /// [`ContainerWorkspace::start`] from `image`; with the task's own
+    /// container settings (its variables and limits) when `task_settings`,
+    /// else with the run's limits alone.
     async fn start_from(
         &self,
         image: &str,
         phase: &str,
         network: bool,
+        task_settings: bool,
     ) -> Result<String, EnvError> {
         let settings = &self.settings;
         let host_dir = self.dir.display().to_string();
@@ -797,17 +848,7 @@ impl ContainerWorkspace {
             args.push("--network".into());
             args.push("none".into());
         }
-        args.extend([
-            "--memory".into(),
-            self.memory_bytes.to_string(),
-            "--memory-swap".into(),
-            self.memory_bytes.to_string(),
-            "--pids-limit".into(),
-            settings.max_processes.to_string(),
-        ]);
-        if let Some(cpus) = self.cpus {
-            args.extend(["--cpus".into(), cpus.to_string()]);
-        }
+        args.extend(self.limits_and_variables(task_settings));
         if mounted {
             args.extend(["-v".into(), format!("{host_dir}:{}", self.workdir())]);
         }
@@ -898,6 +939,34 @@ impl ContainerWorkspace {
                 image: image.to_owned(),
                 source,
             })
+    }
+
+    /// The container's limits and variables: the task's own when
+    /// `task_settings`, else the run's limits and no variables.
+    fn limits_and_variables(&self, task_settings: bool) -> Vec<String> {
+        let settings = &self.settings;
+        let (memory_bytes, cpus) = if task_settings {
+            (self.memory_bytes, self.cpus)
+        } else {
+            (settings.memory_bytes, settings.cpus)
+        };
+        let mut args: Vec<String> = vec![
+            "--memory".into(),
+            memory_bytes.to_string(),
+            "--memory-swap".into(),
+            memory_bytes.to_string(),
+            "--pids-limit".into(),
+            settings.max_processes.to_string(),
+        ];
+        if let Some(cpus) = cpus {
+            args.extend(["--cpus".into(), cpus.to_string()]);
+        }
+        if task_settings {
+            for (key, value) in &self.env {
+                args.extend(["-e".into(), format!("{key}={value}")]);
+            }
+        }
+        args
     }
 
     /// Removes every container labelled `label` (`k=v`), running or not;
@@ -1006,6 +1075,22 @@ impl ContainerWorkspace {
         command: Command<'_>,
         replayed: bool,
     ) -> Result<CommandOutcome, ExecError> {
+        let user = match command.trust {
+            Trust::Agent { .. } => lock(&self.user).clone(),
+            Trust::Harness => None,
+        };
+        self.exec_as(command, replayed, user).await
+    }
+
+    /// [`ContainerWorkspace::exec`] as `user` (`exec -u`); `None`: the
+    /// image's user.
+    async fn exec_as(
+        &self,
+        command: Command<'_>,
+        replayed: bool,
+        user: Option<String>,
+    ) -> Result<CommandOutcome, ExecError> {
+        let user = user.as_deref();
         let container = lock(&self.container).clone();
         let container = container.ok_or_else(|| {
             self.spawn_error(
@@ -1031,8 +1116,11 @@ impl ContainerWorkspace {
             ..command
         };
         let outcome = match self.settings.commands {
-            ContainerCommands::Exec => self.exec_once(&container, &mark, &command).await?,
-            ContainerCommands::Channel => self.through_channel(&container, &mark, &command).await?,
+            ContainerCommands::Exec => self.exec_once(&container, &mark, &command, user).await?,
+            ContainerCommands::Channel => {
+                self.through_channel(&container, &mark, &command, user)
+                    .await?
+            }
         };
         if replayed {
             self.setup.record(&command);
@@ -1064,8 +1152,12 @@ impl ContainerWorkspace {
         container: &str,
         mark: &str,
         command: &Command<'_>,
+        user: Option<&str>,
     ) -> Result<CommandOutcome, ExecError> {
         let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), self.workdir().into()];
+        if let Some(user) = user {
+            args.extend(["-u".into(), user.into()]);
+        }
         for (key, value) in command.env.harness_vars().chain(std::iter::once(&(
             COMMAND_MARK_VAR.to_owned(),
             mark.to_owned(),
@@ -1114,23 +1206,25 @@ impl ContainerWorkspace {
         container: &str,
         mark: &str,
         command: &Command<'_>,
+        user: Option<&str>,
     ) -> Result<CommandOutcome, ExecError> {
         // bash cannot take such a script as an argument: the engine's
         // exec gives today's error.
         if command.script.contains('\0') {
-            return self.exec_once(container, mark, command).await;
+            return self.exec_once(container, mark, command, user).await;
         }
         let engine = self.settings.engine.name();
         let mut via = self.via.lock().await;
-        if via.container().is_some_and(|open| open != container) {
+        if via.stale(container, user) {
             *via = Via::Unopened;
         }
         let mut notice: Option<String> = None;
         for _attempt in 0..2 {
             if matches!(*via, Via::Unopened) {
-                *via = match self.open_channel(container).await {
+                *via = match self.open_channel(container, user).await {
                     Ok(channel) => Via::Open {
                         container: container.to_owned(),
+                        user: user.map(str::to_owned),
                         channel: Box::new(channel),
                     },
                     Err(why) => {
@@ -1146,8 +1240,8 @@ impl ContainerWorkspace {
             // Taken out while the command runs: if this future is dropped
             // halfway (a cancelled run), the channel goes with it, and the
             // next command opens a new one rather than one in mid-request.
-            let mut channel = match std::mem::replace(&mut *via, Via::Unopened) {
-                Via::Open { channel, .. } => channel,
+            let (mut channel, opened) = match std::mem::replace(&mut *via, Via::Unopened) {
+                Via::Open { channel, user, .. } => (channel, user),
                 other => {
                     *via = other;
                     break;
@@ -1171,6 +1265,7 @@ impl ContainerWorkspace {
                 Reply::Ended(mut outcome) => {
                     *via = Via::Open {
                         container: container.to_owned(),
+                        user: opened,
                         channel,
                     };
                     outcome.notice = notice;
@@ -1200,15 +1295,19 @@ impl ContainerWorkspace {
             }
         }
         drop(via);
-        let mut outcome = self.exec_once(container, mark, command).await?;
+        let mut outcome = self.exec_once(container, mark, command, user).await?;
         outcome.notice = notice;
         Ok(outcome)
     }
 
     /// Starts the channel's server in `container`.
-    async fn open_channel(&self, container: &str) -> Result<Channel, channel::ChannelError> {
+    async fn open_channel(
+        &self,
+        container: &str,
+        user: Option<&str>,
+    ) -> Result<Channel, channel::ChannelError> {
         let nonce = channel::nonce();
-        let args = channel::server_args(container, &self.workdir(), &nonce)
+        let args = channel::server_args(container, &self.workdir(), &nonce, user)
             .into_iter()
             .map(OsString::from)
             .collect();
@@ -1227,6 +1326,21 @@ impl ContainerWorkspace {
     /// in the tests' container: its output, or why it failed.
     async fn harness_git(&self, script: &str) -> Result<String, EnvError> {
         let (outcome, output) = self.git_outcome(script).await?;
+        image_repo::git_result(&outcome, output)
+    }
+
+    /// A script of the harness's own as root (`exec -u 0`), where the
+    /// image's user may not be: its output, or why it failed.
+    async fn harness_as_root(&self, script: &str) -> Result<String, EnvError> {
+        let env = CommandEnv::for_task("onebash-harness");
+        let command = Command {
+            script,
+            timeout: GIT_TIMEOUT,
+            env: &env,
+            trust: Trust::Harness,
+        };
+        let outcome = self.exec_as(command, false, Some("0".to_owned())).await?;
+        let output = outcome.output.to_text();
         image_repo::git_result(&outcome, output)
     }
 
@@ -1341,7 +1455,7 @@ impl ContainerWorkspace {
     /// running), which the verifier checks in place and no diff of one
     /// folder could carry to a fresh container.
     async fn stage_verifier(&self, verifier: &VerifierFolder) -> Result<(), EnvError> {
-        self.harness_git(verifier.stage)
+        self.harness_as_root(verifier.stage)
             .await
             .map_err(|err| EnvError::VerifierDirs(Box::new(err)))?;
         let container = self.current()?;
@@ -1360,20 +1474,16 @@ impl ContainerWorkspace {
     /// Harbor's collect hooks, in the agent's container after the agent:
     /// each within its timeout; what one says or how it ends is no error
     /// (Harbor's are best-effort).
-    async fn collect(&self, hooks: &[(String, std::time::Duration)]) {
+    async fn collect(&self, hooks: &[CollectHook]) {
         let env = CommandEnv::for_task("onebash-harness");
-        for (script, timeout) in hooks {
-            let _ = self
-                .exec(
-                    Command {
-                        script,
-                        timeout: *timeout,
-                        env: &env,
-                        trust: Trust::Harness,
-                    },
-                    false,
-                )
-                .await;
+        for hook in hooks {
+            let command = Command {
+                script: &hook.command,
+                timeout: hook.timeout,
+                env: &env,
+                trust: Trust::Harness,
+            };
+            let _ = self.exec_as(command, false, hook.user.clone()).await;
         }
     }
 
@@ -1398,12 +1508,19 @@ impl ContainerWorkspace {
             .await
             .map_err(|err| EnvError::RemoveAgent(Box::new(err)))?;
         let image = separate.image.as_deref().unwrap_or(&self.image);
-        // The verifier works in its own image's WORKDIR, as Harbor's.
-        if image != self.image {
+        // A verifier of an environment of its own works in its image's
+        // WORKDIR, without the task's variables and limits, as Harbor's;
+        // else in a fresh copy of the task's container.
+        if separate.own_environment {
             *lock(&self.workdir) = workdir_of(engine, image).await?;
         }
         let id = self
-            .start_from(image, "verifier", self.settings.network)
+            .start_from(
+                image,
+                "verifier",
+                self.settings.network,
+                !separate.own_environment,
+            )
             .await?;
         *lock(&self.container) = Some(id.clone());
         engine
@@ -1459,7 +1576,10 @@ impl Workspace for ContainerWorkspace {
                     // The verifier's phase in the agent's container.
                     self.way_out.set_hosts(hosts.verifier.clone());
                 }
-                return self.stage_verifier(verifier).await;
+                self.stage_verifier(verifier).await?;
+                // The tests run as the verifier's user from now on.
+                *lock(&self.user) = self.verifier_user.clone();
+                return Ok(());
             }
             // What the agent left running dies with its container; the tests
             // get a fresh one from the image, as SWE-bench grades.
@@ -1599,6 +1719,9 @@ mod tests {
             repo: Repo::Image(ImageRepo::new("abc")),
             child: ChildSetup::none(),
             image_workdir: false,
+            env: Vec::new(),
+            user: Mutex::new(None),
+            verifier_user: None,
             memory_bytes: 1 << 30,
             cpus: None,
             client_env: CommandEnv::engine_client("r-t-1"),

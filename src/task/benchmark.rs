@@ -52,6 +52,26 @@ pub(crate) struct Limits {
     pub memory_mb: Option<u64>,
 }
 
+/// What a task's own container gets beyond its image and limits: set
+/// when it starts, applied to the commands run in it (Harbor's
+/// `[environment] env` and `workdir`, `[agent] user`, `[verifier] user`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ContainerSetup {
+    /// Variables of the container itself (`run -e`), which every command
+    /// in it sees.
+    pub env: Vec<(String, String)>,
+    /// Where every command runs, in place of the image's WORKDIR.
+    pub workdir: Option<String>,
+    /// Who the agent's commands run as (a name or a uid); `None`: the
+    /// image's user.
+    pub agent_user: Option<String>,
+    /// Who the tests run as, after the agent.
+    pub verifier_user: Option<String>,
+    /// Folders made, as root, and writable by all when the container
+    /// starts, for a user other than the image's to write in.
+    pub writable: Vec<String>,
+}
+
 /// A folder of the task's copied into the container after the agent, for
 /// the test command (a verifier).
 #[derive(Debug, Clone, PartialEq)]
@@ -64,12 +84,21 @@ pub(crate) struct VerifierFolder {
     /// where the verifier reads and writes.
     pub stage: &'static str,
     /// Commands run in the agent's container after the agent, before the
-    /// verifier, in order, each with its timeout; a failure is no error
-    /// (Harbor's collect hooks are best-effort).
-    pub collect: Vec<(String, Duration)>,
+    /// verifier, in order; a failure is no error (Harbor's collect hooks
+    /// are best-effort).
+    pub collect: Vec<CollectHook>,
     /// A verifier of its own container (Harbor's `environment_mode =
     /// "separate"`); `None`: it runs in the agent's.
     pub separate: Option<SeparateVerifier>,
+}
+
+/// A command run in the agent's container after the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CollectHook {
+    pub command: String,
+    pub timeout: Duration,
+    /// Who it runs as (`exec -u`); `None`: the image's user.
+    pub user: Option<String>,
 }
 
 /// A verifier that runs in a fresh container, which receives from the
@@ -78,6 +107,11 @@ pub(crate) struct VerifierFolder {
 pub(crate) struct SeparateVerifier {
     /// The verifier's image; `None`: the task's.
     pub image: Option<String>,
+    /// Whether it has an environment of its own (Harbor's
+    /// `[verifier.environment]`): then its container gets none of the
+    /// task's container settings (variables, workdir, limits), only the
+    /// run's; else it is a fresh copy of the task's container.
+    pub own_environment: bool,
     /// What passes from the agent's container to the verifier's.
     pub artifacts: Vec<Artifact>,
 }
@@ -200,6 +234,11 @@ pub(crate) trait Benchmark: fmt::Debug + Send + Sync {
     /// The container limits it asks for.
     fn limits(&self) -> Limits {
         Limits::default()
+    }
+
+    /// What its container gets beyond its image: none by default.
+    fn container_setup(&self) -> Option<&ContainerSetup> {
+        None
     }
 
     /// Its own agent timeout, over `--task-timeout`.

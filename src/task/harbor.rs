@@ -20,14 +20,15 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+mod runtime;
 mod schema;
 mod separate;
 
 use schema::Network;
 
 use crate::task::benchmark::{
-    Benchmark, BuiltinPrompt, Code, FolderImage, Limits, NetworkWish, Oracle, Pull, RewardFile,
-    Tests, Verdict, VerifierFolder,
+    Benchmark, BuiltinPrompt, Code, ContainerSetup, FolderImage, Limits, NetworkWish, Oracle, Pull,
+    RewardFile, Tests, Verdict, VerifierFolder,
 };
 use crate::task::source::{ParsedLine, RecipeResult, Source};
 use crate::task::spec::{MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
@@ -62,6 +63,11 @@ pub(crate) struct HarborTask {
     /// `[environment] cpus` and `memory_mb`: the container's limits.
     pub cpus: Option<f64>,
     pub memory_mb: Option<u64>,
+    /// `[environment] env` and `workdir`, the agent's and the verifier's
+    /// users (runtime.rs).
+    pub container: ContainerSetup,
+    /// `[solution] env`: set for solve.sh alone.
+    pub solution_env: Vec<(String, String)>,
     /// `solution/`'s files (relative path, text, executable), for the
     /// oracle; empty when the task has no `solution/solve.sh`.
     pub solution: Vec<(String, String, bool)>,
@@ -118,6 +124,10 @@ impl Benchmark for HarborTask {
             cpus: self.cpus,
             memory_mb: self.memory_mb,
         }
+    }
+
+    fn container_setup(&self) -> Option<&ContainerSetup> {
+        Some(&self.container)
     }
 
     fn agent_timeout(&self) -> Option<Duration> {
@@ -361,6 +371,10 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborErro
         message,
     })?;
     refused.extend(place.refused);
+    let runtime = runtime::read(&config.table).map_err(|message| HarborError::Field {
+        path: toml_path.clone(),
+        message,
+    })?;
     let solution = read_solution(&dir.join("solution"))?;
     let mut digest = Sha256::new();
     digest.update(toml_text.as_bytes());
@@ -386,6 +400,8 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborErro
         agent_timeout_s: config.agent_timeout_s,
         cpus: config.cpus,
         memory_mb: config.memory_mb,
+        container: runtime.setup,
+        solution_env: runtime.solution_env,
         solution,
         refused,
         toml_path: toml_path.clone(),
@@ -404,7 +420,9 @@ fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborErro
         base_commit: format!("env-{}", hex(&env_hash)),
         problem_statement: instruction,
         test_command,
-        setup_command: None,
+        // Harbor's healthcheck runs after the container starts, before
+        // the agent; a failure stops the task, as the setup's does.
+        setup_command: runtime.healthcheck,
         test_patch: None,
         gold_patch: None,
         fail_to_pass: None,
@@ -730,8 +748,11 @@ pub(crate) fn oracle_command(harbor: &HarborTask) -> Option<String> {
     if harbor.solution.is_empty() {
         return None;
     }
-    let mut script =
-        format!("rm -rf {SOLUTION_IN_CONTAINER} && mkdir -p {SOLUTION_IN_CONTAINER}\n");
+    // The folder is emptied, not removed, when it cannot be: an agent's
+    // user other than root gets it made writable (runtime.rs).
+    let mut script = format!(
+        "rm -rf {SOLUTION_IN_CONTAINER} 2>/dev/null; mkdir -p {SOLUTION_IN_CONTAINER} || exit 1\n"
+    );
     for (relative, text, executable) in &harbor.solution {
         let target = shell_quote(&format!("{SOLUTION_IN_CONTAINER}/{relative}"));
         let mut delimiter = "ONEBASH_SOLUTION".to_owned();
@@ -750,15 +771,27 @@ pub(crate) fn oracle_command(harbor: &HarborTask) -> Option<String> {
             script.push_str(&format!("chmod +x {target}\n"));
         }
     }
+    // `[solution] env` for solve.sh alone, as Harbor scopes it; `env`
+    // carries any name `-e` does.
+    if !harbor.solution_env.is_empty() {
+        script.push_str("env");
+        for (key, value) in &harbor.solution_env {
+            script.push(' ');
+            script.push_str(&shell_quote(&format!("{key}={value}")));
+        }
+        script.push(' ');
+    }
     script.push_str(&format!("bash {SOLUTION_IN_CONTAINER}/solve.sh"));
     Some(script)
 }
 
-/// Run as the harness in the container before test.sh: `/tests` and
+/// Run as root in the container before test.sh: `/tests` and
 /// `/logs/verifier` emptied (so that nothing the agent left there counts,
-/// as Harbor does), then made again for the copy of `tests/`.
+/// as Harbor does), then made again for the copy of `tests/`, the
+/// verifier's logs writable by all (Harbor's `chmod 777`), for a verifier
+/// of another user.
 pub(crate) const STAGE_VERIFIER: &str =
-    "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier";
+    "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier && chmod 777 /logs/verifier";
 
 /// Prints the reward the verifier wrote, after a line saying which file:
 /// `reward.txt` first, else `reward.json`, as Harbor reads them.
@@ -926,6 +959,8 @@ mod tests {
             agent_timeout_s: None,
             cpus: None,
             memory_mb: None,
+            container: ContainerSetup::default(),
+            solution_env: Vec::new(),
             solution: vec![
                 ("solve.sh".into(), "echo hi > /app/out\n".into(), true),
                 (
@@ -942,14 +977,23 @@ mod tests {
         let Some(script) = oracle_command(&harbor) else {
             panic!("a solution");
         };
-        assert!(script.starts_with("rm -rf /solution && mkdir -p /solution\n"));
+        assert!(script.starts_with("rm -rf /solution 2>/dev/null; mkdir -p /solution || exit 1\n"));
         assert!(script.contains("cat > '/solution/solve.sh' <<'ONEBASH_SOLUTION'\necho hi > /app/out\nONEBASH_SOLUTION\nchmod +x '/solution/solve.sh'\n"));
         assert!(
             script.contains(
                 "<<'ONEBASH_SOLUTION_'\nONEBASH_SOLUTION\nno newline\nONEBASH_SOLUTION_\n"
             )
         );
-        assert!(script.ends_with("bash /solution/solve.sh"));
+        assert!(script.ends_with("\nbash /solution/solve.sh"));
+        let with_env = HarborTask {
+            solution_env: vec![("K".into(), "it's".into()), ("A-B".into(), "x".into())],
+            ..harbor.clone()
+        };
+        let script = oracle_command(&with_env).unwrap_or_default();
+        assert!(
+            script.ends_with("\nenv 'K=it'\\''s' 'A-B=x' bash /solution/solve.sh"),
+            "{script}"
+        );
         let none = HarborTask {
             solution: Vec::new(),
             ..harbor

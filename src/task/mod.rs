@@ -32,7 +32,7 @@ pub(crate) mod swebench;
 mod swebench5;
 
 pub(crate) use benchmark::{
-    Artifact, Code, FolderImage, NetworkWish, Oracle, Pull, RewardError, RewardFile,
+    Artifact, Code, CollectHook, FolderImage, NetworkWish, Oracle, Pull, RewardError, RewardFile,
     SeparateVerifier, Tests, Verdict, VerifierFolder,
 };
 pub(crate) use error::{IdError, LineError};

@@ -15,7 +15,7 @@ use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
-fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+pub(crate) fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let dir = root.join(name);
     for (relative, content) in files {

@@ -68,6 +68,12 @@ def parse(path):
             phase: [policy.network_mode.value, policy.allowed_hosts]
             for phase, policy in phases.items()
         },
+        "env": env.env,
+        "workdir": env.workdir,
+        "agent_user": config.agent.user,
+        "verifier_user": config.verifier.user,
+        "solution_env": config.solution.env,
+        "healthcheck": env.healthcheck.model_dump() if env.healthcheck else None,
     }
 
 

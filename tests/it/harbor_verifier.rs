@@ -85,7 +85,7 @@ fn task_folder(root: &Path, name: &str, toml: &str, test: &str, dockerfile: &str
 
 /// Asserts `task`'s reward in `run`, its row, test log and stderr shown
 /// when it differs.
-fn assert_reward(run: &RunOutput, task: &str, expected: &str) {
+pub(crate) fn assert_reward(run: &RunOutput, task: &str, expected: &str) {
     let row = run.row(task);
     let log = std::fs::read_to_string(run.task_dir(task).join("test.log")).unwrap_or_default();
     assert_eq!(

@@ -149,30 +149,29 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "verifier.user",
         default: "(none)",
-        does: Does::Refuses {
-            why: "onebash runs the verifier as the image's user",
-            accepts: absent,
-        },
+        does: Does::Honours(
+            "test.sh runs as this user (a name or a uid: the engine's `exec -u`), in either mode; `/logs/verifier` is made writable by all first, as Harbor makes it",
+        ),
     },
     Key {
         path: "verifier.environment_mode",
         default: "(none): shared",
         does: Does::Honours(
-            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container of the verifier's image (else the task's), which receives only the `artifacts`; `shared`: in the agent's container",
+            "`separate` (or written `[verifier.environment]`): the verifier runs in a fresh container, which receives only the `artifacts`: a fresh copy of the task's (its image, workdir, variables and limits) unless `[verifier.environment]` is written; `shared`: in the agent's container",
         ),
     },
     Key {
         path: "verifier.environment",
         default: "(none)",
         does: Does::Honours(
-            "its `docker_image` is the separate verifier's image; a tests/Dockerfile without it, and its other keys, are refused (the verifier's container gets the run's limits and network)",
+            "the separate verifier's environment of its own, as Harbor's: its container is of its `docker_image` (else the task's image), in that image's WORKDIR, with none of the task's variables or limits (the run's limits and network); a tests/Dockerfile without `docker_image`, and its other keys, are refused",
         ),
     },
     Key {
         path: "verifier.collect",
         default: "[]",
         does: Does::Honours(
-            "each `command` run in the agent's container after the agent, before the artifacts are taken (either mode), within its `timeout_sec`; a failure is no error, as in Harbor; a `service` other than `main`, or a `user`, is refused",
+            "each `command` run in the agent's container after the agent, before the artifacts are taken (either mode), within its `timeout_sec`; a failure is no error, as in Harbor; as its `user` (`exec -u`), else the image's; a `service` other than `main` is refused",
         ),
     },
     Key {
@@ -200,10 +199,9 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "agent.user",
         default: "(none)",
-        does: Does::Refuses {
-            why: "onebash runs the agent as the image's user",
-            accepts: absent,
-        },
+        does: Does::Honours(
+            "the agent's commands, and the oracle's solve.sh, run as this user (a name or a uid: the engine's `exec -u`); `/logs/agent`, `/logs/verifier`, `/logs/artifacts` and `/solution` are made by root and writable by all when the container starts (Harbor makes its log folders so, and uploads the solution as root)",
+        ),
     },
     Key {
         path: "agent.network_mode",
@@ -262,12 +260,16 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "environment.cpus",
         default: "(none)",
-        does: Does::Honours("the container's `--cpus`, in place of the run's"),
+        does: Does::Honours(
+            "the container's `--cpus` (the agent's, and a separate verifier's of the task's image), in place of the run's",
+        ),
     },
     Key {
         path: "environment.memory_mb",
         default: "(none)",
-        does: Does::Honours("the container's memory limit, in place of --max-memory"),
+        does: Does::Honours(
+            "the container's memory limit (`--memory`, swap included), in place of --max-memory",
+        ),
     },
     Key {
         path: "environment.memory",
@@ -279,7 +281,9 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "environment.storage_mb",
         default: "(none)",
-        does: Does::Ignores("Harbor's docker environment sets no storage limit either"),
+        does: Does::Ignores(
+            "Harbor's docker environment sets no storage limit either (podman's `--storage-opt size` needs XFS under overlay)",
+        ),
     },
     Key {
         path: "environment.storage",
@@ -318,10 +322,9 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "environment.env",
         default: "{}",
-        does: Does::Refuses {
-            why: "onebash sets no task variables in the container yet",
-            accepts: empty,
-        },
+        does: Does::Honours(
+            "set on the task's container (`run -e`, as Harbor sets them on its main service), seen by every command, the healthcheck and the verifier's (a separate verifier's too, unless it has its own image); a `${VAR}` template (which Harbor fills from the host) is refused",
+        ),
     },
     Key {
         path: "environment.skills_dir",
@@ -334,18 +337,16 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "environment.healthcheck",
         default: "(none)",
-        does: Does::Refuses {
-            why: "onebash runs no healthcheck yet",
-            accepts: absent,
-        },
+        does: Does::Honours(
+            "run after the container starts and before the agent, as the task's setup command, as Harbor's `run_healthcheck` runs it: `command` (as the image's user, each attempt within `timeout_sec`, 30) until it passes; a failure within `start_period_sec` (0) waits `start_interval_sec` (5), after it `retries` (3) consecutive failures `interval_sec` (5) apart stop the task (setup_error)",
+        ),
     },
     Key {
         path: "environment.workdir",
         default: "(none)",
-        does: Does::Refuses {
-            why: "onebash works in the image's WORKDIR",
-            accepts: absent,
-        },
+        does: Does::Honours(
+            "where every command runs (the engine's `exec -w`), in place of the image's WORKDIR; a separate verifier of the task's image too",
+        ),
     },
     Key {
         path: "solution",
@@ -355,10 +356,9 @@ pub(crate) const KEYS: &[Key] = &[
     Key {
         path: "solution.env",
         default: "{}",
-        does: Does::Refuses {
-            why: "the oracle runs solve.sh without task variables",
-            accepts: empty,
-        },
+        does: Does::Honours(
+            "set for the oracle's solve.sh alone (`env NAME=VALUE bash /solution/solve.sh`), over the container's; a `${VAR}` template is refused",
+        ),
     },
 ];
 
@@ -372,7 +372,12 @@ const FREE: &[&str] = &[
 
 /// Tables whose keys are read whole where they are used (separate.rs),
 /// each refused there by name when onebash cannot honour it.
-const READ_WHOLE: &[&str] = &["artifacts", "verifier.environment", "verifier.collect"];
+const READ_WHOLE: &[&str] = &[
+    "artifacts",
+    "verifier.environment",
+    "verifier.collect",
+    "environment.healthcheck",
+];
 
 /// The key of `path`, or the table that answers for it: a refused or
 /// ignored one, or a table of free keys; `None` for a key Harbor does not
@@ -465,14 +470,14 @@ pub(crate) fn check(doc: &toml::Table) -> Result<Checked, String> {
                 .push(format!("`{}` = {}: {why}", key.path, shown(value)));
         }
     }
-    if let Some(env) = verifier
-        .and_then(|v| v.get("env"))
-        .and_then(Value::as_table)
-    {
+    for path in ["verifier.env", "environment.env", "solution.env"] {
+        let Some(env) = lookup(doc, path).and_then(Value::as_table) else {
+            continue;
+        };
         for (name, value) in env {
             if value.as_str().is_some_and(is_template) {
                 checked.refused.push(format!(
-                    "`verifier.env.{name}` = {}: Harbor fills it from the host's environment, which onebash never passes to a task",
+                    "`{path}.{name}` = {}: Harbor fills it from the host's environment, which onebash never passes to a task",
                     shown(value)
                 ));
             }

@@ -51,23 +51,27 @@ const FIXTURES: &[(&str, Result<&[&str], &str>)] = &[
         "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n[verifier]\nnetwork_mode = \"public\"\n",
         Ok(&["verifier.network_mode"]),
     ),
-    // The rest of what onebash cannot honour yet.
+    // Users, the workdir, variables, the healthcheck: honoured.
     (
         "[verifier]\nuser = \"tester\"\n[verifier.environment]\ndocker_image = \"x\"\n[[verifier.collect]]\ncommand = \"true\"\n",
-        Ok(&["verifier.user"]),
+        Ok(&[]),
     ),
     (
-        "[agent]\nuser = 1000\n[environment]\nworkdir = \"/w\"\nenv = { A = \"b\" }\nskills_dir = \"/s\"\ngpus = 1\n[environment.healthcheck]\ncommand = \"true\"\n[[environment.mcp_servers]]\nname = \"m\"\nurl = \"http://x\"\n[solution]\nenv = { K = \"v\" }\n",
+        "[agent]\nuser = 1000\n[environment]\nworkdir = \"/w\"\nenv = { A = \"b\" }\n[environment.healthcheck]\ncommand = \"true\"\nretries = 2\ninterval_sec = 0.5\n[solution]\nenv = { K = \"v\" }\n",
+        Ok(&[]),
+    ),
+    // The rest of what onebash cannot honour.
+    (
+        "[environment]\nskills_dir = \"/s\"\ngpus = 1\n[[environment.mcp_servers]]\nname = \"m\"\nurl = \"http://x\"\n",
         Ok(&[
-            "agent.user",
-            "environment.workdir",
-            "environment.env",
             "environment.skills_dir",
             "environment.gpus",
-            "environment.healthcheck",
             "environment.mcp_servers",
-            "solution.env",
         ]),
+    ),
+    (
+        "[environment]\nenv = { TOKEN = \"${HOST_TOKEN:-x}\" }\n[solution]\nenv = { K = \"${K}\" }\n",
+        Ok(&["environment.env.TOKEN", "solution.env.K"]),
     ),
     (
         "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\"]\n",
@@ -374,5 +378,56 @@ fn harbors_taskconfig_and_onebash_read_the_fixtures_alike() {
                 assert_eq!(*ours, theirs, "{text}: {phase}");
             }
         }
+        runtime_alike(text, theirs);
+    }
+}
+
+/// The container's variables, workdir and users, `[solution] env` and
+/// the healthcheck, as runtime.rs reads them and Harbor's model does.
+fn runtime_alike(text: &str, theirs: &serde_json::Value) {
+    let table: toml::Table = toml::from_str(text).expect("toml");
+    let ours = crate::task::harbor::runtime::read(&table).expect(text);
+    let pairs = |value: &serde_json::Value| -> Vec<(String, String)> {
+        value
+            .as_object()
+            .map(|env| {
+                env.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let user = |value: &serde_json::Value| match value {
+        serde_json::Value::String(name) => Some(name.clone()),
+        serde_json::Value::Number(uid) => Some(uid.to_string()),
+        _ => None,
+    };
+    assert_eq!(ours.setup.env, pairs(&theirs["env"]), "{text}");
+    assert_eq!(ours.solution_env, pairs(&theirs["solution_env"]), "{text}");
+    assert_eq!(
+        ours.setup.workdir.as_deref(),
+        theirs["workdir"].as_str(),
+        "{text}"
+    );
+    assert_eq!(ours.setup.agent_user, user(&theirs["agent_user"]), "{text}");
+    assert_eq!(
+        ours.setup.verifier_user,
+        user(&theirs["verifier_user"]),
+        "{text}"
+    );
+    let check = &theirs["healthcheck"];
+    assert_eq!(ours.healthcheck.is_some(), !check.is_null(), "{text}");
+    if let Some(script) = &ours.healthcheck {
+        let command = check["command"].as_str().unwrap_or_default();
+        let retries = check["retries"].as_i64().unwrap_or_default();
+        let interval = check["interval_sec"].as_f64().unwrap_or_default();
+        assert!(
+            script.contains(&format!("-ge {retries} ]"))
+                && script.contains(&format!("\n  sleep {interval}\n"))
+                && script.contains(&format!(
+                    "healthcheck failed after {retries} consecutive retries: {command}"
+                )),
+            "{text}: {script}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use toml::Value;
 
-use crate::task::benchmark::{Artifact, SeparateVerifier};
+use crate::task::benchmark::{Artifact, CollectHook, SeparateVerifier};
 
 /// The folder an agent publishes to, which Harbor always transfers.
 const CONVENTION: &str = "/logs/artifacts";
@@ -21,7 +21,7 @@ const HOOK_TIMEOUT_S: f64 = 60.0;
 /// Where the verifier runs, read from task.toml.
 #[derive(Debug, Default)]
 pub(super) struct VerifierPlace {
-    pub collect: Vec<(String, Duration)>,
+    pub collect: Vec<CollectHook>,
     pub separate: Option<SeparateVerifier>,
     /// What onebash cannot run as Harbor does, each naming its key.
     pub refused: Vec<String>,
@@ -68,16 +68,20 @@ pub(super) fn read(doc: &toml::Table, tests: &Path) -> Result<VerifierPlace, Str
             }
         }
     }
-    place.separate = Some(SeparateVerifier { image, artifacts });
+    place.separate = Some(SeparateVerifier {
+        image,
+        artifacts,
+        own_environment: environment.is_some(),
+    });
     Ok(place)
 }
 
-/// `[[verifier.collect]]`: each hook's command and timeout; a hook for
-/// another service or user is refused.
+/// `[[verifier.collect]]`: each hook's command, timeout and user (a name
+/// or a uid); a hook for another service is refused.
 fn collect_hooks(
     hooks: Option<&Value>,
     refused: &mut Vec<String>,
-) -> Result<Vec<(String, Duration)>, String> {
+) -> Result<Vec<CollectHook>, String> {
     let mut read = Vec::new();
     for (i, hook) in hooks
         .and_then(Value::as_array)
@@ -93,10 +97,10 @@ fn collect_hooks(
         };
         for key in hook.keys() {
             match key.as_str() {
-                "command" | "timeout_sec" => {}
+                "command" | "timeout_sec" | "user" => {}
                 "service" if hook.get(key).and_then(Value::as_str) == Some("main") => {}
-                "service" | "user" => refused.push(format!(
-                    "`verifier.collect[{i}].{key}`: onebash runs collect hooks in the agent's container, as its user"
+                "service" => refused.push(format!(
+                    "`verifier.collect[{i}].{key}`: onebash runs collect hooks in the agent's container"
                 )),
                 other => return Err(format!("`verifier.collect[{i}]` has no key `{other}`")),
             }
@@ -112,7 +116,23 @@ fn collect_hooks(
                 ));
             }
         };
-        read.push((command.to_owned(), Duration::from_secs_f64(timeout)));
+        let user = match hook.get("user") {
+            None => None,
+            Some(Value::String(name)) if name.is_empty() => None,
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(Value::Integer(uid)) => Some(uid.to_string()),
+            Some(other) => {
+                return Err(format!(
+                    "`verifier.collect[{i}].user` must be a user name or uid, got {}",
+                    super::schema::shown(other)
+                ));
+            }
+        };
+        read.push(CollectHook {
+            command: command.to_owned(),
+            timeout: Duration::from_secs_f64(timeout),
+            user,
+        });
     }
     Ok(read)
 }
@@ -238,16 +258,23 @@ mod tests {
     }
 
     #[test]
-    fn hooks_run_in_both_modes_and_other_services_or_users_are_refused() {
+    fn hooks_run_in_both_modes_as_their_user_and_other_services_are_refused() {
         let read = place(
             "[[verifier.collect]]\ncommand = \"date > /logs/artifacts/d\"\n[[verifier.collect]]\ncommand = \"x\"\ntimeout_sec = 5\nservice = \"db\"\nuser = \"app\"\n",
         )
         .expect("read");
         assert!(read.separate.is_none());
         assert_eq!(read.collect.len(), 2);
-        assert_eq!(read.collect[0].1, Duration::from_secs(60));
-        assert_eq!(read.collect[1].1, Duration::from_secs(5));
-        assert_eq!(read.refused.len(), 2, "{:?}", read.refused);
+        assert_eq!(read.collect[0].timeout, Duration::from_secs(60));
+        assert_eq!(read.collect[1].timeout, Duration::from_secs(5));
+        assert_eq!(
+            (
+                read.collect[0].user.as_deref(),
+                read.collect[1].user.as_deref()
+            ),
+            (None, Some("app"))
+        );
+        assert_eq!(read.refused.len(), 1, "{:?}", read.refused);
         assert!(read.refused[0].contains("`verifier.collect[1].service`"));
     }
 
