@@ -63,6 +63,13 @@ impl<P> RunConfig<P> {
                 serde_json::json!(dataset.fingerprint()),
             );
         }
+        // Likewise the dataset and version of a registry read.
+        if let (Some(registry), Some(fields)) = (&self.registry, fingerprint.as_object_mut()) {
+            fields.insert(
+                "registry_dataset".to_owned(),
+                serde_json::json!(registry.fingerprint()),
+            );
+        }
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
             fields.insert("test_command".to_owned(), serde_json::json!(template));
         }

@@ -211,6 +211,12 @@ impl Source for Harbor {
         Some("a Harbor task: a solution/solve.sh")
     }
 
+    /// A Hub dataset repo of Harbor task folders (the Terminal-Bench
+    /// mirrors) is read as its folders holding a task.toml.
+    fn folder_marker(&self) -> Option<&'static str> {
+        Some(TASK_TOML)
+    }
+
     /// Its tasks come from folders, never lines.
     fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
         let _ = recipe;
@@ -322,7 +328,7 @@ fn unknown_warning(key: &str, ids: &[String]) -> String {
 
 /// One task folder: its task, the hash of its files, and the keys of
 /// its task.toml Harbor does not read.
-fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborError> {
+pub(crate) fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(|source| HarborError::Read { path, source })

@@ -15,7 +15,7 @@ use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
-fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+pub(crate) fn task_folder(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let dir = root.join(name);
     for (relative, content) in files {
@@ -51,7 +51,7 @@ pub(crate) fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> R
     }
 }
 
-const TASK_TOML: &str = r#"version = "1.0"
+pub(crate) const TASK_TOML: &str = r#"version = "1.0"
 
 [metadata]
 author_name = "onebash tests"

@@ -21,6 +21,7 @@ mod dry_run;
 mod exec_safety;
 mod export;
 mod harbor;
+mod harbor_registry;
 mod harbor_verifier;
 mod history;
 mod html;
