@@ -160,8 +160,9 @@ fn load_any(
         let Referenced {
             file,
             record,
-            warnings,
+            mut warnings,
         } = referenced?;
+        warnings.extend(file.warnings);
         return Ok(Loaded {
             tasks: file.tasks,
             sha256: file.sha256,
@@ -201,13 +202,18 @@ fn load_any(
         asked.revision = Some(sha.clone());
     }
     let dataset = crate::dataset::open_with(&asked, &settings, &crate::task::folder_markers())?;
+    let mut warnings = dataset.warnings.clone();
     let tasks = match &dataset.folders {
         // A repo of task folders: its folders, copied out, read as a
-        // folder is.
-        Some(folders) => match crate::task::load_path(folders) {
-            Some(loaded) => loaded?.tasks,
-            None => load_tasks(folders, options)?.tasks,
-        },
+        // folder is, with a folder's warnings.
+        Some(folders) => {
+            let file = match crate::task::load_path(folders) {
+                Some(loaded) => loaded?,
+                None => load_tasks(folders, options)?,
+            };
+            warnings.extend(file.warnings);
+            file.tasks
+        }
         None => {
             let mut options = options.clone();
             if options.image.is_none()
@@ -224,7 +230,7 @@ fn load_any(
         dataset: Some(record_of(&dataset, &reference, typed)),
         registry: None,
         hidden: settings.token_file.clone().into_iter().collect(),
-        warnings: dataset.warnings.clone(),
+        warnings,
     })
 }
 

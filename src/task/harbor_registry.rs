@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::task::benchmark::{Benchmark, Code, Pull};
 use crate::task::error::RegistryError;
+use crate::task::harbor::UnknownKeys;
 use crate::task::source::{
     FolderFetch, ParsedLine, RecipeResult, RecordedTask, ReferenceContext, Referenced,
     RegistryRecord, Source,
@@ -433,6 +434,7 @@ fn load(
         fetch,
         tried: HashMap::new(),
         warnings: Vec::new(),
+        unknown: UnknownKeys::default(),
     };
     let mut hasher = Sha256::new();
     hasher.update(dataset.as_bytes());
@@ -468,7 +470,7 @@ fn load(
         file: TaskFile {
             tasks,
             sha256: format!("{:x}", hasher.finalize()),
-            warnings: Vec::new(),
+            warnings: fetcher.unknown.warnings(),
         },
         record: RegistryRecord {
             reference: raw.to_owned(),
@@ -559,6 +561,8 @@ struct Fetcher<'a> {
     /// for), the fetch's error when it failed.
     tried: HashMap<String, Option<String>>,
     warnings: Vec<String>,
+    /// The task.toml keys Harbor does not read, warned of once each.
+    unknown: UnknownKeys,
 }
 
 impl Fetcher<'_> {
@@ -566,7 +570,8 @@ impl Fetcher<'_> {
     /// [`Unavailable`] task when its folder cannot be had.
     fn task(&mut self, id: TaskId, entry: &RecordedTask) -> (TaskSpec, Option<String>) {
         let Some(url) = &entry.git_url else {
-            return (read_or_unavailable(id, Path::new(&entry.path), entry), None);
+            let task = read_or_unavailable(id, Path::new(&entry.path), entry, &mut self.unknown);
+            return (task, None);
         };
         let rev = entry
             .commit
@@ -580,7 +585,7 @@ impl Fetcher<'_> {
                     self.tried.insert(url.clone(), None);
                 }
                 self.warnings.extend(folder.warning);
-                let task = read_or_unavailable(id, &folder.dir, entry);
+                let task = read_or_unavailable(id, &folder.dir, entry, &mut self.unknown);
                 (task, Some(folder.commit))
             }
             Err(err) => {
@@ -602,13 +607,17 @@ impl Fetcher<'_> {
 }
 
 /// The task folder at `dir`, with where it came from in its metadata; an
-/// [`Unavailable`] task when it is not a task folder.
-fn read_or_unavailable(id: TaskId, dir: &Path, entry: &RecordedTask) -> TaskSpec {
+/// [`Unavailable`] task when it is not a task folder. Its task.toml's keys
+/// Harbor does not read go to `unknown`.
+fn read_or_unavailable(
+    id: TaskId,
+    dir: &Path,
+    entry: &RecordedTask,
+    unknown: &mut UnknownKeys,
+) -> TaskSpec {
     match crate::task::harbor::read_task(dir) {
-        // Keys Harbor does not read (and ignores) are not warned about
-        // for a registry's tasks yet, as harbor.rs's load warns of a
-        // folder's.
-        Ok((mut task, _, _unknown)) => {
+        Ok((mut task, _, keys)) => {
+            unknown.add(&task, keys);
             let metadata = task.metadata.get_or_insert_with(Default::default);
             for (key, value) in [
                 ("registry_git_url", entry.git_url.as_deref()),
