@@ -696,6 +696,77 @@ fn unavailable(id: TaskId, entry: &RecordedTask, reason: String) -> TaskSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::source::{FetchedFolder, FolderError};
+
+    /// Folders "fetched" from a directory of this machine, whatever the
+    /// repo and commit.
+    struct LocalFolders(PathBuf);
+
+    impl FolderFetch for LocalFolders {
+        fn folder(
+            &self,
+            _repo: &str,
+            rev: &str,
+            path: &str,
+            _may_fetch: bool,
+        ) -> Result<FetchedFolder, FolderError> {
+            Ok(FetchedFolder {
+                dir: self.0.join(path),
+                commit: rev.to_owned(),
+                fetched: true,
+                warning: None,
+            })
+        }
+    }
+
+    /// A task.toml key Harbor does not read is warned about once for a
+    /// registry's tasks, naming the tasks that write it, as for a folder's.
+    #[test]
+    fn a_registry_tasks_unknown_keys_are_warned_of_once() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut tasks = Vec::new();
+        for (name, toml) in [
+            ("a", "version = \"1.0\"\ncolour = \"red\"\n"),
+            ("b", "version = \"1.0\"\ncolour = \"blue\"\n"),
+            ("c", "version = \"1.0\"\n"),
+        ] {
+            let dir = root.path().join("tasks").join(name);
+            std::fs::create_dir_all(dir.join("environment")).expect("mkdir");
+            std::fs::create_dir_all(dir.join("tests")).expect("mkdir");
+            for (file, text) in [
+                ("task.toml", toml),
+                ("instruction.md", "Do it.\n"),
+                ("environment/Dockerfile", "FROM scratch\n"),
+                ("tests/test.sh", "true\n"),
+            ] {
+                std::fs::write(dir.join(file), text).expect("write");
+            }
+            tasks.push(
+                serde_json::json!({"name": name, "git_url": "https://r.invalid/r.git",
+                "git_commit_id": "abc", "path": format!("tasks/{name}")}),
+            );
+        }
+        let file = root.path().join("registry.json");
+        let registry = serde_json::json!([{"name": "demo", "version": "1.0",
+            "description": "d", "tasks": tasks}]);
+        std::fs::write(&file, registry.to_string()).expect("write");
+        let context = ReferenceContext {
+            registry: Some(file.display().to_string()),
+            pinned: None,
+        };
+        let read = load(
+            "harbor:demo",
+            "demo",
+            &context,
+            &LocalFolders(root.path().to_owned()),
+        )
+        .expect("read");
+        assert_eq!(read.file.tasks.len(), 3);
+        assert_eq!(
+            read.file.warnings,
+            ["task.toml key `colour` is not one Harbor 0.26 reads; it is ignored (in a, b)"]
+        );
+    }
 
     /// Harbor's `resolve_version`: `head` first, then the highest PEP 440
     /// version (pre-releases, post-releases and dev releases in PEP 440's
