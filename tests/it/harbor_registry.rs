@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::datasets::hf_run;
 use crate::harbor::{TASK_TOML, run, task_folder};
-use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
+use crate::support::backend::{Backend, IMAGE, ImageTags, image_nonce, under_each_engine};
 use crate::support::harness::{Fixture, RunOutput, git, onebash, path_arg};
 use crate::support::hub::{Dataset as HubDataset, Hub};
 use crate::support::server::{Reply, ScriptedServer};
@@ -59,10 +59,11 @@ fn repo_of_tasks(
     (repo, sha)
 }
 
-/// A task folder's files whose image is the test image and whose
-/// verifier gives the reward `reward` whatever the agent did, or 1 when
-/// /app/out.txt says `done` (what its solution writes).
-fn folder_files(reward: Option<&str>) -> Vec<(&'static str, String)> {
+/// A task folder's files whose image is the test image (labelled with the
+/// test's `nonce`, to be its own) and whose verifier gives the reward
+/// `reward` whatever the agent did, or 1 when /app/out.txt says `done`
+/// (what its solution writes).
+fn folder_files(reward: Option<&str>, nonce: &str) -> Vec<(&'static str, String)> {
     let test = match reward {
         Some(reward) => format!("echo {reward} > /logs/verifier/reward.txt\n"),
         None => "if [ \"$(cat /app/out.txt)\" = done ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n".to_owned(),
@@ -72,7 +73,9 @@ fn folder_files(reward: Option<&str>) -> Vec<(&'static str, String)> {
         ("instruction.md", "Write done to /app/out.txt.\n".to_owned()),
         (
             "environment/Dockerfile",
-            format!("FROM {IMAGE}\nWORKDIR /app\nRUN echo seed > /app/seed.txt\n"),
+            format!(
+                "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo seed > /app/seed.txt\n"
+            ),
         ),
         ("tests/test.sh", test),
         ("solution/solve.sh", "echo done > /app/out.txt\n".to_owned()),
@@ -117,7 +120,11 @@ fn onebash_in(fixture: &Fixture, args: &[&str]) -> RunOutput {
 #[test]
 fn harbor_registry_tasks_that_cannot_be_had_are_setup_errors() {
     let fixture = Fixture::new();
-    let (repo, sha) = repo_of_tasks(&fixture, "bench", &[("copy", folder_files(None))]);
+    let (repo, sha) = repo_of_tasks(
+        &fixture,
+        "bench",
+        &[("copy", folder_files(None, &image_nonce()))],
+    );
     let url = path_arg(&repo);
     let gone = fixture.path("nowhere/repo");
     let missing = "0".repeat(40);
@@ -296,7 +303,11 @@ fn harbor_registry_names_and_versions_it_lacks_are_named() {
 #[test]
 fn harbor_registry_datasets_are_listed_and_planned_from_a_url() {
     let fixture = Fixture::new();
-    let (repo, sha) = repo_of_tasks(&fixture, "bench", &[("copy", folder_files(None))]);
+    let (repo, sha) = repo_of_tasks(
+        &fixture,
+        "bench",
+        &[("copy", folder_files(None, &image_nonce()))],
+    );
     let url = path_arg(&repo);
     let file = registry(
         &fixture.path("registry.json"),
@@ -404,12 +415,13 @@ fn harbor_registry_datasets_are_listed_and_planned_from_a_url() {
 /// same commits and merge.
 fn harbor_registry_runs_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
+    let nonce = image_nonce();
     let (repo, sha) = repo_of_tasks(
         &fixture,
         "bench",
         &[
-            ("copy", folder_files(None)),
-            ("half", folder_files(Some("0.5"))),
+            ("copy", folder_files(None, &nonce)),
+            ("half", folder_files(Some("0.5"), &nonce)),
         ],
     );
     let url = path_arg(&repo).to_owned();
@@ -528,15 +540,16 @@ under_each_engine!(
 
 /// A Hub dataset repo of Harbor task folders, as the Terminal-Bench
 /// mirrors are: `tasks/copy` (its environment copies a file of its own
-/// context, kept in LFS) and `tasks/half`, beside a README.
-fn task_folders_repo(id: &str) -> HubDataset {
+/// context, kept in LFS) and `tasks/half`, beside a README; their image
+/// labelled with the test's `nonce`.
+fn task_folders_repo(id: &str, nonce: &str) -> HubDataset {
     let mut dataset = HubDataset::new(id).file("README.md", "# task folders\n");
     for (task, reward) in [("copy", None), ("half", Some("0.5"))] {
-        for (path, content) in folder_files(reward) {
+        for (path, content) in folder_files(reward, nonce) {
             let content = match path {
-                "environment/Dockerfile" => {
-                    format!("FROM {IMAGE}\nWORKDIR /app\nCOPY seed.txt /app/seed.txt\n")
-                }
+                "environment/Dockerfile" => format!(
+                    "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nCOPY seed.txt /app/seed.txt\n"
+                ),
                 _ => content,
             };
             dataset = dataset.file(&format!("tasks/{task}/{path}"), content);
@@ -553,8 +566,9 @@ fn task_folders_repo(id: &str) -> HubDataset {
 #[test]
 fn harbor_task_folders_of_a_hub_dataset_are_read_as_task_folders() {
     let fixture = Fixture::new();
+    let nonce = image_nonce();
     let hub = Hub::start();
-    let sha = hub.publish(task_folders_repo("acme/tb"));
+    let sha = hub.publish(task_folders_repo("acme/tb", &nonce));
     let endpoint = hub.endpoint();
     let host = hf_run(
         &fixture,
@@ -614,8 +628,9 @@ fn harbor_task_folders_of_a_hub_dataset_are_read_as_task_folders() {
 /// in LFS), the oracle's solution, the verifier's reward.
 fn harbor_task_folders_of_a_hub_dataset_run_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
+    let nonce = image_nonce();
     let hub = Hub::start();
-    hub.publish(task_folders_repo("acme/tb"));
+    hub.publish(task_folders_repo("acme/tb", &nonce));
     let engine = backend.engine().expect("an engine");
     let run = hf_run(
         &fixture,
@@ -639,3 +654,75 @@ under_each_engine!(
     harbor_task_folders_of_a_hub_dataset_run,
     super::harbor_task_folders_of_a_hub_dataset_run_in_an_engine
 );
+
+/// The images a test's task folders build, from its dry run's plan: each
+/// task's `localhost/onebash-harbor:env-…` tag, by task.
+fn planned_images(plan: &RunOutput) -> Vec<(String, String)> {
+    plan.stdout
+        .lines()
+        .filter_map(|line| {
+            let (task, rest) = line.strip_prefix("  ")?.split_once("  ")?;
+            let image = rest
+                .split_whitespace()
+                .find(|word| word.starts_with("localhost/onebash-harbor:env-"))?;
+            Some((task.to_owned(), image.to_owned()))
+        })
+        .collect()
+}
+
+/// The engine tests' task folders build images of their test's own.
+/// onebash tags a folder's image by its environment's content, and a
+/// test's `ImageTags` removes its tags with `podman rmi -f`, which removes
+/// every container of the image, in any process: when two tests' folders
+/// had the same content (a test's podman and docker variants in one CI
+/// run, or the same test run by two processes at once), the first to end
+/// removed the other's live container mid-task ("no container with name
+/// or ID ... found"). Within one test its tasks of one environment share
+/// an image, which its one `ImageTags` removes.
+#[test]
+fn harbor_registry_engine_fixtures_build_images_of_their_own() {
+    let plans: Vec<Vec<(String, String)>> = (0..2)
+        .flat_map(|_| {
+            let fixture = Fixture::new();
+            let nonce = image_nonce();
+            let (repo, sha) = repo_of_tasks(
+                &fixture,
+                "bench",
+                &[
+                    ("copy", folder_files(None, &nonce)),
+                    ("half", folder_files(Some("0.5"), &nonce)),
+                ],
+            );
+            let url = path_arg(&repo);
+            let file = registry(
+                &fixture.path("registry.json"),
+                &[(
+                    "demo",
+                    "1.0",
+                    vec![
+                        entry("copy", url, &sha, "tasks/copy"),
+                        entry("half", url, &sha, "tasks/half"),
+                    ],
+                )],
+            );
+            let dry = ["-m", "oracle", "--env", "podman", "--dry-run"];
+            let by_name = run(
+                &fixture,
+                Path::new("harbor:demo@1.0"),
+                "plan",
+                &[&["--registry", path_arg(&file)][..], &dry].concat(),
+            );
+            let hub = Hub::start();
+            hub.publish(task_folders_repo("acme/tb", &nonce));
+            let of_hub = hf_run(&fixture, &hub.endpoint(), "hub", "hf:acme/tb", &dry, &[]);
+            [planned_images(&by_name), planned_images(&of_hub)]
+        })
+        .collect();
+    for plan in &plans {
+        assert_eq!(plan.len(), 2, "{plan:?}");
+        assert_eq!(plan[0].1, plan[1].1, "one image a test: {plan:?}");
+    }
+    let images: std::collections::HashSet<&str> =
+        plans.iter().map(|plan| plan[0].1.as_str()).collect();
+    assert_eq!(images.len(), plans.len(), "shared images: {plans:?}");
+}
