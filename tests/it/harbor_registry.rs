@@ -540,13 +540,15 @@ under_each_engine!(
 
 /// A Hub dataset repo of Harbor task folders, as the Terminal-Bench
 /// mirrors are: `tasks/copy` (its environment copies a file of its own
-/// context, kept in LFS) and `tasks/half`, beside a README; their image
-/// labelled with the test's `nonce`.
+/// context, kept in LFS) and `tasks/half`, whose task.toml has a key
+/// Harbor does not read (`colour`), beside a README; their image labelled
+/// with the test's `nonce`.
 fn task_folders_repo(id: &str, nonce: &str) -> HubDataset {
     let mut dataset = HubDataset::new(id).file("README.md", "# task folders\n");
     for (task, reward) in [("copy", None), ("half", Some("0.5"))] {
         for (path, content) in folder_files(reward, nonce) {
             let content = match path {
+                "task.toml" if task == "half" => format!("colour = \"red\"\n{content}"),
                 "environment/Dockerfile" => format!(
                     "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nCOPY seed.txt /app/seed.txt\n"
                 ),
@@ -562,7 +564,8 @@ fn task_folders_repo(id: &str, nonce: &str) -> HubDataset {
 /// A Hub dataset repo made of task folders is read as its task folders:
 /// on the host the run is refused as Harbor tasks are (so they were read
 /// as such), and the dry run under an engine lists them and the dataset's
-/// commit, its split `folders`.
+/// commit, its split `folders`, and warns of a task.toml key Harbor does
+/// not read.
 #[test]
 fn harbor_task_folders_of_a_hub_dataset_are_read_as_task_folders() {
     let fixture = Fixture::new();
@@ -600,6 +603,14 @@ fn harbor_task_folders_of_a_hub_dataset_are_read_as_task_folders() {
         "{}\n{}",
         plan.stdout,
         plan.stderr
+    );
+    // Its keys Harbor does not read are warned of, as a folder's are.
+    assert!(
+        plan.stdout.contains(
+            "task.toml key `colour` is not one Harbor 0.26 reads; it is ignored (in half)"
+        ),
+        "{}",
+        plan.stdout
     );
     assert!(
         plan.stdout
