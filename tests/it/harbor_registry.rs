@@ -82,6 +82,37 @@ fn folder_files(reward: Option<&str>, nonce: &str) -> Vec<(&'static str, String)
     ]
 }
 
+/// The repo `bench` (as [`repo_of_tasks`] makes it) of the tasks `copy`
+/// (rewarded for what its solution writes) and `half` (rewarded 0.5), of
+/// one environment: one image, the test's own.
+fn copy_and_half(fixture: &Fixture) -> (PathBuf, String) {
+    let nonce = image_nonce();
+    repo_of_tasks(
+        fixture,
+        "bench",
+        &[
+            ("copy", folder_files(None, &nonce)),
+            ("half", folder_files(Some("0.5"), &nonce)),
+        ],
+    )
+}
+
+/// Writes to `file` a registry whose dataset `demo@1.0` is the tasks of
+/// [`copy_and_half`]'s repo `url` at `sha`.
+fn demo_of_copy_and_half(file: &Path, url: &str, sha: &str) -> PathBuf {
+    registry(
+        file,
+        &[(
+            "demo",
+            "1.0",
+            vec![
+                entry("copy", url, sha, "tasks/copy"),
+                entry("half", url, sha, "tasks/half"),
+            ],
+        )],
+    )
+}
+
 /// A registry entry of a task.
 fn entry(name: &str, git_url: &str, commit: &str, path: &str) -> Value {
     json!({"name": name, "git_url": git_url, "git_commit_id": commit, "path": path})
@@ -415,15 +446,7 @@ fn harbor_registry_datasets_are_listed_and_planned_from_a_url() {
 /// same commits and merge.
 fn harbor_registry_runs_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
-    let nonce = image_nonce();
-    let (repo, sha) = repo_of_tasks(
-        &fixture,
-        "bench",
-        &[
-            ("copy", folder_files(None, &nonce)),
-            ("half", folder_files(Some("0.5"), &nonce)),
-        ],
-    );
+    let (repo, sha) = copy_and_half(&fixture);
     let url = path_arg(&repo).to_owned();
     let gone = fixture.path("nowhere/repo");
     let file = registry(
@@ -488,17 +511,7 @@ fn harbor_registry_runs_end_to_end_in_an_engine(backend: Backend) {
     // The repo back (the registry still gone), two shards on the same
     // registry file read the same commits and merge.
     std::fs::rename(fixture.path("bench-moved"), &repo).expect("move back");
-    registry(
-        &file,
-        &[(
-            "demo",
-            "1.0",
-            vec![
-                entry("copy", &url, &sha, "tasks/copy"),
-                entry("half", &url, &sha, "tasks/half"),
-            ],
-        )],
-    );
+    demo_of_copy_and_half(&file, &url, &sha);
     let mut shards = Vec::new();
     for shard in ["1/2", "2/2"] {
         let mut with_shard = args.to_vec();
@@ -695,27 +708,9 @@ fn harbor_registry_engine_fixtures_build_images_of_their_own() {
     let plans: Vec<Vec<(String, String)>> = (0..2)
         .flat_map(|_| {
             let fixture = Fixture::new();
-            let nonce = image_nonce();
-            let (repo, sha) = repo_of_tasks(
-                &fixture,
-                "bench",
-                &[
-                    ("copy", folder_files(None, &nonce)),
-                    ("half", folder_files(Some("0.5"), &nonce)),
-                ],
-            );
+            let (repo, sha) = copy_and_half(&fixture);
             let url = path_arg(&repo);
-            let file = registry(
-                &fixture.path("registry.json"),
-                &[(
-                    "demo",
-                    "1.0",
-                    vec![
-                        entry("copy", url, &sha, "tasks/copy"),
-                        entry("half", url, &sha, "tasks/half"),
-                    ],
-                )],
-            );
+            let file = demo_of_copy_and_half(&fixture.path("registry.json"), url, &sha);
             let dry = ["-m", "oracle", "--env", "podman", "--dry-run"];
             let by_name = run(
                 &fixture,
@@ -724,7 +719,7 @@ fn harbor_registry_engine_fixtures_build_images_of_their_own() {
                 &[&["--registry", path_arg(&file)][..], &dry].concat(),
             );
             let hub = Hub::start();
-            hub.publish(task_folders_repo("acme/tb", &nonce));
+            hub.publish(task_folders_repo("acme/tb", &image_nonce()));
             let of_hub = hf_run(&fixture, &hub.endpoint(), "hub", "hf:acme/tb", &dry, &[]);
             [planned_images(&by_name), planned_images(&of_hub)]
         })
