@@ -142,6 +142,9 @@ pub struct DatasetsArgs {
     /// The cache whose datasets are listed, as for run [default: $XDG_CACHE_HOME/onebash, else ~/.cache/onebash].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// List the datasets of a Harbor registry instead (a registry.json file or its URL; Harbor's own when given no value), each as `run` takes it: harbor:NAME@VERSION.
+    #[arg(long, value_name = "FILE|URL", num_args = 0..=1, default_missing_value = "")]
+    pub registry: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -327,7 +330,7 @@ pub struct RegradeArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The tasks: a JSONL file (one task per line), a folder of Harbor tasks, or a dataset on the Hugging Face Hub: `hf:OWNER/NAME[@REVISION][:SPLIT]` (the split: its only one, else `test`) or a name `onebash datasets` lists (`swe-bench-verified`).
+    /// The tasks: a JSONL file (one task per line), a folder of Harbor tasks, a dataset of a Harbor registry (`harbor:NAME@VERSION`, or `harbor:NAME` for its newest version; see --registry), or a dataset on the Hugging Face Hub: `hf:OWNER/NAME[@REVISION][:SPLIT]` (the split: its only one, else `test`) or a name `onebash datasets` lists (`swe-bench-verified`).
     #[arg(value_name = "TASKS")]
     pub tasks: PathBuf,
 
@@ -475,6 +478,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
+    /// The Harbor registry (a registry.json file or its URL) that `harbor:NAME[@VERSION]` is read from [default: Harbor's, https://raw.githubusercontent.com/laude-institute/harbor/main/registry.json].
+    #[arg(long, value_name = "FILE|URL")]
+    pub registry: Option<String>,
+
     /// How much of the base's past each working copy holds: `full` = every ancestor of the base commit (git log and blame of the past work), `none` = one commit with no parents holding the base's tree. Never anything past the base.
     #[arg(long, value_enum, default_value_t = History::Full)]
     pub history: History,
@@ -596,6 +603,7 @@ impl RunArgs {
             limit: self.limit,
             out: self.out.clone(),
             cache_dir: self.cache_dir.clone(),
+            registry: self.registry.clone(),
             history: self.history,
             workdirs: self.workdirs.clone(),
             sandbox: self.sandbox,

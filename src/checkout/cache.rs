@@ -150,24 +150,7 @@ impl RepoCache {
     /// Where the mirror of `location` lives: a readable name plus a hash of
     /// the full location, so two repos with the same name never collide.
     pub(crate) fn mirror_path(&self, location: &str) -> PathBuf {
-        let trimmed = location.trim_end_matches('/').trim_end_matches(".git");
-        let name: String = trimmed
-            .rsplit(['/', ':', '\\'])
-            .next()
-            .unwrap_or("repo")
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(60)
-            .collect();
-        let hash = Sha256::digest(location.as_bytes());
-        let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        self.root.join("repos").join(format!("{name}-{hex}.git"))
+        mirror_path_in(&self.root, location)
     }
 
     /// The commit of a full sha this run already found.
@@ -317,10 +300,34 @@ impl RepoCache {
     }
 }
 
-struct Ensured {
-    commit: Oid,
-    fetched: bool,
-    warning: Option<String>,
+/// Where the mirror of `location` lives under the cache `root`: a
+/// readable name plus a hash of the full location, so two repos with the
+/// same name never collide.
+pub(super) fn mirror_path_in(root: &Path, location: &str) -> PathBuf {
+    let trimmed = location.trim_end_matches('/').trim_end_matches(".git");
+    let name: String = trimmed
+        .rsplit(['/', ':', '\\'])
+        .next()
+        .unwrap_or("repo")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    let hash = Sha256::digest(location.as_bytes());
+    let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    root.join("repos").join(format!("{name}-{hex}.git"))
+}
+
+pub(super) struct Ensured {
+    pub(super) commit: Oid,
+    pub(super) fetched: bool,
+    pub(super) warning: Option<String>,
 }
 
 impl Ensured {
@@ -336,7 +343,7 @@ impl Ensured {
 /// Under an exclusive file lock (other onebash processes may share the
 /// cache): open or create the mirror, fetch unless the commit is already
 /// there or this run fetched already, and resolve `rev`.
-fn ensure_commit(
+pub(super) fn ensure_commit(
     mirror: &Path,
     location: &str,
     rev: &str,
@@ -426,7 +433,7 @@ pub(crate) fn missing_repo_path(location: &str) -> Option<PathBuf> {
     (!path.exists()).then(|| path.to_owned())
 }
 
-fn is_full_sha(rev: &str) -> bool {
+pub(super) fn is_full_sha(rev: &str) -> bool {
     rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit())
 }
 

@@ -92,6 +92,20 @@ pub(crate) enum CheckoutError {
         doing: &'static str,
         source: tokio::task::JoinError,
     },
+    /// The commit has no folder at the path asked for.
+    #[error("failed to check out {repo}@{rev}: it has no folder {path}")]
+    NoFolder {
+        repo: String,
+        rev: String,
+        path: String,
+    },
+    /// The folder could not be read out of the mirror.
+    #[error("failed to check out {repo}@{rev}: cannot read its files: {}", source.message())]
+    Export {
+        repo: String,
+        rev: String,
+        source: git2::Error,
+    },
     #[error("failed to use the repo cache at {}: {source}", path.display())]
     Cache {
         path: PathBuf,

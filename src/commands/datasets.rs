@@ -5,9 +5,22 @@
 use std::fmt::Write as _;
 
 use crate::cli::DatasetsArgs;
+use crate::task::TaskFileError;
 
-/// The table to print.
-pub(crate) fn list(args: &DatasetsArgs) -> String {
+/// The table to print: with `--registry`, the registry's datasets (its
+/// benchmark's own registry when given no value).
+pub(crate) fn list(args: &DatasetsArgs) -> Result<String, TaskFileError> {
+    if let Some(location) = &args.registry
+        && let Some(listing) =
+            crate::task::registry_datasets((!location.is_empty()).then_some(location.as_str()))
+    {
+        return listing;
+    }
+    Ok(hub_names(args))
+}
+
+/// The short names of Hub datasets, and where they are cached.
+fn hub_names(args: &DatasetsArgs) -> String {
     let cache_dir = args
         .cache_dir
         .clone()
@@ -33,6 +46,10 @@ pub(crate) fn list(args: &DatasetsArgs) -> String {
         "\nAny other dataset: hf:OWNER/NAME[@REVISION][:SPLIT]. Cached in {} (HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE as the Hub's own client reads them).",
         cache_dir.join("datasets").display()
     );
+    let _ = writeln!(
+        out,
+        "A task registry's datasets: onebash datasets --registry [FILE|URL]."
+    );
     out
 }
 
@@ -44,8 +61,9 @@ mod tests {
     /// cache folder named is the one `--cache-dir` gives.
     #[test]
     fn every_name_is_listed_with_its_hub_id_and_split() {
-        let text = list(&DatasetsArgs {
+        let text = hub_names(&DatasetsArgs {
             cache_dir: Some("/tmp/c".into()),
+            registry: None,
         });
         let aliases = crate::task::datasets();
         assert_eq!(aliases.len(), 8);

@@ -57,7 +57,10 @@ pub fn dispatch(command: Command, secrets: &Secrets) -> Result<i32, CommandError
             println!("{}", pull::pull(&args, secrets)?);
             Ok(EXIT_OK)
         }
-        Command::Datasets(args) => printed(crate::commands::datasets::list(&args)),
+        Command::Datasets(args) => printed(
+            crate::commands::datasets::list(&args)
+                .map_err(|err| CommandError::Config(err.into()))?,
+        ),
         Command::Regrade(args) => regrade_command(&args),
         Command::Completions(args) => printed(completions::script(args.shell)),
         Command::Man(args) => {

@@ -264,6 +264,7 @@ fn plan(
             let _ = writeln!(out, "from:     {}", config.task_file.display());
         }
     }
+    registry_tasks(&mut out, config);
     let _ = writeln!(out, "model:    {}", config.model.name());
     if let Some(line) = api_line {
         let _ = writeln!(out, "model API: {line}");
@@ -350,6 +351,38 @@ fn images_and_tasks(out: &mut String, config: &RunConfig<Unprobed>, looked: &Loo
     }
     if tasks > LISTED_TASKS {
         let _ = writeln!(out, "  ... and {} more", tasks - LISTED_TASKS);
+    }
+}
+
+/// A registry's dataset: where it was read, and every selected task's
+/// repo, commit and folder (or why it cannot run).
+fn registry_tasks(out: &mut String, config: &RunConfig<Unprobed>) {
+    let Some(record) = &config.registry else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "registry: {} (sha256 {}), dataset {}",
+        record.registry, record.registry_sha256, record.dataset
+    );
+    let _ = writeln!(out, "task folders:");
+    for task in &config.tasks {
+        let Some(entry) = record.tasks.iter().find(|t| t.id == task.id.as_str()) else {
+            continue;
+        };
+        let at = entry
+            .commit
+            .as_deref()
+            .or(entry.git_commit_id.as_deref())
+            .unwrap_or("HEAD");
+        let place = match &entry.git_url {
+            Some(url) => format!("{url}@{at} {}", entry.path),
+            None => entry.path.clone(),
+        };
+        let _ = match task.benchmark.cannot_run() {
+            Some(why) => writeln!(out, "  {}  {place}  cannot run: {why}", task.id),
+            None => writeln!(out, "  {}  {place}", task.id),
+        };
     }
 }
 

@@ -53,6 +53,8 @@ pub(crate) fn pull(args: &PullArgs, secrets: &Secrets) -> Result<String, PullErr
         token: secrets.hf_token(),
         cache_dir: cache_dir.clone(),
         pinned_sha: None,
+        registry: None,
+        pinned_registry: None,
     };
     let file = crate::config::source::load(&args.tasks, &options, &context)?;
     for warning in &file.warnings {

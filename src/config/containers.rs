@@ -79,9 +79,10 @@ pub(crate) fn check_container_args(
     let Some(engine) = args.env_kind().image_backend() else {
         return image_guard(args, tasks, warnings);
     };
+    // A task that cannot run at all never starts a container.
     let without: Vec<&str> = tasks
         .iter()
-        .filter(|t| t.image.is_none())
+        .filter(|t| t.image.is_none() && t.benchmark.cannot_run().is_none())
         .map(|t| t.id.as_str())
         .collect();
     if without.is_empty() {

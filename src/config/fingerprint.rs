@@ -68,6 +68,13 @@ impl<P> RunConfig<P> {
         if let (Some(hosts), Some(fields)) = (&self.allowed_hosts, fingerprint.as_object_mut()) {
             fields.insert("allow_hosts".to_owned(), serde_json::json!(hosts));
         }
+        // Likewise the dataset and version of a registry read.
+        if let (Some(registry), Some(fields)) = (&self.registry, fingerprint.as_object_mut()) {
+            fields.insert(
+                "registry_dataset".to_owned(),
+                serde_json::json!(registry.fingerprint()),
+            );
+        }
         if let (Some(template), Some(fields)) = (&self.test_command, fingerprint.as_object_mut()) {
             fields.insert("test_command".to_owned(), serde_json::json!(template));
         }

@@ -55,6 +55,8 @@ pub(crate) struct RunOptions {
     pub limit: Option<usize>,
     pub out: Option<PathBuf>,
     pub cache_dir: Option<PathBuf>,
+    /// `--registry`: the registry a registry's dataset is read from.
+    pub registry: Option<String>,
     pub history: History,
     pub workdirs: Option<PathBuf>,
     pub sandbox: SandboxMode,
@@ -128,6 +130,7 @@ impl RunOptions {
             limit: None,
             out: None,
             cache_dir: None,
+            registry: None,
             history: History::Full,
             workdirs: None,
             sandbox: SandboxMode::Auto,

@@ -38,6 +38,7 @@ use crate::env::{ContainerCommands, EnvKind, PullPolicy};
 use crate::grade::Rules;
 use crate::sys::limits::Limits;
 use crate::sys::sandbox::SandboxMode;
+use crate::task::RegistryRecord;
 use crate::task::predictions::PredictionsRecord;
 use crate::task::prompt::PromptVariant;
 use crate::task::{AllowedHosts, TaskSpec};
@@ -90,6 +91,9 @@ pub(crate) struct RunConfig<P = Probed> {
     /// The dataset the tasks are the rows of, as read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataset: Option<DatasetRecord>,
+    /// The registry's dataset the tasks are, as read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryRecord>,
     /// `--model predictions:FILE`: the file, and the tasks it has no
     /// prediction for and the predictions that name no task.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -153,6 +157,13 @@ impl RunConfig<Unprobed> {
                 (Some(out), true) => crate::config::source::pinned_by(out, &args.tasks),
                 _ => None,
             },
+            registry: args.registry.clone(),
+            // Likewise a registry's dataset: the tasks and commits read
+            // before, with no registry and no network.
+            pinned_registry: match (&out_dir_given, args.resume) {
+                (Some(out), true) => crate::config::source::pinned_registry(out),
+                _ => None,
+            },
         };
         let prediction_file = prediction_file(args)?;
         let (selected, predictions) = select_tasks(args, &context, prediction_file.as_deref())?;
@@ -191,6 +202,7 @@ impl RunConfig<Unprobed> {
             tasks,
             task_file_sha256: selected.sha256,
             dataset: selected.dataset,
+            registry: selected.registry,
             predictions,
             model,
             prompt,
@@ -236,6 +248,7 @@ impl RunConfig<Unprobed> {
             grading: args.grading,
             task_file_sha256: checked.task_file_sha256,
             dataset: checked.dataset,
+            registry: checked.registry,
             predictions: checked.predictions,
             test_command: args.test_command.clone(),
             sandbox_mode: args.sandbox,
@@ -332,6 +345,7 @@ impl RunConfig<Unprobed> {
             grading: self.grading,
             task_file_sha256: self.task_file_sha256,
             dataset: self.dataset,
+            registry: self.registry,
             predictions: self.predictions,
             test_command: self.test_command,
             sandbox_mode: self.sandbox_mode,
@@ -356,6 +370,7 @@ struct Checked {
     tasks: Vec<TaskSpec>,
     task_file_sha256: String,
     dataset: Option<DatasetRecord>,
+    registry: Option<RegistryRecord>,
     predictions: Option<PredictionsRecord>,
     model: ModelChoice,
     prompt: PromptVariant,

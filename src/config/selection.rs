@@ -151,11 +151,14 @@ fn listed(ids: &[String]) -> String {
 pub(crate) fn check_gold_patches(tasks: &[TaskSpec], name: &str) -> Result<(), ConfigError> {
     let missing: Vec<&str> = tasks
         .iter()
+        // A task that cannot run at all is a setup error of its own, and
+        // is not asked for a solution it will never run.
         .filter(|t| {
-            matches!(
-                t.benchmark.oracle(t.gold_patch.as_deref()),
-                crate::task::Oracle::Missing(_)
-            )
+            t.benchmark.cannot_run().is_none()
+                && matches!(
+                    t.benchmark.oracle(t.gold_patch.as_deref()),
+                    crate::task::Oracle::Missing(_)
+                )
         })
         .map(|t| t.id.as_str())
         .collect();

@@ -1,5 +1,6 @@
 //! Where a run's tasks come from: a JSONL task file, a folder a benchmark
-//! reads (`task::load_path`), or a dataset on the Hugging Face Hub
+//! reads (`task::load_path`), a registry's dataset a benchmark reads by
+//! name (`task::load_reference`), or a dataset on the Hugging Face Hub
 //! (`hf:OWNER/NAME`, or a short name of `task::datasets`). One function, [`load`], for `run`, `validate`
 //! and `pull`, so the three read the same tasks from the same argument.
 //!
@@ -12,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkout::CheckoutError;
 use crate::dataset::{Dataset, DatasetError, DatasetRef, HubSettings, RowError};
 use crate::task::{
-    LineError, LoadOptions, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows,
+    FetchedFolder, FolderError, FolderFetch, LineError, LoadOptions, ReferenceContext, Referenced,
+    RegistryRecord, TaskFile, TaskFileError, TaskSpec, load_tasks, parse_rows,
 };
 
 /// The tasks of the argument, and what identifies them.
@@ -26,6 +29,8 @@ pub(crate) struct Loaded {
     pub sha256: String,
     /// What was read, when the tasks are a dataset's rows.
     pub dataset: Option<DatasetRecord>,
+    /// What was read, when the tasks are a registry's dataset.
+    pub registry: Option<RegistryRecord>,
     /// Files the sandbox must hide too: the Hub token's file, when the
     /// token came from one.
     pub hidden: Vec<PathBuf>,
@@ -76,6 +81,11 @@ pub(crate) struct DatasetContext {
     /// A commit to read instead of resolving the revision: what an earlier
     /// attempt of the run read (`--resume`).
     pub pinned_sha: Option<String>,
+    /// `--registry`: the registry a registry's dataset is read from.
+    pub registry: Option<String>,
+    /// What an earlier attempt of the run read of a registry's dataset
+    /// (`--resume`): its tasks at their commits.
+    pub pinned_registry: Option<RegistryRecord>,
 }
 
 impl std::fmt::Debug for DatasetContext {
@@ -84,6 +94,8 @@ impl std::fmt::Debug for DatasetContext {
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("cache_dir", &self.cache_dir)
             .field("pinned_sha", &self.pinned_sha)
+            .field("registry", &self.registry)
+            .field("pinned_registry", &self.pinned_registry)
             .finish()
     }
 }
@@ -103,7 +115,11 @@ pub enum SourceError {
 impl SourceError {
     /// The Hub could not be reached and nothing usable was cached.
     pub(crate) fn hub_unreachable(&self) -> bool {
-        matches!(self, SourceError::Dataset(err) if err.unreachable())
+        match self {
+            SourceError::Dataset(err) => err.unreachable(),
+            SourceError::Tasks(err) => err.unreachable(),
+            SourceError::File(_) => false,
+        }
     }
 }
 
@@ -115,6 +131,47 @@ pub(crate) fn load(
     options: &LoadOptions,
     context: &DatasetContext,
 ) -> Result<Loaded, SourceError> {
+    let mut loaded = load_any(raw, options, context)?;
+    if let (Some(registry), None) = (&context.registry, &loaded.registry) {
+        loaded.warnings.push(format!(
+            "--registry {registry} is not read: {} is not a registry's dataset",
+            raw.display()
+        ));
+    }
+    Ok(loaded)
+}
+
+/// [`load`], before the warning of a `--registry` not read.
+fn load_any(
+    raw: &Path,
+    options: &LoadOptions,
+    context: &DatasetContext,
+) -> Result<Loaded, SourceError> {
+    if let Some(referenced) = raw.to_str().and_then(|raw| {
+        let reference = ReferenceContext {
+            registry: context.registry.clone(),
+            pinned: context.pinned_registry.clone(),
+        };
+        let folders = RepoFolders {
+            cache_dir: &context.cache_dir,
+        };
+        crate::task::load_reference(raw, &reference, &folders)
+    }) {
+        let Referenced {
+            file,
+            record,
+            mut warnings,
+        } = referenced?;
+        warnings.extend(file.warnings);
+        return Ok(Loaded {
+            tasks: file.tasks,
+            sha256: file.sha256,
+            dataset: None,
+            registry: Some(record),
+            hidden: Vec::new(),
+            warnings,
+        });
+    }
     let known = crate::task::datasets();
     let reference = raw
         .to_str()
@@ -133,6 +190,7 @@ pub(crate) fn load(
             tasks,
             sha256,
             dataset: None,
+            registry: None,
             hidden: Vec::new(),
             warnings,
         });
@@ -143,21 +201,69 @@ pub(crate) fn load(
     if let Some(sha) = &context.pinned_sha {
         asked.revision = Some(sha.clone());
     }
-    let dataset = crate::dataset::open(&asked, &settings)?;
-    let mut options = options.clone();
-    if options.image.is_none()
-        && let Some(image) = reference.alias.and_then(|alias| alias.image)
-    {
-        options.image = Some(image.to_owned());
-    }
-    let tasks = tasks_of(&dataset, &typed, &options)?;
+    let dataset = crate::dataset::open_with(&asked, &settings, &crate::task::folder_markers())?;
+    let mut warnings = dataset.warnings.clone();
+    let tasks = match &dataset.folders {
+        // A repo of task folders: its folders, copied out, read as a
+        // folder is, with a folder's warnings.
+        Some(folders) => {
+            let file = match crate::task::load_path(folders) {
+                Some(loaded) => loaded?,
+                None => load_tasks(folders, options)?,
+            };
+            warnings.extend(file.warnings);
+            file.tasks
+        }
+        None => {
+            let mut options = options.clone();
+            if options.image.is_none()
+                && let Some(image) = reference.alias.and_then(|alias| alias.image)
+            {
+                options.image = Some(image.to_owned());
+            }
+            tasks_of(&dataset, &typed, &options)?
+        }
+    };
     Ok(Loaded {
         tasks,
         sha256: dataset.content_sha256(),
         dataset: Some(record_of(&dataset, &reference, typed)),
+        registry: None,
         hidden: settings.token_file.clone().into_iter().collect(),
-        warnings: dataset.warnings.clone(),
+        warnings,
     })
+}
+
+/// Folders of repos at commits through the checkout stage's repo cache
+/// (`checkout::repo_folder`), for a source whose tasks are such folders.
+struct RepoFolders<'a> {
+    cache_dir: &'a Path,
+}
+
+impl FolderFetch for RepoFolders<'_> {
+    fn folder(
+        &self,
+        repo: &str,
+        rev: &str,
+        path: &str,
+        may_fetch: bool,
+    ) -> Result<FetchedFolder, FolderError> {
+        match crate::checkout::repo_folder(self.cache_dir, repo, rev, path, may_fetch) {
+            Ok(folder) => Ok(FetchedFolder {
+                dir: folder.dir,
+                commit: folder.commit,
+                fetched: folder.fetched,
+                warning: folder.warning,
+            }),
+            Err(err) => Err(FolderError {
+                repo_unreachable: matches!(
+                    err,
+                    CheckoutError::Fetch { .. } | CheckoutError::NoRepoPath { .. }
+                ),
+                source: Box::new(err),
+            }),
+        }
+    }
 }
 
 /// The dataset's rows as tasks. Rows have no folder of their own: a
@@ -237,4 +343,14 @@ pub(crate) fn pinned_by(out_dir: &Path, raw: &Path) -> Option<String> {
         .as_ref()
         .is_none_or(|split| *split == record.split);
     (record.repo == reference.repo && same_split && record.revision == asked).then_some(record.sha)
+}
+
+/// The registry's dataset an earlier attempt of the run in `out_dir`
+/// read, tasks and commits, when it read one: a resume reads them again
+/// (the reference decides whether it is the same dataset). Only this key of
+/// run.json is read.
+pub(crate) fn pinned_registry(out_dir: &Path) -> Option<RegistryRecord> {
+    let path = crate::run_folder::RunFolder::at(out_dir).run_json();
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    serde_json::from_value(manifest.get("settings")?.get("registry")?.clone()).ok()
 }

@@ -153,6 +153,16 @@ pub enum DatasetError {
         expected: String,
         got: String,
     },
+    /// Two folders of a dataset read as folders share a name.
+    #[error(
+        "failed to open dataset {dataset}: {first} and {second} are both folders named {name}, which would be one folder"
+    )]
+    FolderNames {
+        dataset: String,
+        name: String,
+        first: String,
+        second: String,
+    },
     #[error("failed to open dataset {dataset}: cannot {action} {}: {source}", path.display())]
     Cache {
         dataset: String,

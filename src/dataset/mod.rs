@@ -11,6 +11,8 @@
 //!   files and downloads what the cache lacks, into a [`Dataset`];
 //! - hub.rs: the Hub's HTTP API (revision, tree listing, resumed
 //!   downloads, its errors);
+//! - folders.rs: a repo made of folders (each holding a marker file the
+//!   caller names) instead of data files, copied out as real files;
 //! - splits.rs: which files make up a split (the card's configs, the
 //!   naming rules of the `datasets` library), with glob.rs's globs;
 //! - cache.rs: the cache's layout, manifests, refs and hash checks;
@@ -20,6 +22,7 @@
 
 mod cache;
 mod error;
+mod folders;
 mod glob;
 mod hub;
 mod open;
@@ -31,6 +34,8 @@ mod splits;
 mod tests;
 
 pub(crate) use error::{DatasetError, RowError, RowFault};
-pub(crate) use open::{Dataset, open};
+#[cfg(test)]
+pub(crate) use open::open;
+pub(crate) use open::{Dataset, open_with};
 pub(crate) use reference::{Alias, DatasetRef};
 pub(crate) use settings::HubSettings;

@@ -13,6 +13,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::dataset::cache::{self, CacheIo, FileHash, Manifest, RepoCache};
 use crate::dataset::error::DatasetError;
+use crate::dataset::folders::{FOLDERS, folder_files, materialize};
 use crate::dataset::hub::{Hub, RevisionInfo, TreeFile};
 use crate::dataset::reference::{DatasetRef, is_commit_sha};
 use crate::dataset::settings::HubSettings;
@@ -31,6 +32,9 @@ pub(crate) struct Dataset {
     /// What the caller should tell the user (the cache used because the
     /// Hub could not be reached).
     pub(crate) warnings: Vec<String>,
+    /// When the repo is made of folders (its split [`FOLDERS`]): the
+    /// folder holding a real copy of each, by name.
+    pub(crate) folders: Option<std::path::PathBuf>,
 }
 
 /// One file of a split.
@@ -64,27 +68,63 @@ impl Dataset {
     }
 }
 
-/// Opens the split `reference` names: resolves the revision (default
-/// `main`) to its commit, finds the split's files and downloads what the
-/// cache lacks, checked against the Hub's hashes. Blocking: it runs its
-/// own single-threaded runtime, so it must not be called from inside one.
+/// [`open_with`] with no folder markers: a split, as the tests of splits
+/// open it.
+#[cfg(test)]
 pub(crate) fn open(
     reference: &DatasetRef,
     settings: &HubSettings,
 ) -> Result<Dataset, DatasetError> {
+    open_with(reference, settings, &[])
+}
+
+/// Opens the split `reference` names: resolves the revision (default
+/// `main`) to its commit, finds the split's files and downloads what the
+/// cache lacks, checked against the Hub's hashes. A repo holding any of
+/// `markers` (when no split is asked for) is read as folders instead:
+/// every file of each folder holding a marker (folders.rs), copied out of
+/// the snapshot into [`Dataset::folders`]. Blocking: it runs its own
+/// single-threaded runtime, so it must not be called from inside one.
+pub(crate) fn open_with(
+    reference: &DatasetRef,
+    settings: &HubSettings,
+    markers: &[&str],
+) -> Result<Dataset, DatasetError> {
     let opening = Opening {
         reference,
         settings,
+        markers,
         label: reference.to_string(),
         cache: RepoCache::new(&settings.cache_dir, &reference.repo),
     };
-    opening.run()
+    let mut dataset = opening.run()?;
+    if dataset.split == FOLDERS {
+        let manifest_files: Vec<String> = dataset.files.iter().map(|f| f.path.clone()).collect();
+        if let Some((roots, _)) = folder_files(&manifest_files, markers) {
+            let files: Vec<(&str, &std::path::Path)> = dataset
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.local.as_path()))
+                .collect();
+            let copied = materialize(
+                opening.cache.root(),
+                &dataset.sha,
+                &opening.label,
+                &roots,
+                &files,
+            )?;
+            dataset.folders = Some(copied);
+        }
+    }
+    Ok(dataset)
 }
 
 /// One call of [`open`].
 struct Opening<'a> {
     reference: &'a DatasetRef,
     settings: &'a HubSettings,
+    /// The files that make a folder of a repo read as folders.
+    markers: &'a [&'a str],
     /// The reference as errors name it.
     label: String,
     cache: RepoCache,
@@ -298,6 +338,11 @@ impl Opening<'_> {
 
     fn choose(&self, manifest: &Manifest) -> Result<(String, Vec<String>), DatasetError> {
         let requested = self.reference.split.as_deref();
+        if requested.is_none()
+            && let Some((_, files)) = folder_files(&manifest.files, self.markers)
+        {
+            return Ok((FOLDERS.to_owned(), files));
+        }
         let layout = splits::layout(manifest.card().as_ref(), &manifest.files, requested);
         splits::choose(&layout, requested, &self.label)
     }
@@ -333,6 +378,7 @@ impl Opening<'_> {
             split,
             files,
             warnings: Vec::new(),
+            folders: None,
         }
     }
 
@@ -450,6 +496,7 @@ mod tests {
             split: "test".into(),
             files,
             warnings: Vec::new(),
+            folders: None,
         };
         let a = dataset(vec![file("a", Some("1")), file("b", None)]);
         let same = dataset(vec![file("a", Some("1")), file("b", None)]);

@@ -5,7 +5,10 @@
 //! [`BadLine`] puts `FILE:LINE:` before it; `spec.rs`'s `TaskFileError`
 //! lists the bad lines. The texts are those of docs/tasks.md, matched by
 //! the tests: change them there too. It does not cover a Harbor task
-//! folder (`harbor.rs`'s `HarborError`).
+//! folder (`harbor.rs`'s `HarborError`). Also what can be wrong with a
+//! Harbor registry or a dataset of it ([`RegistryError`], for
+//! harbor_registry.rs), here so that `spec.rs`'s `TaskFileError` can carry
+//! it without depending on the file that reads registries.
 
 use serde_json::Number;
 
@@ -182,5 +185,82 @@ mod tests {
             text: "x".repeat(100),
         };
         assert!(long.to_string().ends_with(&format!(": {}", "x".repeat(80))));
+    }
+}
+
+/// Why a registry or a dataset of it cannot be read. Messages read after
+/// "failed to", with a hint where the user can do something.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error(
+        "failed to read {raw}: {why}\nhint: name a dataset as harbor:NAME or harbor:NAME@VERSION"
+    )]
+    BadReference { raw: String, why: &'static str },
+    #[error("failed to read the registry {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("failed to fetch the registry {url}: {source}")]
+    Fetch { url: String, source: reqwest::Error },
+    #[error("failed to fetch the registry {url}: the server answered {status}")]
+    Status { url: String, status: u16 },
+    #[error(
+        "failed to read the registry {location}: it is not a registry.json (a list of datasets, each a name, version, description and tasks): {source}"
+    )]
+    Json {
+        location: String,
+        source: serde_json::Error,
+    },
+    #[error("failed to find the dataset {name} in the registry {location}{}", close_hint(.close, .location))]
+    NoDataset {
+        name: String,
+        location: String,
+        close: Vec<String>,
+    },
+    #[error("failed to find version {version} of the dataset {name} in the registry {location}\nhint: its versions are {}", .versions.join(", "))]
+    NoVersion {
+        name: String,
+        version: String,
+        location: String,
+        versions: Vec<String>,
+    },
+    /// onebash names a task by its folder, so two folders of one name
+    /// would be one task twice in results.csv.
+    #[error(
+        "failed to read {dataset}: two of its tasks are folders named {id} ({first} and {second}); onebash names a task by its folder's name"
+    )]
+    DuplicateId {
+        dataset: String,
+        id: String,
+        first: String,
+        second: String,
+    },
+    #[error("failed to read {dataset}: it holds no task")]
+    Empty { dataset: String },
+    /// Harbor refuses the same paths (`normalize_git_task_path`).
+    #[error("failed to read {dataset}: the task {task} has the path {path:?}, which {why}")]
+    BadPath {
+        dataset: String,
+        task: String,
+        path: String,
+        why: &'static str,
+    },
+}
+
+impl RegistryError {
+    /// The registry's server could not be reached (not an answer of it).
+    pub(crate) fn unreachable(&self) -> bool {
+        matches!(self, RegistryError::Fetch { .. })
+    }
+}
+
+/// The hint of a dataset name the registry lacks: the close names, or how
+/// to list them all.
+fn close_hint(close: &[String], location: &str) -> String {
+    if close.is_empty() {
+        format!("\nhint: `onebash datasets --registry {location}` lists its datasets")
+    } else {
+        format!("\nhint: did you mean {}?", close.join(", "))
     }
 }

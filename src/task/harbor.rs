@@ -225,6 +225,12 @@ impl Source for Harbor {
         Some("a Harbor task: a solution/solve.sh")
     }
 
+    /// A Hub dataset repo of Harbor task folders (the Terminal-Bench
+    /// mirrors) is read as its folders holding a task.toml.
+    fn folder_marker(&self) -> Option<&'static str> {
+        Some(TASK_TOML)
+    }
+
     /// Its tasks come from folders, never lines.
     fn benchmark(&self, line: &ParsedLine, recipe: Option<RecipeResult>) -> Arc<dyn Benchmark> {
         let _ = recipe;
@@ -292,19 +298,13 @@ pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
     let mut tasks = Vec::new();
     let mut errors = Vec::new();
     let mut hasher = Sha256::new();
-    // Each key Harbor does not read, with the tasks that write it.
-    let mut unknown: Vec<(String, Vec<String>)> = Vec::new();
+    let mut unknown = UnknownKeys::default();
     for dir in &folders {
         match read_task(dir) {
             Ok((task, digest, keys)) => {
                 hasher.update(task.id.as_str().as_bytes());
                 hasher.update(digest);
-                for key in keys {
-                    match unknown.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, ids)) => ids.push(task.id.as_str().to_owned()),
-                        None => unknown.push((key, vec![task.id.as_str().to_owned()])),
-                    }
-                }
+                unknown.add(&task, keys);
                 tasks.push(task);
             }
             Err(err) => errors.push(err.to_string()),
@@ -316,27 +316,50 @@ pub(crate) fn load(path: &Path) -> Result<TaskFile, TaskFileError> {
     Ok(TaskFile {
         tasks,
         sha256: format!("{:x}", hasher.finalize()),
-        warnings: unknown
-            .iter()
-            .map(|(key, ids)| unknown_warning(key, ids))
-            .collect(),
+        warnings: unknown.warnings(),
     })
 }
 
-/// The one warning of a task.toml key Harbor does not read (it ignores
-/// it, and so does onebash), naming the tasks that write it.
-fn unknown_warning(key: &str, ids: &[String]) -> String {
-    let shown = ids.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-    let more = match ids.len().saturating_sub(5) {
-        0 => String::new(),
-        n => format!(" and {n} more"),
-    };
-    format!("task.toml key `{key}` is not one Harbor 0.26 reads; it is ignored (in {shown}{more})")
+/// Each task.toml key Harbor does not read, with the tasks that write it:
+/// one warning per key for a whole run, whether its folders are read from
+/// a directory or fetched from a registry.
+#[derive(Debug, Default)]
+pub(crate) struct UnknownKeys(Vec<(String, Vec<String>)>);
+
+impl UnknownKeys {
+    /// Notes the unknown `keys` of `task`'s task.toml.
+    pub(crate) fn add(&mut self, task: &TaskSpec, keys: Vec<String>) {
+        let id = task.id.as_str();
+        for key in keys {
+            match self.0.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, ids)) => ids.push(id.to_owned()),
+                None => self.0.push((key, vec![id.to_owned()])),
+            }
+        }
+    }
+
+    /// The one warning of each key Harbor does not read (it ignores it,
+    /// and so does onebash), naming the tasks that write it.
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(key, ids)| {
+                let shown = ids.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+                let more = match ids.len().saturating_sub(5) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                format!(
+                    "task.toml key `{key}` is not one Harbor 0.26 reads; it is ignored (in {shown}{more})"
+                )
+            })
+            .collect()
+    }
 }
 
 /// One task folder: its task, the hash of its files, and the keys of
 /// its task.toml Harbor does not read.
-fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborError> {
+pub(crate) fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>), HarborError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(|source| HarborError::Read { path, source })

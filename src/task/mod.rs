@@ -6,8 +6,9 @@
 //! come in, one file a benchmark: onebash's own lines (own.rs), a
 //! SWE-bench instance ([`swebench`]), a swebench 5 row (swebench5.rs),
 //! SWE-bench Pro (pro.rs), Multi-SWE-bench (multi.rs), SWE-smith's
-//! refused lines (smith.rs), a Harbor task folder (harbor.rs); the hosts a
-//! task may reach (hosts.rs); another
+//! refused lines (smith.rs), a Harbor task folder (harbor.rs) or a Harbor
+//! registry's dataset of them (harbor_registry.rs); the hosts a task may
+//! reach (hosts.rs); another
 //! agent's predictions ([`predictions`]); and the prompt a task is
 //! rendered into ([`prompt`]).
 //! What can be wrong with a task line is in error.rs ([`LineError`]).
@@ -16,6 +17,7 @@ mod benchmark;
 mod convert;
 mod error;
 mod harbor;
+mod harbor_registry;
 mod hosts;
 mod lines;
 mod multi;
@@ -40,6 +42,12 @@ pub(crate) use hosts::{AllowedHosts, HostAsked, PhaseHosts};
 #[cfg(test)]
 pub(crate) use lines::parse_tasks;
 pub(crate) use lines::{load_tasks, parse_rows};
-pub(crate) use registry::{datasets, image_templates, load_path, oracle_needs};
+pub(crate) use registry::{
+    datasets, folder_markers, image_templates, load_path, load_reference, oracle_needs,
+    registry_datasets,
+};
+pub(crate) use source::{
+    FetchedFolder, FolderError, FolderFetch, ReferenceContext, Referenced, RegistryRecord,
+};
 pub(crate) use spec::{LoadOptions, MAX_SECONDS, TaskFile, TaskFileError, TaskId, TaskSpec};
 pub(crate) use swebench::patch_files;

@@ -14,7 +14,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::dataset::Alias;
-use crate::task::source::{Fit, ParsedLine, Source};
+use crate::task::source::{Fit, FolderFetch, ParsedLine, ReferenceContext, Referenced, Source};
 use crate::task::spec::{TaskFile, TaskFileError};
 
 /// Every source, in order. One line a benchmark.
@@ -25,6 +25,7 @@ pub(crate) const SOURCES: &[&dyn Source] = &[
     &crate::task::multi::SOURCE,
     &crate::task::smith::SOURCE,
     &crate::task::harbor::SOURCE,
+    &crate::task::harbor_registry::SOURCE,
     &crate::task::own::SOURCE,
 ];
 
@@ -53,6 +54,35 @@ pub(crate) fn claimer(line: &ParsedLine) -> &'static dyn Source {
 /// The tasks of `path` when a source reads it as a folder format.
 pub(crate) fn load_path(path: &Path) -> Option<Result<TaskFile, TaskFileError>> {
     SOURCES.iter().find_map(|source| source.load_path(path))
+}
+
+/// The tasks of `raw` when a source reads it as a reference of its own
+/// (a registry's dataset).
+pub(crate) fn load_reference(
+    raw: &str,
+    context: &ReferenceContext,
+    fetch: &dyn FolderFetch,
+) -> Option<Result<Referenced, TaskFileError>> {
+    SOURCES
+        .iter()
+        .find_map(|source| source.load_reference(raw, context, fetch))
+}
+
+/// The datasets of a registry (at `location`, else the source's own), as
+/// the first source that reads registries lists them.
+pub(crate) fn registry_datasets(location: Option<&str>) -> Option<Result<String, TaskFileError>> {
+    SOURCES
+        .iter()
+        .find_map(|source| source.registry_datasets(location))
+}
+
+/// The files that make a folder a task, every source's that reads
+/// folders: a Hub dataset repo holding any is read as task folders.
+pub(crate) fn folder_markers() -> Vec<&'static str> {
+    SOURCES
+        .iter()
+        .filter_map(|source| source.folder_marker())
+        .collect()
 }
 
 /// The datasets onebash knows by a short name, every source's in order.

@@ -177,6 +177,16 @@ pub enum TaskFileError {
     /// Every bad Harbor task folder, as `harbor.rs` words it.
     #[error("{}", render_line_errors(.0))]
     Invalid(Vec<String>),
+    /// A registry's dataset that cannot be read (harbor_registry.rs).
+    #[error(transparent)]
+    Registry(#[from] crate::task::error::RegistryError),
+}
+
+impl TaskFileError {
+    /// A registry's server could not be reached.
+    pub(crate) fn unreachable(&self) -> bool {
+        matches!(self, TaskFileError::Registry(err) if err.unreachable())
+    }
 }
 
 pub(crate) fn render_line_errors(errors: &[impl fmt::Display]) -> String {

@@ -69,7 +69,7 @@ fn parquet_dataset(id: &str, rows: &[Value]) -> Dataset {
 /// `onebash run REFERENCE -o <fixture>/OUT --cache-dir <fixture>/cache
 /// ARGS` against the Hub at `endpoint`, with `env` on top of a clean
 /// Hugging Face environment.
-fn hf_command(
+pub(crate) fn hf_command(
     fixture: &Fixture,
     endpoint: &str,
     out: &Path,
@@ -104,7 +104,7 @@ fn hf_command(
 }
 
 /// [`hf_command`] run to its end.
-fn hf_run(
+pub(crate) fn hf_run(
     fixture: &Fixture,
     endpoint: &str,
     out: &str,

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::support::harness::{Fixture, RunOutput, onebash};
 
-use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
+use crate::support::backend::{Backend, IMAGE, ImageTags, image_nonce, under_each_engine};
 
 /// Writes one task folder: `files` are (relative path, content); `.sh`
 /// files are made executable.
@@ -51,7 +51,7 @@ pub(crate) fn run(fixture: &Fixture, path: &Path, out: &str, args: &[&str]) -> R
     }
 }
 
-const TASK_TOML: &str = r#"version = "1.0"
+pub(crate) const TASK_TOML: &str = r#"version = "1.0"
 
 [metadata]
 author_name = "onebash tests"
@@ -169,7 +169,7 @@ fn three_tasks(root: &Path, nonce: &str) {
 fn harbor_task_folders_run_end_to_end_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
     let root = fixture.path("harbor");
-    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let nonce = image_nonce();
     three_tasks(&root, &nonce);
     let engine = backend.engine().expect("an engine");
     let in_engine = ["--env", engine, "--pull", "never"];
@@ -415,7 +415,7 @@ fn harbor_tasks_are_refused_on_the_host() {
 /// says it ran solve.sh.
 fn harbor_relative_folder_bare_workdir_and_failed_start_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
-    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let nonce = image_nonce();
     let dockerfile = format!("FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\n");
     let test_sh = "#!/bin/bash\nif [ \"$(pwd)\" = /app ] && [ \"$(cat /app/out.txt)\" = done ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n";
     let files = |toml: &'static str| -> Vec<(&str, String)> {

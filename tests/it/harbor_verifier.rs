@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use crate::harbor::run;
-use crate::support::backend::{Backend, IMAGE, ImageTags, under_each_engine};
+use crate::support::backend::{Backend, IMAGE, ImageTags, image_nonce, under_each_engine};
 use crate::support::harness::{Fixture, RunOutput, scripted_agent_by};
 
 /// The separate verifier's task: the artifacts are `/app/out.txt` and
@@ -99,7 +99,7 @@ pub(crate) fn assert_reward(run: &RunOutput, task: &str, expected: &str) {
 fn harbor_separate_verifier_in_an_engine(backend: Backend) {
     let fixture = Fixture::new();
     let root = fixture.path("tasks");
-    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let nonce = image_nonce();
     let dockerfile = format!(
         "FROM {IMAGE}\nLABEL onebash.test-nonce=\"{nonce}\"\nWORKDIR /app\nRUN echo expected > /app/expected.txt\n"
     );

@@ -22,6 +22,7 @@ mod egress;
 mod exec_safety;
 mod export;
 mod harbor;
+mod harbor_registry;
 mod harbor_runtime;
 mod harbor_verifier;
 mod history;

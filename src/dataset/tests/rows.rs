@@ -177,6 +177,7 @@ pub(crate) fn local_dataset(files: &[(&str, &Path)]) -> Dataset {
             })
             .collect(),
         warnings: Vec::new(),
+        folders: None,
     }
 }
 

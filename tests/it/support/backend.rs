@@ -82,8 +82,28 @@ pub(crate) use under_each_engine;
 
 /// Image tags a test made (by podman, or by onebash under an engine),
 /// removed when dropped, whether the test passed or not: from podman's
-/// store, and docker's copies from docker's.
+/// store, and docker's copies from docker's. The tags must be the test's
+/// own: `podman rmi -f` removes every container of the image too, in any
+/// process, so a tag another test also uses (a task folder's image is
+/// tagged by its content: see [`image_nonce`]) takes that test's live
+/// container from under it.
 pub struct ImageTags(pub Vec<String>);
+
+/// A word no other test (in this process or another) has, for a Dockerfile
+/// line (`LABEL onebash.test-nonce="..."`) that makes the image built from
+/// it the test's own: onebash tags a Harbor task folder's image by its
+/// environment's content, so two tests with the same folder (a test's
+/// podman and docker variants, or one test run by two processes at once)
+/// would share one tag, and the first to end would remove it, and the
+/// other's running container with it.
+pub fn image_nonce() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    format!("{}-{now}-{count}", std::process::id())
+}
 
 impl Drop for ImageTags {
     fn drop(&mut self) {
