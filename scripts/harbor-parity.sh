@@ -39,6 +39,7 @@
 # Usage: scripts/harbor-parity.sh
 #   ONEBASH          the onebash binary (default: target/release/onebash,
 #                    else `onebash` on PATH)
+#   ONEBASH_PARITY_ENV  onebash's --env: docker (default, Harbor's) or podman
 #   ONEBASH_CI_CACHE cache folder (default /var/cache/onebash-ci)
 #   DEBIAN_MIRROR    the mirror to bootstrap trixie from (default: the
 #                    first Debian mirror of /etc/apt/sources.list*)
@@ -59,6 +60,7 @@ ci_cache=${ONEBASH_CI_CACHE:-/var/cache/onebash-ci}
 cache=$ci_cache/harbor-parity
 rootfs=$cache/trixie-harbor-$HARBOR_VERSION
 image=onebash-test/base:bookworm
+onebash_env=${ONEBASH_PARITY_ENV:-docker}
 onebash=${ONEBASH:-}
 if [ -z "$onebash" ]; then
     if [ -x target/release/onebash ]; then onebash=$PWD/target/release/onebash
@@ -86,7 +88,7 @@ in_trixie() {
             mkdir -p "$root$work"
             mount --bind "$work" "$root$work"
         fi
-        exec chroot "$root" env -i PATH=/opt/harbor/bin:/usr/bin:/bin HOME=/root \
+        exec chroot "$root" env -i PATH=/opt/harbor/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
             DOCKER_HOST=unix:///run/docker.sock LANG=C.UTF-8 "$@"
     ' in_trixie "$root" "$work" "$@"
 }
@@ -104,16 +106,24 @@ if [ ! -e "$rootfs/.ready" ]; then
     started=$SECONDS
     rm -rf "$rootfs.tmp"
     mkdir -p "$cache"
-    debootstrap --variant=minbase \
-        --include=python3,python3-venv,ca-certificates,docker-cli,docker-compose \
+    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
         trixie "$rootfs.tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 \
         || { tail -n 20 "$cache/debootstrap.log" >&2; exit 1; }
-    rm -rf "$rootfs.tmp"/var/cache/apt/archives/*.deb
-    in_trixie "$rootfs.tmp" "" python3 -m venv /opt/harbor
-    in_trixie "$rootfs.tmp" "" /opt/harbor/bin/pip install -q --disable-pip-version-check \
-        "harbor==$HARBOR_VERSION" >"$cache/pip.log" 2>&1 \
-        || { tail -n 20 "$cache/pip.log" >&2; exit 1; }
-    in_trixie "$rootfs.tmp" "" docker compose version
+    # This machine's own certificate authorities (a proxy's, say) are
+    # trusted inside too, by apt's https and by pip (PIP_CERT: pip reads
+    # its own bundle otherwise).
+    cp /usr/local/share/ca-certificates/*.crt "$rootfs.tmp/usr/local/share/ca-certificates/" 2>/dev/null || true
+    in_trixie "$rootfs.tmp" "" bash -euc '
+        update-ca-certificates >/dev/null 2>&1
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-cli docker-compose >/dev/null
+        rm -rf /var/cache/apt/archives/*.deb /var/lib/apt/lists/*
+        python3 -m venv /opt/harbor
+        PIP_CERT=/etc/ssl/certs/ca-certificates.crt /opt/harbor/bin/pip install -q \
+            --disable-pip-version-check "harbor==$1"
+        docker compose version
+        harbor --version' bootstrap "$HARBOR_VERSION" >"$cache/bootstrap.log" 2>&1 \
+        || { tail -n 20 "$cache/bootstrap.log" >&2; exit 1; }
     touch "$rootfs.tmp/.ready"
     rm -rf "$rootfs"
     mv "$rootfs.tmp" "$rootfs"
@@ -213,19 +223,30 @@ services:
     command: ["sh", "-c", "mkdir -p /srv && echo from-side > /srv/secret.txt && cd /srv && exec python3 -m http.server 8000"]
 YAML
 
-# Harbor: one job per agent over the folder of tasks.
+# Harbor: one job per task and agent (a task whose environment Harbor
+# cannot make aborts its whole job, not only its trial). LiteLLM's model
+# cost map is read from the wheel instead of fetched from GitHub.
 for agent in oracle nop; do
-    echo "== harbor run -a $agent ($(ls "$tasks" | wc -l) tasks)"
-    in_trixie "$rootfs" "$work" harbor run -p "$tasks" -a "$agent" -e docker -n 1 \
-        --jobs-dir "$work/harbor" --job-name "$agent" --yes \
-        >"$work/harbor-$agent.log" 2>&1 \
-        || echo "harbor run -a $agent exited $? (its log: $work/harbor-$agent.log)"
+    echo "== harbor run -a $agent, one job per task"
+    for dir in "$tasks"/*/; do
+        name=$(basename "$dir")
+        log=$work/harbor/$agent-$name.log
+        mkdir -p "$work/harbor"
+        if ! in_trixie "$rootfs" "$work" env LITELLM_LOCAL_MODEL_COST_MAP=True \
+            harbor run -p "$tasks/$name" -a "$agent" -e docker -n 1 \
+            --jobs-dir "$work/harbor" --job-name "$agent-$name" --yes >"$log" 2>&1; then
+            # Rich's traceback boxes the exception's lines: the last
+            # "SomethingError: ..." line, unboxed, says why.
+            sed 's/^[│ ]*//; s/[│ ]*$//' "$log" | grep -E '^[A-Za-z.]*(Error|Exception): ' \
+                | tail -n 1 >"$work/harbor/$agent-$name.aborted" || true
+        fi
+    done
 done
 
-# onebash: one run per agent, under the same engine.
+# onebash: one run per agent, under docker as Harbor (or podman).
 for agent in oracle noop; do
-    echo "== onebash run -m $agent"
-    "$onebash" run "$tasks" --env docker -m "$agent" -o "$work/onebash-$agent" \
+    echo "== onebash run -m $agent --env $onebash_env"
+    "$onebash" run "$tasks" --env "$onebash_env" -m "$agent" -o "$work/onebash-$agent" \
         --cache-dir "$work/onebash-cache" >"$work/onebash-$agent.log" 2>&1 \
         || echo "onebash run -m $agent exited $? (its log: $work/onebash-$agent.log)"
 done
@@ -239,16 +260,24 @@ tasks = sorted(os.listdir(os.path.join(work, "tasks")))
 
 
 def harbor(agent):
-    """task -> reward text, or the exception's type when there is none."""
+    """task -> reward, or why there is none (the trial's exception, or
+    the job's when it aborted before any trial)."""
     out = {}
-    for path in glob.glob(os.path.join(work, "harbor", agent, "*", "result.json")):
-        r = json.load(open(path))
-        rewards = (r.get("verifier_result") or {}).get("rewards") or {}
-        if "reward" in rewards:
-            out[r["task_name"]] = float(rewards["reward"])
+    for task in tasks:
+        job = os.path.join(work, "harbor", f"{agent}-{task}")
+        results = glob.glob(os.path.join(job, "*", "result.json"))
+        if results:
+            r = json.load(open(results[0]))
+            rewards = (r.get("verifier_result") or {}).get("rewards") or {}
+            if "reward" in rewards:
+                out[task] = float(rewards["reward"])
+            else:
+                exc = r.get("exception_info") or {}
+                out[task] = "no reward: " + exc.get("exception_type", "none")
         else:
-            exc = r.get("exception_info") or {}
-            out[r["task_name"]] = "no reward: " + exc.get("exception_type", "none")
+            aborted = job + ".aborted"
+            why = open(aborted).read().strip() if os.path.exists(aborted) else ""
+            out[task] = "aborted: " + (why.split(":")[0] or "no trial")
     return out
 
 
