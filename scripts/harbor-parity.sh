@@ -223,24 +223,27 @@ services:
     command: ["sh", "-c", "mkdir -p /srv && echo from-side > /srv/secret.txt && cd /srv && exec python3 -m http.server 8000"]
 YAML
 
-# Harbor: one job per task and agent (a task whose environment Harbor
-# cannot make aborts its whole job, not only its trial). LiteLLM's model
-# cost map is read from the wheel instead of fetched from GitHub.
-for agent in oracle nop; do
-    echo "== harbor run -a $agent, one job per task"
-    for dir in "$tasks"/*/; do
-        name=$(basename "$dir")
-        log=$work/harbor/$agent-$name.log
-        mkdir -p "$work/harbor"
-        if ! in_trixie "$rootfs" "$work" env LITELLM_LOCAL_MODEL_COST_MAP=True \
-            harbor run -p "$tasks/$name" -a "$agent" -e docker -n 1 \
-            --jobs-dir "$work/harbor" --job-name "$agent-$name" --yes >"$log" 2>&1; then
-            # Rich's traceback boxes the exception's lines: the last
-            # "SomethingError: ..." line, unboxed, says why.
-            sed 's/^[│ ]*//; s/[│ ]*$//' "$log" | grep -E '^[A-Za-z.]*(Error|Exception): ' \
-                | tail -n 1 >"$work/harbor/$agent-$name.aborted" || true
-        fi
-    done
+# Harbor: one job per task (a task whose environment Harbor cannot make
+# aborts its whole job, not only its trial), both agents in it, two trials
+# at a time: a job's start costs about 20 s here. LiteLLM's model cost
+# map is read from the wheel instead of fetched from GitHub.
+echo "== harbor run -e docker, oracle and nop, one job per task"
+mkdir -p "$work/harbor"
+for dir in "$tasks"/*/; do
+    name=$(basename "$dir")
+    cat >"$work/harbor/$name.json" <<JSON
+{"job_name": "$name", "jobs_dir": "$work/harbor", "n_concurrent_trials": 2,
+ "environment": {"type": "docker"}, "tasks": [{"path": "$tasks/$name"}],
+ "agents": [{"name": "oracle"}, {"name": "nop"}]}
+JSON
+    if ! in_trixie "$rootfs" "$work" env LITELLM_LOCAL_MODEL_COST_MAP=True \
+        harbor run -c "$work/harbor/$name.json" --yes >"$work/harbor/$name.log" 2>&1; then
+        # Rich's traceback boxes the exception's lines: the last
+        # "SomethingError: ..." line, unboxed, says why.
+        sed 's/^[│ ]*//; s/[│ ]*$//' "$work/harbor/$name.log" \
+            | grep -E '^[A-Za-z.]*(Error|Exception): ' \
+            | tail -n 1 >"$work/harbor/$name.aborted" || true
+    fi
 done
 
 # onebash: one run per agent, under docker as Harbor (or podman).
@@ -264,17 +267,18 @@ def harbor(agent):
     the job's when it aborted before any trial)."""
     out = {}
     for task in tasks:
-        job = os.path.join(work, "harbor", f"{agent}-{task}")
-        results = glob.glob(os.path.join(job, "*", "result.json"))
-        if results:
-            r = json.load(open(results[0]))
+        job = os.path.join(work, "harbor", task)
+        for path in glob.glob(os.path.join(job, "*", "result.json")):
+            r = json.load(open(path))
+            if r["agent_info"]["name"] != agent:
+                continue
             rewards = (r.get("verifier_result") or {}).get("rewards") or {}
             if "reward" in rewards:
                 out[task] = float(rewards["reward"])
             else:
                 exc = r.get("exception_info") or {}
                 out[task] = "no reward: " + exc.get("exception_type", "none")
-        else:
+        if task not in out:
             aborted = job + ".aborted"
             why = open(aborted).read().strip() if os.path.exists(aborted) else ""
             out[task] = "aborted: " + (why.split(":")[0] or "no trial")
