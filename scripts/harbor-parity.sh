@@ -31,10 +31,12 @@
 # this machine. The rootfs and venv are cached in
 # $ONEBASH_CI_CACHE/harbor-parity/ and reused when present. There is no
 # Docker Hub here: the tasks' images are FROM the container tests' image
-# (onebash-test/base:bookworm, scripts/test-images.sh). Harbor's egress
-# sidecar (for allowlist and no-network) is FROM gogost/gost on Docker
-# Hub, so Harbor's own run of `allowlist` cannot start here: its row says
-# Harbor's exception.
+# (onebash-test/base:bookworm, scripts/test-images.sh). Harbor's network
+# control (allowlist, no-network) first probes the kernel in an
+# `alpine` container and then runs an egress sidecar FROM gogost/gost,
+# both from Docker Hub: here the probe fails, Harbor turns the control
+# off, and its job for `allowlist` aborts before any trial ("ValueError:
+# The execution phase network policy differs..."): its row says so.
 #
 # Usage: scripts/harbor-parity.sh
 #   ONEBASH          the onebash binary (default: target/release/onebash,
@@ -49,9 +51,13 @@
 # daemon: scripts/test-docker.sh starts one) and podman holding the test
 # image, network to the Debian mirror and PyPI on a cold run only.
 #
-# Cost on this machine (2 cores, shared): cold (debootstrap of trixie and
-# harbor's venv, about 200 wheels) about COLD_COST; warm (both harnesses,
-# 10 tasks x 2 agents each) about WARM_COST.
+# Cost on this machine (2 cores, shared, under nice): warm, about 6.5
+# minutes: Harbor's 10 jobs (20 trials; each job's start is ~20 s, a
+# trial's compose up and down ~20 s, a separate verifier's ~40 s) about
+# 6 minutes, onebash's two runs about 30 s. Cold, about 12 minutes: the
+# bootstrap (debootstrap of trixie, docker-cli and docker-compose, then
+# harbor's venv, ~120 packages from PyPI) took 307 s, then the warm run.
+# Too slow for .ci/run (its budget: under 3 minutes warm, 10 cold).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,14 +100,7 @@ in_trixie() {
 }
 
 if [ ! -e "$rootfs/.ready" ]; then
-    mirror=${DEBIAN_MIRROR:-}
-    if [ -z "$mirror" ]; then
-        mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-                     /etc/apt/sources.list.d/*.sources 2>/dev/null \
-                 | grep -oE '(https?|file)://[^ ]*/debian/?( |$)' \
-                 | grep -v security | head -n 1 | tr -d ' ' || true)
-    fi
-    mirror=${mirror:-http://deb.debian.org/debian}
+    mirror=$(scripts/debian-mirror.sh)
     echo "== bootstrapping Debian trixie and harbor==$HARBOR_VERSION (once; cached in $rootfs)"
     started=$SECONDS
     rm -rf "$rootfs.tmp"
