@@ -250,7 +250,7 @@ for agent in oracle noop; do
     echo "== onebash run -m $agent --env $onebash_env"
     "$onebash" run "$tasks" --env "$onebash_env" -m "$agent" -o "$work/onebash-$agent" \
         --cache-dir "$work/onebash-cache" >"$work/onebash-$agent.log" 2>&1 \
-        || echo "onebash run -m $agent exited $? (its log: $work/onebash-$agent.log)"
+        || echo "onebash run -m $agent exited $? (a refused task is an error row; its log: $work/onebash-$agent.log)"
 done
 
 python3 - "$work" <<'PY'
@@ -304,7 +304,7 @@ def onebash(agent):
 
 
 unequal = 0
-fmt = "{:<14} {:<7} {:<34} {:<44} {}"
+fmt = "{:<14} {:<7} {:<28} {:<50} {}"
 print(fmt.format("task", "agent", "harbor", "onebash", "equal"))
 for agent, ob_agent in (("oracle", "oracle"), ("nop", "noop")):
     h, o = harbor(agent), onebash(ob_agent)
