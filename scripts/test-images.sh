@@ -27,17 +27,7 @@ if "$engine" image inspect "$image" >/dev/null 2>&1; then
 fi
 
 if [ ! -f "$tarball" ]; then
-    mirror=${DEBIAN_MIRROR:-}
-    if [ -z "$mirror" ]; then
-        # deb822 (`URIs: http://deb.debian.org/debian`) or one-line
-        # (`deb http://deb.debian.org/debian bookworm main`) sources; not
-        # the security archive, which has no full suite.
-        mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-                     /etc/apt/sources.list.d/*.sources 2>/dev/null \
-                 | grep -oE '(https?|file)://[^ ]*/debian/?( |$)' \
-                 | grep -v security | head -n 1 | tr -d ' ' || true)
-    fi
-    mirror=${mirror:-http://deb.debian.org/debian}
+    mirror=$("$(dirname "$0")"/debian-mirror.sh)
     echo "== bootstrapping Debian bookworm from $mirror (once; cached in $cache)"
     mkdir -p "$cache"
     rootfs=$(mktemp -d "$cache/rootfs.XXXXXX")
