@@ -389,15 +389,13 @@ pub(crate) fn read_task(dir: &Path) -> Result<(TaskSpec, [u8; 32], Vec<String>),
         .unwrap_or_default();
     let id = TaskId::parse(&name).map_err(|m| field_error(format!("the folder's name: {m}")))?;
     let (mut refused, context, image, env_hash) = environment_of(dir, &config)?;
-    let place = separate::read(&config.table, &tests).map_err(|message| HarborError::Field {
+    let at_toml = |message: String| HarborError::Field {
         path: toml_path.clone(),
         message,
-    })?;
+    };
+    let place = separate::read(&config.table, &tests).map_err(at_toml)?;
     refused.extend(place.refused);
-    let runtime = runtime::read(&config.table).map_err(|message| HarborError::Field {
-        path: toml_path.clone(),
-        message,
-    })?;
+    let runtime = runtime::read(&config.table).map_err(|err| at_toml(err.to_string()))?;
     let solution = read_solution(&dir.join("solution"))?;
     let mut digest = Sha256::new();
     digest.update(toml_text.as_bytes());

@@ -24,6 +24,20 @@ const WRITABLE: &[&str] = &["/logs/agent", VERIFIER_LOGS, "/logs/artifacts", "/s
 /// start interval (seconds), retries.
 const HEALTHCHECK_DEFAULTS: (f64, f64, f64, f64, i64) = (5.0, 30.0, 0.0, 5.0, 3);
 
+/// A runtime key whose value Harbor rejects, or a variable no `-e` can
+/// carry.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RuntimeKeyError {
+    #[error("`{table}.{name}` must be a string under a variable name")]
+    Variable { table: &'static str, name: String },
+    #[error("`environment.healthcheck.command` is required (a string)")]
+    NoHealthcheckCommand,
+    #[error("`environment.healthcheck.{key}` must be a number of seconds, got {got}")]
+    Seconds { key: &'static str, got: String },
+    #[error("`environment.healthcheck.retries` must be an integer, got {got}")]
+    Retries { got: String },
+}
+
 /// What task.toml says of the container and the oracle beyond the image.
 #[derive(Debug, Default)]
 pub(super) struct Runtime {
@@ -37,7 +51,7 @@ pub(super) struct Runtime {
 
 /// Reads the runtime keys of task.toml's table. An error is what Harbor
 /// rejects, or a variable no `-e` can carry.
-pub(super) fn read(doc: &toml::Table) -> Result<Runtime, String> {
+pub(super) fn read(doc: &toml::Table) -> Result<Runtime, RuntimeKeyError> {
     let table = |name: &str| doc.get(name).and_then(Value::as_table);
     let environment = table("environment");
     let mut setup = ContainerSetup {
@@ -78,7 +92,10 @@ fn user(phase: Option<&toml::Table>) -> Option<String> {
 
 /// A table of variables: each a string under a name an `-e NAME=VALUE`
 /// (or `env NAME=VALUE`) can carry.
-fn variables(path: &str, table: Option<&Value>) -> Result<Vec<(String, String)>, String> {
+fn variables(
+    path: &'static str,
+    table: Option<&Value>,
+) -> Result<Vec<(String, String)>, RuntimeKeyError> {
     let Some(table) = table.and_then(Value::as_table) else {
         return Ok(Vec::new());
     };
@@ -90,9 +107,10 @@ fn variables(path: &str, table: Option<&Value>) -> Result<Vec<(String, String)>,
                 vars.push((name.clone(), text.clone()));
             }
             _ => {
-                return Err(format!(
-                    "`{path}.{name}` must be a string under a variable name"
-                ));
+                return Err(RuntimeKeyError::Variable {
+                    table: path,
+                    name: name.clone(),
+                });
             }
         }
     }
@@ -100,15 +118,15 @@ fn variables(path: &str, table: Option<&Value>) -> Result<Vec<(String, String)>,
 }
 
 /// A number of seconds of the healthcheck, or its default.
-fn seconds(check: &toml::Table, key: &str, default: f64) -> Result<f64, String> {
+fn seconds(check: &toml::Table, key: &'static str, default: f64) -> Result<f64, RuntimeKeyError> {
     match check.get(key) {
         None => Ok(default),
         Some(Value::Integer(n)) => Ok(*n as f64),
         Some(Value::Float(f)) if f.is_finite() => Ok(*f),
-        Some(other) => Err(format!(
-            "`environment.healthcheck.{key}` must be a number of seconds, got {}",
-            super::schema::shown(other)
-        )),
+        Some(other) => Err(RuntimeKeyError::Seconds {
+            key,
+            got: super::schema::shown(other),
+        }),
     }
 }
 
@@ -119,10 +137,10 @@ fn seconds(check: &toml::Table, key: &str, default: f64) -> Result<f64, String> 
 /// the start only waits `start_interval_sec`; after it, `retries`
 /// consecutive failures (the first of them counted) fail it, with
 /// Harbor's message, `interval_sec` apart.
-fn healthcheck_script(check: &toml::Table) -> Result<String, String> {
+fn healthcheck_script(check: &toml::Table) -> Result<String, RuntimeKeyError> {
     let (interval, timeout, period, start_interval, retries) = HEALTHCHECK_DEFAULTS;
     let Some(command) = check.get("command").and_then(Value::as_str) else {
-        return Err("`environment.healthcheck.command` is required (a string)".to_owned());
+        return Err(RuntimeKeyError::NoHealthcheckCommand);
     };
     let interval = seconds(check, "interval_sec", interval)?;
     let timeout = seconds(check, "timeout_sec", timeout)?;
@@ -133,10 +151,9 @@ fn healthcheck_script(check: &toml::Table) -> Result<String, String> {
         Some(Value::Integer(n)) => *n,
         Some(Value::Float(f)) if f.fract() == 0.0 && f.is_finite() => *f as i64,
         Some(other) => {
-            return Err(format!(
-                "`environment.healthcheck.retries` must be an integer, got {}",
-                super::schema::shown(other)
-            ));
+            return Err(RuntimeKeyError::Retries {
+                got: super::schema::shown(other),
+            });
         }
     };
     let whole_timeout = timeout.trunc().max(0.0) as u64;
@@ -169,7 +186,7 @@ mod tests {
     use super::*;
 
     fn runtime(text: &str) -> Result<Runtime, String> {
-        read(&toml::from_str(text).expect("toml"))
+        read(&toml::from_str(text).expect("toml")).map_err(|err| err.to_string())
     }
 
     #[test]

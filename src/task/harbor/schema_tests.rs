@@ -350,35 +350,41 @@ fn harbors_taskconfig_and_onebash_read_the_fixtures_alike() {
             })
             .unwrap_or_default();
         assert_eq!(ours.verifier_env, env, "{text}");
-        // Each phase's network as Harbor's trial resolves it: public, none,
-        // or the proxy (an allowlist; none of it for a `no-network` phase).
-        for phase in ["agent", "verifier"] {
-            let mode = theirs["phase_networks"][phase][0].as_str().unwrap_or("");
-            let expected: &[&str] = match ours.checked.network {
-                Some(Network::Public) => &["public"],
-                Some(Network::None) => &["no-network"],
-                Some(Network::Allowlist) => &["allowlist", "no-network"],
-                // Refused: public in one phase only.
-                None => &["public", "allowlist", "no-network"],
-            };
-            assert!(expected.contains(&mode), "{text}: {phase} is {mode}");
-        }
-        // Each phase's hosts, as Harbor resolves and normalises them.
-        if let Some(hosts) = &ours.checked.hosts {
-            for (phase, ours) in [("agent", &hosts.agent), ("verifier", &hosts.verifier)] {
-                let theirs: Vec<String> = theirs["phase_networks"][phase][1]
-                    .as_array()
-                    .map(|h| {
-                        h.iter()
-                            .filter_map(|h| h.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let theirs = crate::task::AllowedHosts::parse(&theirs).expect("Harbor's hosts");
-                assert_eq!(*ours, theirs, "{text}: {phase}");
-            }
-        }
+        networks_alike(text, &ours, theirs);
         runtime_alike(text, theirs);
+    }
+}
+
+/// Each phase's network and hosts, as schema.rs reads them and Harbor's
+/// trial resolves them.
+fn networks_alike(text: &str, ours: &TaskToml, theirs: &serde_json::Value) {
+    // Each phase's network as Harbor's trial resolves it: public, none,
+    // or the proxy (an allowlist; none of it for a `no-network` phase).
+    for phase in ["agent", "verifier"] {
+        let mode = theirs["phase_networks"][phase][0].as_str().unwrap_or("");
+        let expected: &[&str] = match ours.checked.network {
+            Some(Network::Public) => &["public"],
+            Some(Network::None) => &["no-network"],
+            Some(Network::Allowlist) => &["allowlist", "no-network"],
+            // Refused: public in one phase only.
+            None => &["public", "allowlist", "no-network"],
+        };
+        assert!(expected.contains(&mode), "{text}: {phase} is {mode}");
+    }
+    // Each phase's hosts, as Harbor resolves and normalises them.
+    if let Some(hosts) = &ours.checked.hosts {
+        for (phase, ours) in [("agent", &hosts.agent), ("verifier", &hosts.verifier)] {
+            let theirs: Vec<String> = theirs["phase_networks"][phase][1]
+                .as_array()
+                .map(|h| {
+                    h.iter()
+                        .filter_map(|h| h.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let theirs = crate::task::AllowedHosts::parse(&theirs).expect("Harbor's hosts");
+            assert_eq!(*ours, theirs, "{text}: {phase}");
+        }
     }
 }
 
