@@ -6,6 +6,7 @@
 use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
 use crate::sys::limits::Limits;
+use crate::sys::sandbox::SandboxMode;
 use crate::sys::words::{count, plural};
 use crate::task::{NetworkWish, TaskSpec};
 
@@ -164,25 +165,34 @@ fn network_wishes(
     Ok(())
 }
 
-/// An allowlist (`--allow-hosts`, or a task's own) needs a container
-/// engine onebash can put its proxy in: under `--env host` and `--env
-/// oci` it stops the run, named.
+/// An allowlist (`--allow-hosts`, or a task's own) needs a place onebash
+/// can put its proxy in: a container of an engine, or the host's bwrap
+/// sandbox (which `--sandbox none` leaves out); under `--env oci` it
+/// stops the run, named.
 fn allowlist_guard(
     args: &RunOptions,
     wishes: &[(&TaskSpec, NetworkWish)],
 ) -> Result<(), ConfigError> {
-    if args.env_kind().engine().is_some() {
-        return Ok(());
-    }
-    let env = args.env_kind().image_backend().unwrap_or("host");
+    let kind = args.env_kind();
+    let engines = "--env podman or --env docker";
+    let (env, honoured, hint) = match kind.image_backend() {
+        Some(_) if kind.engine().is_some() => return Ok(()),
+        Some(env) => (env, format!("in a container of {engines}"), engines.to_owned()),
+        None if args.sandbox != SandboxMode::None => return Ok(()),
+        None => (
+            "host --sandbox none",
+            format!("on the host in the bwrap sandbox, or in a container of {engines}"),
+            format!("without --sandbox none (bwrap), or with {engines}"),
+        ),
+    };
     if args.allow_hosts.is_some() {
         return Err(ConfigError::Usage(format!(
-            "--allow-hosts is not honoured under --env {env} yet: only in a container of --env podman or --env docker\nhint: run with --env podman or --env docker"
+            "--allow-hosts is not honoured under --env {env}: only {honoured}\nhint: run {hint}"
         )));
     }
     match wishes.iter().find(|(_, wish)| wish.allowlist.is_some()) {
         Some((task, wish)) => Err(ConfigError::Usage(format!(
-            "task {} asks for an allowlist ({}), which onebash honours only in a container of --env podman or --env docker, not under --env {env} yet\nhint: run it with --env podman or --env docker",
+            "task {} asks for an allowlist ({}), which onebash honours only {honoured}, not under --env {env}\nhint: run it {hint}",
             task.id, wish.key
         ))),
         None => Ok(()),

@@ -1,4 +1,5 @@
-//! `--allow-hosts` under `--env podman` and `--env docker`: the agent's
+//! `--allow-hosts` under `--env podman` and `--env docker` (and on the
+//! host in the bwrap sandbox, in a network namespace of the task's): the agent's
 //! container has no network but its loopback, where onebash's proxy
 //! listens, and the proxy lets through only the allowed hosts. Three
 //! local servers, each counting the connections it accepts: one reached
@@ -75,10 +76,34 @@ except Exception as e: print(\"direct failed\", e)'"
 }
 
 fn only_the_allowed_hosts_are_reached(backend: Backend) {
+    let fixture = Fixture::new();
+    let flags = backend.image_flags(&fixture, IMAGE);
+    allowed_hosts_only(&fixture, flags);
+}
+
+under_each_engine!(
+    an_allowlist_lets_through_its_hosts_only,
+    super::only_the_allowed_hosts_are_reached
+);
+
+/// The same on the host, in the bwrap sandbox: each command enters the
+/// task's own network namespace, where the proxy listens on the
+/// loopback.
+#[test]
+fn an_allowlist_lets_through_its_hosts_only_on_the_host_under_bwrap() {
+    let Some(fixture) = crate::sandbox::bwrap_fixture() else {
+        return;
+    };
+    let flags = ["--env", "host", "--sandbox", "bwrap"].map(str::to_owned);
+    allowed_hosts_only(&fixture, flags.to_vec());
+}
+
+/// Runs the eight commands under `--allow-hosts` with `flags` (the
+/// environment's) and checks what each got and what each server saw.
+fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
     let (named, named_seen) = counting_server("127.0.0.1");
     let (ranged, ranged_seen) = counting_server("127.0.0.2");
     let (blocked, blocked_seen) = counting_server("127.0.0.3");
-    let fixture = Fixture::new();
     let id = format!("egress-{}", std::process::id());
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task(&id, &repo, &sha, "true", json!({}))]);
@@ -98,7 +123,7 @@ fn only_the_allowed_hosts_are_reached(backend: Backend) {
     let mut args: Vec<String> = ["--model", "scripted", "--base-url", &server.base_url()]
         .map(str::to_owned)
         .to_vec();
-    args.extend(backend.image_flags(&fixture, IMAGE));
+    args.extend(flags);
     args.extend([
         "--allow-hosts".to_owned(),
         "allowed.localhost,*.ok.localhost,127.0.0.2/32".to_owned(),
@@ -145,29 +170,17 @@ fn only_the_allowed_hosts_are_reached(backend: Backend) {
     assert_eq!(of("blocked.localhost"), Some((Some(1), Some(1))), "{asked}");
 }
 
-under_each_engine!(
-    an_allowlist_lets_through_its_hosts_only,
-    super::only_the_allowed_hosts_are_reached
-);
-
 /// Where onebash cannot put its proxy, an allowlist stops the run, named.
 #[test]
 fn allow_hosts_is_refused_by_name_where_it_is_not_honoured() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task("t1", &repo, &sha, "true", json!({}))]);
-    for env in ["host", "oci"] {
-        let run = fixture.run(
-            &tasks,
-            &[
-                "--model",
-                "scripted",
-                "--env",
-                env,
-                "--allow-hosts",
-                "pypi.org",
-            ],
-        );
+    for env in [&["--env", "oci"][..], &["--env", "host", "--sandbox", "none"]] {
+        let mut args = vec!["--model", "scripted", "--allow-hosts", "pypi.org"];
+        args.extend(env);
+        let run = fixture.run(&tasks, &args);
+        let env = env[1..].join(" ");
         assert_eq!(run.code, 2, "{env}: {}", run.stderr);
         assert!(
             run.stderr
