@@ -44,6 +44,15 @@ fn counting_server(ip: &str) -> (u16, Arc<AtomicUsize>) {
     (port, seen)
 }
 
+/// The address this machine reaches the world from, if it has a route
+/// there: a UDP socket's `connect` picks it and sends nothing.
+fn outward_address() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+}
+
 /// A command printing the status of `GET url` through the proxy (urllib
 /// would honour `no_proxy` even with a proxy given).
 fn get(url: &str) -> String {
@@ -107,7 +116,13 @@ fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
     let id = format!("egress-{}", std::process::id());
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task(&id, &repo, &sha, "true", json!({}))]);
-    let commands = [
+    // A server on the machine's own outward address, when it has one
+    // (found without sending anything): from the sandbox, no route.
+    let outward = outward_address().map(|ip| {
+        let server = counting_server(&ip);
+        (ip, server)
+    });
+    let mut commands = vec![
         get(&format!("http://allowed.localhost:{named}/")),
         get(&format!("http://a.ok.localhost:{named}/")),
         get(&format!("http://127.0.0.2:{ranged}/")),
@@ -117,6 +132,20 @@ fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
         connect(&format!("127.0.0.3:{blocked}")),
         direct("127.0.0.3", blocked),
     ];
+    let mut expected = vec![
+        "status 200",
+        "status 200",
+        "status 200",
+        "status 403",
+        "status 403",
+        "status 403",
+        "answer HTTP/1.1 403 Forbidden",
+        "direct failed",
+    ];
+    if let Some((ip, (port, _))) = &outward {
+        commands.push(direct(ip, *port));
+        expected.push("Network is unreachable");
+    }
     let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
     let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
     let server = scripted_agent(&plan);
@@ -132,16 +161,6 @@ fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
     let run = fixture.run(&tasks, &args);
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     let answers = tool_answers(&server, &id);
-    let expected = [
-        "status 200",
-        "status 200",
-        "status 200",
-        "status 403",
-        "status 403",
-        "status 403",
-        "answer HTTP/1.1 403 Forbidden",
-        "direct failed",
-    ];
     assert_eq!(answers.len(), expected.len(), "{answers:?}");
     for (answer, want) in answers.iter().zip(expected) {
         assert!(
@@ -156,6 +175,9 @@ fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
         0,
         "a refused request reached its server"
     );
+    if let Some((_, (_, seen))) = &outward {
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "a direct connection got out");
+    }
     let hosts = run.events(&id, "hosts");
     assert_eq!(hosts.len(), 1, "{hosts:?}");
     let asked = &hosts[0]["asked"];
