@@ -177,7 +177,11 @@ fn allowlist_guard(
     let engines = "--env podman or --env docker";
     let (env, honoured, hint) = match kind.image_backend() {
         Some(_) if kind.engine().is_some() => return Ok(()),
-        Some(env) => (env, format!("in a container of {engines}"), engines.to_owned()),
+        Some(env) => (
+            env,
+            format!("in a container of {engines}"),
+            engines.to_owned(),
+        ),
         None if args.sandbox != SandboxMode::None => return Ok(()),
         None => (
             "host --sandbox none",

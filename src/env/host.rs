@@ -45,7 +45,11 @@ struct Egress {
 }
 
 impl Egress {
-    async fn start(task: &TaskSpec, hosts: PhaseHosts, child: &ChildSetup) -> Result<Egress, EnvError> {
+    async fn start(
+        task: &TaskSpec,
+        hosts: PhaseHosts,
+        child: &ChildSetup,
+    ) -> Result<Egress, EnvError> {
         let failed = |source| EnvError::HostEgress {
             task: task.id.to_string(),
             source,

@@ -176,7 +176,11 @@ fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
         "a refused request reached its server"
     );
     if let Some((_, (_, seen))) = &outward {
-        assert_eq!(seen.load(Ordering::SeqCst), 0, "a direct connection got out");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            0,
+            "a direct connection got out"
+        );
     }
     let hosts = run.events(&id, "hosts");
     assert_eq!(hosts.len(), 1, "{hosts:?}");
@@ -198,7 +202,10 @@ fn allow_hosts_is_refused_by_name_where_it_is_not_honoured() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task("t1", &repo, &sha, "true", json!({}))]);
-    for env in [&["--env", "oci"][..], &["--env", "host", "--sandbox", "none"]] {
+    for env in [
+        &["--env", "oci"][..],
+        &["--env", "host", "--sandbox", "none"],
+    ] {
         let mut args = vec!["--model", "scripted", "--allow-hosts", "pypi.org"];
         args.extend(env);
         let run = fixture.run(&tasks, &args);
