@@ -166,29 +166,19 @@ fn network_wishes(
 }
 
 /// An allowlist (`--allow-hosts`, or a task's own) needs a place onebash
-/// can put its proxy in: a container of an engine, or the host's bwrap
-/// sandbox (which `--sandbox none` leaves out); under `--env oci` it
-/// stops the run, named.
+/// can put its proxy in: a container of an engine, `--env oci`'s bwrap,
+/// or the host's bwrap sandbox, which `--sandbox none` leaves out: there
+/// it stops the run, named.
 fn allowlist_guard(
     args: &RunOptions,
     wishes: &[(&TaskSpec, NetworkWish)],
 ) -> Result<(), ConfigError> {
-    let kind = args.env_kind();
-    let engines = "--env podman or --env docker";
-    let (env, honoured, hint) = match kind.image_backend() {
-        Some(_) if kind.engine().is_some() => return Ok(()),
-        Some(env) => (
-            env,
-            format!("in a container of {engines}"),
-            engines.to_owned(),
-        ),
-        None if args.sandbox != SandboxMode::None => return Ok(()),
-        None => (
-            "host --sandbox none",
-            format!("on the host in the bwrap sandbox, or in a container of {engines}"),
-            format!("without --sandbox none (bwrap), or with {engines}"),
-        ),
-    };
+    if args.env_kind().image_backend().is_some() || args.sandbox != SandboxMode::None {
+        return Ok(());
+    }
+    let env = "host --sandbox none";
+    let honoured = "on the host in the bwrap sandbox, or in a container of --env podman, --env docker or --env oci";
+    let hint = "without --sandbox none (bwrap), or with --env podman, --env docker or --env oci";
     if args.allow_hosts.is_some() {
         return Err(ConfigError::Usage(format!(
             "--allow-hosts is not honoured under --env {env}: only {honoured}\nhint: run {hint}"

@@ -21,7 +21,7 @@ pub(crate) fn choose(
 ) -> Arc<dyn Environment> {
     match (container, oci) {
         (Some(settings), _) => Arc::new(Containers::new(settings)),
-        (None, Some(settings)) => Arc::new(oci::Oci::new(settings)),
+        (None, Some(settings)) => Arc::new(oci::Oci::new(settings, allowed_hosts)),
         (None, None) => Arc::new(Host::new(sandbox.clone(), allowed_hosts)),
     }
 }

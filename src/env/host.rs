@@ -8,13 +8,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::egress::{NetHolder, WayOut, phase_hosts};
+use super::egress::HeldEgress;
 use super::{BoxFuture, Command, EnvError, Environment, Trust, Workspace};
 use crate::checkout::{Checkout, GitError};
 use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
 use crate::sys::sandbox::{Confinement, NONE, Sandbox};
-use crate::task::{AllowedHosts, HostAsked, PhaseHosts, TaskSpec};
+use crate::task::{AllowedHosts, HostAsked, TaskSpec};
 
 /// Tasks on the host.
 pub(crate) struct Host {
@@ -33,50 +33,6 @@ impl Host {
     }
 }
 
-/// A task's way out under an allowlist: the process holding its network
-/// namespace, the proxy listening there, and the limits of its commands
-/// with that namespace to enter.
-struct Egress {
-    hosts: PhaseHosts,
-    way_out: WayOut,
-    child: ChildSetup,
-    /// Dropped last: the namespace lives until the workspace ends.
-    _holder: NetHolder,
-}
-
-impl Egress {
-    async fn start(
-        task: &TaskSpec,
-        hosts: PhaseHosts,
-        child: &ChildSetup,
-    ) -> Result<Egress, EnvError> {
-        let failed = |source| EnvError::HostEgress {
-            task: task.id.to_string(),
-            source,
-        };
-        let holder = crate::sys::blocking::spawn(NetHolder::start)
-            .await
-            .unwrap_or_else(|join| {
-                Err(super::egress::NetnsError::Fork {
-                    pid: 0,
-                    source: std::io::Error::other(join.to_string()),
-                })
-            })
-            .map_err(failed)?;
-        let way_out = WayOut::default();
-        way_out
-            .attach(holder.pid(), hosts.agent.clone())
-            .await
-            .map_err(failed)?;
-        Ok(Egress {
-            child: child.entering(holder.pid(), holder.own_user()),
-            hosts,
-            way_out,
-            _holder: holder,
-        })
-    }
-}
-
 impl Environment for Host {
     fn enter<'a>(
         &'a self,
@@ -86,15 +42,9 @@ impl Environment for Host {
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>> {
         Box::pin(async move {
-            let egress = match phase_hosts(task, self.allowed_hosts.as_ref()) {
-                None => None,
-                Some(_) if matches!(*self.sandbox, Sandbox::None) => {
-                    return Err(EnvError::HostsUnsandboxed {
-                        task: task.id.to_string(),
-                    });
-                }
-                Some(hosts) => Some(Egress::start(task, hosts, &child).await?),
-            };
+            let sandboxed = matches!(*self.sandbox, Sandbox::Bwrap(_));
+            let egress =
+                HeldEgress::for_task(task, self.allowed_hosts.as_ref(), sandboxed, &child).await?;
             let workspace: Box<dyn Workspace> = Box::new(HostWorkspace {
                 checkout: checkout.clone(),
                 files: Files(checkout.clone()),
@@ -112,7 +62,7 @@ struct HostWorkspace {
     files: Files,
     sandbox: Arc<Sandbox>,
     child: ChildSetup,
-    egress: Option<Egress>,
+    egress: Option<HeldEgress>,
 }
 
 /// What a workspace does to its working copy on the host: git operations
@@ -174,11 +124,9 @@ impl Workspace for HostWorkspace {
         let (confinement, child, proxied) = match (command.trust, &self.egress) {
             // The holder's namespace is the network: its loopback, where
             // the proxy listens, and no route out. bwrap keeps it.
-            (Trust::Agent { network: false }, Some(egress)) => (
-                sandboxed(true),
-                &egress.child,
-                egress.way_out.env(command.env),
-            ),
+            (Trust::Agent { network: false }, Some(egress)) => {
+                (sandboxed(true), egress.child(), egress.env(command.env))
+            }
             (Trust::Agent { network }, _) => (sandboxed(network), &self.child, None),
             (Trust::Harness, _) => (
                 Confinement {
@@ -207,7 +155,7 @@ impl Workspace for HostWorkspace {
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
         // The tests run in the same sandbox, under the verifier's hosts.
         if let Some(egress) = &self.egress {
-            egress.way_out.set_hosts(egress.hosts.verifier.clone());
+            egress.to_verifier();
         }
         Box::pin(async { Ok(()) })
     }
@@ -215,7 +163,7 @@ impl Workspace for HostWorkspace {
     fn hosts_asked(&self) -> Vec<HostAsked> {
         self.egress
             .as_ref()
-            .map(|egress| egress.way_out.asked())
+            .map(HeldEgress::asked)
             .unwrap_or_default()
     }
 
