@@ -498,7 +498,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_network: bool,
 
-    /// Let agent commands reach these hosts only, through a proxy onebash serves inside the task's container (which has no other network): names, `*.` wildcards (the names under it), IP addresses and CIDR ranges, comma-separated, as a Harbor task's `allowed_hosts` (e.g. `pypi.org,*.pythonhosted.org`). Under `--env podman` and `--env docker`. A task with an allowlist of its own keeps its own.
+    /// Let agent commands reach these hosts only, through a proxy onebash serves inside the task's container or sandbox (which has no other network): names, `*.` wildcards (the names under it), IP addresses and CIDR ranges, comma-separated, as a Harbor task's `allowed_hosts` (e.g. `pypi.org,*.pythonhosted.org`). Under `--env podman`, `--env docker`, `--env oci`, and `--env host` in the bwrap sandbox (these two: each task in a network namespace of its own). A task with an allowlist of its own keeps its own.
     #[arg(long, value_name = "HOSTS", value_parser = parse_hosts, conflicts_with = "allow_network")]
     pub allow_hosts: Option<crate::task::AllowedHosts>,
 

@@ -197,6 +197,7 @@ fn shared_context(
             &config.probed.sandbox,
             container_settings(&config),
             config.probed.oci.clone(),
+            config.allowed_hosts.clone(),
         ),
         config,
         client,

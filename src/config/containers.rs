@@ -6,6 +6,7 @@
 use crate::config::error::ConfigError;
 use crate::config::options::RunOptions;
 use crate::sys::limits::Limits;
+use crate::sys::sandbox::SandboxMode;
 use crate::sys::words::{count, plural};
 use crate::task::{NetworkWish, TaskSpec};
 
@@ -164,25 +165,28 @@ fn network_wishes(
     Ok(())
 }
 
-/// An allowlist (`--allow-hosts`, or a task's own) needs a container
-/// engine onebash can put its proxy in: under `--env host` and `--env
-/// oci` it stops the run, named.
+/// An allowlist (`--allow-hosts`, or a task's own) needs a place onebash
+/// can put its proxy in: a container of an engine, `--env oci`'s bwrap,
+/// or the host's bwrap sandbox, which `--sandbox none` leaves out: there
+/// it stops the run, named.
 fn allowlist_guard(
     args: &RunOptions,
     wishes: &[(&TaskSpec, NetworkWish)],
 ) -> Result<(), ConfigError> {
-    if args.env_kind().engine().is_some() {
+    if args.env_kind().image_backend().is_some() || args.sandbox != SandboxMode::None {
         return Ok(());
     }
-    let env = args.env_kind().image_backend().unwrap_or("host");
+    let env = "host --sandbox none";
+    let honoured = "on the host in the bwrap sandbox, or in a container of --env podman, --env docker or --env oci";
+    let hint = "without --sandbox none (bwrap), or with --env podman, --env docker or --env oci";
     if args.allow_hosts.is_some() {
         return Err(ConfigError::Usage(format!(
-            "--allow-hosts is not honoured under --env {env} yet: only in a container of --env podman or --env docker\nhint: run with --env podman or --env docker"
+            "--allow-hosts is not honoured under --env {env}: only {honoured}\nhint: run {hint}"
         )));
     }
     match wishes.iter().find(|(_, wish)| wish.allowlist.is_some()) {
         Some((task, wish)) => Err(ConfigError::Usage(format!(
-            "task {} asks for an allowlist ({}), which onebash honours only in a container of --env podman or --env docker, not under --env {env} yet\nhint: run it with --env podman or --env docker",
+            "task {} asks for an allowlist ({}), which onebash honours only {honoured}, not under --env {env}\nhint: run it {hint}",
             task.id, wish.key
         ))),
         None => Ok(()),

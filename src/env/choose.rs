@@ -17,10 +17,11 @@ pub(crate) fn choose(
     sandbox: &Sandbox,
     container: Option<container::Settings>,
     oci: Option<oci::Settings>,
+    allowed_hosts: Option<crate::task::AllowedHosts>,
 ) -> Arc<dyn Environment> {
     match (container, oci) {
         (Some(settings), _) => Arc::new(Containers::new(settings)),
-        (None, Some(settings)) => Arc::new(oci::Oci::new(settings)),
-        (None, None) => Arc::new(Host::new(sandbox.clone())),
+        (None, Some(settings)) => Arc::new(oci::Oci::new(settings, allowed_hosts)),
+        (None, None) => Arc::new(Host::new(sandbox.clone(), allowed_hosts)),
     }
 }

@@ -673,12 +673,7 @@ impl Containers {
             container: Mutex::new(None),
             setup: SetupLog::default(),
             via: tokio::sync::Mutex::new(Via::Unopened),
-            // A task that asks for no public network keeps its own
-            // (an allowlist, or none); the others get the run's.
-            hosts: match task.benchmark.network() {
-                Some(wish) if !wish.public => wish.allowlist,
-                _ => self.settings.allowed_hosts.clone().map(PhaseHosts::both),
-            },
+            hosts: super::egress::phase_hosts(task, self.settings.allowed_hosts.as_ref()),
             way_out: WayOut::default(),
         }
     }

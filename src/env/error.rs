@@ -85,6 +85,19 @@ pub enum EnvError {
         image: String,
         source: super::egress::NetnsError,
     },
+    /// The namespace of a task's allowlist on the host, or its proxy,
+    /// could not be made.
+    #[error("failed to give the sandbox of task {task} its allowed hosts: {source}")]
+    HostEgress {
+        task: String,
+        source: super::egress::NetnsError,
+    },
+    /// An allowlist on the host needs the bwrap sandbox (`--sandbox auto`
+    /// found none).
+    #[error(
+        "task {task} has an allowlist, which onebash honours on the host only in the bwrap sandbox, and this run has none\nhint: install bubblewrap, or run with --env podman or --env docker"
+    )]
+    HostsUnsandboxed { task: String },
     #[error("failed to start a container from {image}: {source}")]
     Start {
         image: String,

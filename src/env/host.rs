@@ -1,27 +1,34 @@
 //! The host's own file system and programs, each command under the run's
 //! sandbox (bubblewrap, or none). The working copy is the checkout's
 //! folder; patches and the diff are git operations on it, done on blocking
-//! threads.
+//! threads. Under an allowlist, a task's sandboxed commands enter the
+//! network namespace of its holder (egress/holder.rs), where the proxy
+//! listens on the loopback and nothing else is reachable.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use super::egress::HeldEgress;
 use super::{BoxFuture, Command, EnvError, Environment, Trust, Workspace};
 use crate::checkout::{Checkout, GitError};
 use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
 use crate::sys::sandbox::{Confinement, NONE, Sandbox};
-use crate::task::TaskSpec;
+use crate::task::{AllowedHosts, HostAsked, TaskSpec};
 
 /// Tasks on the host.
 pub(crate) struct Host {
     sandbox: Arc<Sandbox>,
+    /// `--allow-hosts`: the hosts every task without its own network
+    /// setting may reach, through a proxy.
+    allowed_hosts: Option<AllowedHosts>,
 }
 
 impl Host {
-    pub(crate) fn new(sandbox: Sandbox) -> Host {
+    pub(crate) fn new(sandbox: Sandbox, allowed_hosts: Option<AllowedHosts>) -> Host {
         Host {
             sandbox: Arc::new(sandbox),
+            allowed_hosts,
         }
     }
 }
@@ -29,18 +36,24 @@ impl Host {
 impl Environment for Host {
     fn enter<'a>(
         &'a self,
-        _task: &'a TaskSpec,
+        task: &'a TaskSpec,
         _epoch: u32,
         checkout: &'a Checkout,
         child: ChildSetup,
     ) -> BoxFuture<'a, Result<Box<dyn Workspace>, EnvError>> {
-        let workspace: Box<dyn Workspace> = Box::new(HostWorkspace {
-            checkout: checkout.clone(),
-            files: Files(checkout.clone()),
-            sandbox: Arc::clone(&self.sandbox),
-            child,
-        });
-        Box::pin(async move { Ok(workspace) })
+        Box::pin(async move {
+            let sandboxed = matches!(*self.sandbox, Sandbox::Bwrap(_));
+            let egress =
+                HeldEgress::for_task(task, self.allowed_hosts.as_ref(), sandboxed, &child).await?;
+            let workspace: Box<dyn Workspace> = Box::new(HostWorkspace {
+                checkout: checkout.clone(),
+                files: Files(checkout.clone()),
+                sandbox: Arc::clone(&self.sandbox),
+                child,
+                egress,
+            });
+            Ok(workspace)
+        })
     }
 }
 
@@ -49,6 +62,7 @@ struct HostWorkspace {
     files: Files,
     sandbox: Arc<Sandbox>,
     child: ChildSetup,
+    egress: Option<HeldEgress>,
 }
 
 /// What a workspace does to its working copy on the host: git operations
@@ -102,27 +116,55 @@ impl Files {
 impl Workspace for HostWorkspace {
     fn run<'a>(&'a self, command: Command<'a>) -> BoxFuture<'a, Result<CommandOutcome, ExecError>> {
         let dir = &self.checkout.dir;
-        let confinement = match command.trust {
-            Trust::Agent { network } => Confinement {
-                sandbox: &self.sandbox,
-                writable: dir,
-                network,
-            },
-            Trust::Harness => Confinement {
-                sandbox: &NONE,
-                writable: dir,
-                network: true,
-            },
+        let sandboxed = |network| Confinement {
+            sandbox: &self.sandbox,
+            writable: dir,
+            network,
+        };
+        let (confinement, child, proxied) = match (command.trust, &self.egress) {
+            // The holder's namespace is the network: its loopback, where
+            // the proxy listens, and no route out. bwrap keeps it.
+            (Trust::Agent { network: false }, Some(egress)) => {
+                (sandboxed(true), egress.child(), egress.env(command.env))
+            }
+            (Trust::Agent { network }, _) => (sandboxed(network), &self.child, None),
+            (Trust::Harness, _) => (
+                Confinement {
+                    sandbox: &NONE,
+                    writable: dir,
+                    network: true,
+                },
+                &self.child,
+                None,
+            ),
         };
         let (program, args) = confinement.command_line(command.script, dir);
-        Box::pin(run_command(Spawn {
-            program,
-            args,
-            cwd: dir,
-            env: command.env,
-            child: &self.child,
-            timeout: command.timeout,
-        }))
+        Box::pin(async move {
+            run_command(Spawn {
+                program,
+                args,
+                cwd: dir,
+                env: proxied.as_ref().unwrap_or(command.env),
+                child,
+                timeout: command.timeout,
+            })
+            .await
+        })
+    }
+
+    fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
+        // The tests run in the same sandbox, under the verifier's hosts.
+        if let Some(egress) = &self.egress {
+            egress.to_verifier();
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn hosts_asked(&self) -> Vec<HostAsked> {
+        self.egress
+            .as_ref()
+            .map(HeldEgress::asked)
+            .unwrap_or_default()
     }
 
     fn diff(&self) -> BoxFuture<'_, Result<String, GitError>> {

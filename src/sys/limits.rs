@@ -175,6 +175,7 @@ impl LimitPlan {
             child: ChildSetup {
                 rlimits,
                 procs_files,
+                namespaces: Vec::new(),
             },
             cgroup,
         }
@@ -203,6 +204,9 @@ impl TaskLimits {
 pub struct ChildSetup {
     rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
     procs_files: Vec<CString>,
+    /// Namespaces to enter, in order (`/proc/PID/ns/...`): a task's
+    /// network holder's on the host (env/egress/holder.rs).
+    namespaces: Vec<CString>,
 }
 
 /// The hidden first argument under which onebash is its own exec helper:
@@ -219,11 +223,25 @@ impl ChildSetup {
         ChildSetup {
             rlimits: Vec::new(),
             procs_files: Vec::new(),
+            namespaces: Vec::new(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rlimits.is_empty() && self.procs_files.is_empty()
+        self.rlimits.is_empty() && self.procs_files.is_empty() && self.namespaces.is_empty()
+    }
+
+    /// These limits, and then the network namespace of process `pid`
+    /// entered (its user namespace first when `user`), last, once the
+    /// cgroups are joined from onebash's own.
+    pub(crate) fn entering(&self, pid: u32, user: bool) -> ChildSetup {
+        let mut setup = self.clone();
+        let kinds: &[&str] = if user { &["user", "net"] } else { &["net"] };
+        setup.namespaces = kinds
+            .iter()
+            .filter_map(|kind| CString::new(format!("/proc/{pid}/ns/{kind}")).ok())
+            .collect();
+        setup
     }
 
     /// The arguments that make onebash, started as `onebash
@@ -247,6 +265,10 @@ impl ChildSetup {
     fn helper_args_with(&self, mut args: Vec<OsString>) -> Vec<OsString> {
         for file in &self.procs_files {
             args.push("--join".into());
+            args.push(OsString::from_vec(file.as_bytes().to_vec()));
+        }
+        for file in &self.namespaces {
+            args.push("--setns".into());
             args.push(OsString::from_vec(file.as_bytes().to_vec()));
         }
         for (resource, value) in &self.rlimits {
@@ -283,6 +305,21 @@ impl ChildSetup {
             // SAFETY: setrlimit is async-signal-safe and reads `limit` only.
             if unsafe { libc::setrlimit(resource, &limit) } != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+        }
+        for file in &self.namespaces {
+            // SAFETY: open/setns/close are async-signal-safe; the path is
+            // a valid NUL-terminated string made before the fork.
+            unsafe {
+                let fd = libc::open(file.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let entered = libc::setns(fd, 0);
+                libc::close(fd);
+                if entered != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
         }
         Ok(())
@@ -339,6 +376,10 @@ fn exec_with(args: &[OsString]) -> String {
             Some("--join") => match rest.next().map(|f| CString::new(f.as_bytes())) {
                 Some(Ok(file)) => setup.procs_files.push(file),
                 _ => return "--join needs a file".to_owned(),
+            },
+            Some("--setns") => match rest.next().map(|f| CString::new(f.as_bytes())) {
+                Some(Ok(file)) => setup.namespaces.push(file),
+                _ => return "--setns needs a file".to_owned(),
             },
             Some("--rlimit") => {
                 let parsed = rest.next().and_then(|raw| {
@@ -629,7 +670,9 @@ mod tests {
         let setup = ChildSetup {
             rlimits: vec![(libc::RLIMIT_FSIZE, 1 << 20), (libc::RLIMIT_CORE, 0)],
             procs_files: vec![CString::new("/sys/fs/cgroup/pids/x/cgroup.procs").expect("path")],
-        };
+            namespaces: Vec::new(),
+        }
+        .entering(7, true);
         let args = setup.helper_args();
         assert_eq!(args[0], EXEC_LIMITED);
         assert_eq!(
@@ -645,6 +688,10 @@ mod tests {
             [
                 "--join",
                 "/sys/fs/cgroup/pids/x/cgroup.procs",
+                "--setns",
+                "/proc/7/ns/user",
+                "--setns",
+                "/proc/7/ns/net",
                 "--rlimit",
                 &format!("{}=1048576", libc::RLIMIT_FSIZE),
                 "--rlimit",

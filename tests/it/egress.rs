@@ -1,4 +1,6 @@
-//! `--allow-hosts` under `--env podman` and `--env docker`: the agent's
+//! `--allow-hosts` under `--env podman`, `--env docker` and `--env oci`
+//! (and on the host in the bwrap sandbox; these two in a network
+//! namespace of the task's, which each command enters): the agent's
 //! container has no network but its loopback, where onebash's proxy
 //! listens, and the proxy lets through only the allowed hosts. Three
 //! local servers, each counting the connections it accepts: one reached
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 
-use crate::support::backend::{Backend, IMAGE, under_each_engine};
+use crate::support::backend::{Backend, IMAGE, under_each_backend, under_each_engine};
 use crate::support::harness::{Fixture, scripted_agent, task, tool_answers};
 
 /// A server answering `200 ok` to each connection on `ip`, counting them.
@@ -41,6 +43,15 @@ fn counting_server(ip: &str) -> (u16, Arc<AtomicUsize>) {
         }
     });
     (port, seen)
+}
+
+/// The address this machine reaches the world from, if it has a route
+/// there: a UDP socket's `connect` picks it and sends nothing.
+fn outward_address() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
 }
 
 /// A command printing the status of `GET url` through the proxy (urllib
@@ -75,14 +86,44 @@ except Exception as e: print(\"direct failed\", e)'"
 }
 
 fn only_the_allowed_hosts_are_reached(backend: Backend) {
+    let fixture = Fixture::new();
+    let flags = backend.image_flags(&fixture, IMAGE);
+    allowed_hosts_only(&fixture, flags);
+}
+
+under_each_backend!(
+    an_allowlist_lets_through_its_hosts_only,
+    super::only_the_allowed_hosts_are_reached
+);
+
+/// The same on the host, in the bwrap sandbox: each command enters the
+/// task's own network namespace, where the proxy listens on the
+/// loopback.
+#[test]
+fn an_allowlist_lets_through_its_hosts_only_on_the_host_under_bwrap() {
+    let Some(fixture) = crate::sandbox::bwrap_fixture() else {
+        return;
+    };
+    let flags = ["--env", "host", "--sandbox", "bwrap"].map(str::to_owned);
+    allowed_hosts_only(&fixture, flags.to_vec());
+}
+
+/// Runs the eight commands under `--allow-hosts` with `flags` (the
+/// environment's) and checks what each got and what each server saw.
+fn allowed_hosts_only(fixture: &Fixture, flags: Vec<String>) {
     let (named, named_seen) = counting_server("127.0.0.1");
     let (ranged, ranged_seen) = counting_server("127.0.0.2");
     let (blocked, blocked_seen) = counting_server("127.0.0.3");
-    let fixture = Fixture::new();
     let id = format!("egress-{}", std::process::id());
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task(&id, &repo, &sha, "true", json!({}))]);
-    let commands = [
+    // A server on the machine's own outward address, when it has one
+    // (found without sending anything): from the sandbox, no route.
+    let outward = outward_address().map(|ip| {
+        let server = counting_server(&ip);
+        (ip, server)
+    });
+    let mut commands = vec![
         get(&format!("http://allowed.localhost:{named}/")),
         get(&format!("http://a.ok.localhost:{named}/")),
         get(&format!("http://127.0.0.2:{ranged}/")),
@@ -92,22 +133,7 @@ fn only_the_allowed_hosts_are_reached(backend: Backend) {
         connect(&format!("127.0.0.3:{blocked}")),
         direct("127.0.0.3", blocked),
     ];
-    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
-    let server = scripted_agent(&plan);
-    let mut args: Vec<String> = ["--model", "scripted", "--base-url", &server.base_url()]
-        .map(str::to_owned)
-        .to_vec();
-    args.extend(backend.image_flags(&fixture, IMAGE));
-    args.extend([
-        "--allow-hosts".to_owned(),
-        "allowed.localhost,*.ok.localhost,127.0.0.2/32".to_owned(),
-    ]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = fixture.run(&tasks, &args);
-    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
-    let answers = tool_answers(&server, &id);
-    let expected = [
+    let mut expected = vec![
         "status 200",
         "status 200",
         "status 200",
@@ -117,6 +143,25 @@ fn only_the_allowed_hosts_are_reached(backend: Backend) {
         "answer HTTP/1.1 403 Forbidden",
         "direct failed",
     ];
+    if let Some((ip, (port, _))) = &outward {
+        commands.push(direct(ip, *port));
+        expected.push("Network is unreachable");
+    }
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let plan: [(&str, &[&str]); 1] = [(&id, &commands)];
+    let server = scripted_agent(&plan);
+    let mut args: Vec<String> = ["--model", "scripted", "--base-url", &server.base_url()]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(flags);
+    args.extend([
+        "--allow-hosts".to_owned(),
+        "allowed.localhost,*.ok.localhost,127.0.0.2/32".to_owned(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = fixture.run(&tasks, &args);
+    assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
+    let answers = tool_answers(&server, &id);
     assert_eq!(answers.len(), expected.len(), "{answers:?}");
     for (answer, want) in answers.iter().zip(expected) {
         assert!(
@@ -131,6 +176,13 @@ fn only_the_allowed_hosts_are_reached(backend: Backend) {
         0,
         "a refused request reached its server"
     );
+    if let Some((_, (_, seen))) = &outward {
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            0,
+            "a direct connection got out"
+        );
+    }
     let hosts = run.events(&id, "hosts");
     assert_eq!(hosts.len(), 1, "{hosts:?}");
     let asked = &hosts[0]["asked"];
@@ -145,37 +197,32 @@ fn only_the_allowed_hosts_are_reached(backend: Backend) {
     assert_eq!(of("blocked.localhost"), Some((Some(1), Some(1))), "{asked}");
 }
 
-under_each_engine!(
-    an_allowlist_lets_through_its_hosts_only,
-    super::only_the_allowed_hosts_are_reached
-);
-
 /// Where onebash cannot put its proxy, an allowlist stops the run, named.
 #[test]
 fn allow_hosts_is_refused_by_name_where_it_is_not_honoured() {
     let fixture = Fixture::new();
     let (repo, sha) = fixture.repo("repo", &[("README.md", "hello\n")]);
     let tasks = fixture.tasks(&[task("t1", &repo, &sha, "true", json!({}))]);
-    for env in ["host", "oci"] {
-        let run = fixture.run(
-            &tasks,
-            &[
-                "--model",
-                "scripted",
-                "--env",
-                env,
-                "--allow-hosts",
-                "pypi.org",
-            ],
-        );
-        assert_eq!(run.code, 2, "{env}: {}", run.stderr);
-        assert!(
-            run.stderr
-                .contains(&format!("--allow-hosts is not honoured under --env {env}")),
-            "{}",
-            run.stderr
-        );
-    }
+    let run = fixture.run(
+        &tasks,
+        &[
+            "--model",
+            "scripted",
+            "--allow-hosts",
+            "pypi.org",
+            "--env",
+            "host",
+            "--sandbox",
+            "none",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--allow-hosts is not honoured under --env host --sandbox none"),
+        "{}",
+        run.stderr
+    );
     let run = fixture.run(
         &tasks,
         &[

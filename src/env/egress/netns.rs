@@ -89,7 +89,7 @@ pub(crate) fn listen_in(pid: u32) -> Result<std::net::TcpListener, NetnsError> {
     }
 }
 
-fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` has room for the two descriptors.
     let made = unsafe {

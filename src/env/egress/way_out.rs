@@ -9,7 +9,17 @@ use std::sync::{Mutex, PoisonError};
 use super::netns::{NetnsError, listen_in};
 use super::proxy::Proxy;
 use crate::sys::exec::CommandEnv;
-use crate::task::{AllowedHosts, HostAsked};
+use crate::task::{AllowedHosts, HostAsked, PhaseHosts, TaskSpec};
+
+/// The hosts each phase of `task` may reach through a proxy, if any: a
+/// task that asks for no public network keeps its own (an allowlist, or
+/// none); the others get the run's (`--allow-hosts`).
+pub(crate) fn phase_hosts(task: &TaskSpec, run: Option<&AllowedHosts>) -> Option<PhaseHosts> {
+    match task.benchmark.network() {
+        Some(wish) if !wish.public => wish.allowlist,
+        _ => run.cloned().map(PhaseHosts::both),
+    }
+}
 
 /// The proxy of a workspace's sandbox, if it has one now.
 #[derive(Default)]

@@ -35,11 +35,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Image, Images, rootfs};
 use crate::checkout::{Checkout, CheckoutError, GitError, History};
+use crate::env::egress::HeldEgress;
 use crate::env::image_repo::{self, ImageRepo, SetupLog};
 use crate::env::{BoxFuture, Command, Entered, EnvError, Environment, Trust, Workspace, host};
 use crate::sys::exec::{CommandOutcome, ExecError, Spawn, run_command};
 use crate::sys::limits::ChildSetup;
-use crate::task::TaskSpec;
+use crate::task::{AllowedHosts, HostAsked, TaskSpec};
 
 /// What every task of an `oci` run shares.
 #[derive(Debug, Clone)]
@@ -90,13 +91,26 @@ fn find_bwrap() -> Option<PathBuf> {
 /// Tasks in their images under bwrap.
 pub(crate) struct Oci {
     settings: Arc<Settings>,
+    /// `--allow-hosts`: the hosts every task without its own network
+    /// setting may reach, through a proxy.
+    allowed_hosts: Option<AllowedHosts>,
 }
 
 impl Oci {
-    pub(crate) fn new(settings: Settings) -> Oci {
+    pub(crate) fn new(settings: Settings, allowed_hosts: Option<AllowedHosts>) -> Oci {
         Oci {
             settings: Arc::new(settings),
+            allowed_hosts,
         }
+    }
+
+    /// The task's own network namespace and proxy, under an allowlist.
+    async fn egress(
+        &self,
+        task: &TaskSpec,
+        child: &ChildSetup,
+    ) -> Result<Option<HeldEgress>, EnvError> {
+        HeldEgress::for_task(task, self.allowed_hosts.as_ref(), true, child).await
     }
 }
 
@@ -132,6 +146,7 @@ impl Environment for Oci {
                 })
             });
             made.map_err(|err| EnvError::TaskRoot(Box::new(err)))?;
+            let egress = self.egress(task, &child).await?;
             Ok(Box::new(OciWorkspace {
                 settings: Arc::clone(&self.settings),
                 image,
@@ -140,6 +155,7 @@ impl Environment for Oci {
                 dir: Mutex::new(checkout.dir.clone()),
                 repo: Repo::Mounted(host::Files(checkout.clone())),
                 child,
+                egress,
             }) as Box<dyn Workspace>)
         })
     }
@@ -203,6 +219,10 @@ impl Environment for Oci {
                 })
             });
             made.map_err(|err| failed(err.to_string()))?;
+            let egress = self
+                .egress(task, &child)
+                .await
+                .map_err(|err| failed(err.to_string()))?;
             let workspace = OciWorkspace {
                 settings: Arc::clone(&self.settings),
                 image,
@@ -215,6 +235,7 @@ impl Environment for Oci {
                     setup: SetupLog::default(),
                 },
                 child,
+                egress,
             };
             let prepared = match workspace
                 .harness(&image_repo::prepare(&task.base_commit, history))
@@ -281,6 +302,8 @@ pub(super) struct OciWorkspace {
     pub(super) dir: Mutex<PathBuf>,
     repo: Repo,
     child: ChildSetup,
+    /// The task's network namespace and proxy, under an allowlist.
+    egress: Option<HeldEgress>,
 }
 
 /// Where a workspace's repo is.
@@ -396,11 +419,17 @@ impl OciWorkspace {
     /// Runs one command under bwrap over the image, the current copy at
     /// the workdir.
     pub(super) async fn exec(&self, command: Command<'_>) -> Result<CommandOutcome, ExecError> {
-        let network = match command.trust {
-            Trust::Agent { network } => network,
-            Trust::Harness => true,
+        let (network, child, proxied) = match (command.trust, &self.egress) {
+            // The task's namespace is the network: its loopback, where the
+            // proxy listens, and no route out. bwrap keeps it.
+            (Trust::Agent { network: false }, Some(egress)) => {
+                (true, egress.child(), egress.env(command.env))
+            }
+            (Trust::Agent { network }, _) => (network, &self.child, None),
+            (Trust::Harness, _) => (true, &self.child, None),
         };
-        let vars: Vec<(String, String)> = command.env.harness_vars().cloned().collect();
+        let env = proxied.as_ref().unwrap_or(command.env);
+        let vars: Vec<(String, String)> = env.harness_vars().cloned().collect();
         let dir = lock(&self.dir).clone();
         let args = arguments(
             &self.image,
@@ -415,8 +444,8 @@ impl OciWorkspace {
             program: self.settings.bwrap.clone().into_os_string(),
             args,
             cwd: &dir,
-            env: command.env,
-            child: &self.child,
+            env,
+            child,
             timeout: command.timeout,
         })
         .await
@@ -431,7 +460,18 @@ impl Workspace for OciWorkspace {
         Box::pin(self.exec(command))
     }
 
+    fn hosts_asked(&self) -> Vec<HostAsked> {
+        self.egress
+            .as_ref()
+            .map(HeldEgress::asked)
+            .unwrap_or_default()
+    }
+
     fn end_agent_phase(&self) -> BoxFuture<'_, Result<(), EnvError>> {
+        // The tests run in the same namespace, under the verifier's hosts.
+        if let Some(egress) = &self.egress {
+            egress.to_verifier();
+        }
         Box::pin(async move {
             match &self.repo {
                 // Nothing the agent started is left (each command's PID

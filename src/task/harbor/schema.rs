@@ -75,8 +75,8 @@ const ONE_NETWORK: &str = "onebash gives the agent and the verifier a container'
      in one phase and not in the other is not done yet";
 
 const HOSTS: &str = "the hosts the phase's commands may reach through onebash's proxy, under \
-     --env podman and --env docker (refused under --env host and --env oci): names, `*.` \
-     wildcards, IP addresses and CIDR ranges, read as Harbor reads them";
+     --env podman, --env docker, --env oci and --env host in the bwrap sandbox (refused under \
+     --env host --sandbox none): names, `*.` wildcards, IP addresses and CIDR ranges, read as Harbor reads them";
 
 /// Every key Harbor 0.26 reads in task.toml, in its model's order.
 pub(crate) const KEYS: &[Key] = &[
